@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* mpitrace.bpf.c -- uprobes on MPI calls: one record per completed call.
+ *
+ * The entry probe stashes what only the entry can see (call site, arguments, time) in
+ * the per-thread "inflight" map; the return probe turns it into a pdi_event. The
+ * inflight map doubles as "where is each thread right now", which is what a hang
+ * diagnosis needs: a blocked call never returns, so it never reaches the ring buffer.
+ *
+ * One program pair serves every probed function; the attach cookie says which
+ * function and where its request handle is (see lib/event.h). */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "event.h"
+
+#define SIGSTOP 19
+/* libbpf 1.1's bpf_tracing.h stops at the fifth argument */
+#define PARM6(ctx) ((ctx)->r9)
+#define MAX_ANCESTORS 16
+
+/* Wake the consumer only once this much is pending: a wake-up per event costs more
+ * than the probe itself. The daemon also drains on a timer. */
+const volatile __u64 wakeup_bytes = 256 * 1024;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, struct pdi_inflight);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); /* tgid */
+	__type(value, __u64);
+} lost SEC(".maps");
+
+/* Processes (or ancestors of processes) whose MPI_Init must stop them until the
+ * daemon has attached: registered Slurm tasks and the roots of "pdimon run". */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} watched SEC(".maps");
+
+/* Argument N (1-based) of the call being entered; ARGS holds the six register ones. */
+static __always_inline __u64 read_arg(const __u64 *args, __u64 sp, __u32 n)
+{
+	__u64 v = 0;
+
+	if (n >= 1 && n <= PDI_NARGS)
+		return args[n - 1];
+	/* at entry *sp is the return address; the seventh argument sits just above it */
+	if (n > PDI_NARGS && n <= 16)
+		bpf_probe_read_user(&v, sizeof(v), (void *)(sp + 8 * (n - PDI_NARGS)));
+	return v;
+}
+
+/* An MPI_Request handle: 4 bytes in MPICH, 8 in Open MPI; DST is zeroed beforehand. */
+static __always_inline void read_handle(__u64 *dst, __u64 cookie, __u64 ptr)
+{
+	if (PDI_COOKIE_REQ_SIZE(cookie) == 4)
+		bpf_probe_read_user(dst, 4, (void *)ptr);
+	else
+		bpf_probe_read_user(dst, 8, (void *)ptr);
+}
+
+static __always_inline void count_lost(__u32 tgid)
+{
+	__u64 one = 1, *n = bpf_map_lookup_elem(&lost, &tgid);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&lost, &tgid, &one, BPF_NOEXIST);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mpi_enter)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pdi_inflight *f = bpf_map_lookup_elem(&inflight, &id);
+	struct pdi_inflight n = {};
+	__u64 sp = PT_REGS_SP(ctx), ptr;
+	__u32 arg, mode;
+
+	if (f) { /* an MPI call made by an MPI call: only the outermost one is the application's */
+		f->depth++;
+		return 0;
+	}
+	n.cookie = bpf_get_attach_cookie(ctx);
+	n.t_enter = bpf_ktime_get_ns();
+	bpf_probe_read_user(&n.callsite, sizeof(n.callsite), (void *)sp);
+	n.args[0] = PT_REGS_PARM1(ctx);
+	n.args[1] = PT_REGS_PARM2(ctx);
+	n.args[2] = PT_REGS_PARM3(ctx);
+	n.args[3] = PT_REGS_PARM4(ctx);
+	n.args[4] = PT_REGS_PARM5(ctx);
+	n.args[5] = PARM6(ctx);
+
+	arg = PDI_COOKIE_REQ_ARG(n.cookie);
+	mode = PDI_COOKIE_REQ_MODE(n.cookie);
+	if (arg) {
+		ptr = read_arg(n.args, sp, arg);
+		if (mode == PDI_REQ_OUT) {
+			n.req_ptr = ptr;
+		} else if (mode == PDI_REQ_IN) {
+			read_handle(&n.reqs[0], n.cookie, ptr);
+			n.nreqs = 1;
+		} else if (mode == PDI_REQ_ARRAY) {
+			__u64 cnt = (__u32)n.args[0], sz;
+
+			if (cnt > PDI_NREQS)
+				cnt = PDI_NREQS;
+			sz = cnt * PDI_COOKIE_REQ_SIZE(n.cookie);
+			if (sz > 0 && sz <= sizeof(n.reqs))
+				bpf_probe_read_user(n.reqs, sz, (void *)ptr);
+			n.nreqs = cnt;
+		}
+	}
+	bpf_map_update_elem(&inflight, &id, &n, BPF_ANY);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(mpi_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct pdi_inflight *f = bpf_map_lookup_elem(&inflight, &id);
+	struct pdi_event *e;
+	__u64 flags;
+
+	if (!f)
+		return 0;
+	if (f->depth) {
+		f->depth--;
+		return 0;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(id >> 32);
+		bpf_map_delete_elem(&inflight, &id);
+		return 0;
+	}
+	e->kind = PDI_EV_CALL;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->fn = PDI_COOKIE_FN(f->cookie);
+	e->depth = 0;
+	e->callsite = f->callsite;
+	e->t_enter = f->t_enter;
+	e->t_exit = bpf_ktime_get_ns();
+	__builtin_memcpy(e->args, f->args, sizeof(e->args));
+	e->req = f->reqs[0];
+	if (f->req_ptr) {
+		e->req = 0;
+		read_handle(&e->req, f->cookie, f->req_ptr);
+	}
+	e->ret = PT_REGS_RC(ctx);
+	bpf_map_delete_elem(&inflight, &id);
+
+	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									       : BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
+	return 0;
+}
+
+/* Attached to MPI_Init/MPI_Init_thread of the MPI libraries for every process: fires
+ * once per MPI process, so the cost is nil. A process of a watched tree is stopped
+ * here until the daemon has attached its per-process probes and continues it. */
+SEC("uprobe")
+int BPF_KPROBE(mpi_init_trap)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, *root = NULL;
+	struct pdi_event *e;
+
+	for (int i = 0; i < MAX_ANCESTORS && pid > 1; i++) {
+		root = bpf_map_lookup_elem(&watched, &pid);
+		if (root)
+			break;
+		task = BPF_CORE_READ(task, real_parent);
+		pid = BPF_CORE_READ(task, tgid);
+	}
+	if (!root)
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(id >> 32);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = PDI_EV_INIT;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->fn = PDI_COOKIE_FN(bpf_get_attach_cookie(ctx));
+	e->t_enter = bpf_ktime_get_ns();
+	bpf_probe_read_user(&e->callsite, sizeof(e->callsite), (void *)PT_REGS_SP(ctx));
+	e->args[0] = pid; /* the watched process it descends from */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	bpf_send_signal(SIGSTOP);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

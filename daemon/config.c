@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* config.c -- parsing pdimond.conf: "key = value" lines, '#' comments. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+
+static const char *const default_libraries[] = {
+	"/usr/lib/*/libmpi.so.*[0-9]",   "/usr/lib/*/libmpich.so.*[0-9]", "/usr/lib64/libmpi.so.*[0-9]",
+	"/usr/lib64/*/lib/libmpi.so.*[0-9]", "/usr/lib64/libmpich.so.*[0-9]", "/opt/*/lib/libmpi.so.*[0-9]",
+	"/opt/*/lib/libmpich.so.*[0-9]",
+};
+
+void pdi_config_defaults(struct pdi_config *c)
+{
+	*c = (struct pdi_config){
+		.socket_path = strdup(PDI_SOCKET_PATH),
+		.drain_interval_ms = 100,
+		.ring_buffer_kib = 8192,
+		.wakeup_kib = 256,
+		.log_level = PDI_LOG_INFO,
+		.model = pdi_model_config_default,
+	};
+	for (unsigned i = 0; i < ELEMENTSOF(default_libraries); i++)
+		c->init_libraries[c->ninit_libraries++] = strdup(default_libraries[i]);
+}
+
+void pdi_config_done(struct pdi_config *c)
+{
+	free(c->socket_path);
+	for (unsigned i = 0; i < c->ninit_libraries; i++)
+		free(c->init_libraries[i]);
+	*c = (struct pdi_config){0};
+}
+
+static int parse_uint(const char *v, unsigned long min, unsigned long max, unsigned long *ret)
+{
+	char *end;
+	unsigned long x;
+
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || end == v || *end || x < min || x > max || v[0] == '-')
+		return -EINVAL;
+	*ret = x;
+	return 0;
+}
+
+static int parse_bool(const char *v, bool *ret)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1"))
+		*ret = true;
+	else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0"))
+		*ret = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_level(const char *v, int *ret)
+{
+	static const struct { const char *name; int level; } levels[] = {
+		{"error", PDI_LOG_ERR}, {"warning", PDI_LOG_WARNING}, {"info", PDI_LOG_INFO}, {"debug", PDI_LOG_DEBUG}};
+
+	for (unsigned i = 0; i < ELEMENTSOF(levels); i++)
+		if (!strcmp(v, levels[i].name)) {
+			*ret = levels[i].level;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int set_libraries(struct pdi_config *c, const char *value)
+{
+	char *copy = strdup(value), *save = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	for (unsigned i = 0; i < c->ninit_libraries; i++)
+		free(c->init_libraries[i]);
+	c->ninit_libraries = 0;
+	for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+		if (c->ninit_libraries == PDI_MAX_GLOBS) {
+			free(copy);
+			return -E2BIG;
+		}
+		c->init_libraries[c->ninit_libraries++] = strdup(w);
+	}
+	free(copy);
+	return 0;
+}
+
+int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
+{
+	unsigned long x;
+	int r;
+
+	if (!strcmp(key, "socket")) {
+		char *s = strdup(value);
+		if (!s)
+			return -ENOMEM;
+		free(c->socket_path);
+		c->socket_path = s;
+		return 0;
+	}
+	if (!strcmp(key, "mpi_libraries"))
+		return set_libraries(c, value);
+	if (!strcmp(key, "log_level"))
+		return parse_level(value, &c->log_level);
+	if (!strcmp(key, "auto_phases"))
+		return parse_bool(value, &c->model.auto_phases);
+	if (!strcmp(key, "drain_interval_ms")) {
+		if ((r = parse_uint(value, 1, 10000, &x)) == 0)
+			c->drain_interval_ms = (unsigned)x;
+		return r;
+	}
+	if (!strcmp(key, "ring_buffer_kib")) {
+		r = parse_uint(value, 4, 1 << 20, &x);
+		if (r == 0 && (x & (x - 1)))
+			r = -EINVAL; /* the kernel wants a power-of-two ring */
+		if (r == 0)
+			c->ring_buffer_kib = (unsigned)x;
+		return r;
+	}
+	if (!strcmp(key, "wakeup_kib")) {
+		if ((r = parse_uint(value, 0, 1 << 20, &x)) == 0)
+			c->wakeup_kib = (unsigned)x;
+		return r;
+	}
+	if (!strcmp(key, "max_task_memory")) {
+		if ((r = parse_uint(value, 4096, 1ul << 34, &x)) == 0)
+			c->model.max_bytes = x;
+		return r;
+	}
+	if (!strcmp(key, "max_phases")) {
+		if ((r = parse_uint(value, 3, 100000, &x)) == 0)
+			c->model.max_phases = (uint32_t)x;
+		return r;
+	}
+	if (!strcmp(key, "auto_phase_collectives")) {
+		if ((r = parse_uint(value, 1, 1000000, &x)) == 0)
+			c->model.auto_phase_min_collectives = (uint32_t)x;
+		return r;
+	}
+	return -ENOKEY;
+}
+
+static char *strip(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+int pdi_config_load(struct pdi_config *c, const char *path, bool required, unsigned *ret_line)
+{
+	FILE *f = fopen(path, "re");
+	char buf[4096];
+	unsigned line = 0;
+	int r = 0;
+
+	*ret_line = 0;
+	if (!f)
+		return errno == ENOENT && !required ? 0 : -errno;
+	while (fgets(buf, sizeof(buf), f)) {
+		char *s = strip(buf), *eq;
+
+		line++;
+		if (!*s || *s == '#')
+			continue;
+		eq = strchr(s, '=');
+		if (!eq) {
+			r = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		r = pdi_config_set(c, strip(s), strip(eq + 1));
+		if (r < 0)
+			break;
+	}
+	if (r < 0)
+		*ret_line = line;
+	fclose(f);
+	return r;
+}

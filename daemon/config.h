@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* config.h -- pdimond's settings: /etc/pdimon/pdimond.conf, then command-line overrides. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "model.h"
+
+#define PDI_CONFIG_PATH "/etc/pdimon/pdimond.conf"
+#define PDI_SOCKET_PATH "/run/pdimon/pdimond.sock"
+#define PDI_MAX_GLOBS 16
+
+struct pdi_config {
+	char *socket_path;
+	char *init_libraries[PDI_MAX_GLOBS]; /* globs of MPI libraries whose MPI_Init is trapped */
+	unsigned ninit_libraries;
+	unsigned drain_interval_ms;           /* ring buffer drained at least this often */
+	unsigned ring_buffer_kib;             /* power of two */
+	unsigned wakeup_kib;                  /* pending data that wakes the daemon early */
+	int log_level;
+	struct pdi_model_config model;
+};
+
+void pdi_config_defaults(struct pdi_config *c);
+void pdi_config_done(struct pdi_config *c);
+/* Read KEY = VALUE lines. A missing file is fine when !required. On error ret_line says where. */
+int pdi_config_load(struct pdi_config *c, const char *path, bool required, unsigned *ret_line);
+/* Apply one KEY=VALUE setting (the file's syntax, also used by --set). */
+int pdi_config_set(struct pdi_config *c, const char *key, const char *value);

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* daemon.h -- the one struct that owns everything pdimond runs on. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "registry.h"
+
+struct pdi_tracer;
+struct pdi_objcache;
+
+/* epoll_event.data.u64: what became ready, and which one (a task's index). */
+enum pdi_source_kind { PDI_SRC_LISTEN = 1, PDI_SRC_SIGNAL, PDI_SRC_TIMER, PDI_SRC_RING, PDI_SRC_TASK };
+#define PDI_SRC(kind, index) ((uint64_t)(kind) << 56 | (uint64_t)(index))
+#define PDI_SRC_KIND(u) ((unsigned)((u) >> 56))
+#define PDI_SRC_INDEX(u) ((unsigned)((u)&0xffffffffu))
+
+struct pdi_daemon {
+	struct pdi_config cfg;
+	struct pdi_registry reg;
+	struct pdi_tracer *tracer;
+	struct pdi_objcache *objs;
+	int epoll_fd, listen_fd, signal_fd, timer_fd;
+	bool quit;
+	uint64_t started_ns;      /* CLOCK_MONOTONIC */
+	uint64_t events;          /* calls ingested since start */
+	uint64_t unknown_events;  /* calls from processes no longer (or never) monitored */
+	uint64_t rate_events, rate_t_ns; /* for events/s over the last second or so */
+	double events_per_s;
+};
+
+uint64_t pdi_now_ns(void);
+
+/* ingest.c */
+int pdi_ingest_event(void *daemon, const struct pdi_event *e);
+/* Monitor PID as a task of STEP: attach probes, watch for its exit. */
+int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, struct pdi_task **ret);
+/* The task's process has exited (or we stop): drain its events and keep its model. */
+void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t);
+
+/* control.c */
+int pdi_control_listen(struct pdi_daemon *d);
+void pdi_control_accept(struct pdi_daemon *d);
+
+/* show.c: replies are allocated text; NULL on allocation failure */
+char *pdi_show_status(struct pdi_daemon *d, bool json);
+char *pdi_show_steps(struct pdi_daemon *d, bool json);
+char *pdi_show_step(struct pdi_daemon *d, const struct pdi_step *s, const char *format);

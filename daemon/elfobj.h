@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* elfobj.h -- one ELF object file (executable or shared library), opened once and cached:
+ * function symbols, file offset <-> address translation, and source lines. */
+#pragma once
+
+#include <stdint.h>
+
+struct pdi_elfobj;
+
+/* PATH may be /proc/PID/root/usr/lib/... or /proc/PID/map_files/START-END. Negative errno:
+ * -ENOENT if missing, -ENOEXEC if not an ELF executable or shared object. */
+int pdi_elfobj_open(const char *path, struct pdi_elfobj **ret);
+/* NULL ok. */
+void pdi_elfobj_free(struct pdi_elfobj *o);
+/* The path given to pdi_elfobj_open(). */
+const char *pdi_elfobj_path(const struct pdi_elfobj *o);
+/* The object's open file descriptor, kept for the object's lifetime. PATH may stop working once
+ * the process it was reached through exits; "/proc/self/fd/N" keeps naming the same file, e.g. to
+ * attach uprobes. */
+int pdi_elfobj_fd(const struct pdi_elfobj *o);
+
+/* File offset of function NAME's first instruction: what a uprobe attach takes. Looks in .symtab
+ * (or, when stripped, the .symtab of its /usr/lib/debug/.build-id file), then .dynsym; defined
+ * STT_FUNC and STT_GNU_IFUNC (whose address is that of the resolver), any binding. When NAME is
+ * defined more than once, global beats weak beats local. -ENOENT if absent. */
+int pdi_elfobj_func_offset(struct pdi_elfobj *o, const char *name, uint64_t *ret_offset);
+/* Same but returns the ELF virtual address (st_value). */
+int pdi_elfobj_func_vaddr(struct pdi_elfobj *o, const char *name, uint64_t *ret_vaddr);
+/* Translate a file offset (as computed from /proc/PID/maps: addr - start + pgoff) to the ELF
+ * virtual address via the PT_LOAD headers. -ENOENT if no segment loads that offset. */
+int pdi_elfobj_offset_to_vaddr(struct pdi_elfobj *o, uint64_t offset, uint64_t *ret_vaddr);
+
+struct pdi_srcloc {
+	char func[128];    /* enclosing function symbol, "" if none covers the address */
+	uint64_t func_off; /* vaddr - the function's address */
+	char file[256];    /* source file as DWARF names it (usually absolute), "" without DWARF */
+	int line;          /* 0 without DWARF */
+};
+
+/* Describe the code at ELF virtual address VADDR. Callers holding a return address pass
+ * (return address - 1) so that the line is that of the call. DWARF comes from the object or
+ * from /usr/lib/debug/.build-id, and is loaded on first use. Names and paths too long for
+ * pdi_srcloc are truncated. Returns 0 or negative errno. */
+int pdi_elfobj_describe(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret);
+
+/* The NT_GNU_BUILD_ID as a lowercase hex string, or "". */
+const char *pdi_elfobj_build_id(const struct pdi_elfobj *o);

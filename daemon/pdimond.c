@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* pdimond.c -- the node-local pdimon daemon: set-up, the event loop, clean shutdown.
+ *
+ * One thread, one epoll: the BPF ring buffer, the control socket, a drain timer, a
+ * signalfd, and one pidfd per monitored task. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "objcache.h"
+#include "tracer.h"
+
+#ifndef PDI_VERSION
+#define PDI_VERSION "0"
+#endif
+
+uint64_t pdi_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: pdimond [OPTION]...\n"
+		"Node-local daemon of pdimon: models the MPI calls of monitored tasks with eBPF.\n\n"
+		"  -f, --foreground       stay attached to the terminal, log to stderr\n"
+		"  -c, --config FILE      configuration file (default %s)\n"
+		"  -s, --socket PATH      control socket (default %s)\n"
+		"  -o, --set KEY=VALUE    override a configuration setting\n"
+		"  -v, --verbose          log debug messages\n"
+		"  -h, --help             show this help\n"
+		"      --version          show the version\n",
+		PDI_CONFIG_PATH, PDI_SOCKET_PATH);
+}
+
+static int add_fd(struct pdi_daemon *d, int fd, uint64_t src)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = src};
+
+	return epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+static int setup_loop(struct pdi_daemon *d)
+{
+	struct itimerspec its = {0};
+	sigset_t mask;
+	int r;
+
+	d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->epoll_fd < 0)
+		return -errno;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (d->signal_fd < 0 || d->timer_fd < 0)
+		return -errno;
+	its.it_interval.tv_sec = d->cfg.drain_interval_ms / 1000;
+	its.it_interval.tv_nsec = (long)(d->cfg.drain_interval_ms % 1000) * 1000000;
+	its.it_value = its.it_interval;
+	if (timerfd_settime(d->timer_fd, 0, &its, NULL) < 0)
+		return -errno;
+	if ((r = add_fd(d, d->signal_fd, PDI_SRC(PDI_SRC_SIGNAL, 0))) < 0 ||
+	    (r = add_fd(d, d->timer_fd, PDI_SRC(PDI_SRC_TIMER, 0))) < 0 ||
+	    (r = add_fd(d, pdi_tracer_epoll_fd(d->tracer), PDI_SRC(PDI_SRC_RING, 0))) < 0)
+		return r;
+	return pdi_control_listen(d);
+}
+
+static void on_timer(struct pdi_daemon *d)
+{
+	uint64_t expirations, now = pdi_now_ns();
+
+	if (read(d->timer_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
+		log_warning("Cannot read the drain timer: %m");
+	(void)pdi_tracer_drain(d->tracer);
+	if (now - d->rate_t_ns >= 1000000000ull) {
+		d->events_per_s = (double)(d->events - d->rate_events) * 1e9 / (double)(now - d->rate_t_ns);
+		d->rate_events = d->events;
+		d->rate_t_ns = now;
+	}
+}
+
+static void on_signal(struct pdi_daemon *d)
+{
+	struct signalfd_siginfo si;
+
+	while (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			continue; /* nothing to reload yet that cannot wait for a restart */
+		log_info("Received %s, detaching all probes", strsignal((int)si.ssi_signo));
+		d->quit = true;
+	}
+}
+
+static int run_loop(struct pdi_daemon *d)
+{
+	struct epoll_event evs[64];
+
+	while (!d->quit) {
+		int n = epoll_wait(d->epoll_fd, evs, ELEMENTSOF(evs), -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return log_error_errno(-errno, "epoll_wait failed: %m");
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t u = evs[i].data.u64;
+
+			switch (PDI_SRC_KIND(u)) {
+			case PDI_SRC_RING:
+				(void)pdi_tracer_drain(d->tracer);
+				break;
+			case PDI_SRC_TIMER:
+				on_timer(d);
+				break;
+			case PDI_SRC_SIGNAL:
+				on_signal(d);
+				break;
+			case PDI_SRC_LISTEN:
+				pdi_control_accept(d);
+				break;
+			case PDI_SRC_TASK:
+				if (PDI_SRC_INDEX(u) < d->reg.ntasks)
+					pdi_task_finish(d, d->reg.tasks[PDI_SRC_INDEX(u)]);
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+static void daemon_done(struct pdi_daemon *d)
+{
+	/* the probes go with the tasks; the models would go to the store */
+	for (unsigned i = 0; i < d->reg.ntasks; i++)
+		pdi_attachment_detach(&d->reg.tasks[i]->att);
+	pdi_registry_done(&d->reg);
+	pdi_tracer_free(d->tracer);
+	pdi_objcache_free(d->objs);
+	if (d->listen_fd >= 0) {
+		close(d->listen_fd);
+		(void)unlink(d->cfg.socket_path);
+	}
+	if (d->epoll_fd >= 0)
+		close(d->epoll_fd);
+	if (d->signal_fd >= 0)
+		close(d->signal_fd);
+	if (d->timer_fd >= 0)
+		close(d->timer_fd);
+	pdi_config_done(&d->cfg);
+}
+
+/* Why the BPF programs did not load, in the words an admin can act on. */
+static void explain_load_failure(int r)
+{
+	if ((r == -EPERM || r == -EACCES) && geteuid() == 0)
+		log_error("Cannot load BPF programs: the kernel's verifier refused them (%s); run "
+			  "pdimond -v for its log", strerror(-r));
+	else if (r == -EPERM || r == -EACCES)
+		log_error("Cannot load BPF programs: permission denied (pdimond needs root, or "
+			  "CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)");
+	else if (r == -EOPNOTSUPP || r == -ENOSYS || r == -EINVAL)
+		log_error("Cannot load BPF programs: this kernel lacks BPF or uprobe support (%s)", strerror(-r));
+	else
+		log_error("Cannot load BPF programs: %s", strerror(-r));
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"foreground", no_argument, NULL, 'f'}, {"config", required_argument, NULL, 'c'},
+		{"socket", required_argument, NULL, 's'}, {"set", required_argument, NULL, 'o'},
+		{"verbose", no_argument, NULL, 'v'},    {"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},    {0},
+	};
+	struct pdi_daemon d = {.epoll_fd = -1, .listen_fd = -1, .signal_fd = -1, .timer_fd = -1};
+	const char *config_path = PDI_CONFIG_PATH, *socket_path = NULL;
+	char *overrides[64];
+	unsigned noverrides = 0, line;
+	bool foreground = false, verbose = false, explicit_config = false;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "fc:s:o:vh", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'f': foreground = true; break;
+		case 'c': config_path = optarg; explicit_config = true; break;
+		case 's': socket_path = optarg; break;
+		case 'o':
+			if (noverrides == ELEMENTSOF(overrides)) {
+				fprintf(stderr, "pdimond: too many --set options\n");
+				return 2;
+			}
+			overrides[noverrides++] = optarg;
+			break;
+		case 'v': verbose = true; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("pdimond %s\n", PDI_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pdimond: unexpected argument '%s'; see pdimond --help\n", argv[optind]);
+		return 2;
+	}
+	pdi_config_defaults(&d.cfg);
+	r = pdi_config_load(&d.cfg, config_path, explicit_config, &line);
+	if (r < 0) {
+		if (line)
+			fprintf(stderr, "pdimond: %s:%u: %s\n", config_path, line,
+				r == -ENOKEY ? "unknown setting" : "invalid value");
+		else
+			fprintf(stderr, "pdimond: cannot read %s: %s\n", config_path, strerror(-r));
+		pdi_config_done(&d.cfg);
+		return 1;
+	}
+	for (unsigned i = 0; i < noverrides; i++) {
+		char *eq = strchr(overrides[i], '=');
+
+		if (eq)
+			*eq = '\0';
+		r = eq ? pdi_config_set(&d.cfg, overrides[i], eq + 1) : -EINVAL;
+		if (r < 0) {
+			fprintf(stderr, "pdimond: --set %s: %s\n", overrides[i],
+				r == -ENOKEY ? "unknown setting" : "invalid value (want KEY=VALUE)");
+			pdi_config_done(&d.cfg);
+			return 1;
+		}
+	}
+	if (socket_path)
+		(void)pdi_config_set(&d.cfg, "socket", socket_path);
+	pdi_log_level = verbose ? PDI_LOG_DEBUG : d.cfg.log_level;
+	pdi_registry_init(&d.reg, &d.cfg.model);
+
+	if (geteuid() != 0) {
+		/* not fatal by itself: capabilities may be enough; the BPF load decides */
+		log_debug("Not running as root");
+	}
+	r = pdi_objcache_new(&d.objs);
+	if (r < 0)
+		goto out;
+	r = pdi_tracer_new(&(struct pdi_tracer_options){.ring_bytes = d.cfg.ring_buffer_kib * 1024u,
+							.wakeup_bytes = d.cfg.wakeup_kib * 1024u},
+			   pdi_ingest_event, &d, &d.tracer);
+	if (r < 0) {
+		explain_load_failure(r);
+		goto out;
+	}
+	r = setup_loop(&d);
+	if (r < 0) {
+		if (r != -EADDRINUSE)
+			log_error_errno(r, "Cannot set up the event loop: %m");
+		goto out;
+	}
+	if (pdi_tracer_trap_init(d.tracer, d.objs, d.cfg.init_libraries, d.cfg.ninit_libraries) == 0)
+		log_warning("No MPI library found to trap MPI_Init in (setting mpi_libraries): "
+			    "pdimon run will not see new processes; pdimon attach still works");
+	if (!foreground && daemon(0, 0) < 0) {
+		r = log_error_errno(-errno, "Cannot go to the background: %m");
+		goto out;
+	}
+	d.started_ns = d.rate_t_ns = pdi_now_ns();
+	log_info("pdimond %s ready on %s", PDI_VERSION, d.cfg.socket_path);
+	r = run_loop(&d);
+out:
+	daemon_done(&d);
+	return r < 0 ? 1 : 0;
+}

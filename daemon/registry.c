@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* registry.c -- steps, tasks and their lifetimes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "registry.h"
+
+#define DEAD_TASK (PDI_U64MAP_NONE - 1)
+
+void pdi_registry_init(struct pdi_registry *r, const struct pdi_model_config *cfg)
+{
+	*r = (struct pdi_registry){.model_cfg = *cfg};
+}
+
+static void task_free(struct pdi_task *t)
+{
+	if (!t)
+		return;
+	pdi_attachment_detach(&t->att);
+	pdi_model_done(&t->model);
+	pdi_u64map_free(&t->site_cache);
+	pdi_maps_free(&t->maps);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	free(t->ended_in);
+	free(t);
+}
+
+static void step_free(struct pdi_step *s)
+{
+	for (uint32_t i = 0; i < s->nsites; i++) {
+		free(s->sites[i].name);
+		free(s->sites[i].caller);
+		free(s->sites[i].file);
+	}
+	free(s->sites);
+	pdi_u64map_free(&s->site_idx);
+	free(s->tasks);
+	free(s->name);
+	free(s);
+}
+
+void pdi_registry_done(struct pdi_registry *r)
+{
+	for (unsigned i = 0; i < r->ntasks; i++)
+		task_free(r->tasks[i]);
+	for (unsigned i = 0; i < r->nsteps; i++)
+		step_free(r->steps[i]);
+	free(r->tasks);
+	free(r->steps);
+	pdi_u64map_free(&r->task_by_pid);
+	*r = (struct pdi_registry){0};
+}
+
+struct pdi_step *pdi_registry_find_step(struct pdi_registry *r, const char *name)
+{
+	for (unsigned i = 0; i < r->nsteps; i++)
+		if (strcmp(r->steps[i]->name, name) == 0)
+			return r->steps[i];
+	return NULL;
+}
+
+int pdi_registry_get_step(struct pdi_registry *r, const char *name, struct pdi_step **ret)
+{
+	struct pdi_step *s = pdi_registry_find_step(r, name), **v;
+
+	if (s) {
+		*ret = s;
+		return 0;
+	}
+	s = calloc(1, sizeof(*s));
+	v = realloc(r->steps, sizeof(*v) * (r->nsteps + 1));
+	if (v)
+		r->steps = v;
+	if (!s || !v || !(s->name = strdup(name))) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->started = time(NULL);
+	r->steps[r->nsteps++] = s;
+	*ret = s;
+	return 0;
+}
+
+void pdi_registry_drop_if_empty(struct pdi_registry *r, struct pdi_step *s)
+{
+	if (s->ntasks > 0 || s->watching)
+		return;
+	for (unsigned i = 0; i < r->nsteps; i++)
+		if (r->steps[i] == s) {
+			memmove(&r->steps[i], &r->steps[i + 1], sizeof(*r->steps) * (r->nsteps - i - 1));
+			r->nsteps--;
+			step_free(s);
+			return;
+		}
+}
+
+struct pdi_step *pdi_registry_find_watch(struct pdi_registry *r, pid_t root)
+{
+	for (unsigned i = 0; i < r->nsteps; i++)
+		if (r->steps[i]->watching && r->steps[i]->watch_root == root)
+			return r->steps[i];
+	return NULL;
+}
+
+struct pdi_task *pdi_registry_find_task(struct pdi_registry *r, pid_t pid)
+{
+	uint32_t i = pdi_u64map_get(&r->task_by_pid, (uint64_t)pid);
+
+	return i == PDI_U64MAP_NONE || i == DEAD_TASK ? NULL : r->tasks[i];
+}
+
+int pdi_registry_add_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, int rank,
+			  struct pdi_task **ret)
+{
+	struct pdi_task *t, **tv, **sv;
+	int r_;
+
+	if (pdi_registry_find_task(r, pid))
+		return -EEXIST;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->pidfd = -1;
+	t->att.multi_fds[0] = t->att.multi_fds[1] = -1;
+	tv = realloc(r->tasks, sizeof(*tv) * (r->ntasks + 1));
+	if (tv)
+		r->tasks = tv;
+	sv = realloc(s->tasks, sizeof(*sv) * (s->ntasks + 1));
+	if (sv)
+		s->tasks = sv;
+	if (!tv || !sv || (r_ = pdi_u64map_put(&r->task_by_pid, (uint64_t)pid, r->ntasks)) < 0) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->step = s;
+	t->pid = pid;
+	t->rank = rank;
+	t->started = time(NULL);
+	pdi_model_init(&t->model, &r->model_cfg);
+	r->tasks[r->ntasks++] = t;
+	/* a step lists its tasks by rank, those without one last */
+	unsigned at = s->ntasks;
+	while (at > 0 && rank >= 0 && (s->tasks[at - 1]->rank < 0 || s->tasks[at - 1]->rank > rank)) {
+		s->tasks[at] = s->tasks[at - 1];
+		at--;
+	}
+	s->tasks[at] = t;
+	s->ntasks++;
+	s->ended = 0;
+	*ret = t;
+	return 0;
+}
+
+void pdi_registry_end_task(struct pdi_registry *r, struct pdi_task *t)
+{
+	if (t->state == PDI_TASK_ENDED)
+		return;
+	t->state = PDI_TASK_ENDED;
+	t->ended = time(NULL);
+	pdi_attachment_detach(&t->att);
+	/* the maps and site cache only serve a live process */
+	pdi_maps_free(&t->maps);
+	pdi_u64map_free(&t->site_cache);
+	if (t->pidfd >= 0) {
+		close(t->pidfd);
+		t->pidfd = -1;
+	}
+	(void)pdi_u64map_put(&r->task_by_pid, (uint64_t)t->pid, DEAD_TASK);
+	if (!t->step->watching && pdi_step_running_tasks(t->step) == 0)
+		t->step->ended = time(NULL);
+}
+
+unsigned pdi_step_running_tasks(const struct pdi_step *s)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->ntasks; i++)
+		n += s->tasks[i]->state == PDI_TASK_RUNNING;
+	return n;
+}
+
+int pdi_proc_rank(pid_t pid)
+{
+	/* Open MPI's mpirun, PMIx (Slurm, Open MPI 4+), MPICH's hydra and Slurm's PMI */
+	static const char *const vars[] = {"OMPI_COMM_WORLD_RANK=", "PMIX_RANK=", "PMI_RANK=",
+					   "SLURM_PROCID="};
+	char path[64], *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fd, rank = -ENOENT;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	for (;;) {
+		if (len + 4096 > cap) {
+			char *b = realloc(buf, cap + 65536);
+			if (!b) {
+				rank = -ENOMEM;
+				goto out;
+			}
+			buf = b;
+			cap += 65536;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	if (!buf)
+		goto out;
+	buf[len] = '\0';
+	for (unsigned v = 0; v < ELEMENTSOF(vars) && rank < 0; v++)
+		for (char *p = buf; p < buf + len; p += strlen(p) + 1)
+			if (strncmp(p, vars[v], strlen(vars[v])) == 0) {
+				char *end;
+				long x = strtol(p + strlen(vars[v]), &end, 10);
+				if (*end == '\0' && x >= 0 && x <= INT32_MAX)
+					rank = (int)x;
+				break;
+			}
+out:
+	free(buf);
+	close(fd);
+	return rank;
+}

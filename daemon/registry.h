@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* registry.h -- the steps pdimond monitors, their tasks and the call sites they share. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "model.h"
+#include "procmaps.h"
+#include "tracer.h"
+#include "u64map.h"
+
+struct pdi_step;
+
+/* A call site: an MPI function called from one place in one object. Tasks of a step
+ * running the same program share sites, whatever their load addresses. */
+struct pdi_site {
+	uint64_t key;      /* hash of (object inode, address in object, function) */
+	uint16_t fn;
+	char *name;        /* FUNCTION@FILE:LINE, or FUNCTION@OBJECT+0xOFFSET without DWARF */
+	char *caller;      /* the function that makes the call, "" when unknown */
+	char *file;        /* source file as DWARF names it, "" when unknown */
+	int line;
+};
+
+enum pdi_task_state {
+	PDI_TASK_RUNNING,
+	PDI_TASK_ENDED,
+};
+
+struct pdi_task {
+	struct pdi_step *step;
+	pid_t pid;
+	int rank;            /* -1 when the process does not say */
+	int pidfd;           /* readable when the process exits */
+	enum pdi_task_state state;
+	struct pdi_attachment att;
+	struct pdi_model model;
+	struct pdi_u64map site_cache; /* call site address | fn << 48 -> site index */
+	struct pdi_maps maps;         /* the process's mappings, reread when an address is not in them */
+	time_t started, ended;        /* wall clock */
+	uint64_t events;
+	uint64_t lost;                /* events the BPF side could not queue */
+	bool init_pending;            /* stopped in MPI_Init before we attached: see ingest.c */
+	struct pdi_call init_call;
+	char *ended_in;               /* the MPI call the task was in when it ended, if any */
+};
+
+struct pdi_step {
+	char *name;
+	struct pdi_task **tasks;
+	unsigned ntasks;
+	struct pdi_site *sites;
+	uint32_t nsites;
+	struct pdi_u64map site_idx;
+	pid_t watch_root;             /* "pdimon run": the command whose MPI descendants join */
+	bool watching;
+	time_t started, ended;
+};
+
+struct pdi_registry {
+	struct pdi_step **steps;
+	unsigned nsteps;
+	struct pdi_task **tasks;      /* every task, ended ones too, in registration order */
+	unsigned ntasks;
+	struct pdi_u64map task_by_pid; /* pid -> index into tasks, of running tasks */
+	struct pdi_model_config model_cfg;
+};
+
+void pdi_registry_init(struct pdi_registry *r, const struct pdi_model_config *cfg);
+void pdi_registry_done(struct pdi_registry *r);
+
+struct pdi_step *pdi_registry_find_step(struct pdi_registry *r, const char *name);
+int pdi_registry_get_step(struct pdi_registry *r, const char *name, struct pdi_step **ret);
+struct pdi_step *pdi_registry_find_watch(struct pdi_registry *r, pid_t root);
+
+/* Forget STEP if it has no task and watches nothing (a failed attach created it). */
+void pdi_registry_drop_if_empty(struct pdi_registry *r, struct pdi_step *s);
+
+/* The running task with PID, or NULL. */
+struct pdi_task *pdi_registry_find_task(struct pdi_registry *r, pid_t pid);
+
+/* Add a task to STEP. -EEXIST if PID is monitored already. */
+int pdi_registry_add_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, int rank,
+			  struct pdi_task **ret);
+/* Mark a task ended; it keeps its model. */
+void pdi_registry_end_task(struct pdi_registry *r, struct pdi_task *t);
+unsigned pdi_step_running_tasks(const struct pdi_step *s);
+
+/* The rank an MPI launcher gave PID, from its environment; -ENOENT when none says. */
+int pdi_proc_rank(pid_t pid);

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* show.c -- what pdimon status, steps and show print: JSON, text or Graphviz DOT. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "json.h"
+#include "log.h"
+#include "mpi_funcs.h"
+#include "tracer.h"
+
+#ifndef PDI_VERSION
+#define PDI_VERSION "0"
+#endif
+
+#define MAX_THREADS 64
+
+static size_t rss_bytes(void)
+{
+	unsigned long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (f) {
+		if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static const char *task_state(const struct pdi_task *t)
+{
+	return t->state == PDI_TASK_RUNNING ? "running" : "ended";
+}
+
+static const char *step_state(const struct pdi_step *s)
+{
+	return s->watching || pdi_step_running_tasks(s) > 0 ? "running" : "ended";
+}
+
+static uint64_t task_lost(struct pdi_daemon *d, const struct pdi_task *t)
+{
+	return t->state == PDI_TASK_RUNNING ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
+}
+
+char *pdi_show_status(struct pdi_daemon *d, bool json)
+{
+	uint64_t lost = 0, model_bytes = 0;
+	unsigned running_steps = 0, running_tasks = 0;
+	double uptime = (double)(pdi_now_ns() - d->started_ns) / 1e9;
+	struct pdi_json j;
+	char *text = NULL;
+
+	for (unsigned i = 0; i < d->reg.ntasks; i++) {
+		struct pdi_task *t = d->reg.tasks[i];
+		lost += task_lost(d, t);
+		model_bytes += t->model.bytes;
+		running_tasks += t->state == PDI_TASK_RUNNING;
+	}
+	for (unsigned i = 0; i < d->reg.nsteps; i++)
+		running_steps += !strcmp(step_state(d->reg.steps[i]), "running");
+	if (!json) {
+		if (asprintf(&text,
+			     "pdimond %s, up %.0f s\n"
+			     "steps:       %u (%u running)\n"
+			     "tasks:       %u (%u running)\n"
+			     "events:      %" PRIu64 " (%.0f/s), %" PRIu64 " lost\n"
+			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n",
+			     PDI_VERSION, uptime, d->reg.nsteps, running_steps, d->reg.ntasks, running_tasks,
+			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024) < 0)
+			return NULL;
+		return text;
+	}
+	pdi_json_init(&j);
+	pdi_json_obj_begin(&j);
+	pdi_json_key(&j, "version");
+	pdi_json_str(&j, PDI_VERSION);
+	pdi_json_key(&j, "uptime_s");
+	pdi_json_double(&j, uptime);
+	pdi_json_key(&j, "steps");
+	pdi_json_uint(&j, d->reg.nsteps);
+	pdi_json_key(&j, "steps_running");
+	pdi_json_uint(&j, running_steps);
+	pdi_json_key(&j, "tasks");
+	pdi_json_uint(&j, d->reg.ntasks);
+	pdi_json_key(&j, "tasks_running");
+	pdi_json_uint(&j, running_tasks);
+	pdi_json_key(&j, "events");
+	pdi_json_uint(&j, d->events);
+	pdi_json_key(&j, "events_per_s");
+	pdi_json_double(&j, d->events_per_s);
+	pdi_json_key(&j, "events_lost");
+	pdi_json_uint(&j, lost);
+	pdi_json_key(&j, "memory_rss_bytes");
+	pdi_json_uint(&j, rss_bytes());
+	pdi_json_key(&j, "memory_model_bytes");
+	pdi_json_uint(&j, model_bytes);
+	pdi_json_obj_end(&j);
+	return pdi_json_steal(&j);
+}
+
+char *pdi_show_steps(struct pdi_daemon *d, bool json)
+{
+	struct pdi_json j;
+
+	pdi_json_init(&j);
+	if (!json) {
+		char line[512];
+
+		snprintf(line, sizeof(line), "%-24s %-8s %6s %6s %s\n", "STEP", "STATE", "TASKS", "RUNNING", "STARTED");
+		pdi_json_raw(&j, line, strlen(line));
+	} else {
+		pdi_json_arr_begin(&j);
+	}
+	for (unsigned i = 0; i < d->reg.nsteps; i++) {
+		const struct pdi_step *s = d->reg.steps[i];
+
+		if (!json) {
+			char line[512], when[32];
+			struct tm tm;
+
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&s->started, &tm));
+			snprintf(line, sizeof(line), "%-24s %-8s %6u %6u %s\n", s->name, step_state(s), s->ntasks,
+				 pdi_step_running_tasks(s), when);
+			pdi_json_raw(&j, line, strlen(line));
+			continue;
+		}
+		pdi_json_obj_begin(&j);
+		pdi_json_key(&j, "step");
+		pdi_json_str(&j, s->name);
+		pdi_json_key(&j, "state");
+		pdi_json_str(&j, step_state(s));
+		pdi_json_key(&j, "tasks");
+		pdi_json_uint(&j, s->ntasks);
+		pdi_json_key(&j, "tasks_running");
+		pdi_json_uint(&j, pdi_step_running_tasks(s));
+		pdi_json_key(&j, "started");
+		pdi_json_int(&j, s->started);
+		pdi_json_key(&j, "ended");
+		if (s->ended)
+			pdi_json_int(&j, s->ended);
+		else
+			pdi_json_null(&j);
+		pdi_json_obj_end(&j);
+	}
+	if (json)
+		pdi_json_arr_end(&j);
+	return pdi_json_steal(&j);
+}
+
+/* A state's name: its call site, or the pair of call sites around a computation. */
+static void state_name(const struct pdi_step *s, uint64_t key, char *buf, size_t len)
+{
+	uint32_t to = pdi_state_site(key);
+	const char *to_name = to < s->nsites ? s->sites[to].name : "?";
+
+	if (pdi_state_is_comp(key)) {
+		uint32_t from = pdi_state_prev_site(key);
+		snprintf(buf, len, "%s -> %s", from < s->nsites ? s->sites[from].name : "?", to_name);
+	} else {
+		snprintf(buf, len, "%s", to_name);
+	}
+}
+
+/* Where the task is now: inside an MPI call (from the BPF inflight map), or computing. */
+static void json_current(struct pdi_daemon *d, struct pdi_json *j, const struct pdi_task *t)
+{
+	const struct pdi_step *s = t->step;
+	struct pdi_inflight f[MAX_THREADS];
+	pid_t tids[MAX_THREADS];
+	uint64_t now = pdi_now_ns();
+	int n = t->state == PDI_TASK_RUNNING ? pdi_tracer_inflight(d->tracer, t->pid, f, tids, MAX_THREADS) : 0;
+	char name[1100];
+
+	pdi_json_key(j, "current");
+	pdi_json_obj_begin(j);
+	if (n > 0) {
+		unsigned fn = PDI_COOKIE_FN(f[0].cookie);
+		pdi_json_key(j, "in_mpi");
+		pdi_json_str(j, fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?");
+		pdi_json_key(j, "tid");
+		pdi_json_int(j, tids[0]);
+		pdi_json_key(j, "for_ns");
+		pdi_json_uint(j, now > f[0].t_enter ? now - f[0].t_enter : 0);
+	} else if (t->model.started) {
+		state_name(s, pdi_state_comm(t->model.last_site), name, sizeof(name));
+		pdi_json_key(j, "computing_after");
+		pdi_json_str(j, name);
+		pdi_json_key(j, "for_ns");
+		pdi_json_uint(j, t->state == PDI_TASK_RUNNING && now > t->model.last_exit ? now - t->model.last_exit : 0);
+	}
+	if (t->ended_in) {
+		pdi_json_key(j, "ended_in_mpi");
+		pdi_json_str(j, t->ended_in);
+	}
+	pdi_json_obj_end(j);
+}
+
+static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struct pdi_phase *p, unsigned index)
+{
+	char from[1100], to[1100];
+
+	pdi_json_obj_begin(j);
+	pdi_json_key(j, "index");
+	pdi_json_uint(j, index);
+	pdi_json_key(j, "duration_ns");
+	pdi_json_uint(j, p->t_end - p->t_start);
+	pdi_json_key(j, "states");
+	pdi_json_arr_begin(j);
+	for (uint32_t i = 0; i < p->nstates; i++) {
+		state_name(s, p->states[i].key, from, sizeof(from));
+		pdi_json_obj_begin(j);
+		pdi_json_key(j, "name");
+		pdi_json_str(j, from);
+		pdi_json_key(j, "kind");
+		pdi_json_str(j, pdi_state_is_comp(p->states[i].key) ? "computation" : "communication");
+		pdi_json_key(j, "visits");
+		pdi_json_uint(j, p->states[i].visits);
+		pdi_json_obj_end(j);
+	}
+	pdi_json_arr_end(j);
+	pdi_json_key(j, "transitions");
+	pdi_json_arr_begin(j);
+	for (uint32_t i = 0; i < p->nedges; i++) {
+		const struct pdi_edge *e = &p->edges[i];
+
+		state_name(s, p->states[e->from].key, from, sizeof(from));
+		state_name(s, p->states[e->to].key, to, sizeof(to));
+		pdi_json_obj_begin(j);
+		pdi_json_key(j, "from");
+		pdi_json_str(j, from);
+		pdi_json_key(j, "to");
+		pdi_json_str(j, to);
+		pdi_json_key(j, "count");
+		pdi_json_uint(j, e->time.n);
+		pdi_json_key(j, "mean_ns");
+		pdi_json_double(j, e->time.mean);
+		pdi_json_key(j, "stddev_ns");
+		pdi_json_double(j, pdi_gauss_stddev(&e->time));
+		pdi_json_key(j, "histogram");
+		pdi_json_arr_begin(j);
+		for (unsigned b = 0; b < e->hist.n; b++) {
+			pdi_json_arr_begin(j);
+			pdi_json_double(j, e->hist.mean[b]);
+			pdi_json_uint(j, e->hist.count[b]);
+			pdi_json_arr_end(j);
+		}
+		pdi_json_arr_end(j);
+		pdi_json_obj_end(j);
+	}
+	pdi_json_arr_end(j);
+	pdi_json_obj_end(j);
+}
+
+static void json_task(struct pdi_daemon *d, struct pdi_json *j, const struct pdi_task *t)
+{
+	const struct pdi_model *m = &t->model;
+	uint64_t lost = task_lost(d, t);
+
+	pdi_json_obj_begin(j);
+	pdi_json_key(j, "rank");
+	pdi_json_int(j, t->rank);
+	pdi_json_key(j, "pid");
+	pdi_json_int(j, t->pid);
+	pdi_json_key(j, "state");
+	pdi_json_str(j, task_state(t));
+	pdi_json_key(j, "mpi_library");
+	pdi_json_str(j, t->att.object);
+	pdi_json_key(j, "calls");
+	pdi_json_uint(j, m->calls);
+	pdi_json_key(j, "events_lost");
+	pdi_json_uint(j, lost);
+	pdi_json_key(j, "incomplete");
+	pdi_json_bool(j, lost > 0 || m->dropped_states > 0 || m->dropped_edges > 0);
+	pdi_json_key(j, "dropped");
+	pdi_json_obj_begin(j);
+	pdi_json_key(j, "states");
+	pdi_json_uint(j, m->dropped_states);
+	pdi_json_key(j, "transitions");
+	pdi_json_uint(j, m->dropped_edges);
+	pdi_json_key(j, "requests");
+	pdi_json_uint(j, m->dropped_requests);
+	pdi_json_key(j, "phase_cuts");
+	pdi_json_uint(j, m->folded_phase_cuts);
+	pdi_json_obj_end(j);
+	pdi_json_key(j, "model_bytes");
+	pdi_json_uint(j, m->bytes);
+	json_current(d, j, t);
+	pdi_json_key(j, "phases");
+	pdi_json_arr_begin(j);
+	for (uint32_t i = 0; i < m->nphases; i++)
+		json_phase(j, t->step, &m->phases[i], i);
+	pdi_json_arr_end(j);
+	pdi_json_obj_end(j);
+}
+
+static char *step_json(struct pdi_daemon *d, const struct pdi_step *s)
+{
+	struct pdi_json j;
+
+	pdi_json_init(&j);
+	pdi_json_obj_begin(&j);
+	pdi_json_key(&j, "step");
+	pdi_json_str(&j, s->name);
+	pdi_json_key(&j, "state");
+	pdi_json_str(&j, step_state(s));
+	pdi_json_key(&j, "phases_from");
+	pdi_json_str(&j, s->ntasks && s->tasks[0]->model.saw_pcontrol ? "pcontrol" : "auto");
+	pdi_json_key(&j, "tasks");
+	pdi_json_arr_begin(&j);
+	for (unsigned i = 0; i < s->ntasks; i++)
+		json_task(d, &j, s->tasks[i]);
+	pdi_json_arr_end(&j);
+	pdi_json_obj_end(&j);
+	return pdi_json_steal(&j);
+}
+
+static void put(struct pdi_json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct pdi_json *j, const char *fmt, ...)
+{
+	char *line;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&line, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		j->failed = true;
+		return;
+	}
+	pdi_json_raw(j, line, (size_t)n);
+	free(line);
+}
+
+
+static const char *human_ns(double ns, char *buf, size_t len)
+{
+	if (ns >= 1e9)
+		snprintf(buf, len, "%.2fs", ns / 1e9);
+	else if (ns >= 1e6)
+		snprintf(buf, len, "%.2fms", ns / 1e6);
+	else if (ns >= 1e3)
+		snprintf(buf, len, "%.1fus", ns / 1e3);
+	else
+		snprintf(buf, len, "%.0fns", ns);
+	return buf;
+}
+
+/* One line: where the task is now, or where it was when it ended. */
+static void text_current(struct pdi_daemon *d, struct pdi_json *j, const struct pdi_task *t)
+{
+	struct pdi_inflight f;
+	pid_t tid;
+	char name[1100], dur[32];
+	uint64_t now = pdi_now_ns();
+
+	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
+		unsigned fn = PDI_COOKIE_FN(f.cookie);
+		put(j, "  now: inside %s for %s\n", fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?",
+		    human_ns((double)(now - f.t_enter), dur, sizeof(dur)));
+	} else if (t->state == PDI_TASK_RUNNING && t->model.started) {
+		state_name(t->step, pdi_state_comm(t->model.last_site), name, sizeof(name));
+		put(j, "  now: computing after %s for %s\n", name, human_ns((double)(now - t->model.last_exit), dur, sizeof(dur)));
+	} else if (t->ended_in) {
+		put(j, "  ended inside %s\n", t->ended_in);
+	}
+}
+
+static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
+{
+	char from[1100], to[1100], mean[32], sd[32];
+	struct pdi_json j;
+
+	pdi_json_init(&j);
+	put(&j, "step %s: %s, %u tasks\n", s->name, step_state(s), s->ntasks);
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		const struct pdi_task *t = s->tasks[i];
+		uint64_t lost = task_lost(d, t);
+
+		put(&j, "\nrank %d (pid %d, %s): %" PRIu64 " calls, %u phases%s", t->rank, (int)t->pid, task_state(t),
+		    t->model.calls, t->model.nphases, lost ? "" : "\n");
+		if (lost)
+			put(&j, ", %" PRIu64 " events lost: model incomplete\n", lost);
+		text_current(d, &j, t);
+		for (uint32_t k = 0; k < t->model.nphases; k++) {
+			const struct pdi_phase *p = &t->model.phases[k];
+
+			put(&j, "  phase %u (%s)\n", k, human_ns((double)(p->t_end - p->t_start), mean, sizeof(mean)));
+			for (uint32_t e = 0; e < p->nedges; e++) {
+				const struct pdi_edge *x = &p->edges[e];
+
+				state_name(s, p->states[x->from].key, from, sizeof(from));
+				state_name(s, p->states[x->to].key, to, sizeof(to));
+				put(&j, "    %-40s => %-40s x%-6" PRIu64 " %s ± %s\n", from, to, x->time.n,
+				    human_ns(x->time.mean, mean, sizeof(mean)),
+				    human_ns(pdi_gauss_stddev(&x->time), sd, sizeof(sd)));
+			}
+		}
+	}
+	return pdi_json_steal(&j);
+}
+
+static char *step_dot(const struct pdi_step *s)
+{
+	char from[1100], mean[32];
+	struct pdi_json j;
+
+	pdi_json_init(&j);
+	put(&j, "digraph \"%s\" {\n  node [shape=box, fontsize=10];\n", s->name);
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		const struct pdi_task *t = s->tasks[i];
+
+		for (uint32_t k = 0; k < t->model.nphases; k++) {
+			const struct pdi_phase *p = &t->model.phases[k];
+
+			put(&j, "  subgraph \"cluster_r%d_p%u\" {\n    label=\"rank %d, phase %u\";\n", t->rank, k, t->rank, k);
+			for (uint32_t n = 0; n < p->nstates; n++) {
+				state_name(s, p->states[n].key, from, sizeof(from));
+				put(&j, "    \"r%d_p%u_s%u\" [label=\"%s\"%s];\n", t->rank, k, n, from,
+				    pdi_state_is_comp(p->states[n].key) ? ", style=dashed" : "");
+			}
+			for (uint32_t e = 0; e < p->nedges; e++) {
+				const struct pdi_edge *x = &p->edges[e];
+				put(&j, "    \"r%d_p%u_s%u\" -> \"r%d_p%u_s%u\" [label=\"%" PRIu64 " / %s\"];\n", t->rank, k,
+				    x->from, t->rank, k, x->to, x->time.n, human_ns(x->time.mean, mean, sizeof(mean)));
+			}
+			put(&j, "  }\n");
+		}
+	}
+	put(&j, "}\n");
+	return pdi_json_steal(&j);
+}
+
+char *pdi_show_step(struct pdi_daemon *d, const struct pdi_step *s, const char *format)
+{
+	if (!strcmp(format, "json"))
+		return step_json(d, s);
+	if (!strcmp(format, "dot"))
+		return step_dot(s);
+	return step_text(d, s);
+}

@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* tracer.c -- loads bpf/mpitrace.bpf.c, attaches it per process and drains its ring buffer.
+ *
+ * Probes are attached per process (pid filter) to the object the process really maps the
+ * MPI symbols from: attaching to a library path for all processes would make every
+ * process that maps it pay the trap. Only MPI_Init is trapped for all processes, which
+ * costs one trap per MPI process in its life. */
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "elfobj.h"
+#include "log.h"
+#include "mpi_funcs.h"
+#include "mpitrace.skel.h"
+#include "objcache.h"
+#include "procmaps.h"
+#include "tracer.h"
+#include "uprobe_multi.h"
+
+struct pdi_tracer {
+	struct mpitrace_bpf *skel;
+	struct ring_buffer *rb;
+	pdi_event_fn on_event;
+	void *ctx;
+	struct bpf_link **init_links;
+	unsigned ninit_links;
+	struct stat *trapped; /* the library inodes whose MPI_Init is trapped */
+	unsigned ntrapped;
+	bool multi;           /* attach with uprobe_multi links */
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && pdi_log_level < PDI_LOG_DEBUG)
+		return 0;
+	if (level == LIBBPF_INFO && pdi_log_level < PDI_LOG_INFO)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int handle_sample(void *ctx, void *data, size_t size)
+{
+	struct pdi_tracer *t = ctx;
+	struct pdi_event e;
+
+	if (size < sizeof(e))
+		return 0;
+	memcpy(&e, data, sizeof(e));
+	return t->on_event(t->ctx, &e);
+}
+
+int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event, void *ctx,
+		   struct pdi_tracer **ret)
+{
+	struct pdi_tracer *t = calloc(1, sizeof(*t));
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	libbpf_set_print(libbpf_print);
+	t->on_event = on_event;
+	t->ctx = ctx;
+	t->skel = mpitrace_bpf__open();
+	if (!t->skel) {
+		r = -errno;
+		goto fail;
+	}
+	r = bpf_map__set_max_entries(t->skel->maps.events, opts->ring_bytes);
+	if (r < 0)
+		goto fail;
+	t->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
+	t->multi = pdi_uprobe_multi_supported();
+	if (t->multi) {
+		bpf_program__set_expected_attach_type(t->skel->progs.mpi_enter, PDI_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(t->skel->progs.mpi_exit, PDI_BPF_TRACE_UPROBE_MULTI);
+	}
+	r = mpitrace_bpf__load(t->skel);
+	if (r < 0)
+		goto fail;
+	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), handle_sample, t, NULL);
+	if (!t->rb) {
+		r = -errno;
+		goto fail;
+	}
+	*ret = t;
+	return 0;
+fail:
+	pdi_tracer_free(t);
+	return r;
+}
+
+void pdi_tracer_free(struct pdi_tracer *t)
+{
+	if (!t)
+		return;
+	for (unsigned i = 0; i < t->ninit_links; i++)
+		bpf_link__destroy(t->init_links[i]);
+	free(t->init_links);
+	free(t->trapped);
+	ring_buffer__free(t->rb);
+	mpitrace_bpf__destroy(t->skel);
+	free(t);
+}
+
+/* The object of PID that defines the MPI symbols: a shared MPI library, or the
+ * executable itself when the program is linked statically. */
+static int find_mpi_object(struct pdi_objcache *objs, pid_t pid, struct pdi_maps *maps,
+			   struct pdi_elfobj **ret_obj, const struct pdi_mapping **ret_map)
+{
+	if (pdi_objcache_find_func(objs, pid, maps, "PMPI_Send", ret_map, ret_obj) == 0)
+		return 0;
+	return pdi_objcache_find_func(objs, pid, maps, "MPI_Send", ret_map, ret_obj);
+}
+
+int pdi_tracer_check(struct pdi_objcache *objs, pid_t pid)
+{
+	const struct pdi_mapping *m;
+	struct pdi_maps maps = {0};
+	struct pdi_elfobj *o;
+	int r = pdi_maps_read(pid, &maps);
+
+	if (r < 0)
+		return r;
+	r = find_mpi_object(objs, pid, &maps, &o, &m);
+	pdi_maps_free(&maps);
+	return r;
+}
+
+static int add_link(struct pdi_attachment *a, struct bpf_link *l)
+{
+	struct bpf_link **v = realloc(a->links, sizeof(*v) * (a->nlinks + 1));
+
+	if (!v) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	a->links = v;
+	a->links[a->nlinks++] = l;
+	return 0;
+}
+
+static int attach_pair(struct mpitrace_bpf *skel, struct pdi_attachment *a, pid_t pid,
+		       const char *path, uint64_t off, uint64_t cookie)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie);
+	struct bpf_link *l;
+	int r;
+
+	l = bpf_program__attach_uprobe_opts(skel->progs.mpi_enter, pid, path, off, &opts);
+	if (!l)
+		return -errno;
+	if ((r = add_link(a, l)) < 0)
+		return r;
+	opts.retprobe = true;
+	l = bpf_program__attach_uprobe_opts(skel->progs.mpi_exit, pid, path, off, &opts);
+	if (!l)
+		return -errno;
+	return add_link(a, l);
+}
+
+/* Offsets of MPI_x and of PMPI_x when it is not an alias at the same address (then
+ * Fortran bindings and other tools calling PMPI_x directly are seen too; the nesting
+ * depth in BPF keeps MPI_x -> PMPI_x from counting twice). */
+static unsigned func_offsets(struct pdi_elfobj *o, const char *name, uint64_t off[2])
+{
+	char pname[80];
+	unsigned n = 0;
+
+	snprintf(pname, sizeof(pname), "P%s", name);
+	if (pdi_elfobj_func_offset(o, name, &off[n]) == 0)
+		n++;
+	if (pdi_elfobj_func_offset(o, pname, &off[n]) == 0 && (n == 0 || off[1] != off[0]))
+		n++;
+	return n;
+}
+
+/* Both links at once: one syscall each, whatever the number of functions. */
+static int attach_multi(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, const char *path,
+			const uint64_t *offs, const uint64_t *cookies, unsigned n)
+{
+	for (int ret = 0; ret < 2; ret++) {
+		struct bpf_program *prog = ret ? t->skel->progs.mpi_exit : t->skel->progs.mpi_enter;
+		int fd = pdi_uprobe_multi_attach(bpf_program__fd(prog), path, offs, cookies, n, ret, pid);
+
+		if (fd < 0)
+			return fd;
+		a->multi_fds[ret] = fd;
+	}
+	return 0;
+}
+
+int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid,
+		      struct pdi_attachment *ret)
+{
+	struct pdi_attachment a = {.multi_fds = {-1, -1}};
+	uint64_t off, offs[2 * 128], cookies[2 * 128];
+	const struct pdi_mapping *m;
+	struct pdi_maps maps = {0};
+	char path[PATH_MAX];
+	unsigned n = 0;
+	int r;
+
+	_Static_assert(sizeof(offs) / sizeof(offs[0]) >= 2 * 100, "room for every MPI function twice");
+	r = pdi_maps_read(pid, &maps);
+	if (r < 0)
+		return r;
+	r = find_mpi_object(objs, pid, &maps, &a.obj, &m);
+	if (r < 0)
+		goto out;
+	snprintf(a.object, sizeof(a.object), "%s", m->path);
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
+	/* Open MPI's handles are pointers to objects such as ompi_mpi_comm_world; the MPICH
+	 * family (MPICH, Intel MPI, MVAPICH) uses 32-bit integers */
+	a.int_handles = pdi_elfobj_func_offset(a.obj, "ompi_comm_rank", &off) < 0 &&
+			pdi_elfobj_func_offset(a.obj, "ompi_mpi_init", &off) < 0;
+
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs && n + 2 <= ELEMENTSOF(offs); fn++) {
+		const struct pdi_mpi_func *f = &pdi_mpi_funcs[fn];
+		unsigned k = func_offsets(a.obj, f->name, &offs[n]);
+
+		for (unsigned i = 0; i < k; i++)
+			cookies[n + i] = PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, a.int_handles);
+		n += k;
+	}
+	a.nprobes = n;
+	if (t->multi) {
+		r = attach_multi(t, &a, pid, path, offs, cookies, n);
+	} else {
+		for (unsigned i = 0; i < n && r == 0; i++)
+			r = attach_pair(t->skel, &a, pid, path, offs[i], cookies[i]);
+	}
+	if (r < 0) {
+		log_warning_errno(r, "Cannot probe MPI functions in %s for pid %d: %m", path, (int)pid);
+		goto out;
+	}
+	log_debug("pid %d: %u MPI functions probed in %s", (int)pid, n, a.object);
+	*ret = a;
+	a = (struct pdi_attachment){.multi_fds = {-1, -1}};
+	r = 0;
+out:
+	pdi_attachment_detach(&a);
+	pdi_maps_free(&maps);
+	/* a process that went away while we read it is no process at all */
+	if (r == -ENOENT && kill(pid, 0) < 0 && errno == ESRCH)
+		r = -ESRCH;
+	return r;
+}
+
+void pdi_attachment_detach(struct pdi_attachment *a)
+{
+	for (unsigned i = 0; i < a->nlinks; i++)
+		bpf_link__destroy(a->links[i]);
+	free(a->links);
+	a->links = NULL;
+	a->nlinks = 0;
+	for (unsigned i = 0; i < 2; i++)
+		if (a->multi_fds[i] >= 0) {
+			close(a->multi_fds[i]);
+			a->multi_fds[i] = -1;
+		}
+}
+
+static bool is_trapped(const struct pdi_tracer *t, const struct stat *st)
+{
+	for (unsigned i = 0; i < t->ntrapped; i++)
+		if (t->trapped[i].st_dev == st->st_dev && t->trapped[i].st_ino == st->st_ino)
+			return true;
+	return false;
+}
+
+static int trap_object(struct pdi_tracer *t, struct pdi_elfobj *o, const char *path)
+{
+	static const char *const inits[] = {"MPI_Init", "MPI_Init_thread"};
+	int ntrapped = 0;
+
+	for (unsigned i = 0; i < ELEMENTSOF(inits); i++) {
+		int fn = pdi_mpi_func_find(inits[i]);
+		uint64_t offs[2];
+		unsigned n = func_offsets(o, inits[i], offs);
+
+		for (unsigned k = 0; k < n; k++) {
+			LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = (uint64_t)fn);
+			struct bpf_link *l, **v;
+
+			l = bpf_program__attach_uprobe_opts(t->skel->progs.mpi_init_trap, -1, path, offs[k], &opts);
+			if (!l)
+				return log_warning_errno(-errno, "Cannot trap %s in %s: %m", inits[i], path);
+			v = realloc(t->init_links, sizeof(*v) * (t->ninit_links + 1));
+			if (!v) {
+				bpf_link__destroy(l);
+				return -ENOMEM;
+			}
+			t->init_links = v;
+			t->init_links[t->ninit_links++] = l;
+			ntrapped++;
+		}
+	}
+	return ntrapped;
+}
+
+int pdi_tracer_trap_init(struct pdi_tracer *t, struct pdi_objcache *objs, char *const *globs,
+			 unsigned nglobs)
+{
+	int ntrapped = 0;
+
+	for (unsigned g = 0; g < nglobs; g++) {
+		glob_t gl = {0};
+
+		if (glob(globs[g], 0, NULL, &gl) != 0)
+			continue;
+		for (size_t i = 0; i < gl.gl_pathc; i++) {
+			struct pdi_mapping m = {.path = gl.gl_pathv[i], .exec = true};
+			struct pdi_elfobj *o;
+			struct stat st;
+
+			/* libmpi.so, libmpi.so.40 and libmpi.so.40.30.4 are one inode: trap it once */
+			if (stat(gl.gl_pathv[i], &st) < 0 || !S_ISREG(st.st_mode))
+				continue;
+			m.dev = st.st_dev;
+			m.ino = st.st_ino;
+			if (is_trapped(t, &st) || pdi_objcache_get(objs, 0, &m, &o) < 0)
+				continue;
+			if (trap_object(t, o, gl.gl_pathv[i]) > 0) {
+				struct stat *v = realloc(t->trapped, sizeof(*v) * (t->ntrapped + 1));
+
+				if (v) {
+					t->trapped = v;
+					t->trapped[t->ntrapped++] = st;
+				}
+				log_info("Trapping MPI_Init in %s", gl.gl_pathv[i]);
+				ntrapped++;
+			}
+		}
+		globfree(&gl);
+	}
+	return ntrapped;
+}
+
+int pdi_tracer_watch(struct pdi_tracer *t, pid_t pid)
+{
+	__u32 k = (__u32)pid, v = 1;
+
+	return bpf_map__update_elem(t->skel->maps.watched, &k, sizeof(k), &v, sizeof(v), BPF_ANY);
+}
+
+void pdi_tracer_unwatch(struct pdi_tracer *t, pid_t pid)
+{
+	__u32 k = (__u32)pid;
+
+	(void)bpf_map__delete_elem(t->skel->maps.watched, &k, sizeof(k), 0);
+}
+
+int pdi_tracer_epoll_fd(struct pdi_tracer *t)
+{
+	return ring_buffer__epoll_fd(t->rb);
+}
+
+int pdi_tracer_drain(struct pdi_tracer *t)
+{
+	return ring_buffer__consume(t->rb);
+}
+
+uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid)
+{
+	__u32 k = (__u32)pid;
+	__u64 v = 0;
+
+	if (bpf_map__lookup_elem(t->skel->maps.lost, &k, sizeof(k), &v, sizeof(v), 0) < 0)
+		return 0;
+	return v;
+}
+
+int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,
+			int max)
+{
+	int fd = bpf_map__fd(t->skel->maps.inflight), n = 0;
+	__u64 key, next, *prev = NULL;
+
+	while (n < max && bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if ((pid_t)(key >> 32) != pid)
+			continue;
+		if (bpf_map_lookup_elem(fd, &key, &out[n]) == 0)
+			tids[n++] = (pid_t)(__u32)key;
+	}
+	return n;
+}
+
+void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid)
+{
+	int fd = bpf_map__fd(t->skel->maps.inflight);
+	__u64 key, next, *prev = NULL;
+	__u32 k = (__u32)pid;
+
+	/* deleting the key a walk stands on loses its place: start over after each one */
+	for (;;) {
+		bool found = false;
+
+		prev = NULL;
+		while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+			key = next;
+			prev = &key;
+			if ((pid_t)(key >> 32) == pid) {
+				(void)bpf_map_delete_elem(fd, &key);
+				found = true;
+				break;
+			}
+		}
+		if (!found)
+			break;
+	}
+	(void)bpf_map__delete_elem(t->skel->maps.lost, &k, sizeof(k), 0);
+}

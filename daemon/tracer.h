@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* tracer.h -- the BPF side of pdimond: load once, attach per process, drain events. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "event.h"
+
+struct pdi_tracer;
+struct pdi_objcache;
+struct pdi_elfobj;
+
+typedef int (*pdi_event_fn)(void *ctx, const struct pdi_event *e);
+
+struct pdi_tracer_options {
+	uint32_t ring_bytes;   /* ring buffer size: a power of two, at least a page */
+	uint32_t wakeup_bytes; /* BPF wakes the daemon once this much is pending */
+};
+
+/* Load the BPF programs. -EPERM/-EACCES when not privileged, -EOPNOTSUPP without BPF. */
+int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event, void *ctx,
+		   struct pdi_tracer **ret);
+void pdi_tracer_free(struct pdi_tracer *t);
+
+/* The probes of one process. */
+struct pdi_attachment {
+	struct bpf_link **links;   /* one per probe where the kernel lacks uprobe_multi */
+	unsigned nlinks;
+	int multi_fds[2];          /* entry and return uprobe_multi links, -1 when unused */
+	unsigned nprobes;
+	bool int_handles;          /* MPICH-style integer MPI handles */
+	char object[256];          /* where the MPI symbols come from */
+	struct pdi_elfobj *obj;
+};
+
+/* Attach entry and return probes on every probed MPI function PID maps.
+ * -ESRCH: no such process; -ENOENT: it maps no MPI library. Nothing is left attached on failure. */
+int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid,
+		      struct pdi_attachment *ret);
+void pdi_attachment_detach(struct pdi_attachment *a);
+
+/* Would pdi_tracer_attach() find an MPI library in PID? 0, -ESRCH or -ENOENT. */
+int pdi_tracer_check(struct pdi_objcache *objs, pid_t pid);
+
+/* Trap MPI_Init in the MPI libraries matching these glob patterns, for all processes:
+ * a process in a watched tree stops there until the daemon attached. Returns the number
+ * of libraries trapped. */
+int pdi_tracer_trap_init(struct pdi_tracer *t, struct pdi_objcache *objs, char *const *globs,
+			 unsigned nglobs);
+int pdi_tracer_watch(struct pdi_tracer *t, pid_t pid);
+void pdi_tracer_unwatch(struct pdi_tracer *t, pid_t pid);
+
+int pdi_tracer_epoll_fd(struct pdi_tracer *t);
+/* Hand every pending event to on_event. Returns the number handled or negative errno. */
+int pdi_tracer_drain(struct pdi_tracer *t);
+
+/* Events the BPF side could not queue for PID (ring buffer full). */
+uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid);
+
+/* Where the threads of PID are inside MPI now. Fills up to MAX, returns how many. */
+int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,
+			int max);
+
+/* Forget PID's BPF state once its task has ended. */
+void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid);

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* event.h -- the records the BPF programs hand to pdimond, shared by both sides.
+ *
+ * Fixed-width fields only, no pointers: this header is compiled by clang for the
+ * BPF target and by gcc for user space. */
+#pragma once
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define PDI_NARGS 6 /* register arguments captured at entry (x86-64 SysV) */
+#define PDI_NREQS 8 /* request handles captured at entry of Wait/Test{all,any,some} */
+
+/* The BPF attach cookie: which function a probe stands for and how to find the
+ * MPI_Request its call creates or completes. */
+#define PDI_COOKIE_FN(c) ((__u32)((c)&0xffff))
+#define PDI_COOKIE_REQ_ARG(c) ((__u32)(((c) >> 16) & 0xff)) /* 1-based argument index, 0 = none */
+#define PDI_COOKIE_REQ_MODE(c) ((__u32)(((c) >> 24) & 0x3))
+/* MPICH's MPI_Request is an int, Open MPI's a pointer */
+#define PDI_COOKIE_REQ_SIZE(c) ((((c) >> 26) & 1) ? 4 : 8)
+#define PDI_COOKIE_MAKE(fn, arg, mode, int_handles)                                                \
+	((__u64)(fn) | ((__u64)(arg) << 16) | ((__u64)(mode) << 24) | ((__u64)!!(int_handles) << 26))
+
+enum pdi_req_mode {
+	PDI_REQ_NONE = 0,
+	PDI_REQ_OUT = 1,   /* *arg is written by the call (Isend, Irecv, Ibarrier...): read it at return */
+	PDI_REQ_IN = 2,    /* *arg is the request being completed (Wait, Test): read it at entry */
+	PDI_REQ_ARRAY = 3, /* arg is an array of requests, count in arg 1 (Waitall...): read at entry */
+};
+
+enum pdi_event_kind {
+	PDI_EV_CALL = 1, /* a completed MPI call */
+	PDI_EV_INIT = 2, /* a process of a watched tree entered MPI_Init: attach to it */
+};
+
+/* One completed MPI call, emitted at return. */
+struct pdi_event {
+	__u32 kind;      /* enum pdi_event_kind */
+	__u32 pid;       /* thread group id: the task */
+	__u32 tid;       /* thread */
+	__u16 fn;        /* index into pdi_mpi_funcs[] */
+	__u16 depth;     /* nesting depth (0 = called by the application) */
+	__u64 callsite;  /* return address at entry: the exact call site */
+	__u64 t_enter;   /* CLOCK_MONOTONIC ns */
+	__u64 t_exit;    /* CLOCK_MONOTONIC ns */
+	__u64 args[PDI_NARGS];
+	__u64 req;       /* request handle read as the cookie says (0 when none) */
+	__s64 ret;       /* return value of the call */
+};
+
+/* What a thread is doing right now, kept in the BPF "inflight" map (key: pid_tgid).
+ * The daemon reads it to know where a task is blocked; the return probe turns it into
+ * a pdi_event. */
+struct pdi_inflight {
+	__u64 cookie;
+	__u64 callsite;
+	__u64 t_enter;
+	__u64 args[PDI_NARGS];
+	__u64 req_ptr;            /* where to read the request at return (PDI_REQ_OUT) */
+	__u64 reqs[PDI_NREQS];    /* requests being completed (PDI_REQ_IN/ARRAY) */
+	__u32 depth;              /* nested MPI calls below the outermost one */
+	__u32 nreqs;
+};

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* json.c -- streaming JSON writer. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+void pdi_json_init(struct pdi_json *j)
+{
+	*j = (struct pdi_json){0};
+}
+
+void pdi_json_free(struct pdi_json *j)
+{
+	free(j->buf);
+	*j = (struct pdi_json){0};
+}
+
+bool pdi_json_failed(const struct pdi_json *j)
+{
+	return j->failed;
+}
+
+char *pdi_json_steal(struct pdi_json *j)
+{
+	char *s;
+
+	pdi_json_raw(j, "", 1); /* the terminating NUL */
+	if (j->failed) {
+		pdi_json_free(j);
+		return NULL;
+	}
+	s = j->buf;
+	*j = (struct pdi_json){0};
+	return s;
+}
+
+void pdi_json_raw(struct pdi_json *j, const char *s, size_t n)
+{
+	if (j->failed)
+		return;
+	if (j->len + n > j->cap) {
+		size_t cap = j->cap ? j->cap : 256;
+		char *b;
+
+		while (cap < j->len + n)
+			cap *= 2;
+		b = realloc(j->buf, cap);
+		if (!b) {
+			j->failed = true;
+			return;
+		}
+		j->buf = b;
+		j->cap = cap;
+	}
+	memcpy(j->buf + j->len, s, n);
+	j->len += n;
+	if (n && s[n - 1] == '\0')
+		j->len--; /* keep the NUL out of len so steal() can be followed by nothing else */
+}
+
+static void put(struct pdi_json *j, const char *s)
+{
+	pdi_json_raw(j, s, strlen(s));
+}
+
+/* Separate this value from the previous one at the same level. */
+static void value_prefix(struct pdi_json *j)
+{
+	if (j->after_key) {
+		j->after_key = false;
+		return;
+	}
+	if (j->need_comma[j->depth])
+		put(j, ",");
+	j->need_comma[j->depth] = true;
+}
+
+static void open_level(struct pdi_json *j, const char *c)
+{
+	value_prefix(j);
+	put(j, c);
+	if (j->depth + 1 >= PDI_JSON_MAX_DEPTH) {
+		j->failed = true;
+		return;
+	}
+	j->need_comma[++j->depth] = false;
+}
+
+static void close_level(struct pdi_json *j, const char *c)
+{
+	if (j->depth > 0)
+		j->depth--;
+	put(j, c);
+}
+
+void pdi_json_obj_begin(struct pdi_json *j)
+{
+	open_level(j, "{");
+}
+
+void pdi_json_obj_end(struct pdi_json *j)
+{
+	close_level(j, "}");
+}
+
+void pdi_json_arr_begin(struct pdi_json *j)
+{
+	open_level(j, "[");
+}
+
+void pdi_json_arr_end(struct pdi_json *j)
+{
+	close_level(j, "]");
+}
+
+static void put_string(struct pdi_json *j, const char *s)
+{
+	char esc[8];
+
+	put(j, "\"");
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)*p;
+			pdi_json_raw(j, esc, 2);
+		} else if (*p < 0x20) {
+			snprintf(esc, sizeof(esc), "\\u%04x", *p);
+			put(j, esc);
+		} else {
+			pdi_json_raw(j, (const char *)p, 1);
+		}
+	}
+	put(j, "\"");
+}
+
+void pdi_json_key(struct pdi_json *j, const char *key)
+{
+	value_prefix(j);
+	put_string(j, key);
+	put(j, ":");
+	j->after_key = true;
+}
+
+void pdi_json_str(struct pdi_json *j, const char *s)
+{
+	value_prefix(j);
+	put_string(j, s ? s : "");
+}
+
+void pdi_json_int(struct pdi_json *j, int64_t v)
+{
+	char b[32];
+
+	value_prefix(j);
+	snprintf(b, sizeof(b), "%" PRId64, v);
+	put(j, b);
+}
+
+void pdi_json_uint(struct pdi_json *j, uint64_t v)
+{
+	char b[32];
+
+	value_prefix(j);
+	snprintf(b, sizeof(b), "%" PRIu64, v);
+	put(j, b);
+}
+
+void pdi_json_double(struct pdi_json *j, double v)
+{
+	char b[40];
+
+	value_prefix(j);
+	if (!isfinite(v)) { /* JSON has no NaN or infinity */
+		put(j, "null");
+		return;
+	}
+	snprintf(b, sizeof(b), "%.15g", v);
+	put(j, b);
+}
+
+void pdi_json_bool(struct pdi_json *j, bool v)
+{
+	value_prefix(j);
+	put(j, v ? "true" : "false");
+}
+
+void pdi_json_null(struct pdi_json *j)
+{
+	value_prefix(j);
+	put(j, "null");
+}

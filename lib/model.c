@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* model.c -- building a task's per-phase semi-Markov models from its MPI calls.
+ *
+ * Each call C following call B adds two transitions: comm(B) -> comp(B,C), timed by
+ * B's duration, and comp(B,C) -> comm(C), timed by the computation between them.
+ *
+ * Phases come from MPI_Pcontrol markers when the program has them. Otherwise they are
+ * cut on collectives: every task of a step sees the same sequence of collectives, so
+ * cutting at the same collective counts lines the phases of all tasks up without any
+ * communication. The cut length is a multiple of the main loop's period in collectives,
+ * so that every phase holds whole iterations and normal phases look alike. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "mpi_funcs.h"
+
+#define PERIOD_SAMPLE 96 /* collectives recorded to find the loop's period */
+#define PERIOD_SKIP 32   /* of which the first are taken as the prologue */
+#define PERIOD_MAX 32
+#define MAX_REQUESTS 4096
+
+const struct pdi_model_config pdi_model_config_default = {
+	.max_bytes = 1 << 20,
+	.max_phases = 65,
+	.auto_phase_min_collectives = 32,
+	.auto_phases = true,
+};
+
+void pdi_model_init(struct pdi_model *m, const struct pdi_model_config *cfg)
+{
+	*m = (struct pdi_model){.cfg = cfg ? *cfg : pdi_model_config_default};
+	/* pairwise merging needs an even number of loop phases after the prologue */
+	if (m->cfg.max_phases < 3)
+		m->cfg.max_phases = 3;
+	m->cfg.max_phases |= 1;
+}
+
+static void phase_done(struct pdi_phase *p)
+{
+	free(p->states);
+	free(p->edges);
+	pdi_u64map_free(&p->state_idx);
+	pdi_u64map_free(&p->edge_idx);
+}
+
+void pdi_model_done(struct pdi_model *m)
+{
+	for (uint32_t i = 0; i < m->nphases; i++)
+		phase_done(&m->phases[i]);
+	free(m->phases);
+	free(m->coll_sites);
+	free(m->reqs);
+	pdi_u64map_free(&m->req_idx);
+	*m = (struct pdi_model){0};
+}
+
+/* Grow *V (of element size SZ, capacity *CAP) to hold one more, within the byte budget. */
+static int grow_array(struct pdi_model *m, void **v, uint32_t *cap, uint32_t n, size_t sz)
+{
+	uint32_t ncap;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap + *cap / 2 : 8;
+	if (m->bytes + (size_t)(ncap - *cap) * sz > m->cfg.max_bytes)
+		return -ENOSPC;
+	nv = realloc(*v, (size_t)ncap * sz);
+	if (!nv)
+		return -ENOMEM;
+	m->bytes += (size_t)(ncap - *cap) * sz;
+	*v = nv;
+	*cap = ncap;
+	return 0;
+}
+
+static int map_put(struct pdi_model *m, struct pdi_u64map *map, uint64_t key, uint32_t val)
+{
+	size_t before = pdi_u64map_bytes(map);
+	int r = pdi_u64map_put(map, key, val);
+
+	if (r == 0)
+		m->bytes += pdi_u64map_bytes(map) - before;
+	return r;
+}
+
+static struct pdi_phase *cur_phase(struct pdi_model *m)
+{
+	return &m->phases[m->nphases - 1];
+}
+
+static int new_phase(struct pdi_model *m, uint64_t t)
+{
+	int r = grow_array(m, (void **)&m->phases, &m->cap_phases, m->nphases, sizeof(*m->phases));
+
+	if (r < 0)
+		return r;
+	m->phases[m->nphases++] = (struct pdi_phase){.t_start = t, .t_end = t};
+	return 0;
+}
+
+/* Close the current phase at T and start the next; past the bound the cut is folded. */
+static int open_phase(struct pdi_model *m, uint64_t t)
+{
+	cur_phase(m)->t_end = t;
+	if (m->nphases >= m->cfg.max_phases || new_phase(m, t) < 0) {
+		m->folded_phase_cuts++;
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* Index of state KEY in P, added if new; PDI_U64MAP_NONE if the budget is spent. */
+static uint32_t get_state(struct pdi_model *m, struct pdi_phase *p, uint64_t key)
+{
+	uint32_t i = pdi_u64map_get(&p->state_idx, key);
+
+	if (i != PDI_U64MAP_NONE)
+		return i;
+	if (grow_array(m, (void **)&p->states, &p->cap_states, p->nstates, sizeof(*p->states)) < 0 ||
+	    map_put(m, &p->state_idx, key, p->nstates) < 0) {
+		m->dropped_states++;
+		return PDI_U64MAP_NONE;
+	}
+	p->states[p->nstates] = (struct pdi_state){.key = key};
+	return p->nstates++;
+}
+
+static void visit(struct pdi_model *m, struct pdi_phase *p, uint64_t key)
+{
+	uint32_t i = get_state(m, p, key);
+
+	if (i != PDI_U64MAP_NONE)
+		p->states[i].visits++;
+}
+
+static void add_edge(struct pdi_model *m, struct pdi_phase *p, uint64_t from, uint64_t to, double t)
+{
+	uint32_t f = get_state(m, p, from), d = get_state(m, p, to), i;
+	uint64_t key;
+
+	if (f == PDI_U64MAP_NONE || d == PDI_U64MAP_NONE) {
+		m->dropped_edges++;
+		return;
+	}
+	key = (uint64_t)f << 32 | d;
+	i = pdi_u64map_get(&p->edge_idx, key);
+	if (i == PDI_U64MAP_NONE) {
+		if (grow_array(m, (void **)&p->edges, &p->cap_edges, p->nedges, sizeof(*p->edges)) < 0 ||
+		    map_put(m, &p->edge_idx, key, p->nedges) < 0) {
+			m->dropped_edges++;
+			return;
+		}
+		i = p->nedges++;
+		p->edges[i] = (struct pdi_edge){.from = f, .to = d};
+	}
+	pdi_gauss_add(&p->edges[i].time, t);
+	pdi_hist_add(&p->edges[i].hist, t);
+}
+
+/* Fold phase B into phase A (both of this model). */
+static int merge_phase(struct pdi_model *m, struct pdi_phase *a, const struct pdi_phase *b)
+{
+	for (uint32_t i = 0; i < b->nstates; i++) {
+		uint32_t s = get_state(m, a, b->states[i].key);
+		if (s != PDI_U64MAP_NONE)
+			a->states[s].visits += b->states[i].visits;
+	}
+	for (uint32_t i = 0; i < b->nedges; i++) {
+		const struct pdi_edge *e = &b->edges[i];
+		uint32_t f = get_state(m, a, b->states[e->from].key);
+		uint32_t d = get_state(m, a, b->states[e->to].key);
+		uint64_t key = (uint64_t)f << 32 | d;
+		uint32_t j;
+
+		if (f == PDI_U64MAP_NONE || d == PDI_U64MAP_NONE) {
+			m->dropped_edges++;
+			continue;
+		}
+		j = pdi_u64map_get(&a->edge_idx, key);
+		if (j == PDI_U64MAP_NONE) {
+			if (grow_array(m, (void **)&a->edges, &a->cap_edges, a->nedges, sizeof(*a->edges)) < 0 ||
+			    map_put(m, &a->edge_idx, key, a->nedges) < 0) {
+				m->dropped_edges++;
+				continue;
+			}
+			j = a->nedges++;
+			a->edges[j] = (struct pdi_edge){.from = f, .to = d};
+		}
+		pdi_gauss_merge(&a->edges[j].time, &e->time);
+		pdi_hist_merge(&a->edges[j].hist, &e->hist);
+	}
+	if (b->t_end > a->t_end)
+		a->t_end = b->t_end;
+	return 0;
+}
+
+static size_t phase_bytes(const struct pdi_phase *p)
+{
+	return (size_t)p->cap_states * sizeof(*p->states) + (size_t)p->cap_edges * sizeof(*p->edges) +
+	       pdi_u64map_bytes(&p->state_idx) + pdi_u64map_bytes(&p->edge_idx);
+}
+
+/* Halve the automatic phases after the prologue: (1,2) -> 1, (3,4) -> 2, ... */
+static void halve_auto_phases(struct pdi_model *m)
+{
+	uint32_t out = 1;
+
+	for (uint32_t i = 1; i + 1 < m->nphases; i += 2, out++) {
+		struct pdi_phase *a = &m->phases[i], *b = &m->phases[i + 1];
+
+		m->bytes -= phase_bytes(b);
+		merge_phase(m, a, b);
+		phase_done(b);
+		*b = (struct pdi_phase){0};
+		if (out != i) {
+			m->phases[out] = *a;
+			*a = (struct pdi_phase){0};
+		}
+	}
+	m->nphases = out;
+	m->auto_len *= 2;
+}
+
+/* The smallest period of the recorded collective sites past the prologue, 1 if none. */
+static uint32_t find_period(const uint32_t *s)
+{
+	for (uint32_t p = 1; p <= PERIOD_MAX; p++) {
+		uint32_t i = PERIOD_SKIP;
+
+		while (i + p < PERIOD_SAMPLE && s[i] == s[i + p])
+			i++;
+		if (i + p == PERIOD_SAMPLE)
+			return p;
+	}
+	return 1;
+}
+
+/* Does call C start a new phase? Records what the decision needs. */
+static bool starts_phase(struct pdi_model *m, const struct pdi_call *c)
+{
+	uint8_t cls = pdi_mpi_funcs[c->fn].cls;
+	uint64_t k;
+
+	if (cls == PDI_FC_PCONTROL) {
+		m->saw_pcontrol = true;
+		return true;
+	}
+	if (m->saw_pcontrol || !m->cfg.auto_phases || !pdi_fn_is_collective(c->fn))
+		return false;
+	k = m->ncollectives++;
+	if (k < PERIOD_SAMPLE) {
+		if (!m->coll_sites && !(m->coll_sites = calloc(PERIOD_SAMPLE, sizeof(*m->coll_sites))))
+			return false; /* no period, no automatic phases: the model stays whole */
+		m->coll_sites[k] = c->site;
+		if (k + 1 == PERIOD_SAMPLE) {
+			uint32_t p = find_period(m->coll_sites);
+			uint32_t min = m->cfg.auto_phase_min_collectives ? m->cfg.auto_phase_min_collectives : 1;
+
+			m->auto_len = (min + p - 1) / p * p;
+			m->auto_next_cut = PERIOD_SAMPLE;
+			free(m->coll_sites);
+			m->coll_sites = NULL;
+		}
+		return false;
+	}
+	if (k != m->auto_next_cut)
+		return false;
+	if (m->nphases == m->cfg.max_phases)
+		halve_auto_phases(m);
+	m->auto_next_cut = k + m->auto_len;
+	return true;
+}
+
+static void remember_request(struct pdi_model *m, const struct pdi_call *c)
+{
+	uint32_t i = pdi_u64map_get(&m->req_idx, c->req);
+
+	if (i == PDI_U64MAP_NONE) {
+		/* handles are recycled by the MPI library, so the table stays as small as the
+		 * number of requests the program keeps live; the cap is for programs that leak */
+		if (m->nreqs >= MAX_REQUESTS ||
+		    grow_array(m, (void **)&m->reqs, &m->cap_reqs, m->nreqs, sizeof(*m->reqs)) < 0 ||
+		    map_put(m, &m->req_idx, c->req, m->nreqs) < 0) {
+			m->dropped_requests++;
+			return;
+		}
+		i = m->nreqs++;
+	}
+	m->reqs[i] = (struct pdi_request){
+		.handle = c->req, .peer = c->peer, .tag = c->tag, .site = c->site, .fn = c->fn};
+}
+
+int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c)
+{
+	uint64_t comm = pdi_state_comm(c->site);
+	uint8_t cls = pdi_mpi_funcs[c->fn].cls;
+	struct pdi_phase *p;
+	bool cut;
+	int r;
+
+	if (!m->nphases && (r = new_phase(m, c->t_enter)) < 0)
+		return r;
+	cut = starts_phase(m, c);
+	p = cur_phase(m);
+	if (m->started) {
+		uint64_t prev = pdi_state_comm(m->last_site);
+		uint64_t comp = pdi_state_comp(m->last_site, c->site);
+
+		/* the computation before a phase's first call still belongs to the phase before */
+		add_edge(m, p, prev, comp, (double)(m->last_exit - m->last_enter));
+		visit(m, p, comp);
+		if (cut && open_phase(m, c->t_enter) == 0)
+			p = cur_phase(m); /* which starts at this call: no incoming edge */
+		else
+			add_edge(m, p, comp, comm,
+				 c->t_enter > m->last_exit ? (double)(c->t_enter - m->last_exit) : 0);
+	}
+	visit(m, p, comm);
+	p->t_end = c->t_exit;
+
+	if ((cls == PDI_FC_ISEND || cls == PDI_FC_IRECV || cls == PDI_FC_ICOLL) && c->req)
+		remember_request(m, c);
+
+	m->started = true;
+	m->last_site = c->site;
+	m->last_fn = c->fn;
+	m->last_enter = c->t_enter;
+	m->last_exit = c->t_exit;
+	m->calls++;
+	return 0;
+}
+
+uint64_t pdi_model_visits(const struct pdi_model *m, uint64_t state_key)
+{
+	uint64_t v = 0;
+
+	for (uint32_t i = 0; i < m->nphases; i++) {
+		uint32_t s = pdi_phase_state(&m->phases[i], state_key);
+		if (s != PDI_U64MAP_NONE)
+			v += m->phases[i].states[s].visits;
+	}
+	return v;
+}
+
+const struct pdi_request *pdi_model_find_request(const struct pdi_model *m, uint64_t handle)
+{
+	uint32_t i = pdi_u64map_get(&m->req_idx, handle);
+
+	return i == PDI_U64MAP_NONE ? NULL : &m->reqs[i];
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* model.h -- one task's semi-Markov models, one per phase (AutomaDeD 2.1, 3.1; PDI 3.1).
+ *
+ * States are communication states (an MPI function at a call site, named by a site id
+ * the caller interns per step so that all tasks share names) and computation states
+ * (the code between two consecutive calls, named by the pair). An edge carries the
+ * transition count and the time spent in its source state before the transition. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "timedist.h"
+#include "u64map.h"
+
+#define PDI_STATE_COMP (1ull << 63)
+#define PDI_NO_PEER INT32_MIN
+
+static inline uint64_t pdi_state_comm(uint32_t site)
+{
+	return site;
+}
+
+static inline uint64_t pdi_state_comp(uint32_t from_site, uint32_t to_site)
+{
+	return PDI_STATE_COMP | ((uint64_t)from_site << 32) | to_site;
+}
+
+static inline bool pdi_state_is_comp(uint64_t key)
+{
+	return key & PDI_STATE_COMP;
+}
+
+static inline uint32_t pdi_state_site(uint64_t key) /* comm state's site, comp state's next site */
+{
+	return (uint32_t)key;
+}
+
+static inline uint32_t pdi_state_prev_site(uint64_t key) /* comp state's previous site */
+{
+	return (uint32_t)(key >> 32) & 0x7fffffff;
+}
+
+struct pdi_model_config {
+	size_t max_bytes;                    /* per task; states and edges past it are dropped */
+	uint32_t max_phases;                 /* automatic phases are merged pairwise past it */
+	uint32_t auto_phase_min_collectives; /* an automatic phase spans at least this many */
+	bool auto_phases;                    /* cut phases on collectives until a Pcontrol shows */
+};
+
+extern const struct pdi_model_config pdi_model_config_default;
+
+struct pdi_state {
+	uint64_t key;
+	uint64_t visits;
+};
+
+struct pdi_edge {
+	uint32_t from, to; /* indices into the phase's states */
+	struct pdi_gauss time;
+	struct pdi_hist hist;
+};
+
+struct pdi_phase {
+	uint64_t t_start, t_end; /* first call's entry, last call's exit */
+	struct pdi_state *states;
+	struct pdi_edge *edges;
+	uint32_t nstates, cap_states;
+	uint32_t nedges, cap_edges;
+	struct pdi_u64map state_idx; /* state key -> index */
+	struct pdi_u64map edge_idx;  /* (from << 32 | to) -> index */
+};
+
+/* A request created by a nonblocking call: who a later Wait on it waits for. */
+struct pdi_request {
+	uint64_t handle;
+	int32_t peer;
+	int32_t tag;
+	uint32_t site;
+	uint16_t fn;
+};
+
+/* One completed MPI call as the model sees it. */
+struct pdi_call {
+	uint32_t site;
+	uint16_t fn; /* index into pdi_mpi_funcs */
+	uint64_t t_enter, t_exit;
+	int32_t peer; /* PDI_NO_PEER when none */
+	int32_t tag;
+	uint64_t req; /* request created (Isend...) or completed (Wait...), 0 if none */
+};
+
+struct pdi_model {
+	struct pdi_model_config cfg;
+	struct pdi_phase *phases;
+	uint32_t nphases, cap_phases;
+
+	/* where the task is: after a call returns it computes in comp(last_site, ?) */
+	bool started;
+	uint32_t last_site;
+	uint16_t last_fn;
+	uint64_t last_enter, last_exit;
+	uint64_t calls;
+
+	/* phase cutting */
+	bool saw_pcontrol;
+	uint64_t ncollectives;
+	uint32_t *coll_sites; /* the first collectives' sites, to find the loop's period */
+	uint64_t auto_next_cut; /* collective count at which the next automatic phase starts */
+	uint32_t auto_len;      /* collectives per automatic phase, 0 until the period is known */
+
+	/* requests */
+	struct pdi_request *reqs;
+	uint32_t nreqs, cap_reqs;
+	struct pdi_u64map req_idx;
+
+	/* what the memory bound cost us */
+	size_t bytes;
+	uint64_t dropped_states, dropped_edges, dropped_requests, folded_phase_cuts;
+};
+
+void pdi_model_init(struct pdi_model *m, const struct pdi_model_config *cfg);
+void pdi_model_done(struct pdi_model *m);
+
+/* Feed one completed call, in the task's program order. 0 or -ENOMEM (model intact). */
+int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c);
+
+/* Total visits of a state over all phases (the order of tasks sitting in the same state). */
+uint64_t pdi_model_visits(const struct pdi_model *m, uint64_t state_key);
+
+const struct pdi_request *pdi_model_find_request(const struct pdi_model *m, uint64_t handle);
+
+/* Index of the state with KEY in phase P, or PDI_U64MAP_NONE. */
+static inline uint32_t pdi_phase_state(const struct pdi_phase *p, uint64_t key)
+{
+	return pdi_u64map_get(&p->state_idx, key);
+}

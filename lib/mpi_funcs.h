@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* mpi_funcs.h -- the MPI functions pdimon probes, and where each keeps its arguments.
+ *
+ * Only communication and synchronisation calls are here: probing local calls
+ * (MPI_Wtime, MPI_Comm_rank, type queries) costs a trap per call and tells nothing
+ * about where a job went wrong. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum pdi_fn_class {
+	PDI_FC_SEND,     /* blocking send */
+	PDI_FC_RECV,     /* blocking receive */
+	PDI_FC_ISEND,    /* nonblocking send: creates a request */
+	PDI_FC_IRECV,    /* nonblocking receive: creates a request */
+	PDI_FC_SENDRECV, /* send and receive in one call */
+	PDI_FC_START,    /* persistent request start */
+	PDI_FC_WAIT,     /* blocking completion */
+	PDI_FC_TEST,     /* nonblocking completion */
+	PDI_FC_PROBE,    /* Probe, Iprobe */
+	PDI_FC_COLL,     /* blocking collective */
+	PDI_FC_ICOLL,    /* nonblocking collective */
+	PDI_FC_RMA,      /* one-sided synchronisation */
+	PDI_FC_IO,       /* collective MPI-IO */
+	PDI_FC_INIT,     /* MPI_Init, MPI_Init_thread */
+	PDI_FC_FINALIZE, /* MPI_Finalize */
+	PDI_FC_PCONTROL, /* MPI_Pcontrol: phase markers */
+};
+
+struct pdi_mpi_func {
+	const char *name; /* "MPI_Send"; its profiling twin is "P" + name */
+	uint8_t cls;      /* enum pdi_fn_class */
+	/* 1-based argument positions, 0 when the call has no such argument */
+	uint8_t peer_arg;  /* dest or source rank (point-to-point, RMA target) */
+	uint8_t tag_arg;
+	uint8_t count_arg;
+	uint8_t type_arg;
+	uint8_t root_arg;  /* root of a rooted collective */
+	uint8_t req_arg;   /* where the MPI_Request is, see enum pdi_req_mode */
+	uint8_t req_mode;
+};
+
+extern const struct pdi_mpi_func pdi_mpi_funcs[];
+extern const unsigned pdi_mpi_nfuncs;
+
+/* Index of the function called NAME (with or without the P prefix), or -ENOENT. */
+int pdi_mpi_func_find(const char *name);
+
+static inline bool pdi_fn_is_collective(unsigned fn)
+{
+	uint8_t c = pdi_mpi_funcs[fn].cls;
+	return c == PDI_FC_COLL || c == PDI_FC_ICOLL || c == PDI_FC_IO;
+}
+
+/* Does a task sitting in this call wait on other tasks? */
+static inline bool pdi_fn_blocks(unsigned fn)
+{
+	uint8_t c = pdi_mpi_funcs[fn].cls;
+	return c == PDI_FC_SEND || c == PDI_FC_RECV || c == PDI_FC_SENDRECV || c == PDI_FC_WAIT ||
+	       c == PDI_FC_PROBE || c == PDI_FC_COLL || c == PDI_FC_RMA || c == PDI_FC_IO ||
+	       c == PDI_FC_FINALIZE || c == PDI_FC_INIT;
+}

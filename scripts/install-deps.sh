@@ -1,0 +1,17 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# install-deps.sh -- the Debian 12 packages pdimon builds, tests and demonstrates with.
+set -eu
+PKGS="meson ninja-build pkg-config gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev
+      libcriterion-dev python3 procps iproute2 openmpi-bin libopenmpi-dev mpich libmpich-dev
+      valgrind libclang-rt-14-dev"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "install-deps: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi

@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""harness.py -- runs a real pdimond and real MPI jobs for the integration tests.
+
+Every wait is on a condition with a deadline, never a bare sleep. Each test gets its own
+daemon on its own socket, and the daemon must exit cleanly (status 0, no sanitizer
+report) when the test ends.
+"""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+BUILD = os.environ.get("PDIMON_BUILD", os.path.join(os.path.dirname(__file__), "../../build"))
+SRC = os.environ.get("PDIMON_SRC", os.path.join(os.path.dirname(__file__), "../.."))
+PDIMOND = os.path.join(BUILD, "daemon/pdimond")
+PDIMON = os.path.join(BUILD, "client/pdimon")
+MPI_DIR = os.path.join(BUILD, "tests/mpi")
+
+
+def wait_for(cond, timeout, what):
+    """Poll COND until it returns something true; fail the test after TIMEOUT seconds."""
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
+def marker_line(source, marker):
+    """The line of tests/mpi/SOURCE that carries the comment /* @MARKER */."""
+    with open(os.path.join(SRC, "tests/mpi", source)) as f:
+        for n, line in enumerate(f, 1):
+            if f"/* @{marker} */" in line:
+                return n
+    raise KeyError(marker)
+
+
+def find_ranks(prog, n, timeout=60):
+    """The pids of the N processes running tests/mpi/PROG (e.g. "ring.mpich"), by executable."""
+    def scan():
+        pids = []
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    if os.path.basename(os.readlink(f"/proc/{d}/exe")) == prog:
+                        pids.append(int(d))
+                except OSError:
+                    pass
+        return sorted(pids) if len(pids) == n else None
+    return wait_for(scan, timeout, f"{n} processes of {prog}")
+
+
+def mpirun(impl, nprocs, prog, *args):
+    exe = os.path.join(MPI_DIR, f"{prog}.{impl}")
+    if impl == "openmpi":
+        return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(nprocs), exe, *map(str, args)]
+    return ["mpirun.mpich", "-np", str(nprocs), exe, *map(str, args)]
+
+
+class Daemon:
+    def __init__(self, *settings):
+        self.dir = tempfile.mkdtemp(prefix="pdimon-test-")
+        self.sock = os.path.join(self.dir, "pdimond.sock")
+        self.log_path = os.path.join(self.dir, "pdimond.log")
+        args = [PDIMOND, "--foreground", "--config", "/dev/null", "--socket", self.sock]
+        for s in settings:
+            args += ["--set", s]
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(lambda: self._ready(), 30, "pdimond to listen")
+
+    def _ready(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"pdimond exited with {self.proc.returncode}:\n{self.read_log()}")
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(self.sock)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
+
+    def read_log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def pdimon(self, *args, check=True, timeout=120):
+        r = subprocess.run([PDIMON, "--socket", self.sock, *map(str, args)], capture_output=True,
+                           text=True, timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"pdimon {' '.join(map(str, args))} failed ({r.returncode}): {r.stderr}")
+        return r
+
+    def show(self, step):
+        return json.loads(self.pdimon("show", step, "--json").stdout)
+
+    def status(self):
+        return json.loads(self.pdimon("status", "--json").stdout)
+
+    def stop(self):
+        """SIGTERM, then the daemon must exit 0 with nothing reported by the sanitizers."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("pdimond did not exit within 60 s of SIGTERM")
+        self.log.close()
+        log = self.read_log()
+        if re.search(r"(AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:)", log):
+            raise AssertionError(f"sanitizer report from pdimond:\n{log}")
+        if self.proc.returncode != 0:
+            raise AssertionError(f"pdimond exited with {self.proc.returncode}:\n{log}")
+        return log
+
+
+class DaemonTest(unittest.TestCase):
+    settings = ()
+
+    def setUp(self):
+        self.d = Daemon(*self.settings)
+        self.children = []
+
+    def tearDown(self):
+        for p in self.children:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.d.stop()
+
+    def spawn(self, args, **kw):
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+        self.children.append(p)
+        return p
+
+    @staticmethod
+    def transitions(phase):
+        """{(from, to): transition} of one phase."""
+        return {(t["from"], t["to"]): t for t in phase["transitions"]}

@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""test_monitor.py -- node-local monitoring of real MPI programs by a real pdimond.
+
+Run one case as: test_monitor.py Monitor.test_ring_openmpi
+"""
+import json
+import os
+import signal
+import subprocess
+import unittest
+
+from harness import DaemonTest, Daemon, PDIMON, PDIMOND, find_ranks, marker_line, mpirun, wait_for
+
+RANKS = 4
+
+
+def ring_sites():
+    return {m: f"MPI_{n}@ring.c:{marker_line('ring.c', m)}" for m, n in
+            [("irecv", "Irecv"), ("isend", "Isend"), ("waitall", "Waitall"), ("barrier", "Barrier")]}
+
+
+class Monitor(DaemonTest):
+    def run_step(self, step, cmd, timeout=300):
+        r = self.d.pdimon("run", "--step", step, "--", *cmd, check=False, timeout=timeout)
+        return r
+
+    def check_ring(self, impl, iters=10):
+        r = self.run_step(f"ring-{impl}", mpirun(impl, RANKS, "ring", iters))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        s = self.d.show(f"ring-{impl}")
+        self.assertEqual(s["state"], "ended")
+        self.assertEqual(sorted(t["rank"] for t in s["tasks"]), list(range(RANKS)))
+        site = ring_sites()
+        lib = "libmpi.so.40" if impl == "openmpi" else "libmpich.so.12"
+        for t in s["tasks"]:
+            self.assertIn(lib, t["mpi_library"])
+            self.assertEqual(t["state"], "ended")
+            self.assertEqual(t["events_lost"], 0)
+            self.assertFalse(t["incomplete"])
+            self.assertEqual(len(t["phases"]), 1, "10 barriers make no automatic phase")
+            tr = self.transitions(t["phases"][0])
+            cycle = [site["irecv"], site["isend"], site["waitall"], site["barrier"], site["irecv"]]
+            for a, b in zip(cycle, cycle[1:]):
+                comp = f"{a} -> {b}"
+                expect = iters - 1 if a == site["barrier"] else iters
+                self.assertEqual(tr[(a, comp)]["count"], expect, f"rank {t['rank']}: {a} -> compute")
+                self.assertEqual(tr[(comp, b)]["count"], expect, f"rank {t['rank']}: compute -> {b}")
+                self.assertGreater(tr[(a, comp)]["mean_ns"], 0)
+            # Init comes first, Finalize last, each once
+            names = {st["name"] for st in t["phases"][0]["states"]}
+            self.assertTrue(any(n.startswith("MPI_Init@ring.c:") for n in names), names)
+            self.assertTrue(any(n.startswith("MPI_Finalize@ring.c:") for n in names), names)
+            self.assertEqual(t["calls"], 4 * iters + 2)
+
+    def test_ring_openmpi(self):
+        self.check_ring("openmpi")
+
+    def test_ring_mpich(self):
+        self.check_ring("mpich")
+
+    def test_pcontrol_phases(self):
+        phases, iters = 3, 20
+        r = self.run_step("phases", mpirun("openmpi", RANKS, "phases", phases, iters))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        s = self.d.show("phases")
+        self.assertEqual(s["phases_from"], "pcontrol")
+        allreduce = f"MPI_Allreduce@phases.c:{marker_line('phases.c', 'allreduce')}"
+        sendrecv = f"MPI_Sendrecv@phases.c:{marker_line('phases.c', 'sendrecv')}"
+        for t in s["tasks"]:
+            # phase 0 is the prologue up to the first marker
+            self.assertEqual(len(t["phases"]), phases + 1)
+            prologue = {st["name"].split("@")[0] for st in t["phases"][0]["states"] if st["kind"] == "communication"}
+            self.assertEqual(prologue, {"MPI_Init"})
+            for p in t["phases"][1:]:
+                tr = self.transitions(p)
+                self.assertEqual(tr[(allreduce, f"{allreduce} -> {sendrecv}")]["count"], iters)
+                self.assertEqual(tr[(f"{allreduce} -> {sendrecv}", sendrecv)]["count"], iters)
+                self.assertEqual(tr[(sendrecv, f"{sendrecv} -> {allreduce}")]["count"], iters - 1)
+
+    def test_auto_phases(self):
+        iters = 400
+        r = self.run_step("auto", mpirun("mpich", RANKS, "ring", iters))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        s = self.d.show("auto")
+        self.assertEqual(s["phases_from"], "auto")
+        site = ring_sites()
+        key = (site["irecv"], f"{site['irecv']} -> {site['isend']}")
+        # 96 barriers find the period (1); then a phase every 32 barriers
+        expect_phases = 1 + (iters - 96 + 31) // 32
+        for t in s["tasks"]:
+            self.assertEqual(len(t["phases"]), expect_phases)
+            inner = [self.transitions(p)[key]["count"] for p in t["phases"][1:-1]]
+            self.assertEqual(set(inner), {32}, "every whole automatic phase holds 32 iterations")
+            self.assertEqual(sum(self.transitions(p)[key]["count"] for p in t["phases"]), iters)
+
+    def test_killed_rank(self):
+        # rank 2 stops computing forever in iteration 5; the others wait in the barrier
+        p = self.spawn([PDIMON, "--socket", self.d.sock, "run", "--step", "killed", "--",
+                        *mpirun("openmpi", RANKS, "ring", 1000, 0, 2, 5)])
+
+        def blocked():
+            try:
+                s = self.d.show("killed")
+            except AssertionError:
+                return None
+            ts = s["tasks"]
+            if len(ts) == RANKS and all(t["current"].get("in_mpi") == "MPI_Barrier" for t in ts if t["rank"] != 2):
+                return s
+            return None
+        s = wait_for(blocked, 60, "ranks 0, 1, 3 to block in MPI_Barrier")
+        victim = next(t for t in s["tasks"] if t["rank"] == 2)
+        self.assertIn("computing_after", victim["current"])
+        self.assertIn("MPI_Waitall@ring.c", victim["current"]["computing_after"])
+        os.kill(victim["pid"], signal.SIGKILL)
+        p.wait(timeout=120)
+        self.assertNotEqual(p.returncode, 0, "the job lost a rank")
+        s = wait_for(lambda: (lambda s: s if s["state"] == "ended" else None)(self.d.show("killed")),
+                     60, "the step to end")
+        site = ring_sites()
+        for t in s["tasks"]:
+            self.assertEqual(t["state"], "ended")
+            tr = self.transitions(t["phases"][0])
+            # the model of every task, the killed one included, is kept
+            self.assertEqual(tr[(site["irecv"], f"{site['irecv']} -> {site['isend']}")]["count"], 6)
+        self.d.status()  # still serving
+
+    def test_two_steps_do_not_mix(self):
+        a = self.spawn([PDIMON, "--socket", self.d.sock, "run", "--step", "a", "--", *mpirun("openmpi", RANKS, "ring", 200, 500)])
+        b = self.spawn([PDIMON, "--socket", self.d.sock, "run", "--step", "b", "--", *mpirun("mpich", RANKS, "ring", 300, 500)])
+        self.assertEqual(a.wait(timeout=300), 0, a.stderr.read())
+        self.assertEqual(b.wait(timeout=300), 0, b.stderr.read())
+        sa, sb = self.d.show("a"), self.d.show("b")
+        pa, pb = {t["pid"] for t in sa["tasks"]}, {t["pid"] for t in sb["tasks"]}
+        self.assertEqual(len(pa), RANKS)
+        self.assertEqual(len(pb), RANKS)
+        self.assertFalse(pa & pb)
+        site = ring_sites()
+        key = (site["irecv"], f"{site['irecv']} -> {site['isend']}")
+        for s, iters in ((sa, 200), (sb, 300)):
+            for t in s["tasks"]:
+                self.assertEqual(sum(self.transitions(p)[key]["count"] for p in t["phases"]), iters)
+
+    def test_attach_running(self):
+        self.spawn(mpirun("openmpi", 2, "ring", 100000, 2000))
+        pids = find_ranks("ring.openmpi", 2)
+        r = self.d.pdimon("attach", "--step", "att", "--pid", *pids)
+        reply = json.loads(r.stdout)
+        self.assertEqual(sorted(x["pid"] for x in reply["attached"]), sorted(pids))
+        self.assertEqual(sorted(x["rank"] for x in reply["attached"]), [0, 1])
+        site = ring_sites()
+        key = (site["irecv"], f"{site['irecv']} -> {site['isend']}")
+
+        def counted():
+            s = self.d.show("att")
+            return all(any(key in self.transitions(p) and self.transitions(p)[key]["count"] >= 20
+                           for p in t["phases"]) for t in s["tasks"])
+        wait_for(counted, 60, "20 ring iterations seen on each rank")
+        st = self.d.status()
+        self.assertEqual(st["tasks_running"], 2)
+        self.assertGreater(st["events"], 0)
+        r = self.d.pdimon("attach", "--step", "att2", "--pid", pids[0], check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("already monitored", r.stderr)
+
+    def test_attach_errors(self):
+        r = self.d.pdimon("attach", "--pid", "4000000", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no such process", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+        sleeper = self.spawn(["sleep", "600"])
+        self.spawn(mpirun("mpich", 1, "ring", 100000, 2000))
+        rank = find_ranks("ring.mpich", 1)
+        r = self.d.pdimon("attach", "--step", "bad", "--pid", rank[0], sleeper.pid, check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"pid {sleeper.pid}: it maps no MPI library", r.stderr)
+        self.assertIn("nothing attached", r.stderr)
+        self.assertEqual(json.loads(self.d.pdimon("steps", "--json").stdout), [])
+        self.assertEqual(self.d.status()["tasks"], 0)
+        r = self.d.pdimon("attach", "--pid", "12ab", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("invalid pid", r.stderr)
+        r = self.d.pdimon("show", "nosuchstep", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no step named", r.stderr)
+
+    def test_malformed_requests(self):
+        import socket
+        import struct
+        frames = [
+            b"\xff" * 64,                                # garbage
+            struct.pack("II", 1, 1 << 30),               # length beyond the limit
+            struct.pack("II", 99, 4) + b"abc\0",          # unknown version
+            struct.pack("II", 1, 4) + b"abcd",           # words not NUL-terminated
+            struct.pack("II", 1, 8) + b"show\0",         # truncated, then closed
+            struct.pack("II", 1, 9) + b"frobnify\0",     # unknown request
+            struct.pack("II", 1, 5) + b"show\0",         # show without a step
+        ]
+        for f in frames:
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(self.d.sock)
+            s.sendall(f)
+            s.shutdown(socket.SHUT_WR)
+            reply = s.recv(4096)
+            s.close()
+            if len(reply) >= 8:
+                status = struct.unpack("i", reply[:4])[0]
+                self.assertLess(status, 0, f"frame {f[:16]!r} was accepted")
+        long_name = "x" * 5000
+        r = self.d.pdimon("show", long_name, check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertLess(len(r.stderr), 400)
+        self.assertEqual(self.d.status()["steps"], 0)
+
+
+class Faults(unittest.TestCase):
+    def test_ring_buffer_full(self):
+        # a 4 KiB ring drained every 2 s cannot hold 2000 quick iterations
+        d = Daemon("ring_buffer_kib=4", "wakeup_kib=1024", "drain_interval_ms=2000")
+        try:
+            r = d.pdimon("run", "--step", "lossy", "--", *mpirun("mpich", RANKS, "ring", 2000), check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            s = d.show("lossy")
+            self.assertGreater(sum(t["events_lost"] for t in s["tasks"]), 0)
+            self.assertTrue(any(t["incomplete"] for t in s["tasks"]))
+            self.assertGreater(d.status()["events_lost"], 0)
+            text = d.pdimon("show", "lossy").stdout
+            self.assertIn("model incomplete", text)
+        finally:
+            d.stop()
+
+    def test_daemon_not_running(self):
+        r = subprocess.run([PDIMON, "--socket", "/nonexistent/pdimond.sock", "status"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("pdimond is not running", r.stderr)
+        r = subprocess.run([PDIMON, "--socket", "/nonexistent/pdimond.sock", "run", "--", "true"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+
+    def test_not_root(self):
+        r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=-all",
+                            PDIMOND, "-f", "-c", "/dev/null", "-s", "/tmp/pdimon-nobody.sock"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("CAP_BPF", r.stderr)
+
+    def test_bad_config(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".conf") as f:
+            f.write("# comment\nmax_phases = 9\nring_buffer_kib = 3\n")
+            f.flush()
+            r = subprocess.run([PDIMOND, "-f", "-c", f.name], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 1)
+            self.assertEqual(r.stderr.strip(), f"pdimond: {f.name}:3: invalid value")
+        r = subprocess.run([PDIMOND, "-f", "-c", "/nonexistent.conf"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cannot read /nonexistent.conf", r.stderr)
+
+    def test_sigterm_detaches(self):
+        def links():
+            out = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True).stdout
+            return json.loads(out or "[]")  # bpftool 7.1 prints uprobe_multi as a bare number
+        before = len(links())
+        d = Daemon()
+        job = subprocess.Popen(mpirun("openmpi", 2, "ring", 100000, 2000), stdout=subprocess.DEVNULL)
+        try:
+            pids = find_ranks("ring.openmpi", 2)
+            d.pdimon("attach", "--pid", *pids)
+            self.assertGreater(len(links()), before)
+            d.stop()
+            self.assertEqual(len(links()), before, "probes left behind")
+            self.assertIsNone(job.poll(), "the job must outlive the daemon")
+        finally:
+            job.kill()
+            job.wait()
+
+
+if __name__ == "__main__":
+    unittest.main()

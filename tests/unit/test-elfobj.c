@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* test-elfobj.c -- procmaps, elfobj and objcache against this test's own process.
+ *
+ * Must be built with -g: describe() is checked against the line numbers of this file. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "elfobj.h"
+#include "objcache.h"
+#include "procmaps.h"
+
+static __attribute__((noinline)) void *return_address(void)
+{
+	return __builtin_return_address(0);
+}
+
+/* Kept on one line so that the call and __LINE__ agree. */
+static __attribute__((noinline)) void call_site(void **ra, int *line)
+{
+	*ra = return_address(), *line = __LINE__;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t ls = strlen(s), lx = strlen(suffix);
+
+	return ls >= lx && !strcmp(s + ls - lx, suffix);
+}
+
+static void read_self_maps(struct pdi_maps *maps)
+{
+	cr_assert_eq(pdi_maps_read(getpid(), maps), 0);
+	cr_assert_gt(maps->n, 0);
+}
+
+/* The mapping holding ADDR and its object, opened directly by path. */
+static const struct pdi_mapping *open_at(const struct pdi_maps *maps, uintptr_t addr,
+					 struct pdi_elfobj **o)
+{
+	const struct pdi_mapping *m = pdi_maps_find(maps, addr);
+
+	cr_assert_not_null(m);
+	cr_assert_not_null(m->path);
+	cr_assert_eq(pdi_elfobj_open(m->path, o), 0, "open %s", m->path);
+	return m;
+}
+
+static uint64_t addr_to_vaddr(struct pdi_elfobj *o, const struct pdi_mapping *m, uintptr_t addr)
+{
+	uint64_t vaddr;
+
+	cr_assert_eq(pdi_elfobj_offset_to_vaddr(o, addr - m->start + m->pgoff, &vaddr), 0);
+	return vaddr;
+}
+
+Test(elfobj, maps_self)
+{
+	char exe[PATH_MAX];
+	struct pdi_maps maps;
+	const struct pdi_mapping *m;
+
+	read_self_maps(&maps);
+	for (size_t i = 1; i < maps.n; i++)
+		cr_assert_geq(maps.v[i].start, maps.v[i - 1].end);
+	m = pdi_maps_find(&maps, (uintptr_t)call_site);
+	cr_assert_not_null(m);
+	cr_assert(m->exec);
+	cr_assert_not_null(realpath("/proc/self/exe", exe));
+	cr_assert_str_eq(m->path, exe);
+	cr_assert_neq(m->ino, 0);
+	cr_assert_null(pdi_maps_find(&maps, 0));
+	cr_assert_null(pdi_maps_find(&maps, UINT64_MAX));
+	/* the stack is mapped but is no file */
+	m = pdi_maps_find(&maps, (uintptr_t)&m);
+	cr_assert_not_null(m);
+	cr_assert_null(m->path);
+	pdi_maps_free(&maps);
+	cr_assert_null(maps.v);
+	cr_assert_eq(maps.n, 0);
+}
+
+Test(elfobj, maps_free_zeroed)
+{
+	struct pdi_maps maps = {0};
+
+	pdi_maps_free(&maps);
+}
+
+Test(elfobj, maps_gone)
+{
+	struct pdi_maps maps = {0};
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	cr_assert_eq(pdi_maps_read(pid, &maps), -ESRCH);
+	cr_assert_eq(pdi_maps_read(INT_MAX, &maps), -ESRCH);
+}
+
+Test(elfobj, describe_call_site)
+{
+	struct pdi_elfobj *o;
+	struct pdi_srcloc loc;
+	struct pdi_maps maps;
+	const struct pdi_mapping *m;
+	void *ra;
+	int line;
+
+	call_site(&ra, &line);
+	read_self_maps(&maps);
+	m = open_at(&maps, (uintptr_t)ra - 1, &o);
+	cr_assert_eq(pdi_elfobj_describe(o, addr_to_vaddr(o, m, (uintptr_t)ra - 1), &loc), 0);
+	cr_assert_str_eq(loc.func, "call_site");
+	cr_assert_gt(loc.func_off, 0);
+	cr_assert(ends_with(loc.file, "/test-elfobj.c") || !strcmp(loc.file, "test-elfobj.c"),
+		  "file %s", loc.file);
+	cr_assert_eq(loc.line, line);
+	/* twice: DWARF is set up once */
+	cr_assert_eq(pdi_elfobj_describe(o, addr_to_vaddr(o, m, (uintptr_t)ra - 1), &loc), 0);
+	cr_assert_eq(loc.line, line);
+	pdi_elfobj_free(o);
+	pdi_maps_free(&maps);
+}
+
+Test(elfobj, func_offset_self)
+{
+	struct pdi_elfobj *o;
+	struct pdi_maps maps;
+	const struct pdi_mapping *m;
+	uint64_t off, vaddr;
+
+	read_self_maps(&maps);
+	m = open_at(&maps, (uintptr_t)call_site, &o);
+	/* a static function: only .symtab has it */
+	cr_assert_eq(pdi_elfobj_func_offset(o, "call_site", &off), 0);
+	cr_assert_eq(m->start + off - m->pgoff, (uintptr_t)call_site);
+	cr_assert_eq(pdi_elfobj_func_vaddr(o, "call_site", &vaddr), 0);
+	cr_assert_eq(addr_to_vaddr(o, m, (uintptr_t)call_site), vaddr);
+	cr_assert_eq(pdi_elfobj_func_offset(o, "no_such_function", &off), -ENOENT);
+	cr_assert_eq(pdi_elfobj_func_vaddr(o, "", &vaddr), -ENOENT);
+	cr_assert_eq(strlen(pdi_elfobj_build_id(o)), 40);
+	cr_assert_str_eq(pdi_elfobj_path(o), m->path);
+	pdi_elfobj_free(o);
+	pdi_maps_free(&maps);
+}
+
+Test(elfobj, libc)
+{
+	struct pdi_elfobj *o;
+	struct pdi_srcloc loc;
+	struct pdi_maps maps;
+	const struct pdi_mapping *m;
+	uint64_t off, vaddr, back;
+
+	read_self_maps(&maps);
+	/* not malloc for the address: under valgrind &malloc is valgrind's replacement */
+	m = open_at(&maps, (uintptr_t)qsort, &o);
+	cr_assert(strstr(m->path, "libc"), "qsort from %s", m->path);
+	cr_assert_eq(pdi_elfobj_func_offset(o, "qsort", &off), 0);
+	cr_assert_eq(m->start + off - m->pgoff, (uintptr_t)qsort);
+
+	cr_assert_eq(pdi_elfobj_func_offset(o, "malloc", &off), 0);
+	cr_assert_eq(pdi_elfobj_func_vaddr(o, "malloc", &vaddr), 0);
+	cr_assert_eq(pdi_elfobj_offset_to_vaddr(o, off, &back), 0);
+	cr_assert_eq(back, vaddr);
+
+	cr_assert_eq(pdi_elfobj_describe(o, vaddr + 1, &loc), 0);
+	cr_assert_eq(loc.func_off, 1);
+	cr_assert_eq(pdi_elfobj_func_vaddr(o, loc.func, &back), 0, "func %s", loc.func);
+	cr_assert_eq(back, vaddr);
+	cr_assert_eq(strlen(pdi_elfobj_build_id(o)), 40);
+	cr_assert_eq(pdi_elfobj_offset_to_vaddr(o, UINT64_MAX, &back), -ENOENT);
+	pdi_elfobj_free(o);
+	pdi_maps_free(&maps);
+}
+
+Test(elfobj, not_elf)
+{
+	char fn[] = "/tmp/test-elfobj.XXXXXX";
+	struct pdi_elfobj *o = NULL;
+	int fd = mkstemp(fn);
+
+	cr_assert_geq(fd, 0);
+	/* empty */
+	cr_assert_eq(pdi_elfobj_open(fn, &o), -ENOEXEC);
+	cr_assert_eq(write(fd, "#!/bin/sh\nexit 0\n", 17), 17);
+	close(fd);
+	cr_assert_eq(pdi_elfobj_open(fn, &o), -ENOEXEC);
+	unlink(fn);
+	cr_assert_eq(pdi_elfobj_open("/tmp", &o), -ENOEXEC);
+	cr_assert_null(o);
+	pdi_elfobj_free(NULL);
+}
+
+Test(elfobj, missing)
+{
+	struct pdi_elfobj *o = NULL;
+
+	cr_assert_eq(pdi_elfobj_open("/nonexistent/libnothing.so", &o), -ENOENT);
+	cr_assert_null(o);
+}
+
+Test(elfobj, objcache)
+{
+	struct pdi_elfobj *o1, *o2, *o3;
+	struct pdi_objcache *c;
+	struct pdi_maps maps;
+	const struct pdi_mapping *m, *libc;
+
+	read_self_maps(&maps);
+	cr_assert_eq(pdi_objcache_new(&c), 0);
+	m = pdi_maps_find(&maps, (uintptr_t)call_site);
+	cr_assert_eq(pdi_objcache_get(c, getpid(), m, &o1), 0);
+	cr_assert_eq(pdi_objcache_get(c, getpid(), m, &o2), 0);
+	cr_assert_eq(o1, o2);
+	/* every mapping of one file is one object */
+	for (size_t i = 0; i < maps.n; i++) {
+		if (maps.v[i].ino != m->ino || maps.v[i].dev != m->dev)
+			continue;
+		cr_assert_eq(pdi_objcache_get(c, getpid(), &maps.v[i], &o2), 0);
+		cr_assert_eq(o1, o2);
+	}
+	cr_assert_eq(pdi_objcache_get(c, getpid(), pdi_maps_find(&maps, (uintptr_t)&c), &o2),
+		     -EINVAL);
+
+	cr_assert_eq(pdi_objcache_find_func(c, getpid(), &maps, "qsort", &libc, &o3), 0);
+	cr_assert_eq(libc, pdi_maps_find(&maps, (uintptr_t)qsort));
+	cr_assert_neq(o3, o1);
+	cr_assert_eq(pdi_objcache_find_func(c, getpid(), &maps, "call_site", &m, &o2), 0);
+	cr_assert_eq(o2, o1);
+	cr_assert_eq(pdi_objcache_find_func(c, getpid(), &maps, "no_such_function", &m, &o2),
+		     -ENOENT);
+	/* opening every mapped library above left earlier entries alone */
+	cr_assert_eq(pdi_objcache_find_func(c, getpid(), &maps, "qsort", &m, &o2), 0);
+	cr_assert_eq(o2, o3);
+	pdi_objcache_free(c);
+	pdi_maps_free(&maps);
+}
+
+Test(elfobj, objcache_map_files_fallback)
+{
+	struct pdi_mapping m;
+	struct pdi_objcache *c;
+	struct pdi_elfobj *o;
+	struct pdi_maps maps;
+	uint64_t off;
+
+	read_self_maps(&maps);
+	/* a path that no longer leads to the mapped file, as after a library upgrade */
+	m = *pdi_maps_find(&maps, (uintptr_t)call_site);
+	m.path = "/nonexistent/test-elfobj";
+	cr_assert_eq(pdi_objcache_new(&c), 0);
+	cr_assert_eq(pdi_objcache_get(c, getpid(), &m, &o), 0);
+	cr_assert(strstr(pdi_elfobj_path(o), "/map_files/"), "path %s", pdi_elfobj_path(o));
+	cr_assert_eq(pdi_elfobj_func_offset(o, "call_site", &off), 0);
+	cr_assert_eq(m.start + off - m.pgoff, (uintptr_t)call_site);
+	pdi_objcache_free(c);
+	pdi_maps_free(&maps);
+}
+
+static void copy_file(const char *from, int to)
+{
+	char buf[65536];
+	int fd = open(from, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	cr_assert_geq(fd, 0);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(to, buf, (size_t)n), n);
+	cr_assert_eq(n, 0);
+	close(fd);
+}
+
+Test(elfobj, deleted_file)
+{
+	char fn[] = "/tmp/test-elfobj.XXXXXX";
+	const struct pdi_mapping *m;
+	struct pdi_objcache *c;
+	struct pdi_elfobj *o;
+	struct pdi_maps maps;
+	uint64_t off;
+	int fd = mkstemp(fn);
+	void *p;
+
+	cr_assert_geq(fd, 0);
+	copy_file("/proc/self/exe", fd);
+	p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	close(fd);
+	unlink(fn);
+
+	read_self_maps(&maps);
+	m = pdi_maps_find(&maps, (uintptr_t)p);
+	cr_assert_not_null(m);
+	cr_assert_str_eq(m->path, fn);
+	cr_assert_not(m->exec);
+	cr_assert_eq(pdi_objcache_new(&c), 0);
+	cr_assert_eq(pdi_objcache_get(c, getpid(), m, &o), 0);
+	cr_assert(strstr(pdi_elfobj_path(o), "/map_files/"), "path %s", pdi_elfobj_path(o));
+	cr_assert_eq(pdi_elfobj_func_offset(o, "call_site", &off), 0);
+	pdi_objcache_free(c);
+	pdi_maps_free(&maps);
+	munmap(p, 4096);
+}

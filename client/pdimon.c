@@ -24,6 +24,14 @@
 #define STEP_NAME_MAX 128
 
 static const char *socket_path = DEFAULT_SOCKET;
+static volatile pid_t run_child;
+
+/* pdimon run stands in for its command: a kill of pdimon is a kill of the command */
+static void forward_signal(int sig)
+{
+	if (run_child > 0)
+		kill(run_child, sig);
+}
 
 static void usage(FILE *f)
 {
@@ -231,9 +239,12 @@ static int cmd_run(int argc, char **argv)
 		return r;
 	}
 	fprintf(stderr, "pdimon: monitoring step %s\n", step);
-	/* the command's terminal signals reach it directly; we only wait */
+	/* the command's terminal signals reach it directly; others we pass on */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
+	run_child = child;
+	signal(SIGTERM, forward_signal);
+	signal(SIGHUP, forward_signal);
 	if (write(go[1], "g", 1) != 1)
 		return die(-EIO, "cannot start %s", argv[optind]);
 	close(go[1]);

@@ -32,6 +32,7 @@ void pdi_config_defaults(struct pdi_config *c)
 void pdi_config_done(struct pdi_config *c)
 {
 	free(c->socket_path);
+	free(c->record_path);
 	for (unsigned i = 0; i < c->ninit_libraries; i++)
 		free(c->init_libraries[i]);
 	*c = (struct pdi_config){0};
@@ -105,6 +106,14 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 			return -ENOMEM;
 		free(c->socket_path);
 		c->socket_path = s;
+		return 0;
+	}
+	if (!strcmp(key, "record")) {
+		char *s = strdup(value);
+		if (!s)
+			return -ENOMEM;
+		free(c->record_path);
+		c->record_path = s;
 		return 0;
 	}
 	if (!strcmp(key, "mpi_libraries"))

@@ -18,6 +18,7 @@ struct pdi_config {
 	unsigned ring_buffer_kib;             /* power of two */
 	unsigned wakeup_kib;                  /* pending data that wakes the daemon early */
 	int log_level;
+	char *record_path;                    /* append every ingested call here (benchmarks) */
 	struct pdi_model_config model;
 };
 

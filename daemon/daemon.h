@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "registry.h"
@@ -29,6 +30,7 @@ struct pdi_daemon {
 	uint64_t unknown_events;  /* calls from processes no longer (or never) monitored */
 	uint64_t rate_events, rate_t_ns; /* for events/s over the last second or so */
 	double events_per_s;
+	FILE *record;             /* the "record" setting's file, or NULL */
 };
 
 uint64_t pdi_now_ns(void);

@@ -25,6 +25,24 @@ static int32_t int_arg(const struct pdi_event *e, uint8_t pos)
 	return (int32_t)(uint32_t)e->args[pos - 1];
 }
 
+static void record(struct pdi_daemon *d, const struct pdi_task *t, const struct pdi_call *c)
+{
+	struct pdi_call_record rec = {.call = *c};
+
+	if (!d->record)
+		return;
+	for (unsigned i = 0; i < d->reg.ntasks; i++)
+		if (d->reg.tasks[i] == t) {
+			rec.task = i;
+			break;
+		}
+	if (fwrite(&rec, sizeof(rec), 1, d->record) != 1) {
+		log_warning("Cannot write the recording, stopping it: %m");
+		fclose(d->record);
+		d->record = NULL;
+	}
+}
+
 static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e)
 {
 	const struct pdi_mpi_func *f = &pdi_mpi_funcs[e->fn];
@@ -46,8 +64,10 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 		 * for that call's return probe: its end is taken as the next call's start. */
 		t->init_pending = false;
 		t->init_call.t_exit = e->t_enter;
+		record(d, t, &t->init_call);
 		(void)pdi_model_add_call(&t->model, &t->init_call);
 	}
+	record(d, t, &c);
 	return pdi_model_add_call(&t->model, &c);
 }
 

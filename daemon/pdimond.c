@@ -167,6 +167,8 @@ static void daemon_done(struct pdi_daemon *d)
 		close(d->signal_fd);
 	if (d->timer_fd >= 0)
 		close(d->timer_fd);
+	if (d->record)
+		fclose(d->record);
 	pdi_config_done(&d->cfg);
 }
 
@@ -254,6 +256,13 @@ int main(int argc, char **argv)
 	if (geteuid() != 0) {
 		/* not fatal by itself: capabilities may be enough; the BPF load decides */
 		log_debug("Not running as root");
+	}
+	if (d.cfg.record_path) {
+		d.record = fopen(d.cfg.record_path, "we");
+		if (!d.record) {
+			r = log_error_errno(-errno, "Cannot open %s for recording: %m", d.cfg.record_path);
+			goto out;
+		}
 	}
 	r = pdi_objcache_new(&d.objs);
 	if (r < 0)

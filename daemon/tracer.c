@@ -23,6 +23,7 @@
 #include "mpi_funcs.h"
 #include "mpitrace.skel.h"
 #include "objcache.h"
+#include "probe_targets.h"
 #include "procmaps.h"
 #include "tracer.h"
 #include "uprobe_multi.h"
@@ -112,27 +113,15 @@ void pdi_tracer_free(struct pdi_tracer *t)
 	free(t);
 }
 
-/* The object of PID that defines the MPI symbols: a shared MPI library, or the
- * executable itself when the program is linked statically. */
-static int find_mpi_object(struct pdi_objcache *objs, pid_t pid, struct pdi_maps *maps,
-			   struct pdi_elfobj **ret_obj, const struct pdi_mapping **ret_map)
-{
-	if (pdi_objcache_find_func(objs, pid, maps, "PMPI_Send", ret_map, ret_obj) == 0)
-		return 0;
-	return pdi_objcache_find_func(objs, pid, maps, "MPI_Send", ret_map, ret_obj);
-}
-
 int pdi_tracer_check(struct pdi_objcache *objs, pid_t pid)
 {
-	const struct pdi_mapping *m;
-	struct pdi_maps maps = {0};
-	struct pdi_elfobj *o;
-	int r = pdi_maps_read(pid, &maps);
+	struct pdi_probe_targets *pt = malloc(sizeof(*pt));
+	int r;
 
-	if (r < 0)
-		return r;
-	r = find_mpi_object(objs, pid, &maps, &o, &m);
-	pdi_maps_free(&maps);
+	if (!pt)
+		return -ENOMEM;
+	r = pdi_probe_targets_find(objs, pid, pt);
+	free(pt);
 	return r;
 }
 
@@ -168,22 +157,6 @@ static int attach_pair(struct mpitrace_bpf *skel, struct pdi_attachment *a, pid_
 	return add_link(a, l);
 }
 
-/* Offsets of MPI_x and of PMPI_x when it is not an alias at the same address (then
- * Fortran bindings and other tools calling PMPI_x directly are seen too; the nesting
- * depth in BPF keeps MPI_x -> PMPI_x from counting twice). */
-static unsigned func_offsets(struct pdi_elfobj *o, const char *name, uint64_t off[2])
-{
-	char pname[80];
-	unsigned n = 0;
-
-	snprintf(pname, sizeof(pname), "P%s", name);
-	if (pdi_elfobj_func_offset(o, name, &off[n]) == 0)
-		n++;
-	if (pdi_elfobj_func_offset(o, pname, &off[n]) == 0 && (n == 0 || off[1] != off[0]))
-		n++;
-	return n;
-}
-
 /* Both links at once: one syscall each, whatever the number of functions. */
 static int attach_multi(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, const char *path,
 			const uint64_t *offs, const uint64_t *cookies, unsigned n)
@@ -203,56 +176,33 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 		      struct pdi_attachment *ret)
 {
 	struct pdi_attachment a = {.multi_fds = {-1, -1}};
-	uint64_t off, offs[2 * 128], cookies[2 * 128];
-	const struct pdi_mapping *m;
-	struct pdi_maps maps = {0};
-	char path[PATH_MAX];
-	unsigned n = 0;
+	struct pdi_probe_targets *pt = malloc(sizeof(*pt));
 	int r;
 
-	_Static_assert(sizeof(offs) / sizeof(offs[0]) >= 2 * 100, "room for every MPI function twice");
-	r = pdi_maps_read(pid, &maps);
-	if (r < 0)
-		return r;
-	r = find_mpi_object(objs, pid, &maps, &a.obj, &m);
+	if (!pt)
+		return -ENOMEM;
+	r = pdi_probe_targets_find(objs, pid, pt);
 	if (r < 0)
 		goto out;
-	snprintf(a.object, sizeof(a.object), "%s", m->path);
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
-	/* Open MPI's handles are pointers to objects such as ompi_mpi_comm_world; the MPICH
-	 * family (MPICH, Intel MPI, MVAPICH) uses 32-bit integers */
-	a.int_handles = pdi_elfobj_func_offset(a.obj, "ompi_comm_rank", &off) < 0 &&
-			pdi_elfobj_func_offset(a.obj, "ompi_mpi_init", &off) < 0;
-
-	for (unsigned fn = 0; fn < pdi_mpi_nfuncs && n + 2 <= ELEMENTSOF(offs); fn++) {
-		const struct pdi_mpi_func *f = &pdi_mpi_funcs[fn];
-		unsigned k = func_offsets(a.obj, f->name, &offs[n]);
-
-		for (unsigned i = 0; i < k; i++)
-			cookies[n + i] = PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, a.int_handles);
-		n += k;
-	}
-	a.nprobes = n;
 	if (t->multi) {
-		r = attach_multi(t, &a, pid, path, offs, cookies, n);
+		r = attach_multi(t, &a, pid, pt->path, pt->offsets, pt->cookies, pt->n);
 	} else {
-		for (unsigned i = 0; i < n && r == 0; i++)
-			r = attach_pair(t->skel, &a, pid, path, offs[i], cookies[i]);
+		for (unsigned i = 0; i < pt->n && r == 0; i++)
+			r = attach_pair(t->skel, &a, pid, pt->path, pt->offsets[i], pt->cookies[i]);
 	}
 	if (r < 0) {
-		log_warning_errno(r, "Cannot probe MPI functions in %s for pid %d: %m", path, (int)pid);
+		log_warning_errno(r, "Cannot probe MPI functions in %s for pid %d: %m", pt->path, (int)pid);
+		pdi_attachment_detach(&a);
 		goto out;
 	}
-	log_debug("pid %d: %u MPI functions probed in %s", (int)pid, n, a.object);
+	log_debug("pid %d: %u MPI functions probed in %s", (int)pid, pt->n, pt->object);
+	a.nprobes = pt->n;
+	a.int_handles = pt->int_handles;
+	a.obj = pt->obj;
+	snprintf(a.object, sizeof(a.object), "%s", pt->object);
 	*ret = a;
-	a = (struct pdi_attachment){.multi_fds = {-1, -1}};
-	r = 0;
 out:
-	pdi_attachment_detach(&a);
-	pdi_maps_free(&maps);
-	/* a process that went away while we read it is no process at all */
-	if (r == -ENOENT && kill(pid, 0) < 0 && errno == ESRCH)
-		r = -ESRCH;
+	free(pt);
 	return r;
 }
 
@@ -286,7 +236,7 @@ static int trap_object(struct pdi_tracer *t, struct pdi_elfobj *o, const char *p
 	for (unsigned i = 0; i < ELEMENTSOF(inits); i++) {
 		int fn = pdi_mpi_func_find(inits[i]);
 		uint64_t offs[2];
-		unsigned n = func_offsets(o, inits[i], offs);
+		unsigned n = pdi_func_offsets(o, inits[i], offs);
 
 		for (unsigned k = 0; k < n; k++) {
 			LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = (uint64_t)fn);

@@ -79,8 +79,11 @@ static int grow_array(struct pdi_model *m, void **v, uint32_t *cap, uint32_t n, 
 static int map_put(struct pdi_model *m, struct pdi_u64map *map, uint64_t key, uint32_t val)
 {
 	size_t before = pdi_u64map_bytes(map);
-	int r = pdi_u64map_put(map, key, val);
+	int r;
 
+	if (m->bytes + pdi_u64map_grow_bytes(map) > m->cfg.max_bytes)
+		return -ENOSPC;
+	r = pdi_u64map_put(map, key, val);
 	if (r == 0)
 		m->bytes += pdi_u64map_bytes(map) - before;
 	return r;
@@ -312,11 +315,9 @@ int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c)
 		/* the computation before a phase's first call still belongs to the phase before */
 		add_edge(m, p, prev, comp, (double)(m->last_exit - m->last_enter));
 		visit(m, p, comp);
+		add_edge(m, p, comp, comm, c->t_enter > m->last_exit ? (double)(c->t_enter - m->last_exit) : 0);
 		if (cut && open_phase(m, c->t_enter) == 0)
 			p = cur_phase(m); /* which starts at this call: no incoming edge */
-		else
-			add_edge(m, p, comp, comm,
-				 c->t_enter > m->last_exit ? (double)(c->t_enter - m->last_exit) : 0);
 	}
 	visit(m, p, comm);
 	p->t_end = c->t_exit;

@@ -91,6 +91,13 @@ struct pdi_call {
 	uint64_t req; /* request created (Isend...) or completed (Wait...), 0 if none */
 };
 
+/* A recorded call, as pdimond's "record" setting writes them: replayable into models. */
+struct pdi_call_record {
+	uint32_t task; /* index of the task in the recording, in order of first appearance */
+	uint32_t pad;
+	struct pdi_call call;
+};
+
 struct pdi_model {
 	struct pdi_model_config cfg;
 	struct pdi_phase *phases;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* u64map.c -- growth of the open-addressing map; lookups are inline in u64map.h. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,10 +43,15 @@ static int grow(struct pdi_u64map *m)
 	return 0;
 }
 
+/* Does one more key need a bigger table? The load stays under 3/4 so probe chains stay short. */
+static bool full(const struct pdi_u64map *m)
+{
+	return !m->mask || (m->used + 1) * 4 > (m->mask + 1) * 3;
+}
+
 int pdi_u64map_put(struct pdi_u64map *m, uint64_t key, uint32_t val)
 {
-	/* keep the load under 3/4 so probe chains stay short */
-	if (!m->mask || (m->used + 1) * 4 > (m->mask + 1) * 3) {
+	if (full(m)) {
 		int r = grow(m);
 		if (r < 0)
 			return r;
@@ -64,4 +70,12 @@ void pdi_u64map_free(struct pdi_u64map *m)
 size_t pdi_u64map_bytes(const struct pdi_u64map *m)
 {
 	return m->mask ? (size_t)(m->mask + 1) * (sizeof(*m->keys) + sizeof(*m->vals)) : 0;
+}
+
+size_t pdi_u64map_grow_bytes(const struct pdi_u64map *m)
+{
+	if (!full(m))
+		return 0;
+	/* grow() doubles the table, or starts it at 16 slots */
+	return m->mask ? pdi_u64map_bytes(m) : 16 * (sizeof(*m->keys) + sizeof(*m->vals));
 }

@@ -36,3 +36,5 @@ static inline uint32_t pdi_u64map_get(const struct pdi_u64map *m, uint64_t key)
 int pdi_u64map_put(struct pdi_u64map *m, uint64_t key, uint32_t val);
 void pdi_u64map_free(struct pdi_u64map *m);
 size_t pdi_u64map_bytes(const struct pdi_u64map *m);
+/* How much pdi_u64map_bytes() grows if a key not in the map is put: 0, or a new table. */
+size_t pdi_u64map_grow_bytes(const struct pdi_u64map *m);

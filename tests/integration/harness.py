@@ -45,14 +45,26 @@ def marker_line(source, marker):
     raise KeyError(marker)
 
 
-def find_ranks(prog, n, timeout=60):
-    """The pids of the N processes running tests/mpi/PROG (e.g. "ring.mpich"), by executable."""
+def _ancestors(pid):
+    seen = []
+    while pid > 1 and len(seen) < 64:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        seen.append(pid)
+    return seen
+
+
+def find_ranks(prog, n, root, timeout=60):
+    """The pids of the N descendants of ROOT running tests/mpi/PROG (e.g. "ring.mpich")."""
     def scan():
         pids = []
         for d in os.listdir("/proc"):
             if d.isdigit():
                 try:
-                    if os.path.basename(os.readlink(f"/proc/{d}/exe")) == prog:
+                    if os.path.basename(os.readlink(f"/proc/{d}/exe")) == prog and root in _ancestors(int(d)):
                         pids.append(int(d))
                 except OSError:
                     pass
@@ -65,6 +77,15 @@ def mpirun(impl, nprocs, prog, *args):
     if impl == "openmpi":
         return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(nprocs), exe, *map(str, args)]
     return ["mpirun.mpich", "-np", str(nprocs), exe, *map(str, args)]
+
+
+def kill_tree(p):
+    """Kill a job started in its own session, with everything it started."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
 
 
 class Daemon:
@@ -136,13 +157,12 @@ class DaemonTest(unittest.TestCase):
 
     def tearDown(self):
         for p in self.children:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+            kill_tree(p)
         self.d.stop()
 
     def spawn(self, args, **kw):
-        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True, **kw)
         self.children.append(p)
         return p
 

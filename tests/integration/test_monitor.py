@@ -10,7 +10,7 @@ import signal
 import subprocess
 import unittest
 
-from harness import DaemonTest, Daemon, PDIMON, PDIMOND, find_ranks, marker_line, mpirun, wait_for
+from harness import DaemonTest, Daemon, PDIMON, PDIMOND, find_ranks, kill_tree, marker_line, mpirun, wait_for
 
 RANKS = 4
 
@@ -142,8 +142,8 @@ class Monitor(DaemonTest):
                 self.assertEqual(sum(self.transitions(p)[key]["count"] for p in t["phases"]), iters)
 
     def test_attach_running(self):
-        self.spawn(mpirun("openmpi", 2, "ring", 100000, 2000))
-        pids = find_ranks("ring.openmpi", 2)
+        job = self.spawn(mpirun("openmpi", 2, "ring", 100000, 2000))
+        pids = find_ranks("ring.openmpi", 2, job.pid)
         r = self.d.pdimon("attach", "--step", "att", "--pid", *pids)
         reply = json.loads(r.stdout)
         self.assertEqual(sorted(x["pid"] for x in reply["attached"]), sorted(pids))
@@ -169,8 +169,8 @@ class Monitor(DaemonTest):
         self.assertIn("no such process", r.stderr)
         self.assertEqual(len(r.stderr.strip().splitlines()), 1)
         sleeper = self.spawn(["sleep", "600"])
-        self.spawn(mpirun("mpich", 1, "ring", 100000, 2000))
-        rank = find_ranks("ring.mpich", 1)
+        job = self.spawn(mpirun("mpich", 1, "ring", 100000, 2000))
+        rank = find_ranks("ring.mpich", 1, job.pid)
         r = self.d.pdimon("attach", "--step", "bad", "--pid", rank[0], sleeper.pid, check=False)
         self.assertEqual(r.returncode, 1)
         self.assertIn(f"pid {sleeper.pid}: it maps no MPI library", r.stderr)
@@ -261,17 +261,17 @@ class Faults(unittest.TestCase):
             return json.loads(out or "[]")  # bpftool 7.1 prints uprobe_multi as a bare number
         before = len(links())
         d = Daemon()
-        job = subprocess.Popen(mpirun("openmpi", 2, "ring", 100000, 2000), stdout=subprocess.DEVNULL)
+        job = subprocess.Popen(mpirun("openmpi", 2, "ring", 100000, 2000), stdout=subprocess.DEVNULL,
+                               start_new_session=True)
         try:
-            pids = find_ranks("ring.openmpi", 2)
+            pids = find_ranks("ring.openmpi", 2, job.pid)
             d.pdimon("attach", "--pid", *pids)
             self.assertGreater(len(links()), before)
             d.stop()
             self.assertEqual(len(links()), before, "probes left behind")
             self.assertIsNone(job.poll(), "the job must outlive the daemon")
         finally:
-            job.kill()
-            job.wait()
+            kill_tree(job)
 
 
 if __name__ == "__main__":

@@ -123,3 +123,16 @@ Test(u64map, bytes_grow_with_entries)
 		cr_assert_eq(pdi_u64map_get(&m, i), i, "rehash kept key %u", i);
 	pdi_u64map_free(&m);
 }
+
+Test(u64map, grow_bytes_predicts_growth)
+{
+	struct pdi_u64map m = {0};
+
+	for (uint32_t i = 0; i < 3000; i++) {
+		size_t before = pdi_u64map_bytes(&m), predicted = pdi_u64map_grow_bytes(&m);
+
+		cr_assert_eq(pdi_u64map_put(&m, key_of(i), i), 0);
+		cr_assert_eq(pdi_u64map_bytes(&m) - before, predicted, "put %u", i);
+	}
+	pdi_u64map_free(&m);
+}

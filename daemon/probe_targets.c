@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* probe_targets.c -- finding the object a process takes its MPI symbols from, and the
+ * offsets of the functions pdimon probes in it. Shared by pdimond and the benchmarks'
+ * empty-probe floor, so that both put probes on exactly the same instructions. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+
+#include "elfobj.h"
+#include "event.h"
+#include "mpi_funcs.h"
+#include "objcache.h"
+#include "probe_targets.h"
+#include "procmaps.h"
+
+/* PMPI_x and MPI_x are usually one address (a weak alias); where they are not, both are
+ * probed so that Fortran bindings and tools calling PMPI_x directly are seen too. The
+ * nesting depth kept in BPF stops MPI_x -> PMPI_x from counting twice. */
+unsigned pdi_func_offsets(struct pdi_elfobj *o, const char *name, uint64_t off[2])
+{
+	char pname[80];
+	unsigned n = 0;
+
+	snprintf(pname, sizeof(pname), "P%s", name);
+	if (pdi_elfobj_func_offset(o, name, &off[n]) == 0)
+		n++;
+	if (pdi_elfobj_func_offset(o, pname, &off[n]) == 0 && (n == 0 || off[1] != off[0]))
+		n++;
+	return n;
+}
+
+int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, struct pdi_probe_targets *ret)
+{
+	const struct pdi_mapping *m;
+	struct pdi_maps maps = {0};
+	uint64_t off;
+	int r;
+
+	r = pdi_maps_read(pid, &maps);
+	if (r < 0)
+		return r;
+	/* a shared MPI library, or the executable itself when linked statically */
+	r = pdi_objcache_find_func(objs, pid, &maps, "PMPI_Send", &m, &ret->obj);
+	if (r < 0)
+		r = pdi_objcache_find_func(objs, pid, &maps, "MPI_Send", &m, &ret->obj);
+	if (r < 0) {
+		pdi_maps_free(&maps);
+		/* a process that went away while we read it is no process at all */
+		return kill(pid, 0) < 0 && errno == ESRCH ? -ESRCH : r;
+	}
+	snprintf(ret->object, sizeof(ret->object), "%s", m->path);
+	snprintf(ret->path, sizeof(ret->path), "/proc/%d/root%s", (int)pid, m->path);
+	pdi_maps_free(&maps);
+	/* Open MPI's handles are pointers to objects such as ompi_mpi_comm_world; the MPICH
+	 * family (MPICH, Intel MPI, MVAPICH) uses 32-bit integers */
+	ret->int_handles = pdi_elfobj_func_offset(ret->obj, "ompi_comm_rank", &off) < 0 &&
+			   pdi_elfobj_func_offset(ret->obj, "ompi_mpi_init", &off) < 0;
+	ret->n = 0;
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs && ret->n + 2 <= PDI_MAX_PROBES; fn++) {
+		const struct pdi_mpi_func *f = &pdi_mpi_funcs[fn];
+		unsigned k = pdi_func_offsets(ret->obj, f->name, &ret->offsets[ret->n]);
+
+		for (unsigned i = 0; i < k; i++)
+			ret->cookies[ret->n + i] = PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, ret->int_handles);
+		ret->n += k;
+	}
+	return 0;
+}

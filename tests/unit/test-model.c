@@ -1,0 +1,835 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* test-model.c -- the per-task semi-Markov model: states, edges, phases, memory bound, requests. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "model.h"
+#include "mpi_funcs.h"
+
+/* A task replaying a synthetic program: the clock only moves forward. */
+struct task {
+	struct pdi_model m;
+	uint64_t t;
+};
+
+static uint16_t fn_id(const char *name)
+{
+	int i = pdi_mpi_func_find(name);
+
+	cr_assert_geq(i, 0, "%s is in the table", name);
+	return (uint16_t)i;
+}
+
+static void task_init(struct task *k, const struct pdi_model_config *cfg)
+{
+	pdi_model_init(&k->m, cfg);
+	k->t = 1000000000; /* 1 s into CLOCK_MONOTONIC */
+}
+
+/* Compute for COMP ns, then spend DUR ns in FN at SITE. */
+static void call_full(struct task *k, uint32_t site, uint16_t fn, uint64_t comp, uint64_t dur, int32_t peer,
+		      uint64_t req)
+{
+	struct pdi_call c = {
+		.site = site,
+		.fn = fn,
+		.t_enter = k->t + comp,
+		.t_exit = k->t + comp + dur,
+		.peer = peer,
+		.tag = 0,
+		.req = req,
+	};
+
+	cr_assert_eq(pdi_model_add_call(&k->m, &c), 0, "call %llu at site %u", (unsigned long long)k->m.calls, site);
+	k->t = c.t_exit;
+}
+
+static void call(struct task *k, uint32_t site, uint16_t fn, uint64_t comp, uint64_t dur)
+{
+	call_full(k, site, fn, comp, dur, PDI_NO_PEER, 0);
+}
+
+static const struct pdi_edge *find_edge(const struct pdi_phase *p, uint64_t from, uint64_t to)
+{
+	uint32_t f = pdi_phase_state(p, from), d = pdi_phase_state(p, to);
+
+	if (f == PDI_U64MAP_NONE || d == PDI_U64MAP_NONE)
+		return NULL;
+	for (uint32_t i = 0; i < p->nedges; i++)
+		if (p->edges[i].from == f && p->edges[i].to == d)
+			return &p->edges[i];
+	return NULL;
+}
+
+static uint64_t edge_count(const struct pdi_phase *p, uint64_t from, uint64_t to)
+{
+	const struct pdi_edge *e = find_edge(p, from, to);
+
+	return e ? e->time.n : 0;
+}
+
+static uint64_t state_visits(const struct pdi_phase *p, uint64_t key)
+{
+	uint32_t i = pdi_phase_state(p, key);
+
+	return i == PDI_U64MAP_NONE ? 0 : p->states[i].visits;
+}
+
+static uint64_t phase_transitions(const struct pdi_phase *p)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < p->nedges; i++)
+		n += p->edges[i].time.n;
+	return n;
+}
+
+static uint64_t model_transitions(const struct pdi_model *m)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < m->nphases; i++)
+		n += phase_transitions(&m->phases[i]);
+	return n;
+}
+
+static uint64_t model_visits(const struct pdi_model *m, bool comp)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < m->nphases; i++)
+		for (uint32_t s = 0; s < m->phases[i].nstates; s++)
+			if (pdi_state_is_comp(m->phases[i].states[s].key) == comp)
+				n += m->phases[i].states[s].visits;
+	return n;
+}
+
+/* What model.bytes should be: every array's capacity and every map's table. */
+static size_t model_bytes(const struct pdi_model *m)
+{
+	size_t b = (size_t)m->cap_phases * sizeof(struct pdi_phase) + (size_t)m->cap_reqs * sizeof(struct pdi_request) +
+		   pdi_u64map_bytes(&m->req_idx);
+
+	for (uint32_t i = 0; i < m->nphases; i++) {
+		const struct pdi_phase *p = &m->phases[i];
+
+		b += (size_t)p->cap_states * sizeof(*p->states) + (size_t)p->cap_edges * sizeof(*p->edges) +
+		     pdi_u64map_bytes(&p->state_idx) + pdi_u64map_bytes(&p->edge_idx);
+	}
+	return b;
+}
+
+/* Indices, maps and distributions agree with each other. */
+static void check_model(const struct pdi_model *m)
+{
+	cr_assert_eq(m->bytes, model_bytes(m), "bytes %zu, arrays and maps hold %zu", m->bytes, model_bytes(m));
+	cr_assert_leq(m->bytes, m->cfg.max_bytes);
+	cr_assert_leq(m->nphases, m->cfg.max_phases);
+	for (uint32_t i = 0; i < m->nphases; i++) {
+		const struct pdi_phase *p = &m->phases[i];
+
+		cr_assert_leq(p->t_start, p->t_end, "phase %u", i);
+		if (i)
+			cr_assert_leq(m->phases[i - 1].t_end, p->t_start, "phase %u", i);
+		cr_assert_eq(p->state_idx.used, p->nstates);
+		cr_assert_eq(p->edge_idx.used, p->nedges);
+		for (uint32_t s = 0; s < p->nstates; s++)
+			cr_assert_eq(pdi_phase_state(p, p->states[s].key), s, "phase %u state %u", i, s);
+		for (uint32_t e = 0; e < p->nedges; e++) {
+			const struct pdi_edge *x = &p->edges[e];
+
+			cr_assert_lt(x->from, p->nstates);
+			cr_assert_lt(x->to, p->nstates);
+			cr_assert_eq(pdi_u64map_get(&p->edge_idx, (uint64_t)x->from << 32 | x->to), e);
+			cr_assert_eq(pdi_hist_total(&x->hist), x->time.n, "phase %u edge %u", i, e);
+			/* transitions alternate between communication and computation */
+			cr_assert_neq(pdi_state_is_comp(p->states[x->from].key), pdi_state_is_comp(p->states[x->to].key));
+		}
+	}
+}
+
+/* Two phases hold the same states with the same visits and the same edges with the same counts. */
+static void assert_same_shape(const struct pdi_phase *a, const struct pdi_phase *b, unsigned ia, unsigned ib)
+{
+	cr_assert_eq(a->nstates, b->nstates, "phases %u and %u: %u and %u states", ia, ib, a->nstates, b->nstates);
+	cr_assert_eq(a->nedges, b->nedges, "phases %u and %u: %u and %u edges", ia, ib, a->nedges, b->nedges);
+	for (uint32_t s = 0; s < a->nstates; s++)
+		cr_assert_eq(a->states[s].visits, state_visits(b, a->states[s].key),
+			     "phases %u and %u: state %#llx visited %llu and %llu times", ia, ib,
+			     (unsigned long long)a->states[s].key, (unsigned long long)a->states[s].visits,
+			     (unsigned long long)state_visits(b, a->states[s].key));
+	for (uint32_t e = 0; e < a->nedges; e++) {
+		uint64_t from = a->states[a->edges[e].from].key, to = a->states[a->edges[e].to].key;
+
+		cr_assert_eq(a->edges[e].time.n, edge_count(b, from, to),
+			     "phases %u and %u: edge %#llx -> %#llx taken %llu and %llu times", ia, ib,
+			     (unsigned long long)from, (unsigned long long)to, (unsigned long long)a->edges[e].time.n,
+			     (unsigned long long)edge_count(b, from, to));
+	}
+}
+
+#define COMM(s) pdi_state_comm(s)
+#define COMP(a, b) pdi_state_comp(a, b)
+
+Test(model, state_keys)
+{
+	uint64_t c = COMP(7, 9);
+
+	cr_assert_eq(COMM(7), 7u);
+	cr_assert_not(pdi_state_is_comp(COMM(7)));
+	cr_assert(pdi_state_is_comp(c));
+	cr_assert_eq(pdi_state_site(c), 9u);
+	cr_assert_eq(pdi_state_prev_site(c), 7u);
+	cr_assert_eq(pdi_state_site(COMM(7)), 7u);
+	cr_assert_neq(COMP(7, 9), COMP(9, 7));
+	cr_assert_neq(COMP(0, 0), COMM(0));
+}
+
+Test(model, init_normalises_config)
+{
+	struct pdi_model m;
+	struct pdi_model_config cfg = pdi_model_config_default;
+
+	pdi_model_init(&m, NULL);
+	cr_assert_eq(m.cfg.max_bytes, pdi_model_config_default.max_bytes);
+	cr_assert_eq(m.cfg.max_phases, pdi_model_config_default.max_phases);
+	cr_assert_eq(m.cfg.max_phases % 2, 1);
+	cr_assert_eq(m.nphases, 0);
+	cr_assert_eq(m.bytes, 0);
+	pdi_model_done(&m);
+
+	/* the phase bound is odd and at least 3: a prologue plus pairs of loop phases */
+	static const uint32_t in[] = {0, 1, 2, 3, 4, 5, 64, 65};
+	static const uint32_t out[] = {3, 3, 3, 3, 5, 5, 65, 65};
+	for (unsigned i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		cfg.max_phases = in[i];
+		pdi_model_init(&m, &cfg);
+		cr_assert_eq(m.cfg.max_phases, out[i], "max_phases %u -> %u, want %u", in[i], m.cfg.max_phases, out[i]);
+		pdi_model_done(&m);
+	}
+}
+
+Test(model, first_call)
+{
+	struct task k;
+
+	task_init(&k, NULL);
+	call(&k, 3, fn_id("MPI_Init"), 0, 500);
+	cr_assert_eq(k.m.nphases, 1);
+	cr_assert_eq(k.m.calls, 1);
+	cr_assert_eq(k.m.phases[0].nstates, 1);
+	cr_assert_eq(k.m.phases[0].nedges, 0);
+	cr_assert_eq(state_visits(&k.m.phases[0], COMM(3)), 1);
+	cr_assert_eq(k.m.phases[0].t_start, 1000000000);
+	cr_assert_eq(k.m.phases[0].t_end, 1000000500);
+	check_model(&k.m);
+	pdi_model_done(&k.m);
+	cr_assert_null(k.m.phases);
+	cr_assert_eq(k.m.bytes, 0);
+}
+
+/* Irecv(1), Isend(2), Waitall(3), Barrier(4) for N iterations, constant times. */
+Test(model, ring)
+{
+	enum { N = 50 };
+	const uint16_t irecv = fn_id("MPI_Irecv"), isend = fn_id("MPI_Isend"), waitall = fn_id("MPI_Waitall"),
+		       barrier = fn_id("MPI_Barrier");
+	struct pdi_model_config cfg = pdi_model_config_default;
+	const struct pdi_phase *p;
+	uint64_t t0;
+	struct task k;
+
+	cfg.auto_phases = false;
+	task_init(&k, &cfg);
+	t0 = k.t + 2000;
+	for (unsigned i = 0; i < N; i++) {
+		call_full(&k, 1, irecv, 2000, 10, 4, 0x1000 + 2 * i);
+		call_full(&k, 2, isend, 5, 20, 6, 0x1001 + 2 * i);
+		call(&k, 3, waitall, 1000, 300);
+		call(&k, 4, barrier, 7, 400);
+	}
+	check_model(&k.m);
+	cr_assert_eq(k.m.calls, 4 * N);
+	cr_assert_eq(k.m.nphases, 1);
+	p = &k.m.phases[0];
+	cr_assert_eq(p->t_start, t0);
+	cr_assert_eq(p->t_end, k.t);
+
+	/* 4 communication states, 4 computation states between them */
+	cr_assert_eq(p->nstates, 8);
+	cr_assert_eq(p->nedges, 8);
+	for (uint32_t s = 1; s <= 4; s++) {
+		uint32_t next = s % 4 + 1;
+
+		cr_assert_eq(state_visits(p, COMM(s)), N);
+		cr_assert_eq(state_visits(p, COMP(s, next)), s == 4 ? N - 1 : N);
+		cr_assert_eq(edge_count(p, COMM(s), COMP(s, next)), s == 4 ? N - 1 : N, "comm(%u)", s);
+		cr_assert_eq(edge_count(p, COMP(s, next), COMM(next)), s == 4 ? N - 1 : N, "comp(%u,%u)", s, next);
+	}
+	cr_assert_null(find_edge(p, COMM(1), COMM(2)), "no comm -> comm edges");
+	cr_assert_null(find_edge(p, COMM(4), COMP(1, 2)));
+	cr_assert_eq(pdi_phase_state(p, COMP(2, 1)), PDI_U64MAP_NONE);
+
+	/* comm -> comp is timed by the call, comp -> comm by the computation */
+	static const double call_ns[] = {0, 10, 20, 300, 400}, comp_ns[] = {0, 5, 1000, 7, 2000};
+	for (uint32_t s = 1; s <= 4; s++) {
+		const struct pdi_edge *out = find_edge(p, COMM(s), COMP(s, s % 4 + 1));
+		const struct pdi_edge *in = find_edge(p, COMP(s, s % 4 + 1), COMM(s % 4 + 1));
+
+		cr_assert_not_null(out);
+		cr_assert_not_null(in);
+		cr_assert_eq(out->time.mean, call_ns[s], "comm(%u): mean %g", s, out->time.mean);
+		cr_assert_eq(pdi_gauss_stddev(&out->time), 0.0);
+		cr_assert_eq(in->time.mean, comp_ns[s], "comp(%u,_): mean %g", s, in->time.mean);
+		cr_assert_eq(pdi_gauss_stddev(&in->time), 0.0);
+		/* constant times: one histogram bucket */
+		cr_assert_eq(out->hist.n, 1);
+		cr_assert_eq(out->hist.mean[0], (float)call_ns[s]);
+		cr_assert_eq(out->hist.count[0], out->time.n);
+	}
+	cr_assert_eq(model_transitions(&k.m), 2 * (4 * N - 1));
+	cr_assert_eq(pdi_model_visits(&k.m, COMM(3)), N);
+	cr_assert_eq(pdi_model_visits(&k.m, COMP(4, 1)), N - 1);
+	cr_assert_eq(pdi_model_visits(&k.m, COMM(99)), 0);
+	cr_assert_eq(k.m.dropped_states + k.m.dropped_edges + k.m.dropped_requests + k.m.folded_phase_cuts, 0);
+
+	/* the requests of the last iteration are remembered */
+	cr_assert_eq(k.m.nreqs, 2 * N);
+	cr_assert_eq(pdi_model_find_request(&k.m, 0x1000 + 2 * (N - 1))->peer, 4);
+	cr_assert_eq(pdi_model_find_request(&k.m, 0x1001 + 2 * (N - 1))->peer, 6);
+	pdi_model_done(&k.m);
+}
+
+Test(model, varying_durations)
+{
+	const uint16_t send = fn_id("MPI_Send"), recv = fn_id("MPI_Recv");
+	struct pdi_model_config cfg = pdi_model_config_default;
+	const struct pdi_edge *e;
+	struct task k;
+
+	cfg.auto_phases = false;
+	task_init(&k, &cfg);
+	/* Send takes 100, 200, 300, 400 ns; the computation before Recv 10, 30 */
+	for (unsigned i = 0; i < 4; i++) {
+		call(&k, 1, send, 50, 100 * (i + 1));
+		call(&k, 2, recv, i % 2 ? 30 : 10, 1);
+	}
+	e = find_edge(&k.m.phases[0], COMM(1), COMP(1, 2));
+	cr_assert_not_null(e);
+	cr_assert_eq(e->time.n, 4);
+	cr_assert_float_eq(e->time.mean, 250.0, 1e-9);
+	cr_assert_float_eq(pdi_gauss_stddev(&e->time), 111.80339887498948, 1e-9); /* sqrt(12500) */
+	cr_assert_eq(e->hist.n, 4);
+	e = find_edge(&k.m.phases[0], COMP(1, 2), COMM(2));
+	cr_assert_not_null(e);
+	cr_assert_float_eq(e->time.mean, 20.0, 1e-9);
+	cr_assert_float_eq(pdi_gauss_stddev(&e->time), 10.0, 1e-9);
+	cr_assert_eq(e->hist.n, 2);
+	e = find_edge(&k.m.phases[0], COMP(2, 1), COMM(1));
+	cr_assert_not_null(e);
+	cr_assert_eq(e->time.n, 3);
+	cr_assert_eq(e->time.mean, 50.0);
+	check_model(&k.m);
+	pdi_model_done(&k.m);
+}
+
+Test(model, overlapping_clock_counts_as_zero_computation)
+{
+	/* a call entered before the previous one's recorded exit (clock skew between CPUs)
+	 * gives a zero computation time, not a huge unsigned one */
+	const uint16_t send = fn_id("MPI_Send");
+	struct pdi_model m;
+	struct pdi_call a = {.site = 1, .fn = send, .t_enter = 1000, .t_exit = 2000, .peer = PDI_NO_PEER};
+	struct pdi_call b = {.site = 2, .fn = send, .t_enter = 1990, .t_exit = 2500, .peer = PDI_NO_PEER};
+	const struct pdi_edge *e;
+
+	pdi_model_init(&m, NULL);
+	cr_assert_eq(pdi_model_add_call(&m, &a), 0);
+	cr_assert_eq(pdi_model_add_call(&m, &b), 0);
+	e = find_edge(&m.phases[0], COMP(1, 2), COMM(2));
+	cr_assert_not_null(e);
+	cr_assert_eq(e->time.mean, 0.0);
+	e = find_edge(&m.phases[0], COMM(1), COMP(1, 2));
+	cr_assert_eq(e->time.mean, 1000.0);
+	pdi_model_done(&m);
+}
+
+/* Init, then K Pcontrol markers each followed by an iteration loop, then Finalize. */
+Test(model, pcontrol_phases)
+{
+	enum { K = 3 };
+	static const unsigned iters[K] = {10, 20, 30};
+	const uint16_t init = fn_id("MPI_Init"), pcontrol = fn_id("MPI_Pcontrol"),
+		       allreduce = fn_id("MPI_Allreduce"), sendrecv = fn_id("MPI_Sendrecv"),
+		       finalize = fn_id("MPI_Finalize");
+	uint64_t marker_t[K];
+	struct task k;
+
+	task_init(&k, NULL);
+	call(&k, 100, init, 0, 1000);
+	for (unsigned ph = 0; ph < K; ph++) {
+		call(&k, 50, pcontrol, 777, 3);
+		marker_t[ph] = k.t - 3;
+		for (unsigned i = 0; i < iters[ph]; i++) {
+			call(&k, 51, allreduce, 40, 60);
+			call(&k, 52, sendrecv, 10, 90);
+		}
+	}
+	call(&k, 101, finalize, 5, 1);
+	check_model(&k.m);
+
+	cr_assert_eq(k.m.nphases, K + 1, "K markers give K + 1 phases, got %u", k.m.nphases);
+	cr_assert(k.m.saw_pcontrol);
+	cr_assert_eq(k.m.folded_phase_cuts, 0);
+
+	/* phase 0: before the first marker. The computation before the marker belongs to
+	 * it, the marker itself to phase 1. */
+	const struct pdi_phase *p0 = &k.m.phases[0];
+	cr_assert_eq(state_visits(p0, COMM(100)), 1);
+	cr_assert_eq(state_visits(p0, COMP(100, 50)), 1);
+	cr_assert_eq(state_visits(p0, COMM(50)), 0);
+	cr_assert_eq(edge_count(p0, COMM(100), COMP(100, 50)), 1);
+	cr_assert_eq(edge_count(p0, COMP(100, 50), COMM(50)), 1,
+		     "the computation before a phase's first call is recorded in the phase before");
+	cr_assert_eq(find_edge(p0, COMP(100, 50), COMM(50))->time.mean, 777.0);
+	cr_assert_eq(p0->t_end, marker_t[0]);
+
+	for (unsigned ph = 0; ph < K; ph++) {
+		const struct pdi_phase *p = &k.m.phases[ph + 1];
+		uint64_t n = iters[ph];
+		bool last = ph == K - 1;
+		uint32_t next = last ? 101 : 50;
+
+		cr_assert_eq(p->t_start, marker_t[ph], "phase %u starts at its marker", ph + 1);
+		if (!last)
+			cr_assert_eq(p->t_end, marker_t[ph + 1]);
+		cr_assert_eq(p->states[0].key, COMM(50), "phase %u starts at the marker", ph + 1);
+		cr_assert_eq(state_visits(p, COMM(50)), 1);
+		cr_assert_eq(state_visits(p, COMM(51)), n);
+		cr_assert_eq(state_visits(p, COMM(52)), n);
+		cr_assert_eq(edge_count(p, COMM(50), COMP(50, 51)), 1);
+		cr_assert_eq(edge_count(p, COMP(50, 51), COMM(51)), 1);
+		cr_assert_eq(edge_count(p, COMM(51), COMP(51, 52)), n);
+		cr_assert_eq(edge_count(p, COMP(51, 52), COMM(52)), n);
+		cr_assert_eq(edge_count(p, COMM(52), COMP(52, 51)), n - 1);
+		cr_assert_eq(edge_count(p, COMP(52, 51), COMM(51)), n - 1);
+		cr_assert_eq(edge_count(p, COMM(52), COMP(52, next)), 1);
+		cr_assert_eq(edge_count(p, COMP(52, next), COMM(next)), 1, "phase %u's closing transition", ph + 1);
+		cr_assert_eq(find_edge(p, COMM(51), COMP(51, 52))->time.mean, 60.0);
+		cr_assert_eq(find_edge(p, COMP(52, 51), COMM(51))->time.mean, 40.0);
+		/* 2n calls and the marker: 2n transitions out of them, 2n in */
+		cr_assert_eq(phase_transitions(p), 4 * n + 2);
+	}
+	cr_assert_eq(state_visits(&k.m.phases[K], COMM(101)), 1);
+
+	/* visits add up across phases */
+	cr_assert_eq(pdi_model_visits(&k.m, COMM(51)), 60);
+	cr_assert_eq(pdi_model_visits(&k.m, COMM(50)), K);
+	cr_assert_eq(pdi_model_visits(&k.m, COMP(52, 50)), K - 1);
+	cr_assert_eq(pdi_model_visits(&k.m, COMM(100)), 1);
+
+	/* every call after the first adds two transitions, phases or not */
+	cr_assert_eq(model_transitions(&k.m), 2 * (k.m.calls - 1));
+	cr_assert_eq(model_visits(&k.m, false), k.m.calls);
+	cr_assert_eq(model_visits(&k.m, true), k.m.calls - 1);
+	pdi_model_done(&k.m);
+}
+
+Test(model, pcontrol_bound_folds_cuts)
+{
+	const uint16_t pcontrol = fn_id("MPI_Pcontrol"), send = fn_id("MPI_Send");
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task k;
+
+	cfg.max_phases = 5;
+	task_init(&k, &cfg);
+	call(&k, 1, send, 0, 10);
+	for (unsigned i = 0; i < 10; i++) {
+		call(&k, 2, pcontrol, 10, 1);
+		call(&k, 3, send, 10, 10);
+	}
+	check_model(&k.m);
+	cr_assert_eq(k.m.nphases, 5);
+	cr_assert_eq(k.m.folded_phase_cuts, 6);
+	/* the markers past the bound stay in the last phase */
+	cr_assert_eq(state_visits(&k.m.phases[4], COMM(2)), 7);
+	cr_assert_eq(model_transitions(&k.m), 2 * (k.m.calls - 1));
+	pdi_model_done(&k.m);
+}
+
+Test(model, pcontrol_stops_automatic_phases)
+{
+	const uint16_t pcontrol = fn_id("MPI_Pcontrol"), barrier = fn_id("MPI_Barrier");
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task k;
+
+	cfg.auto_phase_min_collectives = 4;
+	task_init(&k, &cfg);
+	for (unsigned i = 0; i < 100; i++) /* collectives 0..99: one automatic cut, at 96 */
+		call(&k, 1, barrier, 10, 10);
+	cr_assert_eq(k.m.nphases, 2);
+	call(&k, 2, pcontrol, 10, 1);
+	cr_assert_eq(k.m.nphases, 3);
+	for (unsigned i = 0; i < 200; i++)
+		call(&k, 1, barrier, 10, 10);
+	cr_assert_eq(k.m.nphases, 3, "no automatic cuts once the program marks its phases");
+	cr_assert_eq(state_visits(&k.m.phases[2], COMM(1)), 200);
+	check_model(&k.m);
+	pdi_model_done(&k.m);
+}
+
+/* Barrier(1), Isend(2), Irecv(3), Waitall(4) per iteration. */
+static void barrier_loop(struct task *k, unsigned iters, void (*each_call)(const struct task *))
+{
+	const uint16_t barrier = fn_id("MPI_Barrier"), isend = fn_id("MPI_Isend"), irecv = fn_id("MPI_Irecv"),
+		       waitall = fn_id("MPI_Waitall");
+
+	for (unsigned i = 0; i < iters; i++) {
+		call(k, 1, barrier, 300, 50);
+		if (each_call)
+			each_call(k);
+		call_full(k, 2, isend, 3, 7, 1, 0x100);
+		call_full(k, 3, irecv, 4, 8, 2, 0x200);
+		call(k, 4, waitall, 5, 90);
+		if (each_call)
+			each_call(k);
+	}
+}
+
+static void no_phase_before_96_collectives(const struct task *k)
+{
+	if (k->m.ncollectives <= 96)
+		cr_assert_eq(k->m.nphases, 1, "%llu collectives, %u phases", (unsigned long long)k->m.ncollectives,
+			     k->m.nphases);
+	else
+		cr_assert_gt(k->m.nphases, 1);
+}
+
+Test(model, automatic_phases)
+{
+	enum { L = 4, CUTS = 10 };
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task k;
+
+	cfg.auto_phase_min_collectives = L;
+	task_init(&k, &cfg);
+	/* 96 iterations of prologue, CUTS - 1 complete phases of L, and a partial one */
+	barrier_loop(&k, 96 + (CUTS - 1) * L + 2, no_phase_before_96_collectives);
+	check_model(&k.m);
+	cr_assert_eq(k.m.auto_len, L, "period 1, at least %u collectives: %u", L, k.m.auto_len);
+	cr_assert_eq(k.m.nphases, 1 + CUTS);
+	cr_assert_eq(k.m.folded_phase_cuts, 0);
+
+	/* the prologue: the first 96 iterations */
+	cr_assert_eq(state_visits(&k.m.phases[0], COMM(1)), 96);
+	cr_assert_eq(state_visits(&k.m.phases[0], COMM(4)), 96);
+	cr_assert_eq(edge_count(&k.m.phases[0], COMP(4, 1), COMM(1)), 96);
+
+	for (unsigned i = 1; i < CUTS; i++) {
+		const struct pdi_phase *p = &k.m.phases[i];
+
+		cr_assert_eq(p->states[0].key, COMM(1), "phase %u starts at the barrier", i);
+		cr_assert_eq(p->nstates, 8);
+		cr_assert_eq(p->nedges, 8);
+		for (uint32_t s = 1; s <= 4; s++) {
+			cr_assert_eq(state_visits(p, COMM(s)), L);
+			cr_assert_eq(edge_count(p, COMM(s), COMP(s, s % 4 + 1)), L, "phase %u comm(%u)", i, s);
+			cr_assert_eq(edge_count(p, COMP(s, s % 4 + 1), COMM(s % 4 + 1)), L, "phase %u comp(%u,_)", i, s);
+		}
+		assert_same_shape(&k.m.phases[1], p, 1, i);
+	}
+	/* the current phase: 2 iterations so far, no way out yet */
+	cr_assert_eq(state_visits(&k.m.phases[CUTS], COMM(1)), 2);
+	cr_assert_eq(edge_count(&k.m.phases[CUTS], COMM(4), COMP(4, 1)), 1);
+
+	cr_assert_eq(pdi_model_visits(&k.m, COMM(1)), 96 + (CUTS - 1) * L + 2);
+	cr_assert_eq(model_transitions(&k.m), 2 * (k.m.calls - 1));
+	pdi_model_done(&k.m);
+}
+
+static void phases_bounded(const struct task *k)
+{
+	cr_assert_leq(k->m.nphases, 5);
+	cr_assert_eq(model_transitions(&k->m), 2 * (k->m.calls - 1), "after %llu calls",
+		     (unsigned long long)k->m.calls);
+	cr_assert_eq(model_visits(&k->m, false), k->m.calls);
+	cr_assert_eq(model_visits(&k->m, true), k->m.calls - 1);
+}
+
+Test(model, automatic_phases_merge_pairwise_past_max)
+{
+	enum { ITERS = 96 + 240 };
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task k;
+
+	cfg.auto_phase_min_collectives = 4;
+	cfg.max_phases = 5;
+	task_init(&k, &cfg);
+	barrier_loop(&k, ITERS, phases_bounded);
+	check_model(&k.m);
+
+	/* cuts at 96 + 4j until the first halving at 112; then the length doubles with every
+	 * halving: 8 (at 112), 16 (128), 32 (160), 64 (224); phases 1-3 are complete, the
+	 * fourth started at 288 */
+	cr_assert_eq(k.m.auto_len, 64);
+	cr_assert_eq(k.m.nphases, 5);
+	cr_assert_eq(k.m.folded_phase_cuts, 0);
+	cr_assert_eq(state_visits(&k.m.phases[0], COMM(1)), 96);
+	for (unsigned i = 1; i <= 3; i++) {
+		const struct pdi_phase *p = &k.m.phases[i];
+
+		for (uint32_t s = 1; s <= 4; s++) {
+			cr_assert_eq(state_visits(p, COMM(s)), 64, "phase %u comm(%u)", i, s);
+			cr_assert_eq(edge_count(p, COMM(s), COMP(s, s % 4 + 1)), 64, "phase %u comm(%u)", i, s);
+			cr_assert_eq(edge_count(p, COMP(s, s % 4 + 1), COMM(s % 4 + 1)), 64, "phase %u comp(%u,_)", i, s);
+		}
+		/* merged phases (1, 2) and a phase cut at the doubled length (3) look alike */
+		assert_same_shape(&k.m.phases[1], p, 1, i);
+		/* the merged distributions are the union of the parts */
+		cr_assert_eq(find_edge(p, COMM(4), COMP(4, 1))->time.mean, 90.0);
+		cr_assert_eq(find_edge(p, COMP(4, 1), COMM(1))->time.mean, 300.0);
+	}
+	cr_assert_eq(k.m.phases[1].t_end, k.m.phases[2].t_start);
+	cr_assert_eq(state_visits(&k.m.phases[4], COMM(1)), ITERS - 288);
+	cr_assert_eq(pdi_model_visits(&k.m, COMM(2)), ITERS);
+	pdi_model_done(&k.m);
+}
+
+Test(model, automatic_phases_follow_the_period)
+{
+	/* a prologue of 5 broadcasts, then a loop with 3 collectives at different sites */
+	const uint16_t init = fn_id("MPI_Init"), bcast = fn_id("MPI_Bcast"), allreduce = fn_id("MPI_Allreduce"),
+		       sendrecv = fn_id("MPI_Sendrecv"), barrier = fn_id("MPI_Barrier");
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task k;
+	unsigned complete;
+
+	cfg.auto_phase_min_collectives = 4;
+	task_init(&k, &cfg);
+	call(&k, 98, init, 0, 100);
+	for (unsigned i = 0; i < 5; i++)
+		call(&k, 99, bcast, 10, 10);
+	for (unsigned i = 0; i < 60; i++) {
+		call(&k, 10, allreduce, 20, 30);
+		call(&k, 11, sendrecv, 1, 5);
+		call(&k, 12, bcast, 2, 6);
+		call(&k, 13, sendrecv, 3, 7);
+		call(&k, 14, barrier, 4, 8);
+	}
+	check_model(&k.m);
+	cr_assert_eq(k.m.auto_len % 3, 0, "auto_len %u holds whole iterations", k.m.auto_len);
+	cr_assert_eq(k.m.auto_len, 6, "the smallest multiple of 3 >= 4");
+	/* 185 collectives, cuts at 96, 102, ..., 180 */
+	cr_assert_eq(k.m.nphases, 1 + 15);
+	complete = k.m.nphases - 2;
+	for (unsigned i = 1; i <= complete; i++) {
+		const struct pdi_phase *p = &k.m.phases[i];
+
+		/* collective 96 is the loop's 91st: the Bcast of an iteration */
+		cr_assert_eq(p->states[0].key, COMM(12), "phase %u starts at %#llx", i,
+			     (unsigned long long)p->states[0].key);
+		for (uint32_t s = 10; s <= 14; s++)
+			cr_assert_eq(state_visits(p, COMM(s)), 2, "phase %u site %u", i, s);
+		assert_same_shape(&k.m.phases[1], p, 1, i);
+	}
+	cr_assert_eq(model_transitions(&k.m), 2 * (k.m.calls - 1));
+	pdi_model_done(&k.m);
+}
+
+Test(model, period_rounds_the_phase_length_up)
+{
+	const uint16_t allreduce = fn_id("MPI_Allreduce");
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task k;
+
+	/* period 5, default minimum 32: 35 collectives per phase */
+	task_init(&k, &cfg);
+	for (unsigned i = 0; i < 96; i++)
+		call(&k, 20 + i % 5, allreduce, 10, 10);
+	cr_assert_eq(k.m.auto_len, 35);
+	cr_assert_eq(k.m.nphases, 1);
+	call(&k, 20 + 96 % 5, allreduce, 10, 10);
+	cr_assert_eq(k.m.nphases, 2);
+	pdi_model_done(&k.m);
+
+	/* no minimum: one period per phase */
+	cfg.auto_phase_min_collectives = 0;
+	task_init(&k, &cfg);
+	for (unsigned i = 0; i < 96; i++)
+		call(&k, 20 + i % 5, allreduce, 10, 10);
+	cr_assert_eq(k.m.auto_len, 5);
+	pdi_model_done(&k.m);
+
+	/* no period within 32: every collective counts as one */
+	cfg.auto_phase_min_collectives = 7;
+	task_init(&k, &cfg);
+	for (unsigned i = 0; i < 96; i++)
+		call(&k, 1000 + i, allreduce, 10, 10);
+	cr_assert_eq(k.m.auto_len, 7);
+	pdi_model_done(&k.m);
+}
+
+Test(model, automatic_phases_off)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task k;
+
+	cfg.auto_phases = false;
+	cfg.auto_phase_min_collectives = 4;
+	task_init(&k, &cfg);
+	barrier_loop(&k, 300, NULL);
+	cr_assert_eq(k.m.nphases, 1);
+	cr_assert_eq(edge_count(&k.m.phases[0], COMM(1), COMP(1, 2)), 300);
+	pdi_model_done(&k.m);
+}
+
+Test(model, memory_bound)
+{
+	enum { SITES = 5000 };
+	const uint16_t send = fn_id("MPI_Send");
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task k;
+
+	cfg.max_bytes = 16 * 1024;
+	cfg.auto_phases = false;
+	task_init(&k, &cfg);
+	for (uint32_t s = 0; s < SITES; s++) {
+		call(&k, s, send, 10, 10); /* asserts the call is accepted */
+		cr_assert_leq(k.m.bytes, cfg.max_bytes, "after site %u: %zu bytes", s, k.m.bytes);
+		cr_assert_eq(k.m.bytes, model_bytes(&k.m), "after site %u", s);
+	}
+	check_model(&k.m);
+	cr_log_info("16 KiB model after %u distinct sites: %zu bytes, %u states, %u edges, "
+		    "dropped %llu states, %llu edges",
+		    SITES, k.m.bytes, k.m.phases[0].nstates, k.m.phases[0].nedges,
+		    (unsigned long long)k.m.dropped_states, (unsigned long long)k.m.dropped_edges);
+	cr_assert_gt(k.m.dropped_states, 0);
+	cr_assert_gt(k.m.dropped_edges, 0);
+	cr_assert_eq(k.m.calls, SITES);
+	cr_assert_lt(k.m.phases[0].nstates, 2 * SITES);
+
+	/* still working: known states keep counting */
+	cr_assert_eq(edge_count(&k.m.phases[0], COMM(1), COMP(1, 2)), 1);
+	call(&k, 1, send, 10, 10);
+	call(&k, 2, send, 10, 10);
+	cr_assert_eq(edge_count(&k.m.phases[0], COMM(1), COMP(1, 2)), 2);
+	cr_assert_eq(edge_count(&k.m.phases[0], COMP(1, 2), COMM(2)), 2);
+	cr_assert_eq(pdi_model_visits(&k.m, COMM(1)), 2);
+	cr_assert_eq(k.m.calls, SITES + 2);
+	cr_assert_leq(k.m.bytes, cfg.max_bytes);
+	pdi_model_done(&k.m);
+}
+
+Test(model, memory_bound_with_phases)
+{
+	/* phases, merges and requests under a small budget: the bound and the accounting hold */
+	const uint16_t barrier = fn_id("MPI_Barrier"), isend = fn_id("MPI_Isend"), send = fn_id("MPI_Send");
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task k;
+
+	cfg.max_bytes = 24 * 1024;
+	cfg.max_phases = 5;
+	cfg.auto_phase_min_collectives = 2;
+	task_init(&k, &cfg);
+	for (uint32_t i = 0; i < 3000; i++) {
+		call(&k, 1, barrier, 10, 10);
+		call_full(&k, 2 + i % 97, isend, 10, 10, 1, 0x1000 + i);
+		call(&k, 500 + i % 13, send, 10, 10);
+		cr_assert_leq(k.m.bytes, cfg.max_bytes, "iteration %u: %zu bytes", i, k.m.bytes);
+		cr_assert_eq(k.m.bytes, model_bytes(&k.m), "iteration %u", i);
+	}
+	check_model(&k.m);
+	cr_assert_gt(k.m.dropped_states + k.m.dropped_edges + k.m.dropped_requests, 0);
+	pdi_model_done(&k.m);
+}
+
+Test(model, requests)
+{
+	const uint16_t isend = fn_id("MPI_Isend"), irecv = fn_id("MPI_Irecv"), wait = fn_id("MPI_Wait"),
+		       ibarrier = fn_id("MPI_Ibarrier"), send = fn_id("MPI_Send");
+	const uint64_t H = 0x7ffd12345678ull;
+	const struct pdi_request *r;
+	struct task k;
+
+	task_init(&k, NULL);
+	cr_assert_null(pdi_model_find_request(&k.m, H));
+	call_full(&k, 3, isend, 10, 10, 5, H);
+	r = pdi_model_find_request(&k.m, H);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->handle, H);
+	cr_assert_eq(r->peer, 5);
+	cr_assert_eq(r->site, 3);
+	cr_assert_eq(r->fn, isend);
+
+	/* a Wait completes it but does not create one; nor do blocking calls */
+	call_full(&k, 4, wait, 10, 10, PDI_NO_PEER, H);
+	call_full(&k, 5, wait, 10, 10, PDI_NO_PEER, H + 8);
+	call_full(&k, 6, send, 10, 10, 2, H + 16);
+	cr_assert_null(pdi_model_find_request(&k.m, H + 8));
+	cr_assert_null(pdi_model_find_request(&k.m, H + 16));
+	cr_assert_eq(k.m.nreqs, 1);
+
+	/* the MPI library reuses the handle: the entry is overwritten */
+	call_full(&k, 7, irecv, 10, 10, 9, H);
+	r = pdi_model_find_request(&k.m, H);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->peer, 9);
+	cr_assert_eq(r->site, 7);
+	cr_assert_eq(r->fn, irecv);
+	cr_assert_eq(k.m.nreqs, 1);
+
+	/* nonblocking collectives create requests too; a zero handle is none */
+	call_full(&k, 8, ibarrier, 10, 10, PDI_NO_PEER, H + 24);
+	call_full(&k, 9, isend, 10, 10, 3, 0);
+	cr_assert_not_null(pdi_model_find_request(&k.m, H + 24));
+	cr_assert_eq(pdi_model_find_request(&k.m, H + 24)->peer, PDI_NO_PEER);
+	cr_assert_null(pdi_model_find_request(&k.m, 0));
+	cr_assert_eq(k.m.nreqs, 2);
+	cr_assert_eq(k.m.dropped_requests, 0);
+	check_model(&k.m);
+	pdi_model_done(&k.m);
+}
+
+Test(model, request_table_is_capped)
+{
+	const uint16_t isend = fn_id("MPI_Isend");
+	struct task k;
+
+	task_init(&k, NULL);
+	for (uint32_t i = 0; i < 5000; i++)
+		call_full(&k, 1, isend, 1, 1, (int32_t)i, 0x10000 + 16 * (uint64_t)i);
+	cr_assert_eq(k.m.nreqs, 4096);
+	cr_assert_eq(k.m.dropped_requests, 5000 - 4096);
+	cr_assert_eq(pdi_model_find_request(&k.m, 0x10000 + 16 * 4095ull)->peer, 4095);
+	cr_assert_null(pdi_model_find_request(&k.m, 0x10000 + 16 * 4096ull));
+	/* known handles are still updated */
+	call_full(&k, 1, isend, 1, 1, -7, 0x10000);
+	cr_assert_eq(pdi_model_find_request(&k.m, 0x10000)->peer, -7);
+	cr_assert_eq(k.m.dropped_requests, 5000 - 4096);
+	check_model(&k.m);
+	pdi_model_done(&k.m);
+}
+
+Test(model, bytes_of_1000_site_loop)
+{
+	enum { SITES = 1000, PASSES = 5 };
+	const uint16_t send = fn_id("MPI_Send");
+	struct task k;
+
+	task_init(&k, NULL);
+	for (unsigned i = 0; i < PASSES; i++)
+		for (uint32_t s = 0; s < SITES; s++)
+			call(&k, s, send, 10, 10);
+	check_model(&k.m);
+	cr_assert_eq(k.m.nphases, 1);
+	cr_assert_eq(k.m.phases[0].nstates, 2 * SITES);
+	cr_assert_eq(k.m.phases[0].nedges, 2 * SITES);
+	cr_assert_eq(k.m.dropped_states + k.m.dropped_edges, 0);
+	cr_log_info("model of a loop over %u distinct comm sites: %zu bytes (%.1f KiB, %.0f bytes per site; "
+		    "%u states, %u edges, state array cap %u, edge array cap %u)",
+		    SITES, k.m.bytes, k.m.bytes / 1024.0, (double)k.m.bytes / SITES, k.m.phases[0].nstates,
+		    k.m.phases[0].nedges, k.m.phases[0].cap_states, k.m.phases[0].cap_edges);
+	pdi_model_done(&k.m);
+}

@@ -11,6 +11,7 @@
 #include "json.h"
 #include "log.h"
 #include "mpi_funcs.h"
+#include "sites.h"
 #include "tracer.h"
 
 #ifndef PDI_VERSION
@@ -166,8 +167,28 @@ static void state_name(const struct pdi_step *s, uint64_t key, char *buf, size_t
 	}
 }
 
+/* The ranks a blocked call waits on: its peer argument, or the peers of the requests it
+ * completes (from the Isend/Irecv that created them). Ranks are those of the call's
+ * communicator. */
+static void json_peers(struct pdi_json *j, const struct pdi_task *t, const struct pdi_inflight *f)
+{
+	unsigned fn = PDI_COOKIE_FN(f->cookie);
+	const struct pdi_mpi_func *mf = &pdi_mpi_funcs[fn];
+
+	pdi_json_key(j, "peers");
+	pdi_json_arr_begin(j);
+	if (mf->peer_arg >= 1 && mf->peer_arg <= PDI_NARGS)
+		pdi_json_int(j, (int32_t)(uint32_t)f->args[mf->peer_arg - 1]);
+	for (uint32_t i = 0; i < f->nreqs && i < PDI_NREQS; i++) {
+		const struct pdi_request *rq = pdi_model_find_request(&t->model, pdi_inflight_req(f, i));
+		if (rq && rq->peer != PDI_NO_PEER)
+			pdi_json_int(j, rq->peer);
+	}
+	pdi_json_arr_end(j);
+}
+
 /* Where the task is now: inside an MPI call (from the BPF inflight map), or computing. */
-static void json_current(struct pdi_daemon *d, struct pdi_json *j, const struct pdi_task *t)
+static void json_current(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task *t)
 {
 	const struct pdi_step *s = t->step;
 	struct pdi_inflight f[MAX_THREADS];
@@ -175,13 +196,20 @@ static void json_current(struct pdi_daemon *d, struct pdi_json *j, const struct 
 	uint64_t now = pdi_now_ns();
 	int n = t->state == PDI_TASK_RUNNING ? pdi_tracer_inflight(d->tracer, t->pid, f, tids, MAX_THREADS) : 0;
 	char name[1100];
+	uint32_t site;
 
 	pdi_json_key(j, "current");
 	pdi_json_obj_begin(j);
-	if (n > 0) {
+	if (n > 0 && PDI_COOKIE_FN(f[0].cookie) < pdi_mpi_nfuncs) {
 		unsigned fn = PDI_COOKIE_FN(f[0].cookie);
+
 		pdi_json_key(j, "in_mpi");
-		pdi_json_str(j, fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?");
+		pdi_json_str(j, pdi_mpi_funcs[fn].name);
+		if (pdi_site_lookup(t, d->objs, f[0].callsite, (uint16_t)fn, &site) == 0) {
+			pdi_json_key(j, "site");
+			pdi_json_str(j, s->sites[site].name);
+		}
+		json_peers(j, t, &f[0]);
 		pdi_json_key(j, "tid");
 		pdi_json_int(j, tids[0]);
 		pdi_json_key(j, "for_ns");
@@ -198,6 +226,29 @@ static void json_current(struct pdi_daemon *d, struct pdi_json *j, const struct 
 		pdi_json_str(j, t->ended_in);
 	}
 	pdi_json_obj_end(j);
+}
+
+static void json_sites(struct pdi_json *j, const struct pdi_step *s)
+{
+	pdi_json_key(j, "sites");
+	pdi_json_arr_begin(j);
+	for (uint32_t i = 0; i < s->nsites; i++) {
+		const struct pdi_site *x = &s->sites[i];
+
+		pdi_json_obj_begin(j);
+		pdi_json_key(j, "name");
+		pdi_json_str(j, x->name);
+		pdi_json_key(j, "function");
+		pdi_json_str(j, pdi_mpi_funcs[x->fn].name);
+		pdi_json_key(j, "caller");
+		pdi_json_str(j, x->caller);
+		pdi_json_key(j, "file");
+		pdi_json_str(j, x->file);
+		pdi_json_key(j, "line");
+		pdi_json_int(j, x->line);
+		pdi_json_obj_end(j);
+	}
+	pdi_json_arr_end(j);
 }
 
 static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struct pdi_phase *p, unsigned index)
@@ -256,7 +307,7 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	pdi_json_obj_end(j);
 }
 
-static void json_task(struct pdi_daemon *d, struct pdi_json *j, const struct pdi_task *t)
+static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task *t)
 {
 	const struct pdi_model *m = &t->model;
 	uint64_t lost = task_lost(d, t);
@@ -315,6 +366,7 @@ static char *step_json(struct pdi_daemon *d, const struct pdi_step *s)
 	for (unsigned i = 0; i < s->ntasks; i++)
 		json_task(d, &j, s->tasks[i]);
 	pdi_json_arr_end(&j);
+	json_sites(&j, s);
 	pdi_json_obj_end(&j);
 	return pdi_json_steal(&j);
 }

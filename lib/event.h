@@ -62,3 +62,12 @@ struct pdi_inflight {
 	__u32 depth;              /* nested MPI calls below the outermost one */
 	__u32 nreqs;
 };
+
+/* The I-th request handle an in-flight completion call waits on. MPICH's 32-bit handles
+ * are read as raw bytes, packed two to a slot. */
+static inline __u64 pdi_inflight_req(const struct pdi_inflight *f, unsigned i)
+{
+	if (PDI_COOKIE_REQ_SIZE(f->cookie) == 4)
+		return ((const __u32 *)f->reqs)[i];
+	return f->reqs[i];
+}

@@ -109,6 +109,11 @@ class Monitor(DaemonTest):
                 return s
             return None
         s = wait_for(blocked, 60, "ranks 0, 1, 3 to block in MPI_Barrier")
+        site = ring_sites()
+        for t in s["tasks"]:
+            if t["rank"] != 2:
+                self.assertEqual(t["current"]["site"], site["barrier"])
+                self.assertEqual(t["current"]["peers"], [])
         victim = next(t for t in s["tasks"] if t["rank"] == 2)
         self.assertIn("computing_after", victim["current"])
         self.assertIn("MPI_Waitall@ring.c", victim["current"]["computing_after"])
@@ -124,6 +129,34 @@ class Monitor(DaemonTest):
             # the model of every task, the killed one included, is kept
             self.assertEqual(tr[(site["irecv"], f"{site['irecv']} -> {site['isend']}")]["count"], 6)
         self.d.status()  # still serving
+
+    def test_blocked_peers(self, impl="openmpi"):
+        # rank 2 stalls before its Irecv: rank 3 waits in Waitall for rank 2's message
+        self.spawn([PDIMON, "--socket", self.d.sock, "run", "--step", "peers", "--",
+                    *mpirun(impl, RANKS, "ring", 1000, 0, 2, 5, "before")])
+
+        def waiting():
+            try:
+                ts = {t["rank"]: t for t in self.d.show("peers")["tasks"]}
+            except AssertionError:
+                return None
+            return ts if len(ts) == RANKS and ts[3]["current"].get("in_mpi") == "MPI_Waitall" else None
+        ts = wait_for(waiting, 60, "rank 3 to wait in MPI_Waitall")
+        cur = ts[3]["current"]
+        self.assertEqual(cur["site"], ring_sites()["waitall"])
+        # its two requests: the Irecv from rank 2 and the Isend to rank 0
+        self.assertEqual(sorted(cur["peers"]), [0, 2])
+        self.assertIn("computing_after", ts[2]["current"])
+
+    def test_blocked_peers_mpich(self):
+        self.test_blocked_peers("mpich")
+
+    def test_run_exit_status(self):
+        r = self.d.pdimon("run", "--", "sh", "-c", "exit 3", check=False)
+        self.assertEqual(r.returncode, 3)
+        r = self.d.pdimon("run", "--", "/nonexistent/program", check=False)
+        self.assertEqual(r.returncode, 127)
+        self.assertIn("cannot run /nonexistent/program", r.stderr)
 
     def test_two_steps_do_not_mix(self):
         a = self.spawn([PDIMON, "--socket", self.d.sock, "run", "--step", "a", "--", *mpirun("openmpi", RANKS, "ring", 200, 500)])

@@ -313,7 +313,8 @@ static int index_symbols(struct pdi_elfobj *o, struct symvec *v)
 	o->by_addr = malloc((v->n ? v->n : 1) * sizeof(*o->by_addr));
 	if (!o->by_addr)
 		return -ENOMEM;
-	memcpy(o->by_addr, v->v, v->n * sizeof(*v->v));
+	if (v->n) /* an object without symbols has no array to copy */
+		memcpy(o->by_addr, v->v, v->n * sizeof(*v->v));
 	qsort(o->by_addr, v->n, sizeof(*o->by_addr), cmp_addr);
 	for (size_t i = 0; i < v->n; i++)
 		if (!n || o->by_addr[n - 1].addr != o->by_addr[i].addr)
@@ -324,7 +325,8 @@ static int index_symbols(struct pdi_elfobj *o, struct symvec *v)
 			o->by_addr[i].end = o->by_addr[i + 1].addr;
 	o->naddr = n;
 
-	qsort(v->v, v->n, sizeof(*v->v), cmp_name);
+	if (v->n)
+		qsort(v->v, v->n, sizeof(*v->v), cmp_name);
 	o->by_name = v->v;
 	o->nname = v->n;
 	v->v = NULL;

@@ -130,7 +130,8 @@ struct pdi_model {
 void pdi_model_init(struct pdi_model *m, const struct pdi_model_config *cfg);
 void pdi_model_done(struct pdi_model *m);
 
-/* Feed one completed call, in the task's program order. 0 or -ENOMEM (model intact). */
+/* Feed one completed call, in the task's program order. 0, or -ENOMEM/-ENOSPC when even the
+ * first phase cannot be made (the model is intact). */
 int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c);
 
 /* Total visits of a state over all phases (the order of tasks sitting in the same state). */

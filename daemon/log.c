@@ -2,10 +2,13 @@
 /* log.c -- the daemon's log: one line per message on stderr, prefixed by its level. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <syslog.h>
+#include <unistd.h>
 
 #include "log.h"
 
 int pdi_log_level = PDI_LOG_INFO;
+bool pdi_log_to_syslog;
 
 void pdi_log(int level, const char *fmt, ...)
 {
@@ -16,8 +19,18 @@ void pdi_log(int level, const char *fmt, ...)
 
 	if (level > pdi_log_level)
 		return;
-	/* <N> is what journald reads as the priority when stderr goes to the journal */
-	fprintf(stderr, "<%d>pdimond: %s: ", level, names[level] ? names[level] : "log");
+	if (pdi_log_to_syslog) {
+		va_start(ap, fmt);
+		vsyslog(LOG_DAEMON | level, fmt, ap);
+		va_end(ap);
+		errno = saved;
+		return;
+	}
+	/* <N> is how journald reads the priority off stderr; a terminal gets plain lines */
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "pdimond: %s: ", names[level] ? names[level] : "log");
+	else
+		fprintf(stderr, "<%d>pdimond: %s: ", level, names[level] ? names[level] : "log");
 	errno = saved;
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);

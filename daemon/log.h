@@ -10,6 +10,7 @@
 enum { PDI_LOG_ERR = 3, PDI_LOG_WARNING = 4, PDI_LOG_INFO = 6, PDI_LOG_DEBUG = 7 };
 
 extern int pdi_log_level;
+extern bool pdi_log_to_syslog; /* once daemonized, stderr goes nowhere */
 
 void pdi_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <syslog.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -172,15 +173,38 @@ static void daemon_done(struct pdi_daemon *d)
 	pdi_config_done(&d->cfg);
 }
 
+/* The capabilities pdimond needs that this process lacks, as "CAP_BPF, CAP_PERFMON". */
+static void missing_capabilities(char *buf, size_t len)
+{
+	static const struct { int bit; const char *name; } caps[] = {
+		{39, "CAP_BPF"}, {38, "CAP_PERFMON"}, {21, "CAP_SYS_ADMIN"}, {24, "CAP_SYS_RESOURCE"}};
+	unsigned long long eff = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	buf[0] = '\0';
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "CapEff: %llx", &eff) == 1)
+				break;
+		fclose(f);
+	}
+	for (unsigned i = 0; i < ELEMENTSOF(caps); i++)
+		if (!(eff & (1ull << caps[i].bit)))
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? ", " : "", caps[i].name);
+}
+
 /* Why the BPF programs did not load, in the words an admin can act on. */
 static void explain_load_failure(int r)
 {
-	if ((r == -EPERM || r == -EACCES) && geteuid() == 0)
+	char missing[128];
+
+	missing_capabilities(missing, sizeof(missing));
+	if ((r == -EPERM || r == -EACCES) && missing[0])
+		log_error("Cannot load BPF programs: permission denied; missing %s (run pdimond as root)", missing);
+	else if (r == -EPERM || r == -EACCES)
 		log_error("Cannot load BPF programs: the kernel's verifier refused them (%s); run "
 			  "pdimond -v for its log", strerror(-r));
-	else if (r == -EPERM || r == -EACCES)
-		log_error("Cannot load BPF programs: permission denied (pdimond needs root, or "
-			  "CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)");
 	else if (r == -EOPNOTSUPP || r == -ENOSYS || r == -EINVAL)
 		log_error("Cannot load BPF programs: this kernel lacks BPF or uprobe support (%s)", strerror(-r));
 	else
@@ -283,9 +307,13 @@ int main(int argc, char **argv)
 	if (pdi_tracer_trap_init(d.tracer, d.objs, d.cfg.init_libraries, d.cfg.ninit_libraries) == 0)
 		log_warning("No MPI library found to trap MPI_Init in (setting mpi_libraries): "
 			    "pdimon run will not see new processes; pdimon attach still works");
-	if (!foreground && daemon(0, 0) < 0) {
-		r = log_error_errno(-errno, "Cannot go to the background: %m");
-		goto out;
+	if (!foreground) {
+		if (daemon(0, 0) < 0) {
+			r = log_error_errno(-errno, "Cannot go to the background: %m");
+			goto out;
+		}
+		openlog("pdimond", LOG_PID, LOG_DAEMON);
+		pdi_log_to_syslog = true;
 	}
 	d.started_ns = d.rate_t_ns = pdi_now_ns();
 	log_info("pdimond %s ready on %s", PDI_VERSION, d.cfg.socket_path);

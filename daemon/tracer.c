@@ -40,11 +40,12 @@ struct pdi_tracer {
 	bool multi;           /* attach with uprobe_multi links */
 };
 
+/* libbpf's own messages only with -v: every failure they describe is reported by pdimond
+ * in one line that says what to do */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (level == LIBBPF_DEBUG && pdi_log_level < PDI_LOG_DEBUG)
-		return 0;
-	if (level == LIBBPF_INFO && pdi_log_level < PDI_LOG_INFO)
+	(void)level;
+	if (pdi_log_level < PDI_LOG_DEBUG)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
 }

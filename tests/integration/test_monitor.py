@@ -276,7 +276,8 @@ class Faults(unittest.TestCase):
                             PDIMOND, "-f", "-c", "/dev/null", "-s", "/tmp/pdimon-nobody.sock"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 1)
-        self.assertIn("CAP_BPF", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn("missing CAP_BPF, CAP_PERFMON", r.stderr)
 
     def test_bad_config(self):
         import tempfile

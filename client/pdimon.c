@@ -10,20 +10,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include <systemd/sd-bus.h>
 
 #ifndef PDI_VERSION
 #define PDI_VERSION "0"
 #endif
-#define DEFAULT_SOCKET "/run/pdimon/pdimond.sock"
-#define STEP_NAME_MAX 128
+#define BUS_NAME "org.pdimon.Monitor1"
+#define BUS_PATH "/org/pdimon/Monitor1"
+#define BUS_IFACE "org.pdimon.Monitor1"
+/* long enough for a show of a big step, short enough that a wedged daemon is noticed */
+#define CALL_TIMEOUT_USEC (120ull * 1000000)
 
-static const char *socket_path = DEFAULT_SOCKET;
 static volatile pid_t run_child;
 
 /* pdimon run stands in for its command: a kill of pdimon is a kill of the command */
@@ -36,7 +36,7 @@ static void forward_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: pdimon [--socket PATH] COMMAND [ARGS]\n"
+		"Usage: pdimon COMMAND [ARGS]\n"
 		"Ask pdimond where a parallel job went wrong.\n\n"
 		"Commands:\n"
 		"  status [--json]                      daemon health: steps, tasks, events/s, loss, memory\n"
@@ -45,10 +45,9 @@ static void usage(FILE *f)
 		"  attach --pid PID... [--step NAME]    monitor running MPI processes\n"
 		"  run [--step NAME] -- COMMAND...      run COMMAND, monitoring every MPI process it starts\n\n"
 		"Options:\n"
-		"  -s, --socket PATH   pdimond's control socket (default %s, or $PDIMON_SOCKET)\n"
 		"  -h, --help          show this help\n"
-		"      --version       show the version\n",
-		DEFAULT_SOCKET);
+		"      --version       show the version\n\n"
+		"pdimon talks to pdimond on the system bus ($DBUS_SYSTEM_BUS_ADDRESS names another).\n");
 }
 
 static int die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -64,62 +63,121 @@ static int die(int code, const char *fmt, ...)
 	return code;
 }
 
-static int connect_daemon(int *ret_fd)
+/* Why a call failed, in words that say what to do. */
+static int call_failed(const char *method, const sd_bus_error *e, int r)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(socket_path) >= sizeof(sa.sun_path))
-		return die(-ENAMETOOLONG, "socket path too long: %s", socket_path);
-	strcpy(sa.sun_path, socket_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return die(-errno, "cannot create a socket: %s", strerror(errno));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
-		if (e == ENOENT || e == ECONNREFUSED)
-			return die(-e, "pdimond is not running (nothing listens on %s): start it with "
-				       "'systemctl start pdimond' or 'pdimond'", socket_path);
-		if (e == EACCES)
-			return die(-e, "permission denied on %s: pdimon needs root", socket_path);
-		return die(-e, "cannot reach pdimond at %s: %s", socket_path, strerror(e));
-	}
-	*ret_fd = fd;
-	return 0;
+	if (sd_bus_error_has_name(e, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
+	    sd_bus_error_has_name(e, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
+		return die(r, "pdimond is not running (nothing owns %s on the system bus): start it with "
+			      "'systemctl start pdimond'", BUS_NAME);
+	if (sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) || r == -ETIMEDOUT)
+		return die(r, "pdimond did not answer %s in time", method);
+	if (sd_bus_error_is_set(e))
+		return die(r, "%s", e->message);
+	return die(r, "%s failed: %s", method, strerror(-r));
 }
 
-/* Send one request; print the reply (text to stdout, an error to stderr). */
-static int request(int argc, char **argv, bool print)
+/* Call METHOD with the message filled by FILL; on success print its "s" result if PRINT. */
+static int call(const char *method, int (*fill)(sd_bus_message *m, void *ctx), void *ctx, bool print)
 {
-	size_t len;
-	char *text;
-	int fd = -1, r, status;
+	sd_bus_error error = SD_BUS_ERROR_NULL;
+	sd_bus_message *m = NULL, *reply = NULL;
+	sd_bus *bus = NULL;
+	const char *text;
+	int r;
 
-	r = connect_daemon(&fd);
+	r = sd_bus_open_system(&bus);
 	if (r < 0)
-		return r;
-	r = pdi_ctl_send_request(fd, argc, argv);
-	if (r == 0)
-		r = pdi_ctl_recv_reply(fd, &status, &text, &len);
-	close(fd);
-	if (r < 0)
-		return die(r, "lost the connection to pdimond: %s", strerror(-r));
-	if (status < 0)
-		die(status, "%s", text);
-	else if (print) {
-		fwrite(text, 1, len, stdout);
+		return die(r, "cannot connect to the system bus: %s (is dbus running?)", strerror(-r));
+	r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_IFACE, method);
+	if (r >= 0)
+		r = fill(m, ctx);
+	if (r < 0) {
+		die(r, "cannot build the %s call: %s", method, strerror(-r));
+		goto out;
+	}
+	r = sd_bus_call(bus, m, CALL_TIMEOUT_USEC, &error, &reply);
+	if (r < 0) {
+		call_failed(method, &error, r);
+		goto out;
+	}
+	r = sd_bus_message_read(reply, "s", &text);
+	if (r < 0) {
+		die(r, "unexpected answer to %s: %s", method, strerror(-r));
+		goto out;
+	}
+	if (print) {
+		size_t len = strlen(text);
+		fputs(text, stdout);
 		if (len && text[len - 1] != '\n')
 			putchar('\n');
 	}
-	free(text);
-	return status;
+	r = 0;
+out:
+	sd_bus_error_free(&error);
+	sd_bus_message_unref(reply);
+	sd_bus_message_unref(m);
+	sd_bus_flush_close_unref(bus);
+	return r;
 }
 
-static int cmd_simple(const char *verb, int argc, char **argv)
+static int fill_bool(sd_bus_message *m, void *ctx)
+{
+	return sd_bus_message_append(m, "b", *(bool *)ctx);
+}
+
+static int fill_two_strings(sd_bus_message *m, void *ctx)
+{
+	const char *const *v = ctx;
+	return sd_bus_message_append(m, "ss", v[0], v[1]);
+}
+
+struct step_pid {
+	const char *step;
+	uint32_t pid;
+};
+
+static int fill_step_pid(sd_bus_message *m, void *ctx)
+{
+	const struct step_pid *sp = ctx;
+	return sd_bus_message_append(m, "su", sp->step, sp->pid);
+}
+
+static int fill_pid(sd_bus_message *m, void *ctx)
+{
+	return sd_bus_message_append(m, "u", *(uint32_t *)ctx);
+}
+
+struct attach_args {
+	const char *step;
+	uint32_t *pids;
+	size_t n;
+};
+
+static int fill_attach(sd_bus_message *m, void *ctx)
+{
+	const struct attach_args *a = ctx;
+	int r = sd_bus_message_append(m, "s", a->step);
+
+	return r < 0 ? r : sd_bus_message_append_array(m, 'u', a->pids, a->n * sizeof(*a->pids));
+}
+
+static int parse_pid(const char *s, uint32_t *ret)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > INT32_MAX)
+		return -EINVAL;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+static int cmd_simple(const char *method, const char *verb, int argc, char **argv)
 {
 	bool json = false;
-	char *req[2] = {(char *)verb, "json"};
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
@@ -127,67 +185,71 @@ static int cmd_simple(const char *verb, int argc, char **argv)
 		else
 			return die(-EINVAL, "%s: unknown argument '%s' (only --json)", verb, argv[i]);
 	}
-	return request(json ? 2 : 1, req, true);
+	return call(method, fill_bool, &json, true);
 }
 
 static int cmd_show(int argc, char **argv)
 {
-	const char *format = "text", *step = NULL;
+	const char *args[2] = {NULL, "text"};
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
-			format = "json";
+			args[1] = "json";
 		else if (!strcmp(argv[i], "--dot"))
-			format = "dot";
+			args[1] = "dot";
 		else if (!strcmp(argv[i], "--text"))
-			format = "text";
+			args[1] = "text";
 		else if (argv[i][0] == '-')
 			return die(-EINVAL, "show: unknown option '%s' (use --json, --dot or --text)", argv[i]);
-		else if (step)
-			return die(-EINVAL, "show: one step at a time ('%s' and '%s')", step, argv[i]);
+		else if (args[0])
+			return die(-EINVAL, "show: one step at a time ('%s' and '%s')", args[0], argv[i]);
 		else
-			step = argv[i];
+			args[0] = argv[i];
 	}
-	if (!step)
+	if (!args[0])
 		return die(-EINVAL, "show: which step? (pdimon steps lists them)");
-	return request(3, (char *[]){"show", (char *)step, (char *)format}, true);
+	return call("GetStep", fill_two_strings, args, true);
 }
 
 static int cmd_attach(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"pid", required_argument, NULL, 'p'}, {"step", required_argument, NULL, 's'}, {0}};
-	char **req = calloc((size_t)argc + 3, sizeof(char *)), step_buf[64];
-	int n = 2, c, r;
+	struct attach_args a = {.pids = calloc((size_t)argc, sizeof(uint32_t))};
+	char step_buf[64];
+	int c, r;
 
-	if (!req)
+	if (!a.pids)
 		return die(-ENOMEM, "out of memory");
-	req[0] = "attach";
-	req[1] = NULL;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:s:", opts, NULL)) >= 0) {
-		if (c == 'p')
-			req[n++] = optarg;
-		else if (c == 's')
-			req[1] = optarg;
-		else {
-			free(req);
-			return die(-EINVAL, "attach: usage: pdimon attach --pid PID... [--step NAME]");
+		if (c == 's') {
+			a.step = optarg;
+			continue;
 		}
+		if (c != 'p' || parse_pid(optarg, &a.pids[a.n]) < 0) {
+			free(a.pids);
+			return c == 'p' ? die(-EINVAL, "attach: invalid pid '%s'", optarg)
+					: die(-EINVAL, "attach: usage: pdimon attach --pid PID... [--step NAME]");
+		}
+		a.n++;
 	}
 	/* "--pid 1 2 3" reads as naturally as "--pid 1 --pid 2 --pid 3" */
-	for (; optind < argc; optind++)
-		req[n++] = argv[optind];
-	if (n == 2) {
-		free(req);
+	for (; optind < argc; optind++, a.n++)
+		if (parse_pid(argv[optind], &a.pids[a.n]) < 0) {
+			free(a.pids);
+			return die(-EINVAL, "attach: invalid pid '%s'", argv[optind]);
+		}
+	if (a.n == 0) {
+		free(a.pids);
 		return die(-EINVAL, "attach: no --pid given");
 	}
-	if (!req[1]) {
-		snprintf(step_buf, sizeof(step_buf), "attach-%s", req[2]);
-		req[1] = step_buf;
+	if (!a.step) {
+		snprintf(step_buf, sizeof(step_buf), "attach-%u", a.pids[0]);
+		a.step = step_buf;
 	}
-	r = request(n, req, true);
-	free(req);
+	r = call("Attach", fill_attach, &a, true);
+	free(a.pids);
 	return r;
 }
 
@@ -196,15 +258,15 @@ static int cmd_attach(int argc, char **argv)
 static int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {{"step", required_argument, NULL, 's'}, {0}};
-	char step_buf[64], pidbuf[16];
-	const char *step = NULL;
+	char step_buf[64];
+	struct step_pid sp = {0};
 	int c, go[2], status, r;
 	pid_t child;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+s:", opts, NULL)) >= 0) {
 		if (c == 's')
-			step = optarg;
+			sp.step = optarg;
 		else
 			return die(-EINVAL, "run: usage: pdimon run [--step NAME] -- COMMAND...");
 	}
@@ -227,18 +289,18 @@ static int cmd_run(int argc, char **argv)
 		_exit(127);
 	}
 	close(go[0]);
-	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)child);
-	if (!step) {
+	sp.pid = (uint32_t)child;
+	if (!sp.step) {
 		snprintf(step_buf, sizeof(step_buf), "run-%d", (int)child);
-		step = step_buf;
+		sp.step = step_buf;
 	}
-	r = request(3, (char *[]){"watch", (char *)step, pidbuf}, false);
+	r = call("Watch", fill_step_pid, &sp, false);
 	if (r < 0) {
 		close(go[1]);
 		waitpid(child, NULL, 0);
 		return r;
 	}
-	fprintf(stderr, "pdimon: monitoring step %s\n", step);
+	fprintf(stderr, "pdimon: monitoring step %s\n", sp.step);
 	/* the command's terminal signals reach it directly; others we pass on */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
@@ -251,8 +313,8 @@ static int cmd_run(int argc, char **argv)
 	while (waitpid(child, &status, 0) < 0)
 		if (errno != EINTR)
 			return die(-errno, "waitpid: %s", strerror(errno));
-	(void)request(2, (char *[]){"unwatch", pidbuf}, false);
-	fprintf(stderr, "pdimon: step %s done; see 'pdimon show %s'\n", step, step);
+	(void)call("Unwatch", fill_pid, &sp.pid, false);
+	fprintf(stderr, "pdimon: step %s done; see 'pdimon show %s'\n", sp.step, sp.step);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return 128 + WTERMSIG(status);
@@ -261,17 +323,12 @@ static int cmd_run(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"socket", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'}, {0}};
-	const char *env = getenv("PDIMON_SOCKET");
+		{"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'}, {0}};
 	const char *cmd;
 	int c, r;
 
-	if (env && *env)
-		socket_path = env;
-	while ((c = getopt_long(argc, argv, "+s:h", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
 		switch (c) {
-		case 's': socket_path = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("pdimon %s\n", PDI_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -284,8 +341,10 @@ int main(int argc, char **argv)
 	cmd = argv[optind];
 	argc -= optind;
 	argv += optind;
-	if (!strcmp(cmd, "status") || !strcmp(cmd, "steps"))
-		r = cmd_simple(cmd, argc, argv);
+	if (!strcmp(cmd, "status"))
+		r = cmd_simple("Status", cmd, argc, argv);
+	else if (!strcmp(cmd, "steps"))
+		r = cmd_simple("ListSteps", cmd, argc, argv);
 	else if (!strcmp(cmd, "show"))
 		r = cmd_show(argc, argv);
 	else if (!strcmp(cmd, "attach"))

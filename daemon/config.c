@@ -18,7 +18,7 @@ static const char *const default_libraries[] = {
 void pdi_config_defaults(struct pdi_config *c)
 {
 	*c = (struct pdi_config){
-		.socket_path = strdup(PDI_SOCKET_PATH),
+		.slurm_user = strdup("slurm"),
 		.drain_interval_ms = 100,
 		.ring_buffer_kib = 8192,
 		.wakeup_kib = 256,
@@ -31,7 +31,8 @@ void pdi_config_defaults(struct pdi_config *c)
 
 void pdi_config_done(struct pdi_config *c)
 {
-	free(c->socket_path);
+	free(c->slurm_user);
+	free(c->admin_group);
 	free(c->record_path);
 	for (unsigned i = 0; i < c->ninit_libraries; i++)
 		free(c->init_libraries[i]);
@@ -95,27 +96,29 @@ static int set_libraries(struct pdi_config *c, const char *value)
 	return 0;
 }
 
+/* An empty value unsets a string setting. */
+static int set_string(char **field, const char *value)
+{
+	char *s = NULL;
+
+	if (*value && !(s = strdup(value)))
+		return -ENOMEM;
+	free(*field);
+	*field = s;
+	return 0;
+}
+
 int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 {
 	unsigned long x;
 	int r;
 
-	if (!strcmp(key, "socket")) {
-		char *s = strdup(value);
-		if (!s)
-			return -ENOMEM;
-		free(c->socket_path);
-		c->socket_path = s;
-		return 0;
-	}
-	if (!strcmp(key, "record")) {
-		char *s = strdup(value);
-		if (!s)
-			return -ENOMEM;
-		free(c->record_path);
-		c->record_path = s;
-		return 0;
-	}
+	if (!strcmp(key, "slurm_user"))
+		return set_string(&c->slurm_user, value);
+	if (!strcmp(key, "admin_group"))
+		return set_string(&c->admin_group, value);
+	if (!strcmp(key, "record"))
+		return set_string(&c->record_path, value);
 	if (!strcmp(key, "mpi_libraries"))
 		return set_libraries(c, value);
 	if (!strcmp(key, "log_level"))

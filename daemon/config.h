@@ -7,11 +7,11 @@
 #include "model.h"
 
 #define PDI_CONFIG_PATH "/etc/pdimon/pdimond.conf"
-#define PDI_SOCKET_PATH "/run/pdimon/pdimond.sock"
 #define PDI_MAX_GLOBS 16
 
 struct pdi_config {
-	char *socket_path;
+	char *slurm_user;                     /* may register Slurm tasks besides root */
+	char *admin_group;                    /* its members read every step; NULL for none */
 	char *init_libraries[PDI_MAX_GLOBS]; /* globs of MPI libraries whose MPI_Init is trapped */
 	unsigned ninit_libraries;
 	unsigned drain_interval_ms;           /* ring buffer drained at least this often */

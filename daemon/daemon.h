@@ -11,9 +11,10 @@
 
 struct pdi_tracer;
 struct pdi_objcache;
+typedef struct sd_bus sd_bus;
 
 /* epoll_event.data.u64: what became ready, and which one (a task's index). */
-enum pdi_source_kind { PDI_SRC_LISTEN = 1, PDI_SRC_SIGNAL, PDI_SRC_TIMER, PDI_SRC_RING, PDI_SRC_TASK };
+enum pdi_source_kind { PDI_SRC_BUS = 1, PDI_SRC_SIGNAL, PDI_SRC_TIMER, PDI_SRC_RING, PDI_SRC_TASK };
 #define PDI_SRC(kind, index) ((uint64_t)(kind) << 56 | (uint64_t)(index))
 #define PDI_SRC_KIND(u) ((unsigned)((u) >> 56))
 #define PDI_SRC_INDEX(u) ((unsigned)((u)&0xffffffffu))
@@ -23,7 +24,10 @@ struct pdi_daemon {
 	struct pdi_registry reg;
 	struct pdi_tracer *tracer;
 	struct pdi_objcache *objs;
-	int epoll_fd, listen_fd, signal_fd, timer_fd;
+	sd_bus *bus;
+	int epoll_fd, signal_fd, timer_fd;
+	uid_t slurm_uid;          /* may register tasks; -1 when the SlurmUser is unknown here */
+	gid_t admin_gid;          /* reads every step; -1 when none is configured */
 	bool quit;
 	uint64_t started_ns;      /* CLOCK_MONOTONIC */
 	uint64_t events;          /* calls ingested since start */
@@ -37,16 +41,17 @@ uint64_t pdi_now_ns(void);
 
 /* ingest.c */
 int pdi_ingest_event(void *daemon, const struct pdi_event *e);
-/* Monitor PID as a task of STEP: attach probes, watch for its exit. */
-int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, struct pdi_task **ret);
+/* Monitor PID as a task of STEP: attach probes, watch for its exit. RANK -1: from its
+ * environment. */
+int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank, struct pdi_task **ret);
 /* The task's process has exited (or we stop): drain its events and keep its model. */
 void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t);
 
-/* control.c */
-int pdi_control_listen(struct pdi_daemon *d);
-void pdi_control_accept(struct pdi_daemon *d);
+/* Announce STEP's end once it has ended (no task runs, nothing is awaited). */
+void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s);
 
 /* show.c: replies are allocated text; NULL on allocation failure */
 char *pdi_show_status(struct pdi_daemon *d, bool json);
-char *pdi_show_steps(struct pdi_daemon *d, bool json);
+/* The steps OWNER may see; (uid_t)-1 for all. */
+char *pdi_show_steps(struct pdi_daemon *d, bool json, uid_t owner);
 char *pdi_show_step(struct pdi_daemon *d, const struct pdi_step *s, const char *format);

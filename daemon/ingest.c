@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "bus.h"
 #include "daemon.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -73,12 +74,14 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 
 static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 {
-	struct pdi_step *s = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
+	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
+	struct pdi_step *s = w ? w->step : NULL;
 	struct pdi_task *t;
 	int r;
 
+	/* a launcher's rank belongs to the watched process itself, not to its descendants */
 	if (s && !pdi_registry_find_task(&d->reg, (pid_t)e->pid)) {
-		r = pdi_task_begin(d, s, (pid_t)e->pid, &t);
+		r = pdi_task_begin(d, s, (pid_t)e->pid, w->root == (pid_t)e->pid ? w->rank : -1, &t);
 		if (r < 0)
 			log_warning_errno(r, "Cannot monitor pid %u of step %s: %m", e->pid, s->name);
 		else if (pdi_site_lookup(t, d->objs, e->callsite, e->fn, &t->init_call.site) == 0) {
@@ -116,12 +119,12 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	return 0;
 }
 
-int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, struct pdi_task **ret)
+int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank, struct pdi_task **ret)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct pdi_attachment att = {0};
 	struct pdi_task *t;
-	int r, rank, pidfd;
+	int r, pidfd;
 
 	/* pidfd first: from here on a recycled pid cannot fool us */
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -132,7 +135,8 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, struct p
 		close(pidfd);
 		return r;
 	}
-	rank = pdi_proc_rank(pid);
+	if (rank < 0)
+		rank = pdi_proc_rank(pid);
 	r = pdi_registry_add_task(&d->reg, s, pid, rank < 0 ? -1 : rank, &t);
 	if (r < 0) {
 		pdi_attachment_detach(&att);
@@ -172,4 +176,14 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 	pdi_registry_end_task(&d->reg, t);
 	log_info("Task pid %d (rank %d) of step %s ended%s%s", (int)t->pid, t->rank, t->step->name,
 		 t->ended_in ? " inside " : "", t->ended_in ? t->ended_in : "");
+	pdi_step_ended(d, t->step);
+}
+
+void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s)
+{
+	if (!s->ended || s->announced)
+		return;
+	s->announced = true;
+	log_info("Step %s ended", s->name);
+	pdi_bus_emit_step_ended(d, s, s->ending ? "ended" : "finished");
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* pdimond.c -- the node-local pdimon daemon: set-up, the event loop, clean shutdown.
  *
- * One thread, one epoll: the BPF ring buffer, the control socket, a drain timer, a
+ * One thread, one epoll: the BPF ring buffer, the D-Bus connection, a drain timer, a
  * signalfd, and one pidfd per monitored task. */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bus.h"
 #include "daemon.h"
 #include "log.h"
 #include "objcache.h"
@@ -33,6 +36,18 @@ uint64_t pdi_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The SlurmUser and admin group by name; a name this node does not know grants nothing. */
+static void resolve_accounts(struct pdi_daemon *d)
+{
+	struct passwd *pw = d->cfg.slurm_user ? getpwnam(d->cfg.slurm_user) : NULL;
+	struct group *gr = d->cfg.admin_group ? getgrnam(d->cfg.admin_group) : NULL;
+
+	d->slurm_uid = pw ? pw->pw_uid : (uid_t)-1;
+	d->admin_gid = gr ? gr->gr_gid : (gid_t)-1;
+	if (d->cfg.admin_group && !gr)
+		log_warning("Admin group %s does not exist here, ignoring", d->cfg.admin_group);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -40,12 +55,11 @@ static void usage(FILE *f)
 		"Node-local daemon of pdimon: models the MPI calls of monitored tasks with eBPF.\n\n"
 		"  -f, --foreground       stay attached to the terminal, log to stderr\n"
 		"  -c, --config FILE      configuration file (default %s)\n"
-		"  -s, --socket PATH      control socket (default %s)\n"
 		"  -o, --set KEY=VALUE    override a configuration setting\n"
 		"  -v, --verbose          log debug messages\n"
 		"  -h, --help             show this help\n"
 		"      --version          show the version\n",
-		PDI_CONFIG_PATH, PDI_SOCKET_PATH);
+		PDI_CONFIG_PATH);
 }
 
 static int add_fd(struct pdi_daemon *d, int fd, uint64_t src)
@@ -83,7 +97,7 @@ static int setup_loop(struct pdi_daemon *d)
 	    (r = add_fd(d, d->timer_fd, PDI_SRC(PDI_SRC_TIMER, 0))) < 0 ||
 	    (r = add_fd(d, pdi_tracer_epoll_fd(d->tracer), PDI_SRC(PDI_SRC_RING, 0))) < 0)
 		return r;
-	return pdi_control_listen(d);
+	return pdi_bus_open(d);
 }
 
 static void on_timer(struct pdi_daemon *d)
@@ -117,7 +131,7 @@ static int run_loop(struct pdi_daemon *d)
 	struct epoll_event evs[64];
 
 	while (!d->quit) {
-		int n = epoll_wait(d->epoll_fd, evs, ELEMENTSOF(evs), -1);
+		int n = epoll_wait(d->epoll_fd, evs, ELEMENTSOF(evs), pdi_bus_timeout_ms(d));
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -137,15 +151,16 @@ static int run_loop(struct pdi_daemon *d)
 			case PDI_SRC_SIGNAL:
 				on_signal(d);
 				break;
-			case PDI_SRC_LISTEN:
-				pdi_control_accept(d);
-				break;
+			case PDI_SRC_BUS:
+				break; /* below, whatever woke us */
 			case PDI_SRC_TASK:
 				if (PDI_SRC_INDEX(u) < d->reg.ntasks)
 					pdi_task_finish(d, d->reg.tasks[PDI_SRC_INDEX(u)]);
 				break;
 			}
 		}
+		/* a bus timeout has no fd of its own: process the bus on every wake-up */
+		pdi_bus_process(d);
 	}
 	return 0;
 }
@@ -158,10 +173,7 @@ static void daemon_done(struct pdi_daemon *d)
 	pdi_registry_done(&d->reg);
 	pdi_tracer_free(d->tracer);
 	pdi_objcache_free(d->objs);
-	if (d->listen_fd >= 0) {
-		close(d->listen_fd);
-		(void)unlink(d->cfg.socket_path);
-	}
+	pdi_bus_close(d);
 	if (d->epoll_fd >= 0)
 		close(d->epoll_fd);
 	if (d->signal_fd >= 0)
@@ -215,22 +227,21 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"foreground", no_argument, NULL, 'f'}, {"config", required_argument, NULL, 'c'},
-		{"socket", required_argument, NULL, 's'}, {"set", required_argument, NULL, 'o'},
+		{"set", required_argument, NULL, 'o'},
 		{"verbose", no_argument, NULL, 'v'},    {"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},    {0},
 	};
-	struct pdi_daemon d = {.epoll_fd = -1, .listen_fd = -1, .signal_fd = -1, .timer_fd = -1};
-	const char *config_path = PDI_CONFIG_PATH, *socket_path = NULL;
+	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1};
+	const char *config_path = PDI_CONFIG_PATH;
 	char *overrides[64];
 	unsigned noverrides = 0, line;
 	bool foreground = false, verbose = false, explicit_config = false;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "fc:s:o:vh", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "fc:o:vh", opts, NULL)) >= 0) {
 		switch (c) {
 		case 'f': foreground = true; break;
 		case 'c': config_path = optarg; explicit_config = true; break;
-		case 's': socket_path = optarg; break;
 		case 'o':
 			if (noverrides == ELEMENTSOF(overrides)) {
 				fprintf(stderr, "pdimond: too many --set options\n");
@@ -272,8 +283,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (socket_path)
-		(void)pdi_config_set(&d.cfg, "socket", socket_path);
+	resolve_accounts(&d);
 	pdi_log_level = verbose ? PDI_LOG_DEBUG : d.cfg.log_level;
 	pdi_registry_init(&d.reg, &d.cfg.model);
 
@@ -316,7 +326,7 @@ int main(int argc, char **argv)
 		pdi_log_to_syslog = true;
 	}
 	d.started_ns = d.rate_t_ns = pdi_now_ns();
-	log_info("pdimond %s ready on %s", PDI_VERSION, d.cfg.socket_path);
+	log_info("pdimond %s ready as %s", PDI_VERSION, PDI_BUS_NAME);
 	r = run_loop(&d);
 out:
 	daemon_done(&d);

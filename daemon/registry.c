@@ -53,6 +53,7 @@ void pdi_registry_done(struct pdi_registry *r)
 		step_free(r->steps[i]);
 	free(r->tasks);
 	free(r->steps);
+	free(r->watches);
 	pdi_u64map_free(&r->task_by_pid);
 	*r = (struct pdi_registry){0};
 }
@@ -65,7 +66,7 @@ struct pdi_step *pdi_registry_find_step(struct pdi_registry *r, const char *name
 	return NULL;
 }
 
-int pdi_registry_get_step(struct pdi_registry *r, const char *name, struct pdi_step **ret)
+int pdi_registry_get_step(struct pdi_registry *r, const char *name, uid_t uid, struct pdi_step **ret)
 {
 	struct pdi_step *s = pdi_registry_find_step(r, name), **v;
 
@@ -82,6 +83,7 @@ int pdi_registry_get_step(struct pdi_registry *r, const char *name, struct pdi_s
 		return -ENOMEM;
 	}
 	s->started = time(NULL);
+	s->uid = uid;
 	r->steps[r->nsteps++] = s;
 	*ret = s;
 	return 0;
@@ -89,7 +91,7 @@ int pdi_registry_get_step(struct pdi_registry *r, const char *name, struct pdi_s
 
 void pdi_registry_drop_if_empty(struct pdi_registry *r, struct pdi_step *s)
 {
-	if (s->ntasks > 0 || s->watching)
+	if (s->ntasks > 0 || s->nwatches > 0)
 		return;
 	for (unsigned i = 0; i < r->nsteps; i++)
 		if (r->steps[i] == s) {
@@ -100,12 +102,52 @@ void pdi_registry_drop_if_empty(struct pdi_registry *r, struct pdi_step *s)
 		}
 }
 
-struct pdi_step *pdi_registry_find_watch(struct pdi_registry *r, pid_t root)
+int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, pid_t root, int rank)
 {
-	for (unsigned i = 0; i < r->nsteps; i++)
-		if (r->steps[i]->watching && r->steps[i]->watch_root == root)
-			return r->steps[i];
+	struct pdi_watch *v;
+
+	if (pdi_registry_find_watch(r, root))
+		return -EEXIST;
+	v = realloc(r->watches, sizeof(*v) * (r->nwatches + 1));
+	if (!v)
+		return -ENOMEM;
+	r->watches = v;
+	r->watches[r->nwatches++] = (struct pdi_watch){.root = root, .step = s, .rank = rank};
+	s->nwatches++;
+	s->ended = 0;
+	return 0;
+}
+
+struct pdi_watch *pdi_registry_find_watch(struct pdi_registry *r, pid_t root)
+{
+	for (unsigned i = 0; i < r->nwatches; i++)
+		if (r->watches[i].root == root)
+			return &r->watches[i];
 	return NULL;
+}
+
+static void maybe_end_step(struct pdi_step *s)
+{
+	if (!pdi_step_running(s) && !s->ended)
+		s->ended = time(NULL);
+}
+
+void pdi_registry_remove_watch(struct pdi_registry *r, pid_t root)
+{
+	struct pdi_watch *w = pdi_registry_find_watch(r, root);
+	struct pdi_step *s;
+
+	if (!w)
+		return;
+	s = w->step;
+	*w = r->watches[--r->nwatches];
+	s->nwatches--;
+	maybe_end_step(s);
+}
+
+bool pdi_step_running(const struct pdi_step *s)
+{
+	return s->nwatches > 0 || pdi_step_running_tasks(s) > 0;
 }
 
 struct pdi_task *pdi_registry_find_task(struct pdi_registry *r, pid_t pid)
@@ -172,8 +214,7 @@ void pdi_registry_end_task(struct pdi_registry *r, struct pdi_task *t)
 		t->pidfd = -1;
 	}
 	(void)pdi_u64map_put(&r->task_by_pid, (uint64_t)t->pid, DEAD_TASK);
-	if (!t->step->watching && pdi_step_running_tasks(t->step) == 0)
-		t->step->ended = time(NULL);
+	maybe_end_step(t->step);
 }
 
 unsigned pdi_step_running_tasks(const struct pdi_step *s)

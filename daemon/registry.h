@@ -49,20 +49,33 @@ struct pdi_task {
 };
 
 struct pdi_step {
-	char *name;
+	char *name;                   /* "JOB.STEP" for a Slurm step */
+	uid_t uid;                    /* the owner: who may read it */
+	uint32_t job_id, step_id;     /* 0 when not a Slurm step */
 	struct pdi_task **tasks;
 	unsigned ntasks;
 	struct pdi_site *sites;
 	uint32_t nsites;
 	struct pdi_u64map site_idx;
-	pid_t watch_root;             /* "pdimon run": the command whose MPI descendants join */
-	bool watching;
+	unsigned nwatches;            /* processes whose MPI descendants will join */
+	bool ending;                  /* the launcher said the step is over */
+	bool announced;               /* its end has been signalled */
 	time_t started, ended;
+};
+
+/* A process whose MPI_Init (its own, or a descendant's) makes a task of STEP: the command
+ * of "pdimon run", or a Slurm task registered before it executes the program. */
+struct pdi_watch {
+	pid_t root;
+	struct pdi_step *step;
+	int rank;                     /* the rank the launcher gave, -1 to read it from the environment */
 };
 
 struct pdi_registry {
 	struct pdi_step **steps;
 	unsigned nsteps;
+	struct pdi_watch *watches;
+	unsigned nwatches;
 	struct pdi_task **tasks;      /* every task, ended ones too, in registration order */
 	unsigned ntasks;
 	struct pdi_u64map task_by_pid; /* pid -> index into tasks, of running tasks */
@@ -73,8 +86,14 @@ void pdi_registry_init(struct pdi_registry *r, const struct pdi_model_config *cf
 void pdi_registry_done(struct pdi_registry *r);
 
 struct pdi_step *pdi_registry_find_step(struct pdi_registry *r, const char *name);
-int pdi_registry_get_step(struct pdi_registry *r, const char *name, struct pdi_step **ret);
-struct pdi_step *pdi_registry_find_watch(struct pdi_registry *r, pid_t root);
+/* The step called NAME, created (owned by UID) if new. */
+int pdi_registry_get_step(struct pdi_registry *r, const char *name, uid_t uid, struct pdi_step **ret);
+
+int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, pid_t root, int rank);
+struct pdi_watch *pdi_registry_find_watch(struct pdi_registry *r, pid_t root);
+/* Forget the watch of ROOT; ends its step if that was all it waited for. */
+void pdi_registry_remove_watch(struct pdi_registry *r, pid_t root);
+bool pdi_step_running(const struct pdi_step *s);
 
 /* Forget STEP if it has no task and watches nothing (a failed attach created it). */
 void pdi_registry_drop_if_empty(struct pdi_registry *r, struct pdi_step *s);

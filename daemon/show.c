@@ -40,7 +40,7 @@ static const char *task_state(const struct pdi_task *t)
 
 static const char *step_state(const struct pdi_step *s)
 {
-	return s->watching || pdi_step_running_tasks(s) > 0 ? "running" : "ended";
+	return pdi_step_running(s) ? "running" : "ended";
 }
 
 static uint64_t task_lost(struct pdi_daemon *d, const struct pdi_task *t)
@@ -104,7 +104,7 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	return pdi_json_steal(&j);
 }
 
-char *pdi_show_steps(struct pdi_daemon *d, bool json)
+char *pdi_show_steps(struct pdi_daemon *d, bool json, uid_t owner)
 {
 	struct pdi_json j;
 
@@ -120,6 +120,8 @@ char *pdi_show_steps(struct pdi_daemon *d, bool json)
 	for (unsigned i = 0; i < d->reg.nsteps; i++) {
 		const struct pdi_step *s = d->reg.steps[i];
 
+		if (owner != (uid_t)-1 && s->uid != owner)
+			continue;
 		if (!json) {
 			char line[512], when[32];
 			struct tm tm;
@@ -135,6 +137,12 @@ char *pdi_show_steps(struct pdi_daemon *d, bool json)
 		pdi_json_str(&j, s->name);
 		pdi_json_key(&j, "state");
 		pdi_json_str(&j, step_state(s));
+		pdi_json_key(&j, "uid");
+		pdi_json_uint(&j, s->uid);
+		pdi_json_key(&j, "job_id");
+		pdi_json_uint(&j, s->job_id);
+		pdi_json_key(&j, "step_id");
+		pdi_json_uint(&j, s->step_id);
 		pdi_json_key(&j, "tasks");
 		pdi_json_uint(&j, s->ntasks);
 		pdi_json_key(&j, "tasks_running");
@@ -359,6 +367,8 @@ static char *step_json(struct pdi_daemon *d, const struct pdi_step *s)
 	pdi_json_str(&j, s->name);
 	pdi_json_key(&j, "state");
 	pdi_json_str(&j, step_state(s));
+	pdi_json_key(&j, "uid");
+	pdi_json_uint(&j, s->uid);
 	pdi_json_key(&j, "phases_from");
 	pdi_json_str(&j, s->ntasks && s->tasks[0]->model.saw_pcontrol ? "pcontrol" : "auto");
 	pdi_json_key(&j, "tasks");

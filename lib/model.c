@@ -16,7 +16,7 @@
 #include "model.h"
 #include "mpi_funcs.h"
 
-#define PERIOD_SAMPLE 96 /* collectives recorded to find the loop's period */
+#define PERIOD_SAMPLE PDI_MODEL_PERIOD_SAMPLE /* in model.h: model_io.c sizes coll_sites with it */
 #define PERIOD_SKIP 32   /* of which the first are taken as the prologue */
 #define PERIOD_MAX 32
 #define MAX_REQUESTS 4096

@@ -15,6 +15,8 @@
 #include "u64map.h"
 
 #define PDI_STATE_COMP (1ull << 63)
+/* collectives whose sites are recorded (coll_sites) to find the main loop's period */
+#define PDI_MODEL_PERIOD_SAMPLE 96
 #define PDI_NO_PEER INT32_MIN
 
 static inline uint64_t pdi_state_comm(uint32_t site)

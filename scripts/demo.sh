@@ -12,15 +12,28 @@ fi
 ./scripts/build.sh build
 
 run=$(mktemp -d /tmp/pdimon-demo.XXXXXX)
-sock="$run/pdimond.sock"
-pdimon() { build/client/pdimon --socket "$sock" "$@"; }
+pdimon() { build/client/pdimon "$@"; }
 cleanup() {
 	[ -n "${job:-}" ] && kill "$job" 2>/dev/null || true
 	[ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
+	[ -n "${bus:-}" ] && kill "$bus" 2>/dev/null || true
 }
 trap cleanup EXIT INT TERM
 
-build/daemon/pdimond --foreground --config /dev/null --socket "$sock" 2>"$run/pdimond.log" &
+# a private system bus with pdimon's policy, as the tests use
+sed -e "s|@SOCKET@|$run/system_bus_socket|" -e "s|@POLICY@|$PWD/packaging/org.pdimon.Monitor1.conf|" \
+	tests/dbus/system-bus.conf.in >"$run/system-bus.conf"
+dbus-daemon --nofork --nopidfile --config-file="$run/system-bus.conf" &
+bus=$!
+export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$run/system_bus_socket"
+i=0
+until [ -S "$run/system_bus_socket" ]; do
+	i=$((i + 1))
+	[ $i -lt 100 ] || { echo "demo: dbus-daemon did not start"; exit 1; }
+	sleep 0.1
+done
+
+build/daemon/pdimond --foreground --config /dev/null 2>"$run/pdimond.log" &
 daemon=$!
 i=0
 until pdimon status >/dev/null 2>&1; do

@@ -2,14 +2,13 @@
 """harness.py -- runs a real pdimond and real MPI jobs for the integration tests.
 
 Every wait is on a condition with a deadline, never a bare sleep. Each test gets its own
-daemon on its own socket, and the daemon must exit cleanly (status 0, no sanitizer
+daemon on its own private system bus, and the daemon must exit cleanly (status 0, no sanitizer
 report) when the test ends.
 """
 import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -88,37 +87,60 @@ def kill_tree(p):
     p.wait()
 
 
+class SystemBus:
+    """A private dbus-daemon configured like a system bus, with pdimon's policy."""
+
+    def __init__(self, directory):
+        self.socket = os.path.join(directory, "system_bus_socket")
+        conf = os.path.join(directory, "system-bus.conf")
+        with open(os.path.join(SRC, "tests/dbus/system-bus.conf.in")) as f:
+            text = f.read()
+        with open(conf, "w") as f:
+            f.write(text.replace("@SOCKET@", self.socket).replace(
+                "@POLICY@", os.path.join(SRC, "packaging/org.pdimon.Monitor1.conf")))
+        self.address = f"unix:path={self.socket}"
+        self.proc = subprocess.Popen(["dbus-daemon", "--nofork", "--nopidfile", f"--config-file={conf}"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_for(lambda: os.path.exists(self.socket) or self.proc.poll() is not None, 30, "dbus-daemon")
+        if self.proc.poll() is not None:
+            raise AssertionError(f"dbus-daemon failed: {self.proc.stderr.read().decode()}")
+        # the socket is the bus's own door: every user of the machine may knock
+        os.chmod(directory, 0o755)
+        os.chmod(self.socket, 0o777)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
 class Daemon:
-    def __init__(self, *settings):
+    def __init__(self, *settings, bus=None):
         self.dir = tempfile.mkdtemp(prefix="pdimon-test-")
-        self.sock = os.path.join(self.dir, "pdimond.sock")
+        self.own_bus = bus is None
+        self.bus = bus or SystemBus(self.dir)
+        self.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.bus.address)
         self.log_path = os.path.join(self.dir, "pdimond.log")
-        args = [PDIMOND, "--foreground", "--config", "/dev/null", "--socket", self.sock]
+        args = [PDIMOND, "--foreground", "--config", "/dev/null"]
         for s in settings:
             args += ["--set", s]
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(lambda: self._ready(), 30, "pdimond to listen")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
+        wait_for(lambda: self._ready(), 30, "pdimond to own its bus name")
 
     def _ready(self):
         if self.proc.poll() is not None:
             raise AssertionError(f"pdimond exited with {self.proc.returncode}:\n{self.read_log()}")
-        s = socket.socket(socket.AF_UNIX)
-        try:
-            s.connect(self.sock)
-            return True
-        except OSError:
-            return False
-        finally:
-            s.close()
+        return "ready as" in self.read_log()
 
     def read_log(self):
         with open(self.log_path) as f:
             return f.read()
 
-    def pdimon(self, *args, check=True, timeout=120):
-        r = subprocess.run([PDIMON, "--socket", self.sock, *map(str, args)], capture_output=True,
-                           text=True, timeout=timeout)
+    def pdimon(self, *args, check=True, timeout=120, user=None):
+        cmd = [PDIMON, *map(str, args)]
+        if user:
+            cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", *cmd]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=self.env)
         if check and r.returncode != 0:
             raise AssertionError(f"pdimon {' '.join(map(str, args))} failed ({r.returncode}): {r.stderr}")
         return r
@@ -143,6 +165,8 @@ class Daemon:
         log = self.read_log()
         if re.search(r"(AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:)", log):
             raise AssertionError(f"sanitizer report from pdimond:\n{log}")
+        if self.own_bus:
+            self.bus.stop()
         if self.proc.returncode != 0:
             raise AssertionError(f"pdimond exited with {self.proc.returncode}:\n{log}")
         return log
@@ -162,7 +186,7 @@ class DaemonTest(unittest.TestCase):
 
     def spawn(self, args, **kw):
         p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True, **kw)
+                             start_new_session=True, env=self.d.env, **kw)
         self.children.append(p)
         return p
 

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* api.h -- pdimond's operations, independent of the transport that carries them. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pdi_daemon;
+
+struct pdi_caller {
+	uid_t uid;
+	bool admin; /* root, the SlurmUser or a member of the admin group: reads every step */
+};
+
+/* status 0 and the answer, or a negative errno and a one-line message; text is malloc'd. */
+struct pdi_reply {
+	int status;
+	char *text;
+};
+
+struct pdi_reply pdi_api_status(struct pdi_daemon *d, const struct pdi_caller *c, bool json);
+struct pdi_reply pdi_api_steps(struct pdi_daemon *d, const struct pdi_caller *c, bool json);
+struct pdi_reply pdi_api_show(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
+			      const char *format);
+struct pdi_reply pdi_api_attach(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
+				const pid_t *pids, unsigned n);
+struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c, const char *step, pid_t pid);
+struct pdi_reply pdi_api_unwatch(struct pdi_daemon *d, const struct pdi_caller *c, pid_t pid);
+struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job,
+				       uint32_t step, uint32_t rank, pid_t pid, uid_t uid);
+struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job, uint32_t step);

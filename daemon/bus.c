@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* bus.c -- the D-Bus face of pdimond (sd-bus): arguments in, api.c, replies and errors out.
+ *
+ * Every method is marked unprivileged for sd-bus, because api.c authorizes each call from
+ * the sender's credentials itself; the bus policy only lets calls reach us. */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#include <systemd/sd-bus.h>
+
+#include "api.h"
+#include "bus.h"
+#include "daemon.h"
+#include "log.h"
+
+static bool in_group(uid_t uid, gid_t gid)
+{
+	struct passwd *pw = getpwuid(uid);
+	gid_t groups[256];
+	int n = 256;
+
+	if (!pw)
+		return false;
+	if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) < 0)
+		n = 256; /* more groups than room: look through those we got */
+	for (int i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+static int get_caller(sd_bus_message *m, struct pdi_daemon *d, struct pdi_caller *ret)
+{
+	sd_bus_creds *creds = NULL;
+	uid_t uid;
+	int r;
+
+	r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
+	if (r >= 0)
+		r = sd_bus_creds_get_euid(creds, &uid);
+	sd_bus_creds_unref(creds);
+	if (r < 0)
+		return r;
+	ret->uid = uid;
+	ret->admin = uid == 0 || (d->slurm_uid != (uid_t)-1 && uid == d->slurm_uid) ||
+		     (d->admin_gid != (gid_t)-1 && in_group(uid, d->admin_gid));
+	return 0;
+}
+
+/* Send REP: its text as the "s" result, or its errno and message as a D-Bus error. */
+static int reply(sd_bus_message *m, sd_bus_error *error, struct pdi_reply rep)
+{
+	int r;
+
+	if (rep.status < 0)
+		r = sd_bus_error_set_errnof(error, -rep.status, "%s", rep.text ? rep.text : strerror(-rep.status));
+	else
+		r = sd_bus_reply_method_return(m, "s", rep.text);
+	free(rep.text);
+	return r;
+}
+
+#define WITH_CALLER(m, d, error, c)                                                               \
+	do {                                                                                       \
+		int r_ = get_caller(m, d, &c);                                                     \
+		if (r_ < 0)                                                                        \
+			return sd_bus_error_set_errnof(error, -r_, "Cannot tell who is calling");  \
+	} while (0)
+
+static int method_status(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	struct pdi_daemon *d = userdata;
+	struct pdi_caller c;
+	int json, r;
+
+	r = sd_bus_message_read(m, "b", &json);
+	if (r < 0)
+		return r;
+	WITH_CALLER(m, d, error, c);
+	return reply(m, error, pdi_api_status(d, &c, json));
+}
+
+static int method_list_steps(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	struct pdi_daemon *d = userdata;
+	struct pdi_caller c;
+	int json, r;
+
+	r = sd_bus_message_read(m, "b", &json);
+	if (r < 0)
+		return r;
+	WITH_CALLER(m, d, error, c);
+	return reply(m, error, pdi_api_steps(d, &c, json));
+}
+
+static int method_get_step(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	struct pdi_daemon *d = userdata;
+	const char *step, *format;
+	struct pdi_caller c;
+	int r;
+
+	r = sd_bus_message_read(m, "ss", &step, &format);
+	if (r < 0)
+		return r;
+	WITH_CALLER(m, d, error, c);
+	return reply(m, error, pdi_api_show(d, &c, step, format));
+}
+
+static int method_attach(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	struct pdi_daemon *d = userdata;
+	const uint32_t *pids;
+	struct pdi_caller c;
+	const char *step;
+	pid_t *v;
+	size_t size;
+	int r;
+
+	r = sd_bus_message_read(m, "s", &step);
+	if (r < 0)
+		return r;
+	r = sd_bus_message_read_array(m, 'u', (const void **)&pids, &size);
+	if (r < 0)
+		return r;
+	WITH_CALLER(m, d, error, c);
+	size /= sizeof(*pids);
+	if (size > 65536)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Too many pids (%zu)", size);
+	v = calloc(size ? size : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < size; i++)
+		v[i] = pids[i] > INT32_MAX ? -1 : (pid_t)pids[i];
+	r = reply(m, error, pdi_api_attach(d, &c, step, v, (unsigned)size));
+	free(v);
+	return r;
+}
+
+static int method_watch(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	struct pdi_daemon *d = userdata;
+	struct pdi_caller c;
+	const char *step;
+	uint32_t pid;
+	int r;
+
+	r = sd_bus_message_read(m, "su", &step, &pid);
+	if (r < 0)
+		return r;
+	WITH_CALLER(m, d, error, c);
+	return reply(m, error, pdi_api_watch(d, &c, step, pid > INT32_MAX ? -1 : (pid_t)pid));
+}
+
+static int method_unwatch(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	struct pdi_daemon *d = userdata;
+	struct pdi_caller c;
+	uint32_t pid;
+	int r;
+
+	r = sd_bus_message_read(m, "u", &pid);
+	if (r < 0)
+		return r;
+	WITH_CALLER(m, d, error, c);
+	return reply(m, error, pdi_api_unwatch(d, &c, pid > INT32_MAX ? -1 : (pid_t)pid));
+}
+
+static int method_register_task(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	struct pdi_daemon *d = userdata;
+	uint32_t job, step, rank, pid, uid;
+	struct pdi_caller c;
+	int r;
+
+	r = sd_bus_message_read(m, "uuuuu", &job, &step, &rank, &pid, &uid);
+	if (r < 0)
+		return r;
+	WITH_CALLER(m, d, error, c);
+	return reply(m, error,
+		     pdi_api_register_task(d, &c, job, step, rank, pid > INT32_MAX ? -1 : (pid_t)pid, (uid_t)uid));
+}
+
+static int method_end_step(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	struct pdi_daemon *d = userdata;
+	uint32_t job, step;
+	struct pdi_caller c;
+	int r;
+
+	r = sd_bus_message_read(m, "uu", &job, &step);
+	if (r < 0)
+		return r;
+	WITH_CALLER(m, d, error, c);
+	return reply(m, error, pdi_api_end_step(d, &c, job, step));
+}
+
+static const sd_bus_vtable monitor_vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_METHOD_WITH_ARGS("Status", SD_BUS_ARGS("b", json), SD_BUS_RESULT("s", status),
+				method_status, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("ListSteps", SD_BUS_ARGS("b", json), SD_BUS_RESULT("s", steps),
+				method_list_steps, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("GetStep", SD_BUS_ARGS("s", step, "s", format), SD_BUS_RESULT("s", model),
+				method_get_step, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Attach", SD_BUS_ARGS("s", step, "au", pids), SD_BUS_RESULT("s", attached),
+				method_attach, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Watch", SD_BUS_ARGS("s", step, "u", pid), SD_BUS_RESULT("s", result),
+				method_watch, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Unwatch", SD_BUS_ARGS("u", pid), SD_BUS_RESULT("s", result),
+				method_unwatch, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("RegisterTask",
+				SD_BUS_ARGS("u", job_id, "u", step_id, "u", rank, "u", pid, "u", uid),
+				SD_BUS_RESULT("s", result), method_register_task, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("EndStep", SD_BUS_ARGS("u", job_id, "u", step_id), SD_BUS_RESULT("s", result),
+				method_end_step, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_SIGNAL_WITH_ARGS("StepEnded", SD_BUS_ARGS("s", step, "s", state), 0),
+	SD_BUS_VTABLE_END,
+};
+
+static int update_epoll(struct pdi_daemon *d, int op)
+{
+	struct epoll_event ev = {.data.u64 = PDI_SRC(PDI_SRC_BUS, 0)};
+	int events = sd_bus_get_events(d->bus);
+
+	if (events < 0)
+		return events;
+	ev.events = (uint32_t)events;
+	return epoll_ctl(d->epoll_fd, op, sd_bus_get_fd(d->bus), &ev) < 0 ? -errno : 0;
+}
+
+int pdi_bus_open(struct pdi_daemon *d)
+{
+	int r;
+
+	r = sd_bus_open_system(&d->bus);
+	if (r < 0)
+		return log_error_errno(r, "Cannot connect to the system bus: %m (is dbus running? "
+					  "DBUS_SYSTEM_BUS_ADDRESS names another one)");
+	r = sd_bus_add_object_vtable(d->bus, NULL, PDI_BUS_PATH, PDI_BUS_IFACE, monitor_vtable, d);
+	if (r < 0)
+		return log_error_errno(r, "Cannot export %s: %m", PDI_BUS_PATH);
+	r = sd_bus_request_name(d->bus, PDI_BUS_NAME, 0);
+	if (r == -EEXIST)
+		return log_error_errno(r, "Another pdimond owns %s on this bus", PDI_BUS_NAME);
+	if (r == -EACCES || r == -EPERM)
+		return log_error_errno(r, "The bus policy does not let pdimond own %s: install "
+					  "packaging/org.pdimon.Monitor1.conf in /etc/dbus-1/system.d", PDI_BUS_NAME);
+	if (r < 0)
+		return log_error_errno(r, "Cannot take the name %s: %m", PDI_BUS_NAME);
+	return update_epoll(d, EPOLL_CTL_ADD);
+}
+
+void pdi_bus_close(struct pdi_daemon *d)
+{
+	if (d->bus)
+		(void)sd_bus_flush(d->bus);
+	d->bus = sd_bus_flush_close_unref(d->bus);
+}
+
+void pdi_bus_process(struct pdi_daemon *d)
+{
+	int r = 0;
+
+	if (!d->bus)
+		return;
+	/* bounded: a flood of calls must not starve the ring buffer */
+	for (int i = 0; i < 256; i++) {
+		r = sd_bus_process(d->bus, NULL);
+		if (r <= 0)
+			break;
+	}
+	if (r < 0 && r != -EBUSY) {
+		log_error_errno(r, "Lost the bus connection: %m; exiting so that a restart reconnects");
+		d->quit = true;
+		return;
+	}
+	(void)update_epoll(d, EPOLL_CTL_MOD);
+}
+
+int pdi_bus_timeout_ms(struct pdi_daemon *d)
+{
+	uint64_t usec, now;
+	struct timespec ts;
+
+	if (!d->bus || sd_bus_get_timeout(d->bus, &usec) <= 0 || usec == UINT64_MAX)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	return usec <= now ? 0 : (int)((usec - now + 999) / 1000);
+}
+
+void pdi_bus_emit_step_ended(struct pdi_daemon *d, const struct pdi_step *s, const char *state)
+{
+	int r;
+
+	if (!d->bus)
+		return;
+	r = sd_bus_emit_signal(d->bus, PDI_BUS_PATH, PDI_BUS_IFACE, "StepEnded", "ss", s->name, state);
+	if (r < 0)
+		log_warning_errno(r, "Cannot announce the end of step %s, ignoring: %m", s->name);
+}

@@ -42,6 +42,7 @@ static void usage(FILE *f)
 		"  status [--json]                      daemon health: steps, tasks, events/s, loss, memory\n"
 		"  steps [--json]                       the steps this node monitors or monitored\n"
 		"  show STEP [--json|--dot|--text]      each task's per-phase states and transitions\n"
+		"  report STEP [--json]                 the step's verdict, or its full report\n"
 		"  attach --pid PID... [--step NAME]    monitor running MPI processes\n"
 		"  run [--step NAME] -- COMMAND...      run COMMAND, monitoring every MPI process it starts\n\n"
 		"Options:\n"
@@ -77,8 +78,9 @@ static int call_failed(const char *method, const sd_bus_error *e, int r)
 	return die(r, "%s failed: %s", method, strerror(-r));
 }
 
-/* Call METHOD with the message filled by FILL; on success print its "s" result if PRINT. */
-static int call(const char *method, int (*fill)(sd_bus_message *m, void *ctx), void *ctx, bool print)
+/* Call METHOD with the message filled by FILL; on success print its string result number
+ * PRINT (1-based; 0 prints nothing). */
+static int call(const char *method, int (*fill)(sd_bus_message *m, void *ctx), void *ctx, int print)
 {
 	sd_bus_error error = SD_BUS_ERROR_NULL;
 	sd_bus_message *m = NULL, *reply = NULL;
@@ -101,10 +103,12 @@ static int call(const char *method, int (*fill)(sd_bus_message *m, void *ctx), v
 		call_failed(method, &error, r);
 		goto out;
 	}
-	r = sd_bus_message_read(reply, "s", &text);
-	if (r < 0) {
-		die(r, "unexpected answer to %s: %s", method, strerror(-r));
-		goto out;
+	for (int i = 0; i < (print ? print : 1); i++) {
+		r = sd_bus_message_read(reply, "s", &text);
+		if (r <= 0) {
+			die(r < 0 ? r : -EBADMSG, "unexpected answer to %s", method);
+			goto out;
+		}
 	}
 	if (print) {
 		size_t len = strlen(text);
@@ -185,7 +189,7 @@ static int cmd_simple(const char *method, const char *verb, int argc, char **arg
 		else
 			return die(-EINVAL, "%s: unknown argument '%s' (only --json)", verb, argv[i]);
 	}
-	return call(method, fill_bool, &json, true);
+	return call(method, fill_bool, &json, 1);
 }
 
 static int cmd_show(int argc, char **argv)
@@ -208,7 +212,30 @@ static int cmd_show(int argc, char **argv)
 	}
 	if (!args[0])
 		return die(-EINVAL, "show: which step? (pdimon steps lists them)");
-	return call("GetStep", fill_two_strings, args, true);
+	return call("GetStep", fill_two_strings, args, 1);
+}
+
+static int fill_string(sd_bus_message *m, void *ctx)
+{
+	return sd_bus_message_append(m, "s", (const char *)ctx);
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	const char *step = NULL;
+	bool json = false;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (argv[i][0] == '-' || step)
+			return die(-EINVAL, "report: usage: pdimon report STEP [--json]");
+		else
+			step = argv[i];
+	}
+	if (!step)
+		return die(-EINVAL, "report: which step? (pdimon steps lists them)");
+	return call("GetReport", fill_string, (void *)step, json ? 1 : 2);
 }
 
 static int cmd_attach(int argc, char **argv)
@@ -248,7 +275,7 @@ static int cmd_attach(int argc, char **argv)
 		snprintf(step_buf, sizeof(step_buf), "attach-%u", a.pids[0]);
 		a.step = step_buf;
 	}
-	r = call("Attach", fill_attach, &a, true);
+	r = call("Attach", fill_attach, &a, 1);
 	free(a.pids);
 	return r;
 }
@@ -294,7 +321,7 @@ static int cmd_run(int argc, char **argv)
 		snprintf(step_buf, sizeof(step_buf), "run-%d", (int)child);
 		sp.step = step_buf;
 	}
-	r = call("Watch", fill_step_pid, &sp, false);
+	r = call("Watch", fill_step_pid, &sp, 0);
 	if (r < 0) {
 		close(go[1]);
 		waitpid(child, NULL, 0);
@@ -313,7 +340,7 @@ static int cmd_run(int argc, char **argv)
 	while (waitpid(child, &status, 0) < 0)
 		if (errno != EINTR)
 			return die(-errno, "waitpid: %s", strerror(errno));
-	(void)call("Unwatch", fill_pid, &sp.pid, false);
+	(void)call("Unwatch", fill_pid, &sp.pid, 0);
 	fprintf(stderr, "pdimon: step %s done; see 'pdimon show %s'\n", sp.step, sp.step);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
@@ -347,6 +374,8 @@ int main(int argc, char **argv)
 		r = cmd_simple("ListSteps", cmd, argc, argv);
 	else if (!strcmp(cmd, "show"))
 		r = cmd_show(argc, argv);
+	else if (!strcmp(cmd, "report"))
+		r = cmd_report(argc, argv);
 	else if (!strcmp(cmd, "attach"))
 		r = cmd_attach(argc, argv);
 	else if (!strcmp(cmd, "run")) {

@@ -14,6 +14,7 @@
 
 #include "api.h"
 #include "daemon.h"
+#include "report.h"
 #include "json.h"
 #include "log.h"
 #include "tracer.h"
@@ -185,15 +186,37 @@ static bool may_launch(struct pdi_daemon *d, const struct pdi_caller *c)
 }
 
 /* A Slurm task, forked but not yet executing the program: it joins at its MPI_Init. */
-struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job,
-				       uint32_t stepid, uint32_t rank, pid_t pid, uid_t uid)
+static int parse_step_options(const char *options, enum pdi_phases *ret)
 {
+	char buf[256], *save = NULL;
+
+	*ret = PDI_PHASES_DEFAULT;
+	if (strlen(options) >= sizeof(buf))
+		return -E2BIG;
+	strcpy(buf, options);
+	for (char *o = strtok_r(buf, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(o, "phases=auto"))
+			*ret = PDI_PHASES_AUTO;
+		else if (!strcmp(o, "phases=pcontrol"))
+			*ret = PDI_PHASES_PCONTROL;
+		else
+			return -EINVAL;
+	}
+	return 0;
+}
+
+struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job,
+				       uint32_t stepid, uint32_t rank, pid_t pid, uid_t uid, const char *options)
+{
+	enum pdi_phases phases;
 	char name[32];
 	struct pdi_step *s;
 	int r;
 
 	if (!may_launch(d, c))
 		return fail(-EPERM, "only root or the SlurmUser may register tasks");
+	if (parse_step_options(options, &phases) < 0)
+		return fail(-EINVAL, "invalid options '%.64s': use phases=auto or phases=pcontrol", options);
 	if (pid <= 0 || rank > INT32_MAX)
 		return fail(-EINVAL, "invalid pid %d or rank %u", (int)pid, rank);
 	if (kill(pid, 0) < 0)
@@ -207,6 +230,7 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 	s->job_id = job;
 	s->step_id = stepid;
 	s->ending = false;
+	s->phases = phases;
 	r = watch(d, s, pid, (int)rank);
 	if (r < 0) {
 		pdi_registry_drop_if_empty(&d->reg, s);
@@ -256,6 +280,21 @@ struct pdi_reply pdi_api_show(struct pdi_daemon *d, const struct pdi_caller *c, 
 		return fail(-ENOENT, "no step named '%.*s' (pdimon steps lists them)", STEP_NAME_MAX, step);
 	(void)pdi_tracer_drain(d->tracer);
 	return ok_text(pdi_show_step(d, s, format));
+}
+
+struct pdi_reply pdi_api_report(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
+				char **ret_summary)
+{
+	struct pdi_step *s = pdi_registry_find_step(&d->reg, step);
+	char *json;
+	int r;
+
+	if (!s || !may_read(c, s))
+		return fail(-ENOENT, "no step named '%.*s' (pdimon steps lists them)", STEP_NAME_MAX, step);
+	r = pdi_report_build(d, s, &json, ret_summary);
+	if (r < 0)
+		return fail(r, "cannot build the report: %s", strerror(-r));
+	return (struct pdi_reply){0, json};
 }
 
 struct pdi_reply pdi_api_status(struct pdi_daemon *d, const struct pdi_caller *c, bool json)

@@ -27,6 +27,10 @@ struct pdi_reply pdi_api_attach(struct pdi_daemon *d, const struct pdi_caller *c
 				const pid_t *pids, unsigned n);
 struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c, const char *step, pid_t pid);
 struct pdi_reply pdi_api_unwatch(struct pdi_daemon *d, const struct pdi_caller *c, pid_t pid);
+/* OPTIONS: comma-separated "phases=auto|pcontrol" (what --pdi-monitor passed on). */
 struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job,
-				       uint32_t step, uint32_t rank, pid_t pid, uid_t uid);
+				       uint32_t step, uint32_t rank, pid_t pid, uid_t uid, const char *options);
+/* The step's report: JSON in text, the few-line verdict in *ret_summary. */
+struct pdi_reply pdi_api_report(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
+				char **ret_summary);
 struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job, uint32_t step);

@@ -176,14 +176,37 @@ static int method_register_task(sd_bus_message *m, void *userdata, sd_bus_error 
 	struct pdi_daemon *d = userdata;
 	uint32_t job, step, rank, pid, uid;
 	struct pdi_caller c;
+	const char *options;
 	int r;
 
-	r = sd_bus_message_read(m, "uuuuu", &job, &step, &rank, &pid, &uid);
+	r = sd_bus_message_read(m, "uuuuus", &job, &step, &rank, &pid, &uid, &options);
 	if (r < 0)
 		return r;
 	WITH_CALLER(m, d, error, c);
-	return reply(m, error,
-		     pdi_api_register_task(d, &c, job, step, rank, pid > INT32_MAX ? -1 : (pid_t)pid, (uid_t)uid));
+	return reply(m, error, pdi_api_register_task(d, &c, job, step, rank, pid > INT32_MAX ? -1 : (pid_t)pid,
+						     (uid_t)uid, options));
+}
+
+static int method_get_report(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	struct pdi_daemon *d = userdata;
+	struct pdi_caller c;
+	struct pdi_reply rep;
+	char *summary = NULL;
+	const char *step;
+	int r;
+
+	r = sd_bus_message_read(m, "s", &step);
+	if (r < 0)
+		return r;
+	WITH_CALLER(m, d, error, c);
+	rep = pdi_api_report(d, &c, step, &summary);
+	if (rep.status < 0)
+		return reply(m, error, rep);
+	r = sd_bus_reply_method_return(m, "ss", rep.text, summary);
+	free(rep.text);
+	free(summary);
+	return r;
 }
 
 static int method_end_step(sd_bus_message *m, void *userdata, sd_bus_error *error)
@@ -214,8 +237,10 @@ static const sd_bus_vtable monitor_vtable[] = {
 				method_watch, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("Unwatch", SD_BUS_ARGS("u", pid), SD_BUS_RESULT("s", result),
 				method_unwatch, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("GetReport", SD_BUS_ARGS("s", step), SD_BUS_RESULT("s", report, "s", summary),
+				method_get_report, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("RegisterTask",
-				SD_BUS_ARGS("u", job_id, "u", step_id, "u", rank, "u", pid, "u", uid),
+				SD_BUS_ARGS("u", job_id, "u", step_id, "u", rank, "u", pid, "u", uid, "s", options),
 				SD_BUS_RESULT("s", result), method_register_task, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("EndStep", SD_BUS_ARGS("u", job_id, "u", step_id), SD_BUS_RESULT("s", result),
 				method_end_step, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -169,7 +169,12 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 	t->lost = pdi_tracer_lost(d->tracer, t->pid);
 	if (pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
-		if (fn < pdi_mpi_nfuncs)
+		uint32_t site;
+
+		/* the process is gone, but a site it blocked in was seen before: the cache knows it */
+		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0)
+			t->ended_in = strdup(t->step->sites[site].name);
+		else if (fn < pdi_mpi_nfuncs)
 			t->ended_in = strdup(pdi_mpi_funcs[fn].name);
 	}
 	pdi_tracer_forget(d->tracer, t->pid);

@@ -184,7 +184,11 @@ int pdi_registry_add_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid,
 	t->pid = pid;
 	t->rank = rank;
 	t->started = time(NULL);
-	pdi_model_init(&t->model, &r->model_cfg);
+	struct pdi_model_config cfg = r->model_cfg;
+
+	if (s->phases == PDI_PHASES_PCONTROL)
+		cfg.auto_phases = false;
+	pdi_model_init(&t->model, &cfg);
 	r->tasks[r->ntasks++] = t;
 	/* a step lists its tasks by rank, those without one last */
 	unsigned at = s->ntasks;

@@ -48,8 +48,11 @@ struct pdi_task {
 	char *ended_in;               /* the MPI call the task was in when it ended, if any */
 };
 
+enum pdi_phases { PDI_PHASES_DEFAULT, PDI_PHASES_AUTO, PDI_PHASES_PCONTROL };
+
 struct pdi_step {
 	char *name;                   /* "JOB.STEP" for a Slurm step */
+	enum pdi_phases phases;       /* as the user asked: --pdi-monitor=phases=... */
 	uid_t uid;                    /* the owner: who may read it */
 	uint32_t job_id, step_id;     /* 0 when not a Slurm step */
 	struct pdi_task **tasks;

@@ -381,25 +381,6 @@ static char *step_json(struct pdi_daemon *d, const struct pdi_step *s)
 	return pdi_json_steal(&j);
 }
 
-static void put(struct pdi_json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct pdi_json *j, const char *fmt, ...)
-{
-	char *line;
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&line, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		j->failed = true;
-		return;
-	}
-	pdi_json_raw(j, line, (size_t)n);
-	free(line);
-}
-
-
 static const char *human_ns(double ns, char *buf, size_t len)
 {
 	if (ns >= 1e9)
@@ -423,13 +404,13 @@ static void text_current(struct pdi_daemon *d, struct pdi_json *j, const struct 
 
 	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
-		put(j, "  now: inside %s for %s\n", fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?",
+		pdi_json_printf(j, "  now: inside %s for %s\n", fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?",
 		    human_ns((double)(now - f.t_enter), dur, sizeof(dur)));
 	} else if (t->state == PDI_TASK_RUNNING && t->model.started) {
 		state_name(t->step, pdi_state_comm(t->model.last_site), name, sizeof(name));
-		put(j, "  now: computing after %s for %s\n", name, human_ns((double)(now - t->model.last_exit), dur, sizeof(dur)));
+		pdi_json_printf(j, "  now: computing after %s for %s\n", name, human_ns((double)(now - t->model.last_exit), dur, sizeof(dur)));
 	} else if (t->ended_in) {
-		put(j, "  ended inside %s\n", t->ended_in);
+		pdi_json_printf(j, "  ended inside %s\n", t->ended_in);
 	}
 }
 
@@ -439,26 +420,26 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 	struct pdi_json j;
 
 	pdi_json_init(&j);
-	put(&j, "step %s: %s, %u tasks\n", s->name, step_state(s), s->ntasks);
+	pdi_json_printf(&j, "step %s: %s, %u tasks\n", s->name, step_state(s), s->ntasks);
 	for (unsigned i = 0; i < s->ntasks; i++) {
 		const struct pdi_task *t = s->tasks[i];
 		uint64_t lost = task_lost(d, t);
 
-		put(&j, "\nrank %d (pid %d, %s): %" PRIu64 " calls, %u phases%s", t->rank, (int)t->pid, task_state(t),
+		pdi_json_printf(&j, "\nrank %d (pid %d, %s): %" PRIu64 " calls, %u phases%s", t->rank, (int)t->pid, task_state(t),
 		    t->model.calls, t->model.nphases, lost ? "" : "\n");
 		if (lost)
-			put(&j, ", %" PRIu64 " events lost: model incomplete\n", lost);
+			pdi_json_printf(&j, ", %" PRIu64 " events lost: model incomplete\n", lost);
 		text_current(d, &j, t);
 		for (uint32_t k = 0; k < t->model.nphases; k++) {
 			const struct pdi_phase *p = &t->model.phases[k];
 
-			put(&j, "  phase %u (%s)\n", k, human_ns((double)(p->t_end - p->t_start), mean, sizeof(mean)));
+			pdi_json_printf(&j, "  phase %u (%s)\n", k, human_ns((double)(p->t_end - p->t_start), mean, sizeof(mean)));
 			for (uint32_t e = 0; e < p->nedges; e++) {
 				const struct pdi_edge *x = &p->edges[e];
 
 				state_name(s, p->states[x->from].key, from, sizeof(from));
 				state_name(s, p->states[x->to].key, to, sizeof(to));
-				put(&j, "    %-40s => %-40s x%-6" PRIu64 " %s ± %s\n", from, to, x->time.n,
+				pdi_json_printf(&j, "    %-40s => %-40s x%-6" PRIu64 " %s ± %s\n", from, to, x->time.n,
 				    human_ns(x->time.mean, mean, sizeof(mean)),
 				    human_ns(pdi_gauss_stddev(&x->time), sd, sizeof(sd)));
 			}
@@ -473,28 +454,28 @@ static char *step_dot(const struct pdi_step *s)
 	struct pdi_json j;
 
 	pdi_json_init(&j);
-	put(&j, "digraph \"%s\" {\n  node [shape=box, fontsize=10];\n", s->name);
+	pdi_json_printf(&j, "digraph \"%s\" {\n  node [shape=box, fontsize=10];\n", s->name);
 	for (unsigned i = 0; i < s->ntasks; i++) {
 		const struct pdi_task *t = s->tasks[i];
 
 		for (uint32_t k = 0; k < t->model.nphases; k++) {
 			const struct pdi_phase *p = &t->model.phases[k];
 
-			put(&j, "  subgraph \"cluster_r%d_p%u\" {\n    label=\"rank %d, phase %u\";\n", t->rank, k, t->rank, k);
+			pdi_json_printf(&j, "  subgraph \"cluster_r%d_p%u\" {\n    label=\"rank %d, phase %u\";\n", t->rank, k, t->rank, k);
 			for (uint32_t n = 0; n < p->nstates; n++) {
 				state_name(s, p->states[n].key, from, sizeof(from));
-				put(&j, "    \"r%d_p%u_s%u\" [label=\"%s\"%s];\n", t->rank, k, n, from,
+				pdi_json_printf(&j, "    \"r%d_p%u_s%u\" [label=\"%s\"%s];\n", t->rank, k, n, from,
 				    pdi_state_is_comp(p->states[n].key) ? ", style=dashed" : "");
 			}
 			for (uint32_t e = 0; e < p->nedges; e++) {
 				const struct pdi_edge *x = &p->edges[e];
-				put(&j, "    \"r%d_p%u_s%u\" -> \"r%d_p%u_s%u\" [label=\"%" PRIu64 " / %s\"];\n", t->rank, k,
+				pdi_json_printf(&j, "    \"r%d_p%u_s%u\" -> \"r%d_p%u_s%u\" [label=\"%" PRIu64 " / %s\"];\n", t->rank, k,
 				    x->from, t->rank, k, x->to, x->time.n, human_ns(x->time.mean, mean, sizeof(mean)));
 			}
-			put(&j, "  }\n");
+			pdi_json_printf(&j, "  }\n");
 		}
 	}
-	put(&j, "}\n");
+	pdi_json_printf(&j, "}\n");
 	return pdi_json_steal(&j);
 }
 

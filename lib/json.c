@@ -2,6 +2,7 @@
 /* json.c -- streaming JSON writer. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,23 @@ void pdi_json_raw(struct pdi_json *j, const char *s, size_t n)
 	j->len += n;
 	if (n && s[n - 1] == '\0')
 		j->len--; /* keep the NUL out of len so steal() can be followed by nothing else */
+}
+
+void pdi_json_printf(struct pdi_json *j, const char *fmt, ...)
+{
+	char *text;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		j->failed = true;
+		return;
+	}
+	pdi_json_raw(j, text, (size_t)n);
+	free(text);
 }
 
 static void put(struct pdi_json *j, const char *s)

@@ -41,3 +41,5 @@ void pdi_json_null(struct pdi_json *j);
 
 /* Raw bytes appended as they are (already valid JSON, or plain text output). */
 void pdi_json_raw(struct pdi_json *j, const char *s, size_t n);
+/* Formatted text appended as it is: the buffer doubles as a text builder. */
+void pdi_json_printf(struct pdi_json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

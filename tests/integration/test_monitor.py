@@ -52,6 +52,10 @@ class Monitor(DaemonTest):
             self.assertTrue(any(n.startswith("MPI_Init@ring.c:") for n in names), names)
             self.assertTrue(any(n.startswith("MPI_Finalize@ring.c:") for n in names), names)
             self.assertEqual(t["calls"], 4 * iters + 2)
+        rep = json.loads(self.d.pdimon("report", f"ring-{impl}", "--json").stdout)
+        self.assertEqual(rep["verdict"]["kind"], "completed")
+        self.assertEqual(rep["verdict"]["groups"], [{"status": "finished", "where": "", "ranks": "[0-3]", "count": 4}])
+        self.assertIn("nothing abnormal found", self.d.pdimon("report", f"ring-{impl}").stdout)
 
     def test_ring_openmpi(self):
         self.check_ring("openmpi")
@@ -118,6 +122,15 @@ class Monitor(DaemonTest):
                 self.assertEqual(t["current"]["peers"], [])
         victim = next(t for t in s["tasks"] if t["rank"] == 2)
         self.assertIn("computing_after", victim["current"])
+        # a live hang: the report names the blocked ranks and the one computing
+        rep = json.loads(self.d.pdimon("report", "killed", "--json").stdout)
+        self.assertEqual(rep["verdict"]["kind"], "hang")
+        groups = {(g["status"], g["where"]): g["ranks"] for g in rep["verdict"]["groups"]}
+        self.assertEqual(groups[("blocked", site["barrier"])], "[0-1,3]")
+        self.assertEqual(groups[("computing", f"after {site['waitall']}")], "[2]")
+        summary = self.d.pdimon("report", "killed").stdout
+        self.assertIn(f"[0-1,3] blocked in {site['barrier']}", summary)
+        self.assertIn("suspect [2]", summary)
         self.assertIn("MPI_Waitall@ring.c", victim["current"]["computing_after"])
         os.kill(victim["pid"], signal.SIGKILL)
         p.wait(timeout=120)
@@ -130,6 +143,8 @@ class Monitor(DaemonTest):
             tr = self.transitions(t["phases"][0])
             # the model of every task, the killed one included, is kept
             self.assertEqual(tr[(site["irecv"], f"{site['irecv']} -> {site['isend']}")]["count"], 6)
+        rep = self.d.pdimon("report", "killed").stdout
+        self.assertIn("[2]", rep)
         self.d.status()  # still serving
 
     def test_blocked_peers(self, impl="openmpi"):
@@ -235,7 +250,8 @@ class Monitor(DaemonTest):
             ["Attach", "sau", "s", 0],                    # no pid
             ["Attach", "sau", "../../etc", 1, 4000000],   # hostile step name
             ["Watch", "su", "s", 0],                      # pid 0
-            ["RegisterTask", "uuuuu", 1, 0, 0, 4000000, 0],  # no such process
+            ["RegisterTask", "uuuuus", 1, 0, 0, 4000000, 0, ""],  # no such process
+            ["RegisterTask", "uuuuus", 1, 0, 0, 1, 0, "phases=bogus"],  # bad options
             ["EndStep", "uu", 99, 99],                    # unknown step
             ["Frobnicate", ""],                           # unknown method
         ]

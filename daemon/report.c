@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* report.c -- the step report and its verdict.
+ *
+ * Until the AutomaDeD/PDI analysis runs on the models, the verdict tells a finished step
+ * from a hung one: which tasks ended normally (their last call was MPI_Finalize), which
+ * were blocked inside an MPI call and where, and which were computing — a task the others
+ * wait for while it computes is the first suspect of a hang. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "json.h"
+#include "mpi_funcs.h"
+#include "ranges.h"
+#include "report.h"
+#include "sites.h"
+#include "tracer.h"
+
+enum task_kind { TASK_FINISHED, TASK_BLOCKED, TASK_COMPUTING, TASK_NO_MPI };
+
+static const char *const kind_names[] = {
+	[TASK_FINISHED] = "finished", [TASK_BLOCKED] = "blocked", [TASK_COMPUTING] = "computing",
+	[TASK_NO_MPI] = "no_mpi"};
+
+struct where {
+	enum task_kind kind;
+	char text[600];  /* "MPI_Barrier@ring.c:37" or "after MPI_Waitall@ring.c:33" */
+	uint64_t for_ns; /* how long it has been there (running tasks) */
+};
+
+/* Where task T is now, or was when it ended. */
+static void locate(struct pdi_daemon *d, struct pdi_task *t, struct where *w)
+{
+	struct pdi_step *s = t->step;
+	struct pdi_inflight f;
+	pid_t tid;
+	uint32_t site;
+	uint64_t now = pdi_now_ns();
+
+	*w = (struct where){0};
+	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
+		unsigned fn = PDI_COOKIE_FN(f.cookie);
+		w->kind = TASK_BLOCKED;
+		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0)
+			snprintf(w->text, sizeof(w->text), "%s", s->sites[site].name);
+		else
+			snprintf(w->text, sizeof(w->text), "%s", fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?");
+		w->for_ns = now > f.t_enter ? now - f.t_enter : 0;
+	} else if (t->ended_in) {
+		w->kind = TASK_BLOCKED;
+		snprintf(w->text, sizeof(w->text), "%s", t->ended_in);
+	} else if (!t->model.started) {
+		w->kind = TASK_NO_MPI;
+	} else if (pdi_mpi_funcs[t->model.last_fn].cls == PDI_FC_FINALIZE) {
+		w->kind = TASK_FINISHED;
+	} else {
+		w->kind = TASK_COMPUTING;
+		snprintf(w->text, sizeof(w->text), "after %s", s->sites[t->model.last_site].name);
+		if (t->state == PDI_TASK_RUNNING && now > t->model.last_exit)
+			w->for_ns = now - t->model.last_exit;
+	}
+}
+
+struct group {
+	enum task_kind kind;
+	const char *text;
+	int *ranks;
+	size_t n;
+};
+
+/* Tasks grouped by where they are; groups sorted smallest first: the odd ones out lead. */
+static int group_tasks(const struct pdi_step *s, const struct where *w, struct group **ret, size_t *ret_n)
+{
+	struct group *g = calloc(s->ntasks ? s->ntasks : 1, sizeof(*g));
+	size_t ng = 0;
+
+	if (!g)
+		return -ENOMEM;
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		size_t k = 0;
+
+		while (k < ng && !(g[k].kind == w[i].kind && !strcmp(g[k].text, w[i].text)))
+			k++;
+		if (k == ng) {
+			g[ng] = (struct group){.kind = w[i].kind, .text = w[i].text,
+					       .ranks = calloc(s->ntasks, sizeof(int))};
+			if (!g[ng++].ranks)
+				goto oom;
+		}
+		g[k].ranks[g[k].n++] = s->tasks[i]->rank;
+	}
+	for (size_t i = 1; i < ng; i++) /* a handful of groups: insertion sort */
+		for (size_t j = i; j > 0 && g[j].n < g[j - 1].n; j--) {
+			struct group x = g[j];
+			g[j] = g[j - 1];
+			g[j - 1] = x;
+		}
+	*ret = g;
+	*ret_n = ng;
+	return 0;
+oom:
+	for (size_t k = 0; k < ng; k++)
+		free(g[k].ranks);
+	free(g);
+	return -ENOMEM;
+}
+
+static const char *verdict_kind(const struct group *g, size_t ng, const struct pdi_step *s)
+{
+	bool blocked = false, all_finished = ng > 0;
+
+	for (size_t i = 0; i < ng; i++) {
+		blocked |= g[i].kind == TASK_BLOCKED;
+		all_finished &= g[i].kind == TASK_FINISHED;
+	}
+	if (!s->ntasks)
+		return "not_monitored";
+	if (all_finished)
+		return "completed";
+	if (blocked)
+		return "hang";
+	return pdi_step_running(s) ? "running" : "incomplete";
+}
+
+static char *summary_text(const struct pdi_step *s, const char *kind, const struct group *g, size_t ng)
+{
+	struct pdi_json j;
+	char ranks[256];
+
+	pdi_json_init(&j);
+	if (!strcmp(kind, "not_monitored")) {
+		pdi_json_printf(&j, "pdimon: step %s: no MPI task was monitored\n", s->name);
+		return pdi_json_steal(&j);
+	}
+	if (!strcmp(kind, "completed")) {
+		uint64_t calls = 0;
+
+		for (unsigned i = 0; i < s->ntasks; i++)
+			calls += s->tasks[i]->model.calls;
+		pdi_json_printf(&j, "pdimon: step %s: all %u tasks completed (%" PRIu64 " MPI calls); nothing abnormal found\n",
+		    s->name, s->ntasks, calls);
+		return pdi_json_steal(&j);
+	}
+	pdi_json_printf(&j, "pdimon: step %s: %s — %u tasks:\n", s->name,
+	    !strcmp(kind, "hang") ? "tasks were blocked in MPI when it ended" : "it did not complete", s->ntasks);
+	for (size_t i = 0; i < ng && i < 6; i++) {
+		pdi_ranges_format(g[i].ranks, g[i].n, ranks, sizeof(ranks));
+		switch (g[i].kind) {
+		case TASK_BLOCKED: pdi_json_printf(&j, "pdimon:   %s blocked in %s\n", ranks, g[i].text); break;
+		case TASK_COMPUTING: pdi_json_printf(&j, "pdimon:   %s computing %s (not in MPI)\n", ranks, g[i].text); break;
+		case TASK_FINISHED: pdi_json_printf(&j, "pdimon:   %s finished\n", ranks); break;
+		case TASK_NO_MPI: pdi_json_printf(&j, "pdimon:   %s made no MPI call\n", ranks); break;
+		}
+	}
+	if (!strcmp(kind, "hang") && ng > 1 && g[0].kind == TASK_COMPUTING) {
+		pdi_ranges_format(g[0].ranks, g[0].n, ranks, sizeof(ranks));
+		pdi_json_printf(&j, "pdimon: suspect %s: the others wait in MPI while it computes\n", ranks);
+	}
+	return pdi_json_steal(&j);
+}
+
+static void json_task(struct pdi_json *j, const struct pdi_task *t, const struct where *w, uint64_t lost)
+{
+	uint32_t nstates = 0, nedges = 0;
+
+	for (uint32_t k = 0; k < t->model.nphases; k++) {
+		nstates += t->model.phases[k].nstates;
+		nedges += t->model.phases[k].nedges;
+	}
+	pdi_json_obj_begin(j);
+	pdi_json_key(j, "rank");
+	pdi_json_int(j, t->rank);
+	pdi_json_key(j, "pid");
+	pdi_json_int(j, t->pid);
+	pdi_json_key(j, "state");
+	pdi_json_str(j, t->state == PDI_TASK_RUNNING ? "running" : "ended");
+	pdi_json_key(j, "status");
+	pdi_json_str(j, kind_names[w->kind]);
+	pdi_json_key(j, "where");
+	pdi_json_str(j, w->text);
+	pdi_json_key(j, "for_ns");
+	pdi_json_uint(j, w->for_ns);
+	pdi_json_key(j, "calls");
+	pdi_json_uint(j, t->model.calls);
+	pdi_json_key(j, "phases");
+	pdi_json_uint(j, t->model.nphases);
+	pdi_json_key(j, "states");
+	pdi_json_uint(j, nstates);
+	pdi_json_key(j, "transitions");
+	pdi_json_uint(j, nedges);
+	pdi_json_key(j, "events_lost");
+	pdi_json_uint(j, lost);
+	pdi_json_key(j, "incomplete");
+	pdi_json_bool(j, lost || t->model.dropped_states || t->model.dropped_edges);
+	pdi_json_obj_end(j);
+}
+
+int pdi_report_build(struct pdi_daemon *d, struct pdi_step *s, char **ret_json, char **ret_summary)
+{
+	struct where *w = calloc(s->ntasks ? s->ntasks : 1, sizeof(*w));
+	struct group *g = NULL;
+	size_t ng = 0;
+	const char *kind;
+	struct pdi_json j;
+	char ranks[4096];
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	(void)pdi_tracer_drain(d->tracer);
+	for (unsigned i = 0; i < s->ntasks; i++)
+		locate(d, s->tasks[i], &w[i]);
+	r = group_tasks(s, w, &g, &ng);
+	if (r < 0) {
+		free(w);
+		return r;
+	}
+	kind = verdict_kind(g, ng, s);
+	pdi_json_init(&j);
+	pdi_json_obj_begin(&j);
+	pdi_json_key(&j, "step");
+	pdi_json_str(&j, s->name);
+	pdi_json_key(&j, "job_id");
+	pdi_json_uint(&j, s->job_id);
+	pdi_json_key(&j, "step_id");
+	pdi_json_uint(&j, s->step_id);
+	pdi_json_key(&j, "uid");
+	pdi_json_uint(&j, s->uid);
+	pdi_json_key(&j, "state");
+	pdi_json_str(&j, pdi_step_running(s) ? "running" : "ended");
+	pdi_json_key(&j, "started");
+	pdi_json_int(&j, s->started);
+	pdi_json_key(&j, "ended");
+	if (s->ended)
+		pdi_json_int(&j, s->ended);
+	else
+		pdi_json_null(&j);
+	pdi_json_key(&j, "verdict");
+	pdi_json_obj_begin(&j);
+	pdi_json_key(&j, "kind");
+	pdi_json_str(&j, kind);
+	pdi_json_key(&j, "groups");
+	pdi_json_arr_begin(&j);
+	for (size_t i = 0; i < ng; i++) {
+		pdi_ranges_format(g[i].ranks, g[i].n, ranks, sizeof(ranks));
+		pdi_json_obj_begin(&j);
+		pdi_json_key(&j, "status");
+		pdi_json_str(&j, kind_names[g[i].kind]);
+		pdi_json_key(&j, "where");
+		pdi_json_str(&j, g[i].text);
+		pdi_json_key(&j, "ranks");
+		pdi_json_str(&j, ranks);
+		pdi_json_key(&j, "count");
+		pdi_json_uint(&j, g[i].n);
+		pdi_json_obj_end(&j);
+	}
+	pdi_json_arr_end(&j);
+	pdi_json_obj_end(&j);
+	pdi_json_key(&j, "tasks");
+	pdi_json_arr_begin(&j);
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		struct pdi_task *t = s->tasks[i];
+		json_task(&j, t, &w[i], t->state == PDI_TASK_RUNNING ? pdi_tracer_lost(d->tracer, t->pid) : t->lost);
+	}
+	pdi_json_arr_end(&j);
+	pdi_json_obj_end(&j);
+
+	*ret_json = pdi_json_steal(&j);
+	*ret_summary = summary_text(s, kind, g, ng);
+	for (size_t i = 0; i < ng; i++)
+		free(g[i].ranks);
+	free(g);
+	free(w);
+	if (!*ret_json || !*ret_summary) {
+		free(*ret_json);
+		free(*ret_summary);
+		return -ENOMEM;
+	}
+	return 0;
+}

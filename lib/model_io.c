@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* model_io.c -- encoding a task's model into a portable blob and rebuilding it from one.
+ *
+ * Payload of format 1, after the header described in model_io.h:
+ *
+ *	u16 nfns, then nfns x (u8 length, name)      MPI functions the blob refers to
+ *	u64 calls, dropped_states, dropped_edges, dropped_requests, folded_phase_cuts,
+ *	    ncollectives, auto_next_cut, last_enter, last_exit
+ *	u32 auto_len, last_site
+ *	u16 last_fn (index into the blob's functions)
+ *	u8  flags: 1 started, 2 saw_pcontrol
+ *	u32 ncoll, then ncoll x u32                  the collective sites sampled so far
+ *	u32 nphases, cap_phases, then per phase:
+ *	    u64 t_start, t_end
+ *	    u32 nstates, cap_states, then nstates x (u64 key, u64 visits)
+ *	    u32 nedges, cap_edges, then per edge:
+ *	        u32 from, to; u64 n; f64 mean, m2; u8 nbuckets, then nbuckets x (f32 mean, u32 count)
+ *	u32 nreqs, cap_reqs, then nreqs x (u64 handle, i32 peer, i32 tag, u32 site, u16 fn)
+ *
+ * Capacities are kept because they decide when the model next grows and what its byte
+ * budget has left: the decoded model must take the same calls the same way. The decoder
+ * trusts nothing: every count is checked against the bytes left before anything is
+ * allocated for it, and every index against what it indexes. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "model_io.h"
+#include "mpi_funcs.h"
+
+#define HEADER_SIZE 24
+#define STATE_SIZE 16        /* encoded sizes, the smallest an item can take */
+#define EDGE_MIN_SIZE 33
+#define PHASE_MIN_SIZE 32
+#define REQUEST_SIZE 22
+#define FLAG_STARTED 1
+#define FLAG_SAW_PCONTROL 2
+
+_Static_assert(sizeof(double) == 8 && sizeof(float) == 4, "IEEE-754 binary64 and binary32 expected");
+
+static void le_put(uint8_t *p, uint64_t v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t le_get(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* ---- writing ---- */
+
+/* A growing buffer that remembers its first error, so that encoders need not check each put. */
+struct wbuf {
+	uint8_t *p;
+	size_t len, cap;
+	int err;
+};
+
+static uint8_t *w_room(struct wbuf *w, size_t n)
+{
+	uint8_t *r;
+
+	if (w->err)
+		return NULL;
+	if (w->cap - w->len < n) {
+		size_t cap = w->cap ? w->cap : 4096;
+		uint8_t *p;
+
+		while (cap - w->len < n) {
+			if (cap > SIZE_MAX / 2) {
+				w->err = -ENOMEM;
+				return NULL;
+			}
+			cap *= 2;
+		}
+		p = realloc(w->p, cap);
+		if (!p) {
+			w->err = -ENOMEM;
+			return NULL;
+		}
+		w->p = p;
+		w->cap = cap;
+	}
+	r = w->p + w->len;
+	w->len += n;
+	return r;
+}
+
+static void w_le(struct wbuf *w, uint64_t v, unsigned n)
+{
+	uint8_t *p = w_room(w, n);
+
+	if (p)
+		le_put(p, v, n);
+}
+
+static void w_u8(struct wbuf *w, uint8_t v)
+{
+	w_le(w, v, 1);
+}
+
+static void w_u16(struct wbuf *w, uint16_t v)
+{
+	w_le(w, v, 2);
+}
+
+static void w_u32(struct wbuf *w, uint32_t v)
+{
+	w_le(w, v, 4);
+}
+
+static void w_u64(struct wbuf *w, uint64_t v)
+{
+	w_le(w, v, 8);
+}
+
+static void w_f32(struct wbuf *w, float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	w_u32(w, u);
+}
+
+static void w_f64(struct wbuf *w, double d)
+{
+	uint64_t u;
+
+	memcpy(&u, &d, sizeof(u));
+	w_u64(w, u);
+}
+
+/* The MPI functions a blob refers to, by name: indices into pdi_mpi_funcs are not stable
+ * across pdimon releases, names are. */
+struct fn_table {
+	uint16_t *ref; /* pdi_mpi_funcs index -> 1 + position in the blob's table, 0 if absent */
+	uint16_t *fns; /* the blob's table, in order of first use */
+	uint16_t n;
+};
+
+static int fn_use(struct fn_table *t, uint16_t fn)
+{
+	if (fn >= pdi_mpi_nfuncs || strlen(pdi_mpi_funcs[fn].name) > UINT8_MAX)
+		return -EINVAL;
+	if (!t->ref[fn]) {
+		t->fns[t->n++] = fn;
+		t->ref[fn] = t->n;
+	}
+	return 0;
+}
+
+static int fn_table_build(struct fn_table *t, const struct pdi_model *m)
+{
+	int r;
+
+	t->ref = calloc(pdi_mpi_nfuncs, sizeof(*t->ref));
+	t->fns = calloc(pdi_mpi_nfuncs, sizeof(*t->fns));
+	if (!t->ref || !t->fns)
+		return -ENOMEM;
+	if ((r = fn_use(t, m->last_fn)) < 0)
+		return r;
+	for (uint32_t i = 0; i < m->nreqs; i++)
+		if ((r = fn_use(t, m->reqs[i].fn)) < 0)
+			return r;
+	return 0;
+}
+
+static void enc_fn_table(struct wbuf *w, const struct fn_table *t)
+{
+	w_u16(w, t->n);
+	for (uint16_t i = 0; i < t->n; i++) {
+		const char *name = pdi_mpi_funcs[t->fns[i]].name;
+		size_t len = strlen(name);
+		uint8_t *p;
+
+		w_u8(w, (uint8_t)len);
+		if ((p = w_room(w, len)))
+			memcpy(p, name, len);
+	}
+}
+
+static void enc_scalars(struct wbuf *w, const struct pdi_model *m, const struct fn_table *t)
+{
+	w_u64(w, m->calls);
+	w_u64(w, m->dropped_states);
+	w_u64(w, m->dropped_edges);
+	w_u64(w, m->dropped_requests);
+	w_u64(w, m->folded_phase_cuts);
+	w_u64(w, m->ncollectives);
+	w_u64(w, m->auto_next_cut);
+	w_u64(w, m->last_enter);
+	w_u64(w, m->last_exit);
+	w_u32(w, m->auto_len);
+	w_u32(w, m->last_site);
+	w_u16(w, (uint16_t)(t->ref[m->last_fn] - 1));
+	w_u8(w, (m->started ? FLAG_STARTED : 0) | (m->saw_pcontrol ? FLAG_SAW_PCONTROL : 0));
+}
+
+/* The sample only exists while the first collectives are being counted. */
+static void enc_coll_sites(struct wbuf *w, const struct pdi_model *m)
+{
+	uint32_t n = m->coll_sites && m->ncollectives < PDI_MODEL_PERIOD_SAMPLE ? (uint32_t)m->ncollectives : 0;
+
+	w_u32(w, n);
+	for (uint32_t i = 0; i < n; i++)
+		w_u32(w, m->coll_sites[i]);
+}
+
+static void enc_edge(struct wbuf *w, const struct pdi_edge *e)
+{
+	uint8_t nb = e->hist.n < PDI_HIST_BUCKETS ? e->hist.n : PDI_HIST_BUCKETS;
+
+	w_u32(w, e->from);
+	w_u32(w, e->to);
+	w_u64(w, e->time.n);
+	w_f64(w, e->time.mean);
+	w_f64(w, e->time.m2);
+	w_u8(w, nb);
+	for (uint8_t i = 0; i < nb; i++) {
+		w_f32(w, e->hist.mean[i]);
+		w_u32(w, e->hist.count[i]);
+	}
+}
+
+static void enc_phase(struct wbuf *w, const struct pdi_phase *p)
+{
+	w_u64(w, p->t_start);
+	w_u64(w, p->t_end);
+	w_u32(w, p->nstates);
+	w_u32(w, p->cap_states);
+	for (uint32_t i = 0; i < p->nstates; i++) {
+		w_u64(w, p->states[i].key);
+		w_u64(w, p->states[i].visits);
+	}
+	w_u32(w, p->nedges);
+	w_u32(w, p->cap_edges);
+	for (uint32_t i = 0; i < p->nedges; i++)
+		enc_edge(w, &p->edges[i]);
+}
+
+static void enc_requests(struct wbuf *w, const struct pdi_model *m, const struct fn_table *t)
+{
+	w_u32(w, m->nreqs);
+	w_u32(w, m->cap_reqs);
+	for (uint32_t i = 0; i < m->nreqs; i++) {
+		const struct pdi_request *q = &m->reqs[i];
+
+		w_u64(w, q->handle);
+		w_u32(w, (uint32_t)q->peer);
+		w_u32(w, (uint32_t)q->tag);
+		w_u32(w, q->site);
+		w_u16(w, (uint16_t)(t->ref[q->fn] - 1));
+	}
+}
+
+static void seal(uint8_t *p, size_t len)
+{
+	memcpy(p, PDI_MODEL_MAGIC, 4);
+	le_put(p + 8, PDI_MODEL_FORMAT, 4);
+	le_put(p + 12, 0, 4);
+	le_put(p + 16, len, 8);
+	le_put(p + 4, crc32_z(0, p + 8, len - 8), 4);
+}
+
+int pdi_model_encode(const struct pdi_model *m, void **ret_buf, size_t *ret_len)
+{
+	struct fn_table t = {0};
+	struct wbuf w = {0};
+	int r;
+
+	if ((r = fn_table_build(&t, m)) < 0)
+		goto out;
+	w_room(&w, HEADER_SIZE);
+	enc_fn_table(&w, &t);
+	enc_scalars(&w, m, &t);
+	enc_coll_sites(&w, m);
+	w_u32(&w, m->nphases);
+	w_u32(&w, m->cap_phases);
+	for (uint32_t i = 0; i < m->nphases; i++)
+		enc_phase(&w, &m->phases[i]);
+	enc_requests(&w, m, &t);
+	if ((r = w.err) < 0)
+		goto out;
+	seal(w.p, w.len);
+	*ret_buf = w.p;
+	*ret_len = w.len;
+	w.p = NULL;
+out:
+	free(w.p);
+	free(t.ref);
+	free(t.fns);
+	return r;
+}
+
+/* ---- reading ---- */
+
+/* A cursor that turns every overrun into a sticky failure, checked where it matters. */
+struct rbuf {
+	const uint8_t *p;
+	size_t left;
+	bool bad;
+};
+
+static uint64_t r_le(struct rbuf *r, unsigned n)
+{
+	uint64_t v;
+
+	if (r->left < n) {
+		r->bad = true;
+		r->left = 0;
+		return 0;
+	}
+	v = le_get(r->p, n);
+	r->p += n;
+	r->left -= n;
+	return v;
+}
+
+static uint8_t r_u8(struct rbuf *r)
+{
+	return (uint8_t)r_le(r, 1);
+}
+
+static uint16_t r_u16(struct rbuf *r)
+{
+	return (uint16_t)r_le(r, 2);
+}
+
+static uint32_t r_u32(struct rbuf *r)
+{
+	return (uint32_t)r_le(r, 4);
+}
+
+static uint64_t r_u64(struct rbuf *r)
+{
+	return r_le(r, 8);
+}
+
+static float r_f32(struct rbuf *r)
+{
+	uint32_t u = r_u32(r);
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+static double r_f64(struct rbuf *r)
+{
+	uint64_t u = r_u64(r);
+	double d;
+
+	memcpy(&d, &u, sizeof(d));
+	return d;
+}
+
+/* Can COUNT items of at least SIZE encoded bytes each follow? Asked before allocating for
+ * them, so that a forged count cannot make us allocate more than the blob could describe. */
+static bool r_fits(struct rbuf *r, uint64_t count, size_t size)
+{
+	if (count > r->left / size)
+		r->bad = true;
+	return !r->bad;
+}
+
+/* A capacity the model could have grown to for N items. The bound is loose on purpose (the
+ * growth policy may change between releases) but keeps a forged capacity from costing more
+ * than a few times the items the blob really holds. */
+static bool cap_ok(uint32_t n, uint32_t cap)
+{
+	return n <= cap && cap <= 4 * (uint64_t)n + 16;
+}
+
+struct dec {
+	struct rbuf r;
+	uint16_t fns[UINT16_MAX]; /* the blob's functions -> pdi_mpi_funcs indices */
+	uint32_t nfns;
+};
+
+static int dec_fn_table(struct dec *d)
+{
+	char name[UINT8_MAX + 1];
+
+	d->nfns = r_u16(&d->r);
+	if (!r_fits(&d->r, d->nfns, 2))
+		return -EBADMSG;
+	for (uint32_t i = 0; i < d->nfns; i++) {
+		uint8_t len = r_u8(&d->r);
+		int fn;
+
+		if (d->r.bad || len == 0 || d->r.left < len || memchr(d->r.p, 0, len))
+			return -EBADMSG;
+		memcpy(name, d->r.p, len);
+		name[len] = 0;
+		d->r.p += len;
+		d->r.left -= len;
+		if ((fn = pdi_mpi_func_find(name)) < 0)
+			return -EPROTONOSUPPORT; /* a function a newer pdimon probes */
+		d->fns[i] = (uint16_t)fn;
+	}
+	return 0;
+}
+
+static int dec_fn(struct dec *d, uint16_t *ret)
+{
+	uint16_t i = r_u16(&d->r);
+
+	if (d->r.bad || i >= d->nfns)
+		return -EBADMSG;
+	*ret = d->fns[i];
+	return 0;
+}
+
+static int dec_scalars(struct dec *d, struct pdi_model *m)
+{
+	uint8_t flags;
+	int e;
+
+	m->calls = r_u64(&d->r);
+	m->dropped_states = r_u64(&d->r);
+	m->dropped_edges = r_u64(&d->r);
+	m->dropped_requests = r_u64(&d->r);
+	m->folded_phase_cuts = r_u64(&d->r);
+	m->ncollectives = r_u64(&d->r);
+	m->auto_next_cut = r_u64(&d->r);
+	m->last_enter = r_u64(&d->r);
+	m->last_exit = r_u64(&d->r);
+	m->auto_len = r_u32(&d->r);
+	m->last_site = r_u32(&d->r);
+	if ((e = dec_fn(d, &m->last_fn)) < 0)
+		return e;
+	flags = r_u8(&d->r);
+	if (d->r.bad || flags & ~(FLAG_STARTED | FLAG_SAW_PCONTROL))
+		return -EBADMSG;
+	m->started = flags & FLAG_STARTED;
+	m->saw_pcontrol = flags & FLAG_SAW_PCONTROL;
+	return 0;
+}
+
+/* The model writes the sample at coll_sites[ncollectives] until it is full, so it must be
+ * the model's full size and hold exactly the collectives counted so far. */
+static int dec_coll_sites(struct dec *d, struct pdi_model *m)
+{
+	uint32_t n = r_u32(&d->r);
+
+	if (d->r.bad || n > PDI_MODEL_PERIOD_SAMPLE || (n && n != m->ncollectives) || !r_fits(&d->r, n, 4))
+		return -EBADMSG;
+	if (!n)
+		return 0;
+	if (!(m->coll_sites = calloc(PDI_MODEL_PERIOD_SAMPLE, sizeof(*m->coll_sites))))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		m->coll_sites[i] = r_u32(&d->r);
+	return 0;
+}
+
+/* Index KEY -> I in MAP; a key seen twice means a forged or broken blob. */
+static int index_put(struct pdi_u64map *map, uint64_t key, uint32_t i)
+{
+	if (pdi_u64map_get(map, key) != PDI_U64MAP_NONE)
+		return -EBADMSG;
+	return pdi_u64map_put(map, key, i);
+}
+
+static int dec_states(struct rbuf *r, struct pdi_phase *p)
+{
+	uint32_t n = r_u32(r), cap = r_u32(r);
+	int e;
+
+	if (!r_fits(r, n, STATE_SIZE) || !cap_ok(n, cap))
+		return -EBADMSG;
+	if (cap && !(p->states = calloc(cap, sizeof(*p->states))))
+		return -ENOMEM;
+	p->cap_states = cap;
+	for (uint32_t i = 0; i < n; i++) {
+		p->states[i].key = r_u64(r);
+		p->states[i].visits = r_u64(r);
+		if ((e = index_put(&p->state_idx, p->states[i].key, i)) < 0)
+			return e;
+		p->nstates = i + 1;
+	}
+	return 0;
+}
+
+static int dec_hist(struct rbuf *r, struct pdi_hist *h)
+{
+	h->n = r_u8(r);
+	if (r->bad || h->n > PDI_HIST_BUCKETS || !r_fits(r, h->n, 8))
+		return -EBADMSG;
+	for (uint8_t i = 0; i < h->n; i++) {
+		h->mean[i] = r_f32(r);
+		h->count[i] = r_u32(r);
+	}
+	return 0;
+}
+
+static int dec_edges(struct rbuf *r, struct pdi_phase *p)
+{
+	uint32_t n = r_u32(r), cap = r_u32(r);
+	int e;
+
+	if (!r_fits(r, n, EDGE_MIN_SIZE) || !cap_ok(n, cap))
+		return -EBADMSG;
+	if (cap && !(p->edges = calloc(cap, sizeof(*p->edges))))
+		return -ENOMEM;
+	p->cap_edges = cap;
+	for (uint32_t i = 0; i < n; i++) {
+		struct pdi_edge *x = &p->edges[i];
+
+		x->from = r_u32(r);
+		x->to = r_u32(r);
+		x->time.n = r_u64(r);
+		x->time.mean = r_f64(r);
+		x->time.m2 = r_f64(r);
+		if (r->bad || x->from >= p->nstates || x->to >= p->nstates)
+			return -EBADMSG;
+		if ((e = dec_hist(r, &x->hist)) < 0 || (e = index_put(&p->edge_idx, (uint64_t)x->from << 32 | x->to, i)) < 0)
+			return e;
+		p->nedges = i + 1;
+	}
+	return 0;
+}
+
+static int dec_phase(struct rbuf *r, struct pdi_phase *p)
+{
+	int e;
+
+	p->t_start = r_u64(r);
+	p->t_end = r_u64(r);
+	if ((e = dec_states(r, p)) < 0 || (e = dec_edges(r, p)) < 0)
+		return e;
+	return r->bad ? -EBADMSG : 0;
+}
+
+static int dec_phases(struct dec *d, struct pdi_model *m)
+{
+	uint32_t n = r_u32(&d->r), cap = r_u32(&d->r);
+	int e;
+
+	if (!r_fits(&d->r, n, PHASE_MIN_SIZE) || !cap_ok(n, cap))
+		return -EBADMSG;
+	if (cap && !(m->phases = calloc(cap, sizeof(*m->phases))))
+		return -ENOMEM;
+	m->cap_phases = cap;
+	for (uint32_t i = 0; i < n; i++) {
+		m->nphases = i + 1; /* counted first, so that pdi_model_done() frees a half-read phase */
+		if ((e = dec_phase(&d->r, &m->phases[i])) < 0)
+			return e;
+	}
+	return 0;
+}
+
+static int dec_requests(struct dec *d, struct pdi_model *m)
+{
+	uint32_t n = r_u32(&d->r), cap = r_u32(&d->r);
+	int e;
+
+	if (!r_fits(&d->r, n, REQUEST_SIZE) || !cap_ok(n, cap))
+		return -EBADMSG;
+	if (cap && !(m->reqs = calloc(cap, sizeof(*m->reqs))))
+		return -ENOMEM;
+	m->cap_reqs = cap;
+	for (uint32_t i = 0; i < n; i++) {
+		struct pdi_request *q = &m->reqs[i];
+
+		q->handle = r_u64(&d->r);
+		q->peer = (int32_t)r_u32(&d->r);
+		q->tag = (int32_t)r_u32(&d->r);
+		q->site = r_u32(&d->r);
+		if ((e = dec_fn(d, &q->fn)) < 0 || (e = index_put(&m->req_idx, q->handle, i)) < 0)
+			return e;
+		m->nreqs = i + 1;
+	}
+	return 0;
+}
+
+/* What the model code charges to its budget: every array's capacity and every map's table
+ * (grow_array() and map_put() in model.c; the period sample is not charged). */
+static size_t model_bytes(const struct pdi_model *m)
+{
+	size_t b = (size_t)m->cap_phases * sizeof(*m->phases) + (size_t)m->cap_reqs * sizeof(*m->reqs) +
+		   pdi_u64map_bytes(&m->req_idx);
+
+	for (uint32_t i = 0; i < m->nphases; i++) {
+		const struct pdi_phase *p = &m->phases[i];
+
+		b += (size_t)p->cap_states * sizeof(*p->states) + (size_t)p->cap_edges * sizeof(*p->edges) +
+		     pdi_u64map_bytes(&p->state_idx) + pdi_u64map_bytes(&p->edge_idx);
+	}
+	return b;
+}
+
+/* The header: a corrupt blob is -EBADMSG even if the corruption hit the version field,
+ * since the checksum covers it; only an intact blob of a later format is -EPROTONOSUPPORT. */
+static int check_header(const uint8_t *p, size_t len)
+{
+	uint32_t version;
+
+	if (len < HEADER_SIZE || memcmp(p, PDI_MODEL_MAGIC, 4) != 0 || le_get(p + 16, 8) != len)
+		return -EBADMSG;
+	if (le_get(p + 4, 4) != crc32_z(0, p + 8, len - 8))
+		return -EBADMSG;
+	version = (uint32_t)le_get(p + 8, 4);
+	if (version > PDI_MODEL_FORMAT)
+		return -EPROTONOSUPPORT;
+	if (version == 0 || le_get(p + 12, 4) != 0)
+		return -EBADMSG;
+	return 0;
+}
+
+static int dec_model(struct dec *d, struct pdi_model *m)
+{
+	int e;
+
+	if ((e = dec_fn_table(d)) < 0 || (e = dec_scalars(d, m)) < 0 || (e = dec_coll_sites(d, m)) < 0 ||
+	    (e = dec_phases(d, m)) < 0 || (e = dec_requests(d, m)) < 0)
+		return e;
+	if (d->r.bad || d->r.left)
+		return -EBADMSG;
+	m->bytes = model_bytes(m);
+	return 0;
+}
+
+int pdi_model_decode(const void *buf, size_t len, const struct pdi_model_config *cfg, struct pdi_model *ret)
+{
+	struct pdi_model m;
+	struct dec *d;
+	int e;
+
+	if (!buf || (e = check_header(buf, len)) < 0)
+		return buf ? e : -EBADMSG;
+	if (!(d = malloc(sizeof(*d))))
+		return -ENOMEM;
+	d->r = (struct rbuf){.p = (const uint8_t *)buf + HEADER_SIZE, .left = len - HEADER_SIZE};
+	pdi_model_init(&m, cfg);
+	e = dec_model(d, &m);
+	free(d);
+	if (e < 0) {
+		pdi_model_done(&m);
+		return e;
+	}
+	*ret = m;
+	return 0;
+}

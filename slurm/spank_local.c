@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* spank_local.c -- srun: when the step is over, print pdimon's verdict to the user's
+ * terminal and write the full JSON report next to them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+
+#include "spank_pdimon.h"
+
+/* Write TEXT to PATH whole or not at all: a full disk leaves any earlier report intact. */
+static int write_report(const char *path, const char *text, char *why, size_t whylen)
+{
+	char tmp[PATH_MAX + 16];
+	size_t len = strlen(text);
+	int fd, r = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= (int)sizeof(tmp)) {
+		snprintf(why, whylen, "path too long");
+		return -ENAMETOOLONG;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		snprintf(why, whylen, "%s", strerror(errno));
+		return -errno;
+	}
+	for (size_t done = 0; done < len && r == 0;) {
+		ssize_t n = write(fd, text + done, len - done);
+		if (n < 0)
+			r = -errno;
+		else
+			done += (size_t)n;
+	}
+	if (r == 0 && (write(fd, "\n", 1) != 1 || fsync(fd) < 0))
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		snprintf(why, whylen, "%s", strerror(-r));
+		(void)unlink(tmp);
+	}
+	return r;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* The report once pdimond has seen the step end (slurmstepd tells it, maybe after srun
+ * got here), or the latest one when that takes longer than wait_ms. */
+static int fetch_report(const char *step, void **ret_reply, char *why, size_t whylen)
+{
+	unsigned waited = 0;
+	int r;
+
+	for (;;) {
+		const char *json;
+
+		r = pdimon_bus_call("GetReport", why, whylen, ret_reply, "s", step);
+		if (r < 0)
+			return r;
+		json = pdimon_bus_reply_string(*ret_reply);
+		if (waited >= pdimon_ctx.wait_ms || (json && strstr(json, "\"state\":\"ended\"")))
+			return 0;
+		pdimon_bus_reply_free(*ret_reply);
+		sleep_ms(100);
+		waited += 100;
+	}
+}
+
+int pdimon_local_exit(spank_t sp)
+{
+	uint32_t job, stepid;
+	char step[32], path[PATH_MAX], why[512];
+	const char *json, *summary;
+	void *reply = NULL;
+
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS || pdimon_skip_step(stepid))
+		return 0;
+	snprintf(step, sizeof(step), "%u.%u", job, stepid);
+	if (fetch_report(step, &reply, why, sizeof(why)) < 0) {
+		fprintf(stderr, PDI_PREFIX "step %s was not monitored: %s\n", step, why);
+		return 0;
+	}
+	json = pdimon_bus_reply_string(reply);
+	summary = pdimon_bus_reply_string(reply);
+	if (summary)
+		fputs(summary, stderr);
+	if (pdimon_ctx.report[0])
+		snprintf(path, sizeof(path), "%s", pdimon_ctx.report);
+	else
+		snprintf(path, sizeof(path), "pdimon-%s.json", step);
+	if (json && write_report(path, json, why, sizeof(why)) == 0)
+		fprintf(stderr, PDI_PREFIX "full report in %s\n", path);
+	else if (json)
+		fprintf(stderr, PDI_PREFIX "cannot write the report to %s: %s\n", path, why);
+	pdimon_bus_reply_free(reply);
+	return 0;
+}

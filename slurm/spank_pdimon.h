@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* spank_pdimon.h -- state shared by the contexts of the SPANK plugin (srun, slurmstepd). */
+#pragma once
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <slurm/spank.h>
+
+#define PDI_PREFIX "pdimon: "
+
+struct pdimon_ctx {
+	bool enabled;            /* monitor this step: the site default, or what the user said */
+	char report[PATH_MAX];   /* where srun writes the JSON report, "" for pdimon-JOB.STEP.json */
+	char options[64];        /* passed to pdimond with each task: "phases=..." */
+	char bus[256];           /* D-Bus address of pdimond's bus, "" for the system bus */
+	unsigned timeout_ms;     /* bound on every call to pdimond */
+	unsigned wait_ms;        /* how long srun waits for the step's end to reach pdimond */
+	bool registered;         /* slurmstepd: at least one task was registered */
+};
+
+extern struct pdimon_ctx pdimon_ctx;
+
+/* Call METHOD on pdimond with arguments TYPES...; the reply in *ret_reply if not NULL.
+ * Returns 0 or a negative errno with a one-line reason in WHY. */
+int pdimon_bus_call(const char *method, char *why, size_t whylen, void **ret_reply, const char *types, ...);
+/* Read the next string of a reply from pdimon_bus_call; NULL when there is none. */
+const char *pdimon_bus_reply_string(void *reply);
+void pdimon_bus_reply_free(void *reply);
+
+/* slurmstepd */
+int pdimon_remote_task_post_fork(spank_t sp);
+int pdimon_remote_exit(spank_t sp);
+/* srun */
+int pdimon_local_exit(spank_t sp);
+
+/* Steps that are no MPI job: batch scripts, the extern step, interactive steps. */
+bool pdimon_skip_step(uint32_t step_id);

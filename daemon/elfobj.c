@@ -496,6 +496,47 @@ int pdi_elfobj_offset_to_vaddr(struct pdi_elfobj *o, uint64_t offset, uint64_t *
 	return -ENOENT;
 }
 
+int pdi_elfobj_data_vaddr(struct pdi_elfobj *o, const char *name, uint64_t *ret_vaddr)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	/* a handful of lookups per object, at attach: a scan of .dynsym is cheap enough */
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		Elf_Data *data;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			const char *sname;
+			GElf_Sym sym;
+
+			if (!gelf_getsym(data, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_OBJECT ||
+			    sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE)
+				continue;
+			sname = elf_strptr(o->elf, sh.sh_link, sym.st_name);
+			if (sname && !strcmp(sname, name)) {
+				*ret_vaddr = sym.st_value;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+uint64_t pdi_elfobj_load_base(const struct pdi_elfobj *o)
+{
+	uint64_t base = UINT64_MAX;
+
+	for (size_t i = 0; i < o->nloads; i++)
+		if (o->loads[i].p_vaddr - o->loads[i].p_offset < base)
+			base = o->loads[i].p_vaddr - o->loads[i].p_offset;
+	return base == UINT64_MAX ? 0 : base;
+}
+
 static Dwarf *get_dwarf(struct pdi_elfobj *o)
 {
 	if (o->dwarf_tried)

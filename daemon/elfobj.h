@@ -30,6 +30,12 @@ int pdi_elfobj_func_vaddr(struct pdi_elfobj *o, const char *name, uint64_t *ret_
  * virtual address via the PT_LOAD headers. -ENOENT if no segment loads that offset. */
 int pdi_elfobj_offset_to_vaddr(struct pdi_elfobj *o, uint64_t offset, uint64_t *ret_vaddr);
 
+/* ELF address of the data object NAME defined in .dynsym (.bss included). -ENOENT. */
+int pdi_elfobj_data_vaddr(struct pdi_elfobj *o, const char *name, uint64_t *ret_vaddr);
+/* The ELF address that file offset 0 is loaded at: a mapping's start minus this, plus its
+ * file offset, is the load bias. */
+uint64_t pdi_elfobj_load_base(const struct pdi_elfobj *o);
+
 struct pdi_srcloc {
 	char func[128];    /* enclosing function symbol, "" if none covers the address */
 	uint64_t func_off; /* vaddr - the function's address */

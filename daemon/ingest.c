@@ -57,6 +57,9 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	};
 	int r;
 
+	if (f->count_arg && f->count_arg <= PDI_NARGS && f->type_arg && f->type_arg <= PDI_NARGS)
+		c.bytes = (uint64_t)(uint32_t)e->args[f->count_arg - 1] * pdi_dtype_size(&t->att.dtypes, e->args[f->type_arg - 1]);
+
 	r = pdi_site_lookup(t, d->objs, e->callsite, e->fn, &c.site);
 	if (r < 0)
 		return r;

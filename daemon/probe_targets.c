@@ -50,11 +50,12 @@ int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, struct pdi_prob
 	}
 	snprintf(ret->object, sizeof(ret->object), "%s", m->path);
 	snprintf(ret->path, sizeof(ret->path), "/proc/%d/root%s", (int)pid, m->path);
-	pdi_maps_free(&maps);
 	/* Open MPI's handles are pointers to objects such as ompi_mpi_comm_world; the MPICH
 	 * family (MPICH, Intel MPI, MVAPICH) uses 32-bit integers */
 	ret->int_handles = pdi_elfobj_func_offset(ret->obj, "ompi_comm_rank", &off) < 0 &&
 			   pdi_elfobj_func_offset(ret->obj, "ompi_mpi_init", &off) < 0;
+	pdi_dtypes_load(&ret->dtypes, ret->int_handles, objs, pid, &maps, ret->obj, m);
+	pdi_maps_free(&maps);
 	ret->n = 0;
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs && ret->n + 2 <= PDI_MAX_PROBES; fn++) {
 		const struct pdi_mpi_func *f = &pdi_mpi_funcs[fn];

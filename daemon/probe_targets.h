@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "datatypes.h"
+
 struct pdi_objcache;
 struct pdi_elfobj;
 
@@ -17,6 +19,7 @@ struct pdi_probe_targets {
 	char object[256];     /* the object as the process maps it */
 	struct pdi_elfobj *obj;
 	bool int_handles;     /* MPICH-style integer MPI handles */
+	struct pdi_dtypes dtypes;
 	unsigned n;
 	uint64_t offsets[PDI_MAX_PROBES];
 	uint64_t cookies[PDI_MAX_PROBES]; /* PDI_COOKIE_MAKE(function, request arg, ...) */

@@ -279,6 +279,10 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 		pdi_json_str(j, pdi_state_is_comp(p->states[i].key) ? "computation" : "communication");
 		pdi_json_key(j, "visits");
 		pdi_json_uint(j, p->states[i].visits);
+		if (!pdi_state_is_comp(p->states[i].key)) {
+			pdi_json_key(j, "bytes");
+			pdi_json_uint(j, p->states[i].bytes);
+		}
 		pdi_json_obj_end(j);
 	}
 	pdi_json_arr_end(j);

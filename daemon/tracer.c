@@ -199,6 +199,7 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 	log_debug("pid %d: %u MPI functions probed in %s", (int)pid, pt->n, pt->object);
 	a.nprobes = pt->n;
 	a.int_handles = pt->int_handles;
+	a.dtypes = pt->dtypes;
 	a.obj = pt->obj;
 	snprintf(a.object, sizeof(a.object), "%s", pt->object);
 	*ret = a;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "datatypes.h"
 #include "event.h"
 
 struct pdi_tracer;
@@ -31,6 +32,7 @@ struct pdi_attachment {
 	int multi_fds[2];          /* entry and return uprobe_multi links, -1 when unused */
 	unsigned nprobes;
 	bool int_handles;          /* MPICH-style integer MPI handles */
+	struct pdi_dtypes dtypes;  /* sizes of the predefined datatypes, by handle */
 	char object[256];          /* where the MPI symbols come from */
 	struct pdi_elfobj *obj;
 };

@@ -168,8 +168,10 @@ static int merge_phase(struct pdi_model *m, struct pdi_phase *a, const struct pd
 {
 	for (uint32_t i = 0; i < b->nstates; i++) {
 		uint32_t s = get_state(m, a, b->states[i].key);
-		if (s != PDI_U64MAP_NONE)
+		if (s != PDI_U64MAP_NONE) {
 			a->states[s].visits += b->states[i].visits;
+			a->states[s].bytes += b->states[i].bytes;
+		}
 	}
 	for (uint32_t i = 0; i < b->nedges; i++) {
 		const struct pdi_edge *e = &b->edges[i];
@@ -301,6 +303,7 @@ int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c)
 	uint64_t comm = pdi_state_comm(c->site);
 	uint8_t cls = pdi_mpi_funcs[c->fn].cls;
 	struct pdi_phase *p;
+	uint32_t i;
 	bool cut;
 	int r;
 
@@ -319,7 +322,11 @@ int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c)
 		if (cut && open_phase(m, c->t_enter) == 0)
 			p = cur_phase(m); /* which starts at this call: no incoming edge */
 	}
-	visit(m, p, comm);
+	i = get_state(m, p, comm);
+	if (i != PDI_U64MAP_NONE) {
+		p->states[i].visits++;
+		p->states[i].bytes += c->bytes;
+	}
 	p->t_end = c->t_exit;
 
 	if ((cls == PDI_FC_ISEND || cls == PDI_FC_IRECV || cls == PDI_FC_ICOLL) && c->req)

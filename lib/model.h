@@ -56,6 +56,7 @@ extern const struct pdi_model_config pdi_model_config_default;
 struct pdi_state {
 	uint64_t key;
 	uint64_t visits;
+	uint64_t bytes; /* communication states: data the calls sent or received, where known */
 };
 
 struct pdi_edge {
@@ -91,6 +92,7 @@ struct pdi_call {
 	int32_t peer; /* PDI_NO_PEER when none */
 	int32_t tag;
 	uint64_t req; /* request created (Isend...) or completed (Wait...), 0 if none */
+	uint64_t bytes; /* count times the datatype's size, 0 when unknown */
 };
 
 /* A recorded call, as pdimond's "record" setting writes them: replayable into models. */

@@ -381,7 +381,7 @@ static bool cap_ok(uint32_t n, uint32_t cap)
 
 struct dec {
 	struct rbuf r;
-	uint16_t fns[UINT16_MAX]; /* the blob's functions -> pdi_mpi_funcs indices */
+	uint16_t *fns; /* the blob's functions -> pdi_mpi_funcs indices */
 	uint32_t nfns;
 };
 
@@ -392,6 +392,8 @@ static int dec_fn_table(struct dec *d)
 	d->nfns = r_u16(&d->r);
 	if (!r_fits(&d->r, d->nfns, 2))
 		return -EBADMSG;
+	if (d->nfns && !(d->fns = malloc(d->nfns * sizeof(*d->fns))))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < d->nfns; i++) {
 		uint8_t len = r_u8(&d->r);
 		int fn;
@@ -445,13 +447,13 @@ static int dec_scalars(struct dec *d, struct pdi_model *m)
 	return 0;
 }
 
-/* The model writes the sample at coll_sites[ncollectives] until it is full, so it must be
- * the model's full size and hold exactly the collectives counted so far. */
+/* The model writes the sample at coll_sites[ncollectives] and drops it once full, so it must
+ * be allocated at the model's full size and hold exactly the collectives counted so far. */
 static int dec_coll_sites(struct dec *d, struct pdi_model *m)
 {
 	uint32_t n = r_u32(&d->r);
 
-	if (d->r.bad || n > PDI_MODEL_PERIOD_SAMPLE || (n && n != m->ncollectives) || !r_fits(&d->r, n, 4))
+	if (d->r.bad || n >= PDI_MODEL_PERIOD_SAMPLE || (n && n != m->ncollectives) || !r_fits(&d->r, n, 4))
 		return -EBADMSG;
 	if (!n)
 		return 0;
@@ -632,17 +634,15 @@ static int dec_model(struct dec *d, struct pdi_model *m)
 int pdi_model_decode(const void *buf, size_t len, const struct pdi_model_config *cfg, struct pdi_model *ret)
 {
 	struct pdi_model m;
-	struct dec *d;
+	struct dec d = {0};
 	int e;
 
 	if (!buf || (e = check_header(buf, len)) < 0)
 		return buf ? e : -EBADMSG;
-	if (!(d = malloc(sizeof(*d))))
-		return -ENOMEM;
-	d->r = (struct rbuf){.p = (const uint8_t *)buf + HEADER_SIZE, .left = len - HEADER_SIZE};
+	d.r = (struct rbuf){.p = (const uint8_t *)buf + HEADER_SIZE, .left = len - HEADER_SIZE};
 	pdi_model_init(&m, cfg);
-	e = dec_model(d, &m);
-	free(d);
+	e = dec_model(&d, &m);
+	free(d.fns);
 	if (e < 0) {
 		pdi_model_done(&m);
 		return e;

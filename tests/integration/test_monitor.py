@@ -47,8 +47,13 @@ class Monitor(DaemonTest):
                 self.assertEqual(tr[(a, comp)]["count"], expect, f"rank {t['rank']}: {a} -> compute")
                 self.assertEqual(tr[(comp, b)]["count"], expect, f"rank {t['rank']}: compute -> {b}")
                 self.assertGreater(tr[(a, comp)]["mean_ns"], 0)
+            # one MPI_INT each way per iteration: 4 bytes, from the predefined type's handle
+            states = {st["name"]: st for st in t["phases"][0]["states"]}
+            self.assertEqual(states[site["irecv"]]["bytes"], 4 * iters)
+            self.assertEqual(states[site["isend"]]["bytes"], 4 * iters)
+            self.assertEqual(states[site["barrier"]]["bytes"], 0)
             # Init comes first, Finalize last, each once
-            names = {st["name"] for st in t["phases"][0]["states"]}
+            names = set(states)
             self.assertTrue(any(n.startswith("MPI_Init@ring.c:") for n in names), names)
             self.assertTrue(any(n.startswith("MPI_Finalize@ring.c:") for n in names), names)
             self.assertEqual(t["calls"], 4 * iters + 2)
@@ -70,7 +75,9 @@ class Monitor(DaemonTest):
         s = self.d.show("phases")
         self.assertEqual(s["phases_from"], "pcontrol")
         allreduce = f"MPI_Allreduce@phases.c:{marker_line('phases.c', 'allreduce')}"
+        doubles = {st["name"]: st["bytes"] for st in s["tasks"][0]["phases"][1]["states"] if "bytes" in st}
         sendrecv = f"MPI_Sendrecv@phases.c:{marker_line('phases.c', 'sendrecv')}"
+        self.assertEqual(doubles[allreduce], 8 * iters, "one MPI_DOUBLE per Allreduce")
         for t in s["tasks"]:
             # phase 0 is the prologue up to the first marker
             self.assertEqual(len(t["phases"]), phases + 1)

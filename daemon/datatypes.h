@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* datatypes.h -- the size of an MPI datatype from its handle, for the predefined types:
+ * what "bytes" costs nothing to know. Derived types count as unknown (0). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <sys/types.h>
+
+struct pdi_elfobj;
+struct pdi_maps;
+struct pdi_mapping;
+struct pdi_objcache;
+
+#define PDI_MAX_DTYPES 40
+
+struct pdi_dtypes {
+	bool int_handles;               /* MPICH family: the size is in the handle itself */
+	unsigned n;
+	uint64_t handle[PDI_MAX_DTYPES]; /* Open MPI: the address of ompi_mpi_<type> in the process */
+	uint32_t size[PDI_MAX_DTYPES];
+};
+
+/* Learn the handles of process PID, whose MPI library is MPI (mapped as MPI_MAP in MAPS). */
+void pdi_dtypes_load(struct pdi_dtypes *dt, bool int_handles, struct pdi_objcache *objs, pid_t pid,
+		     const struct pdi_maps *maps, struct pdi_elfobj *mpi, const struct pdi_mapping *mpi_map);
+
+/* Bytes per element of the type with HANDLE, 0 when unknown. */
+uint32_t pdi_dtype_size(const struct pdi_dtypes *dt, uint64_t handle);

@@ -40,7 +40,7 @@ static void usage(FILE *f)
 		"Ask pdimond where a parallel job went wrong.\n\n"
 		"Commands:\n"
 		"  status [--json]                      daemon health: steps, tasks, events/s, loss, memory\n"
-		"  steps [--json]                       the steps this node monitors or monitored\n"
+		"  steps [--all] [--json]               the steps of this daemon; --all: stored ones too\n"
 		"  show STEP [--json|--dot|--text]      each task's per-phase states and transitions\n"
 		"  report STEP [--json]                 the step's verdict, or its full report\n"
 		"  attach --pid PID... [--step NAME]    monitor running MPI processes\n"
@@ -179,7 +179,7 @@ static int parse_pid(const char *s, uint32_t *ret)
 	return 0;
 }
 
-static int cmd_simple(const char *method, const char *verb, int argc, char **argv)
+static int cmd_status(int argc, char **argv)
 {
 	bool json = false;
 
@@ -187,9 +187,30 @@ static int cmd_simple(const char *method, const char *verb, int argc, char **arg
 		if (!strcmp(argv[i], "--json"))
 			json = true;
 		else
-			return die(-EINVAL, "%s: unknown argument '%s' (only --json)", verb, argv[i]);
+			return die(-EINVAL, "status: unknown argument '%s' (only --json)", argv[i]);
 	}
-	return call(method, fill_bool, &json, 1);
+	return call("Status", fill_bool, &json, 1);
+}
+
+static int fill_two_bools(sd_bus_message *m, void *ctx)
+{
+	const bool *b = ctx;
+	return sd_bus_message_append(m, "bb", b[0], b[1]);
+}
+
+static int cmd_steps(int argc, char **argv)
+{
+	bool flags[2] = {false, false}; /* json, all */
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			flags[0] = true;
+		else if (!strcmp(argv[i], "--all"))
+			flags[1] = true;
+		else
+			return die(-EINVAL, "steps: unknown argument '%s' (--all, --json)", argv[i]);
+	}
+	return call("ListSteps", fill_two_bools, flags, 1);
 }
 
 static int cmd_show(int argc, char **argv)
@@ -369,9 +390,9 @@ int main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	if (!strcmp(cmd, "status"))
-		r = cmd_simple("Status", cmd, argc, argv);
+		r = cmd_status(argc, argv);
 	else if (!strcmp(cmd, "steps"))
-		r = cmd_simple("ListSteps", cmd, argc, argv);
+		r = cmd_steps(argc, argv);
 	else if (!strcmp(cmd, "show"))
 		r = cmd_show(argc, argv);
 	else if (!strcmp(cmd, "report"))

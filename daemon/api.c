@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include "api.h"
 #include "daemon.h"
+#include "persist.h"
 #include "report.h"
 #include "json.h"
 #include "log.h"
@@ -139,10 +141,30 @@ static int watch(struct pdi_daemon *d, struct pdi_step *s, pid_t root, int rank)
 	return r;
 }
 
+/* End the tasks of S whose process has exited but whose pidfd the loop has not seen yet:
+ * whoever says a step is over should find it over. */
+static void reap_exited(struct pdi_daemon *d, struct pdi_step *s)
+{
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		struct pdi_task *t = s->tasks[i];
+		struct pollfd p = {.fd = t->pidfd, .events = POLLIN};
+
+		if (t->state == PDI_TASK_RUNNING && t->pidfd >= 0 && poll(&p, 1, 0) == 1)
+			pdi_task_finish(d, t);
+	}
+}
+
 static void unwatch(struct pdi_daemon *d, pid_t root)
 {
+	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, root);
+	struct pdi_step *s = w ? w->step : NULL;
+
 	pdi_tracer_unwatch(d->tracer, root);
 	pdi_registry_remove_watch(&d->reg, root);
+	if (s) {
+		reap_exited(d, s);
+		pdi_step_ended(d, s); /* if that was all it waited for */
+	}
 }
 
 struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c, const char *step, pid_t pid)
@@ -258,8 +280,19 @@ struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller 
 	for (unsigned i = d->reg.nwatches; i-- > 0;)
 		if (d->reg.watches[i].step == s)
 			unwatch(d, d->reg.watches[i].root);
+	reap_exited(d, s);
 	pdi_step_ended(d, s);
 	return ok_text(strdup("{}"));
+}
+
+/* A step of this daemon's life, or one from the store. */
+static struct pdi_step *find_step(struct pdi_daemon *d, const char *name)
+{
+	struct pdi_step *s = pdi_registry_find_step(&d->reg, name);
+
+	if (!s && valid_step_name(name) && pdi_persist_load(d, name, &s) < 0)
+		s = NULL;
+	return s;
 }
 
 static bool may_read(const struct pdi_caller *c, const struct pdi_step *s)
@@ -274,7 +307,7 @@ struct pdi_reply pdi_api_show(struct pdi_daemon *d, const struct pdi_caller *c, 
 
 	if (strcmp(format, "json") && strcmp(format, "text") && strcmp(format, "dot"))
 		return fail(-EINVAL, "unknown format '%.16s': use json, text or dot", format);
-	s = pdi_registry_find_step(&d->reg, step);
+	s = find_step(d, step);
 	if (!s || !may_read(c, s))
 		/* another user's step is as good as absent: its name is not theirs to learn */
 		return fail(-ENOENT, "no step named '%.*s' (pdimon steps lists them)", STEP_NAME_MAX, step);
@@ -285,7 +318,7 @@ struct pdi_reply pdi_api_show(struct pdi_daemon *d, const struct pdi_caller *c, 
 struct pdi_reply pdi_api_report(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
 				char **ret_summary)
 {
-	struct pdi_step *s = pdi_registry_find_step(&d->reg, step);
+	struct pdi_step *s = find_step(d, step);
 	char *json;
 	int r;
 
@@ -303,7 +336,16 @@ struct pdi_reply pdi_api_status(struct pdi_daemon *d, const struct pdi_caller *c
 	return ok_text(pdi_show_status(d, json));
 }
 
-struct pdi_reply pdi_api_steps(struct pdi_daemon *d, const struct pdi_caller *c, bool json)
+struct pdi_reply pdi_api_steps(struct pdi_daemon *d, const struct pdi_caller *c, bool json, bool all)
 {
-	return ok_text(pdi_show_steps(d, json, c->admin ? (uid_t)-1 : c->uid));
+	struct pdi_step_row *rows = NULL;
+	size_t n = 0;
+	char *text;
+	int r;
+
+	if (all && (r = pdi_persist_rows(d, &rows, &n)) < 0)
+		return fail(r, "cannot read the stored steps: %s", strerror(-r));
+	text = pdi_show_steps(d, json, c->admin ? (uid_t)-1 : c->uid, rows, n);
+	pdi_persist_rows_free(rows, n);
+	return ok_text(text);
 }

@@ -20,7 +20,8 @@ struct pdi_reply {
 };
 
 struct pdi_reply pdi_api_status(struct pdi_daemon *d, const struct pdi_caller *c, bool json);
-struct pdi_reply pdi_api_steps(struct pdi_daemon *d, const struct pdi_caller *c, bool json);
+/* ALL: the stored steps of earlier daemons too. */
+struct pdi_reply pdi_api_steps(struct pdi_daemon *d, const struct pdi_caller *c, bool json, bool all);
 struct pdi_reply pdi_api_show(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
 			      const char *format);
 struct pdi_reply pdi_api_attach(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,

@@ -89,13 +89,13 @@ static int method_list_steps(sd_bus_message *m, void *userdata, sd_bus_error *er
 {
 	struct pdi_daemon *d = userdata;
 	struct pdi_caller c;
-	int json, r;
+	int json, all, r;
 
-	r = sd_bus_message_read(m, "b", &json);
+	r = sd_bus_message_read(m, "bb", &json, &all);
 	if (r < 0)
 		return r;
 	WITH_CALLER(m, d, error, c);
-	return reply(m, error, pdi_api_steps(d, &c, json));
+	return reply(m, error, pdi_api_steps(d, &c, json, all));
 }
 
 static int method_get_step(sd_bus_message *m, void *userdata, sd_bus_error *error)
@@ -227,7 +227,7 @@ static const sd_bus_vtable monitor_vtable[] = {
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_METHOD_WITH_ARGS("Status", SD_BUS_ARGS("b", json), SD_BUS_RESULT("s", status),
 				method_status, SD_BUS_VTABLE_UNPRIVILEGED),
-	SD_BUS_METHOD_WITH_ARGS("ListSteps", SD_BUS_ARGS("b", json), SD_BUS_RESULT("s", steps),
+	SD_BUS_METHOD_WITH_ARGS("ListSteps", SD_BUS_ARGS("b", json, "b", all), SD_BUS_RESULT("s", steps),
 				method_list_steps, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("GetStep", SD_BUS_ARGS("s", step, "s", format), SD_BUS_RESULT("s", model),
 				method_get_step, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "store.h"
 #include "log.h"
 
 static const char *const default_libraries[] = {
@@ -19,6 +20,10 @@ void pdi_config_defaults(struct pdi_config *c)
 {
 	*c = (struct pdi_config){
 		.slurm_user = strdup("slurm"),
+		.database = strdup(PDI_STORE_DEFAULT_PATH),
+		.retention_days = 90,
+		.retention_mib = 1024,
+		.checkpoint_s = 30,
 		.drain_interval_ms = 100,
 		.ring_buffer_kib = 8192,
 		.wakeup_kib = 256,
@@ -33,6 +38,7 @@ void pdi_config_done(struct pdi_config *c)
 {
 	free(c->slurm_user);
 	free(c->admin_group);
+	free(c->database);
 	free(c->record_path);
 	for (unsigned i = 0; i < c->ninit_libraries; i++)
 		free(c->init_libraries[i]);
@@ -96,6 +102,16 @@ static int set_libraries(struct pdi_config *c, const char *value)
 	return 0;
 }
 
+static int set_uint(const char *value, unsigned long min, unsigned long max, unsigned *ret)
+{
+	unsigned long x;
+	int r = parse_uint(value, min, max, &x);
+
+	if (r == 0)
+		*ret = (unsigned)x;
+	return r;
+}
+
 /* An empty value unsets a string setting. */
 static int set_string(char **field, const char *value)
 {
@@ -117,6 +133,14 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_string(&c->slurm_user, value);
 	if (!strcmp(key, "admin_group"))
 		return set_string(&c->admin_group, value);
+	if (!strcmp(key, "database"))
+		return set_string(&c->database, value);
+	if (!strcmp(key, "retention_days"))
+		return set_uint(value, 0, 100000, &c->retention_days);
+	if (!strcmp(key, "retention_mib"))
+		return set_uint(value, 0, 1u << 30, &c->retention_mib);
+	if (!strcmp(key, "checkpoint_s"))
+		return set_uint(value, 1, 86400, &c->checkpoint_s);
 	if (!strcmp(key, "record"))
 		return set_string(&c->record_path, value);
 	if (!strcmp(key, "mpi_libraries"))

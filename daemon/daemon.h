@@ -5,12 +5,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "config.h"
 #include "registry.h"
 
 struct pdi_tracer;
 struct pdi_objcache;
+struct pdi_store;
 typedef struct sd_bus sd_bus;
 
 /* epoll_event.data.u64: what became ready, and which one (a task's index). */
@@ -35,6 +37,8 @@ struct pdi_daemon {
 	uint64_t rate_events, rate_t_ns; /* for events/s over the last second or so */
 	double events_per_s;
 	FILE *record;             /* the "record" setting's file, or NULL */
+	struct pdi_store *store;  /* NULL when nothing persists */
+	uint64_t last_checkpoint_ns, last_expire_ns;
 };
 
 uint64_t pdi_now_ns(void);
@@ -52,6 +56,14 @@ void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s);
 
 /* show.c: replies are allocated text; NULL on allocation failure */
 char *pdi_show_status(struct pdi_daemon *d, bool json);
-/* The steps OWNER may see; (uid_t)-1 for all. */
-char *pdi_show_steps(struct pdi_daemon *d, bool json, uid_t owner);
+/* A line of "pdimon steps": a step in memory, or only in the store. */
+struct pdi_step_row {
+	const char *name, *state;
+	uid_t uid;
+	uint32_t job_id, step_id, ntasks, running;
+	time_t started, ended;
+};
+
+/* The steps OWNER may see ((uid_t)-1: all): those in memory, then MORE. */
+char *pdi_show_steps(struct pdi_daemon *d, bool json, uid_t owner, const struct pdi_step_row *more, size_t nmore);
 char *pdi_show_step(struct pdi_daemon *d, const struct pdi_step *s, const char *format);

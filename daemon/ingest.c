@@ -15,6 +15,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "mpi_funcs.h"
+#include "persist.h"
 #include "sites.h"
 #include "tracer.h"
 
@@ -84,7 +85,14 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 
 	/* a launcher's rank belongs to the watched process itself, not to its descendants */
 	if (s && !pdi_registry_find_task(&d->reg, (pid_t)e->pid)) {
-		r = pdi_task_begin(d, s, (pid_t)e->pid, w->root == (pid_t)e->pid ? w->rank : -1, &t);
+		pid_t root = w->root;
+
+		r = pdi_task_begin(d, s, (pid_t)e->pid, root == (pid_t)e->pid ? w->rank : -1, &t);
+		/* a registered task that joined is watched by its pidfd from now on */
+		if (r == 0 && root == (pid_t)e->pid) {
+			pdi_tracer_unwatch(d->tracer, root);
+			pdi_registry_remove_watch(&d->reg, root);
+		}
 		if (r < 0)
 			log_warning_errno(r, "Cannot monitor pid %u of step %s: %m", e->pid, s->name);
 		else if (pdi_site_lookup(t, d->objs, e->callsite, e->fn, &t->init_call.site) == 0) {
@@ -154,6 +162,17 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 		pdi_registry_end_task(&d->reg, t);
 		return r;
 	}
+	if (!s->executable) {
+		char path[64], exe[4096];
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+		n = readlink(path, exe, sizeof(exe) - 1);
+		if (n > 0) {
+			exe[n] = '\0';
+			s->executable = strdup(exe);
+		}
+	}
 	log_info("Monitoring pid %d as rank %d of step %s (%u probes in %s)", (int)pid, t->rank, s->name,
 		 att.nprobes, att.object);
 	*ret = t;
@@ -193,5 +212,6 @@ void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s)
 		return;
 	s->announced = true;
 	log_info("Step %s ended", s->name);
+	(void)pdi_persist_step(d, s);
 	pdi_bus_emit_step_ended(d, s, s->ending ? "ended" : "finished");
 }

@@ -22,6 +22,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "objcache.h"
+#include "persist.h"
 #include "tracer.h"
 
 #ifndef PDI_VERSION
@@ -107,6 +108,14 @@ static void on_timer(struct pdi_daemon *d)
 	if (read(d->timer_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
 		log_warning("Cannot read the drain timer: %m");
 	(void)pdi_tracer_drain(d->tracer);
+	if (now - d->last_checkpoint_ns >= (uint64_t)d->cfg.checkpoint_s * 1000000000ull) {
+		pdi_persist_checkpoint(d);
+		d->last_checkpoint_ns = now;
+	}
+	if (now - d->last_expire_ns >= 3600ull * 1000000000ull) {
+		pdi_persist_expire(d);
+		d->last_expire_ns = now;
+	}
 	if (now - d->rate_t_ns >= 1000000000ull) {
 		d->events_per_s = (double)(d->events - d->rate_events) * 1e9 / (double)(now - d->rate_t_ns);
 		d->rate_events = d->events;
@@ -167,7 +176,10 @@ static int run_loop(struct pdi_daemon *d)
 
 static void daemon_done(struct pdi_daemon *d)
 {
-	/* the probes go with the tasks; the models would go to the store */
+	/* the running steps to the store, so that the next pdimond takes them over */
+	if (d->tracer)
+		pdi_persist_checkpoint(d);
+	pdi_persist_close(d);
 	for (unsigned i = 0; i < d->reg.ntasks; i++)
 		pdi_attachment_detach(&d->reg.tasks[i]->att);
 	pdi_registry_done(&d->reg);
@@ -308,6 +320,9 @@ int main(int argc, char **argv)
 		explain_load_failure(r);
 		goto out;
 	}
+	r = pdi_persist_open(&d);
+	if (r < 0)
+		goto out;
 	r = setup_loop(&d);
 	if (r < 0) {
 		if (r != -EADDRINUSE)
@@ -325,7 +340,11 @@ int main(int argc, char **argv)
 		openlog("pdimond", LOG_PID, LOG_DAEMON);
 		pdi_log_to_syslog = true;
 	}
-	d.started_ns = d.rate_t_ns = pdi_now_ns();
+	d.started_ns = d.rate_t_ns = d.last_checkpoint_ns = d.last_expire_ns = pdi_now_ns();
+	pdi_persist_expire(&d);
+	r = pdi_persist_restore(&d);
+	if (r < 0)
+		log_warning_errno(r, "Cannot restore the steps that were running, ignoring: %m");
 	log_info("pdimond %s ready as %s", PDI_VERSION, PDI_BUS_NAME);
 	r = run_loop(&d);
 out:

@@ -42,6 +42,7 @@ static void step_free(struct pdi_step *s)
 	pdi_u64map_free(&s->site_idx);
 	free(s->tasks);
 	free(s->name);
+	free(s->executable);
 	free(s);
 }
 
@@ -115,6 +116,7 @@ int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, pid_t roo
 	r->watches[r->nwatches++] = (struct pdi_watch){.root = root, .step = s, .rank = rank};
 	s->nwatches++;
 	s->ended = 0;
+	s->announced = false;
 	return 0;
 }
 
@@ -157,48 +159,80 @@ struct pdi_task *pdi_registry_find_task(struct pdi_registry *r, pid_t pid)
 	return i == PDI_U64MAP_NONE || i == DEAD_TASK ? NULL : r->tasks[i];
 }
 
-int pdi_registry_add_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, int rank,
-			  struct pdi_task **ret)
+/* A new task of S in both lists (the step's sorted by rank); not yet findable by pid. */
+static int append_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, int rank, struct pdi_task **ret)
 {
+	struct pdi_model_config cfg = r->model_cfg;
 	struct pdi_task *t, **tv, **sv;
-	int r_;
+	unsigned at;
 
-	if (pdi_registry_find_task(r, pid))
-		return -EEXIST;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->pidfd = -1;
-	t->att.multi_fds[0] = t->att.multi_fds[1] = -1;
 	tv = realloc(r->tasks, sizeof(*tv) * (r->ntasks + 1));
 	if (tv)
 		r->tasks = tv;
 	sv = realloc(s->tasks, sizeof(*sv) * (s->ntasks + 1));
 	if (sv)
 		s->tasks = sv;
-	if (!tv || !sv || (r_ = pdi_u64map_put(&r->task_by_pid, (uint64_t)pid, r->ntasks)) < 0) {
+	if (!tv || !sv) {
 		free(t);
 		return -ENOMEM;
 	}
+	t->pidfd = -1;
+	t->att.multi_fds[0] = t->att.multi_fds[1] = -1;
 	t->step = s;
 	t->pid = pid;
 	t->rank = rank;
 	t->started = time(NULL);
-	struct pdi_model_config cfg = r->model_cfg;
-
 	if (s->phases == PDI_PHASES_PCONTROL)
 		cfg.auto_phases = false;
 	pdi_model_init(&t->model, &cfg);
 	r->tasks[r->ntasks++] = t;
 	/* a step lists its tasks by rank, those without one last */
-	unsigned at = s->ntasks;
+	at = s->ntasks;
 	while (at > 0 && rank >= 0 && (s->tasks[at - 1]->rank < 0 || s->tasks[at - 1]->rank > rank)) {
 		s->tasks[at] = s->tasks[at - 1];
 		at--;
 	}
 	s->tasks[at] = t;
 	s->ntasks++;
+	*ret = t;
+	return 0;
+}
+
+int pdi_registry_add_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, int rank,
+			  struct pdi_task **ret)
+{
+	struct pdi_task *t;
+	int e;
+
+	if (pdi_registry_find_task(r, pid))
+		return -EEXIST;
+	/* room in the pid map first: a task must never be listed yet unfindable */
+	e = pdi_u64map_put(&r->task_by_pid, (uint64_t)pid, DEAD_TASK);
+	if (e < 0)
+		return e;
+	e = append_task(r, s, pid, rank, &t);
+	if (e < 0)
+		return e;
+	(void)pdi_u64map_put(&r->task_by_pid, (uint64_t)pid, r->ntasks - 1);
 	s->ended = 0;
+	s->announced = false;
+	*ret = t;
+	return 0;
+}
+
+int pdi_registry_add_ended_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, int rank,
+				struct pdi_task **ret)
+{
+	struct pdi_task *t;
+	int e = append_task(r, s, pid, rank, &t);
+
+	if (e < 0)
+		return e;
+	t->state = PDI_TASK_ENDED;
+	t->ended = t->started;
 	*ret = t;
 	return 0;
 }

@@ -44,6 +44,7 @@ struct pdi_task {
 	uint64_t events;
 	uint64_t lost;                /* events the BPF side could not queue */
 	bool init_pending;            /* stopped in MPI_Init before we attached: see ingest.c */
+	bool gap;                     /* the model missed calls: the daemon was down for a while */
 	struct pdi_call init_call;
 	char *ended_in;               /* the MPI call the task was in when it ended, if any */
 };
@@ -60,6 +61,7 @@ struct pdi_step {
 	struct pdi_site *sites;
 	uint32_t nsites;
 	struct pdi_u64map site_idx;
+	char *executable;             /* the program of its first task: prior runs are found by it */
 	unsigned nwatches;            /* processes whose MPI descendants will join */
 	bool ending;                  /* the launcher said the step is over */
 	bool announced;               /* its end has been signalled */
@@ -107,6 +109,9 @@ struct pdi_task *pdi_registry_find_task(struct pdi_registry *r, pid_t pid);
 /* Add a task to STEP. -EEXIST if PID is monitored already. */
 int pdi_registry_add_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, int rank,
 			  struct pdi_task **ret);
+/* Add a task that has ended already (history, or a process gone while pdimond was down). */
+int pdi_registry_add_ended_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, int rank,
+				struct pdi_task **ret);
 /* Mark a task ended; it keeps its model. */
 void pdi_registry_end_task(struct pdi_registry *r, struct pdi_task *t);
 unsigned pdi_step_running_tasks(const struct pdi_step *s);

@@ -104,58 +104,63 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	return pdi_json_steal(&j);
 }
 
-char *pdi_show_steps(struct pdi_daemon *d, bool json, uid_t owner)
+static void step_row(struct pdi_json *j, bool json, const struct pdi_step_row *r)
+{
+	if (!json) {
+		char when[32];
+		struct tm tm;
+
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&r->started, &tm));
+		pdi_json_printf(j, "%-24s %-8s %8u %6u %7u %s\n", r->name, r->state, r->uid, r->ntasks, r->running, when);
+		return;
+	}
+	pdi_json_obj_begin(j);
+	pdi_json_key(j, "step");
+	pdi_json_str(j, r->name);
+	pdi_json_key(j, "state");
+	pdi_json_str(j, r->state);
+	pdi_json_key(j, "uid");
+	pdi_json_uint(j, r->uid);
+	pdi_json_key(j, "job_id");
+	pdi_json_uint(j, r->job_id);
+	pdi_json_key(j, "step_id");
+	pdi_json_uint(j, r->step_id);
+	pdi_json_key(j, "tasks");
+	pdi_json_uint(j, r->ntasks);
+	pdi_json_key(j, "tasks_running");
+	pdi_json_uint(j, r->running);
+	pdi_json_key(j, "started");
+	pdi_json_int(j, r->started);
+	pdi_json_key(j, "ended");
+	if (r->ended)
+		pdi_json_int(j, r->ended);
+	else
+		pdi_json_null(j);
+	pdi_json_obj_end(j);
+}
+
+char *pdi_show_steps(struct pdi_daemon *d, bool json, uid_t owner, const struct pdi_step_row *more,
+		     size_t nmore)
 {
 	struct pdi_json j;
 
 	pdi_json_init(&j);
-	if (!json) {
-		char line[512];
-
-		snprintf(line, sizeof(line), "%-24s %-8s %6s %6s %s\n", "STEP", "STATE", "TASKS", "RUNNING", "STARTED");
-		pdi_json_raw(&j, line, strlen(line));
-	} else {
+	if (json)
 		pdi_json_arr_begin(&j);
-	}
+	else
+		pdi_json_printf(&j, "%-24s %-8s %8s %6s %7s %s\n", "STEP", "STATE", "UID", "TASKS", "RUNNING", "STARTED");
 	for (unsigned i = 0; i < d->reg.nsteps; i++) {
 		const struct pdi_step *s = d->reg.steps[i];
+		struct pdi_step_row r = {.name = s->name, .state = step_state(s), .uid = s->uid, .job_id = s->job_id,
+					 .step_id = s->step_id, .ntasks = s->ntasks,
+					 .running = pdi_step_running_tasks(s), .started = s->started, .ended = s->ended};
 
-		if (owner != (uid_t)-1 && s->uid != owner)
-			continue;
-		if (!json) {
-			char line[512], when[32];
-			struct tm tm;
-
-			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&s->started, &tm));
-			snprintf(line, sizeof(line), "%-24s %-8s %6u %6u %s\n", s->name, step_state(s), s->ntasks,
-				 pdi_step_running_tasks(s), when);
-			pdi_json_raw(&j, line, strlen(line));
-			continue;
-		}
-		pdi_json_obj_begin(&j);
-		pdi_json_key(&j, "step");
-		pdi_json_str(&j, s->name);
-		pdi_json_key(&j, "state");
-		pdi_json_str(&j, step_state(s));
-		pdi_json_key(&j, "uid");
-		pdi_json_uint(&j, s->uid);
-		pdi_json_key(&j, "job_id");
-		pdi_json_uint(&j, s->job_id);
-		pdi_json_key(&j, "step_id");
-		pdi_json_uint(&j, s->step_id);
-		pdi_json_key(&j, "tasks");
-		pdi_json_uint(&j, s->ntasks);
-		pdi_json_key(&j, "tasks_running");
-		pdi_json_uint(&j, pdi_step_running_tasks(s));
-		pdi_json_key(&j, "started");
-		pdi_json_int(&j, s->started);
-		pdi_json_key(&j, "ended");
-		if (s->ended)
-			pdi_json_int(&j, s->ended);
-		else
-			pdi_json_null(&j);
-		pdi_json_obj_end(&j);
+		if (owner == (uid_t)-1 || s->uid == owner)
+			step_row(&j, json, &r);
 	}
+	for (size_t i = 0; i < nmore; i++)
+		if (owner == (uid_t)-1 || more[i].uid == owner)
+			step_row(&j, json, &more[i]);
 	if (json)
 		pdi_json_arr_end(&j);
 	return pdi_json_steal(&j);

@@ -70,7 +70,7 @@ static const char *const migrations[] = {
 	"CREATE TABLE reports ("
 	"  step INTEGER PRIMARY KEY REFERENCES steps (id) ON DELETE CASCADE,"
 	"  json TEXT NOT NULL);"
-	"PRAGMA application_id = 1346651469;", /* APPLICATION_ID */
+	"PRAGMA application_id = 1346652493;", /* APPLICATION_ID, 0x5044494d */
 };
 
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -439,8 +439,23 @@ static int prepare_file(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* The first problem quick_check lists, on one line: its rows span several, and start with
+ * the database's name. */
+static void first_problem(const char *v, const char **ret, int *len)
+{
+	const char *nl;
+
+	if (strncmp(v, "*** ", 4) == 0 && (nl = strchr(v, '\n')))
+		v = nl + 1;
+	*ret = v;
+	*len = (int)strcspn(v, "\n");
+}
+
 static int quick_check(struct pdi_store *s, const char *path, char *err, size_t errlen)
 {
+	const char *problem;
+	int len;
+
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check", -1, &st, NULL), r;
 
@@ -451,7 +466,8 @@ static int quick_check(struct pdi_store *s, const char *path, char *err, size_t 
 	}
 	r = row(s, st);
 	if (r > 0 && strcmp(col_str(st, 0), "ok") != 0) {
-		fail(err, errlen, -EBADMSG, "%s is corrupt: %s", path, col_str(st, 0));
+		first_problem(col_str(st, 0), &problem, &len);
+		fail(err, errlen, -EBADMSG, "%s is corrupt: %.*s", path, len, problem);
 		r = -EBADMSG;
 	} else if (r < 0) {
 		fail(err, errlen, r, "%s %s: %s", path, r == -EBADMSG ? "is corrupt" : "cannot be read",
@@ -979,10 +995,11 @@ static int db_size(struct pdi_store *s, uint64_t *total, uint64_t *free_bytes)
 }
 
 /* Deleting frees pages inside the file; incremental_vacuum gives them back. Vacuum once
- * the live pages fit, and delete more if the file still does not. */
+ * the live pages fit (or nothing is left to delete), and delete more if the file still
+ * does not fit. */
 static int shrink_to(struct pdi_store *s, uint64_t max_bytes, int *deleted)
 {
-	bool vacuumed = false;
+	bool vacuumed = false, more = true;
 	uint64_t total, free_bytes;
 	int r;
 
@@ -991,16 +1008,19 @@ static int shrink_to(struct pdi_store *s, uint64_t max_bytes, int *deleted)
 			return r;
 		if (total < max_bytes)
 			return 0;
-		if (free_bytes && !vacuumed && total - free_bytes < max_bytes) {
+		if (free_bytes && !vacuumed && (total - free_bytes < max_bytes || !more)) {
 			if ((r = exec(s, "PRAGMA incremental_vacuum")) < 0)
 				return r;
 			vacuumed = true;
 			continue;
 		}
-		if ((r = delete_oldest(s)) <= 0)
-			return r; /* only running steps left: they stay, whatever the size */
-		(*deleted)++;
-		vacuumed = false;
+		if (!more)
+			return 0; /* only running steps left: they stay, whatever the size */
+		if ((r = delete_oldest(s)) < 0)
+			return r;
+		more = r > 0;
+		*deleted += r;
+		vacuumed = vacuumed && !r;
 	}
 }
 

@@ -12,7 +12,7 @@
  *	u32 ncoll, then ncoll x u32                  the collective sites sampled so far
  *	u32 nphases, cap_phases, then per phase:
  *	    u64 t_start, t_end
- *	    u32 nstates, cap_states, then nstates x (u64 key, u64 visits)
+ *	    u32 nstates, cap_states, then nstates x (u64 key, u64 visits, u64 bytes)
  *	    u32 nedges, cap_edges, then per edge:
  *	        u32 from, to; u64 n; f64 mean, m2; u8 nbuckets, then nbuckets x (f32 mean, u32 count)
  *	u32 nreqs, cap_reqs, then nreqs x (u64 handle, i32 peer, i32 tag, u32 site, u16 fn)
@@ -31,7 +31,7 @@
 #include "mpi_funcs.h"
 
 #define HEADER_SIZE 24
-#define STATE_SIZE 16        /* encoded sizes, the smallest an item can take */
+#define STATE_SIZE 24        /* encoded sizes, the smallest an item can take */
 #define EDGE_MIN_SIZE 33
 #define PHASE_MIN_SIZE 32
 #define REQUEST_SIZE 22
@@ -39,6 +39,19 @@
 #define FLAG_SAW_PCONTROL 2
 
 _Static_assert(sizeof(double) == 8 && sizeof(float) == 4, "IEEE-754 binary64 and binary32 expected");
+
+/* Tripwires: a field added to the model that this file does not encode would be lost at every
+ * daemon restart, and the decoded model would drift from the original. When one of these
+ * fails, encode the new field (or say here why it need not be kept), bump PDI_MODEL_FORMAT
+ * once a format has shipped, then update the size. */
+#if defined(__x86_64__) || defined(__aarch64__)
+_Static_assert(sizeof(struct pdi_state) == 24, "struct pdi_state changed: encode the new field");
+_Static_assert(sizeof(struct pdi_edge) == 112, "struct pdi_edge changed: encode the new field");
+_Static_assert(sizeof(struct pdi_gauss) == 24 && sizeof(struct pdi_hist) == 76, "time distributions changed");
+_Static_assert(sizeof(struct pdi_phase) == 96, "struct pdi_phase changed: encode the new field");
+_Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
+_Static_assert(sizeof(struct pdi_model) == 200, "struct pdi_model changed: encode the new field");
+#endif
 
 static void le_put(uint8_t *p, uint64_t v, unsigned n)
 {
@@ -239,6 +252,7 @@ static void enc_phase(struct wbuf *w, const struct pdi_phase *p)
 	for (uint32_t i = 0; i < p->nstates; i++) {
 		w_u64(w, p->states[i].key);
 		w_u64(w, p->states[i].visits);
+		w_u64(w, p->states[i].bytes);
 	}
 	w_u32(w, p->nedges);
 	w_u32(w, p->cap_edges);
@@ -485,6 +499,7 @@ static int dec_states(struct rbuf *r, struct pdi_phase *p)
 	for (uint32_t i = 0; i < n; i++) {
 		p->states[i].key = r_u64(r);
 		p->states[i].visits = r_u64(r);
+		p->states[i].bytes = r_u64(r);
 		if ((e = index_put(&p->state_idx, p->states[i].key, i)) < 0)
 			return e;
 		p->nstates = i + 1;

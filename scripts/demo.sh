@@ -44,7 +44,7 @@ done
 
 echo "== A 4-rank ring (Irecv, Isend, Waitall, Barrier), 1 ms of compute per iteration;"
 echo "== rank 2 stops computing forever in iteration 200."
-pdimon run --step demo -- mpirun.openmpi --allow-run-as-root --oversubscribe -np 4 \
+build/client/pdimon run --step demo -- mpirun.openmpi --allow-run-as-root --oversubscribe -np 4 \
 	build/tests/mpi/ring.openmpi 100000 1000 2 200 >"$run/job.log" 2>&1 &
 job=$!
 

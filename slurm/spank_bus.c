@@ -79,11 +79,11 @@ int pdimon_bus_call(const char *method, char *why, size_t whylen, void **ret_rep
 	return r < 0 ? r : 0;
 }
 
-const char *pdimon_bus_reply_string(void *reply)
+int pdimon_bus_reply_report(void *reply, const char **ret_json, const char **ret_summary)
 {
-	const char *s = NULL;
+	int r = sd_bus_message_rewind(reply, 1);
 
-	return sd_bus_message_read(reply, "s", &s) > 0 ? s : NULL;
+	return r < 0 ? r : sd_bus_message_read(reply, "ss", ret_json, ret_summary);
 }
 
 void pdimon_bus_reply_free(void *reply)

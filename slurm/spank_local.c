@@ -65,18 +65,40 @@ static int fetch_report(const char *step, void **ret_reply, char *why, size_t wh
 	int r;
 
 	for (;;) {
-		const char *json;
+		const char *json, *summary;
 
 		r = pdimon_bus_call("GetReport", why, whylen, ret_reply, "s", step);
 		if (r < 0)
 			return r;
-		json = pdimon_bus_reply_string(*ret_reply);
-		if (waited >= pdimon_ctx.wait_ms || (json && strstr(json, "\"state\":\"ended\"")))
+		r = pdimon_bus_reply_report(*ret_reply, &json, &summary);
+		if (r < 0) {
+			snprintf(why, whylen, "pdimond's report is unreadable: %s", strerror(-r));
+			pdimon_bus_reply_free(*ret_reply);
+			return r;
+		}
+		if (waited >= pdimon_ctx.wait_ms || strstr(json, "\"state\":\"ended\""))
 			return 0;
 		pdimon_bus_reply_free(*ret_reply);
 		sleep_ms(100);
 		waited += 100;
 	}
+}
+
+/* srun knows its step once it has an allocation; at exit Slurm 22.05 no longer answers
+ * spank_get_item for it, so the ids are taken now (or from srun's own environment). */
+int pdimon_local_user_init(spank_t sp)
+{
+	const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+
+	if (spank_get_item(sp, S_JOB_ID, &pdimon_ctx.job_id) == ESPANK_SUCCESS &&
+	    spank_get_item(sp, S_JOB_STEPID, &pdimon_ctx.step_id) == ESPANK_SUCCESS)
+		pdimon_ctx.have_step = true;
+	else if (job && step) {
+		pdimon_ctx.job_id = (uint32_t)strtoul(job, NULL, 10);
+		pdimon_ctx.step_id = (uint32_t)strtoul(step, NULL, 10);
+		pdimon_ctx.have_step = true;
+	}
+	return 0;
 }
 
 int pdimon_local_exit(spank_t sp)
@@ -86,25 +108,25 @@ int pdimon_local_exit(spank_t sp)
 	const char *json, *summary;
 	void *reply = NULL;
 
-	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS || pdimon_skip_step(stepid))
+	(void)sp;
+	if (!pdimon_ctx.have_step || pdimon_skip_step(pdimon_ctx.step_id))
 		return 0;
+	job = pdimon_ctx.job_id;
+	stepid = pdimon_ctx.step_id;
 	snprintf(step, sizeof(step), "%u.%u", job, stepid);
 	if (fetch_report(step, &reply, why, sizeof(why)) < 0) {
 		fprintf(stderr, PDI_PREFIX "step %s was not monitored: %s\n", step, why);
 		return 0;
 	}
-	json = pdimon_bus_reply_string(reply);
-	summary = pdimon_bus_reply_string(reply);
-	if (summary)
-		fputs(summary, stderr);
+	(void)pdimon_bus_reply_report(reply, &json, &summary);
+	fputs(summary, stderr);
 	if (pdimon_ctx.report[0])
 		snprintf(path, sizeof(path), "%s", pdimon_ctx.report);
 	else
 		snprintf(path, sizeof(path), "pdimon-%s.json", step);
-	if (json && write_report(path, json, why, sizeof(why)) == 0)
+	if (write_report(path, json, why, sizeof(why)) == 0)
 		fprintf(stderr, PDI_PREFIX "full report in %s\n", path);
-	else if (json)
+	else
 		fprintf(stderr, PDI_PREFIX "cannot write the report to %s: %s\n", path, why);
 	pdimon_bus_reply_free(reply);
 	return 0;

@@ -110,6 +110,15 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	return 0;
 }
 
+int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (!pdimon_ctx.enabled || spank_context() != S_CTX_LOCAL)
+		return 0;
+	return pdimon_local_user_init(sp);
+}
+
 int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 {
 	(void)ac;

@@ -18,6 +18,8 @@ struct pdimon_ctx {
 	unsigned timeout_ms;     /* bound on every call to pdimond */
 	unsigned wait_ms;        /* how long srun waits for the step's end to reach pdimond */
 	bool registered;         /* slurmstepd: at least one task was registered */
+	bool have_step;          /* srun: the ids of its step are known */
+	uint32_t job_id, step_id;
 };
 
 extern struct pdimon_ctx pdimon_ctx;
@@ -25,14 +27,15 @@ extern struct pdimon_ctx pdimon_ctx;
 /* Call METHOD on pdimond with arguments TYPES...; the reply in *ret_reply if not NULL.
  * Returns 0 or a negative errno with a one-line reason in WHY. */
 int pdimon_bus_call(const char *method, char *why, size_t whylen, void **ret_reply, const char *types, ...);
-/* Read the next string of a reply from pdimon_bus_call; NULL when there is none. */
-const char *pdimon_bus_reply_string(void *reply);
+/* The report and summary of a GetReport reply; they live as long as the reply. */
+int pdimon_bus_reply_report(void *reply, const char **ret_json, const char **ret_summary);
 void pdimon_bus_reply_free(void *reply);
 
 /* slurmstepd */
 int pdimon_remote_task_post_fork(spank_t sp);
 int pdimon_remote_exit(spank_t sp);
 /* srun */
+int pdimon_local_user_init(spank_t sp);
 int pdimon_local_exit(spank_t sp);
 
 /* Steps that are no MPI job: batch scripts, the extern step, interactive steps. */

@@ -114,13 +114,15 @@ class SystemBus:
 
 
 class Daemon:
-    def __init__(self, *settings, bus=None):
+    def __init__(self, *settings, bus=None, database=None):
         self.dir = tempfile.mkdtemp(prefix="pdimon-test-")
+        os.chmod(self.dir, 0o755)
         self.own_bus = bus is None
         self.bus = bus or SystemBus(self.dir)
         self.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.bus.address)
         self.log_path = os.path.join(self.dir, "pdimond.log")
-        args = [PDIMOND, "--foreground", "--config", "/dev/null"]
+        self.database = database or os.path.join(self.dir, "pdimon.db")
+        args = [PDIMOND, "--foreground", "--config", "/dev/null", "--set", f"database={self.database}"]
         for s in settings:
             args += ["--set", s]
         self.log = open(self.log_path, "w")

@@ -164,8 +164,9 @@ class Monitor(DaemonTest):
                 ts = {t["rank"]: t for t in self.d.show("peers")["tasks"]}
             except AssertionError:
                 return None
-            return ts if len(ts) == RANKS and ts[3]["current"].get("in_mpi") == "MPI_Waitall" else None
-        ts = wait_for(waiting, 60, "rank 3 to wait in MPI_Waitall")
+            return ts if (len(ts) == RANKS and ts[3]["current"].get("in_mpi") == "MPI_Waitall"
+                          and "computing_after" in ts[2]["current"]) else None
+        ts = wait_for(waiting, 60, "rank 3 to wait in MPI_Waitall while rank 2 computes")
         cur = ts[3]["current"]
         self.assertEqual(cur["site"], ring_sites()["waitall"])
         # its two requests: the Irecv from rank 2 and the Isend to rank 0

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* persist.c -- between the registry and the store: steps written when they end and at
+ * checkpoints, read back after a restart or when an old step is asked for.
+ *
+ * A task registered by Slurm that has not reached MPI_Init yet is stored with no model
+ * and the state "watched", so that a restart can watch it again. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "model_io.h"
+#include "mpi_funcs.h"
+#include "persist.h"
+#include "report.h"
+#include "store.h"
+#include "tracer.h"
+
+int pdi_persist_open(struct pdi_daemon *d)
+{
+	char why[256] = "";
+	int r;
+
+	if (!d->cfg.database || !*d->cfg.database)
+		return 0; /* database = (empty): nothing persists, by choice */
+	r = pdi_store_open(d->cfg.database, &d->store, why, sizeof(why));
+	if (r < 0)
+		return log_error_errno(r, "Cannot use the database %s: %s; refusing to run rather than "
+					  "lose data (move it away to start afresh)", d->cfg.database, why[0] ? why : "%m");
+	return 0;
+}
+
+void pdi_persist_close(struct pdi_daemon *d)
+{
+	pdi_store_close(d->store);
+	d->store = NULL;
+}
+
+static const char *task_state_name(const struct pdi_task *t)
+{
+	return t->state == PDI_TASK_RUNNING ? "running" : "ended";
+}
+
+static int put_task(struct pdi_daemon *d, const struct pdi_step *s, const struct pdi_task *t)
+{
+	struct pdi_store_task st = {.rank = t->rank, .pid = t->pid};
+	void *blob = NULL;
+	size_t len = 0;
+	int r;
+
+	r = pdi_model_encode(&t->model, &blob, &len);
+	if (r < 0)
+		return r;
+	snprintf(st.state, sizeof(st.state), "%s", task_state_name(t));
+	st.events_lost = t->state == PDI_TASK_RUNNING ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
+	st.model = blob;
+	st.model_len = len;
+	snprintf(st.ended_in, sizeof(st.ended_in), "%s", t->ended_in ? t->ended_in : "");
+	r = pdi_store_put_task(d->store, s->name, &st);
+	free(blob);
+	return r;
+}
+
+static int put_sites(struct pdi_daemon *d, const struct pdi_step *s)
+{
+	struct pdi_store_site *v = calloc(s->nsites ? s->nsites : 1, sizeof(*v));
+	int r;
+
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->nsites; i++)
+		v[i] = (struct pdi_store_site){.index = i, .fn = s->sites[i].fn, .name = s->sites[i].name,
+					       .caller = s->sites[i].caller, .file = s->sites[i].file,
+					       .line = s->sites[i].line, .key = s->sites[i].key};
+	r = pdi_store_put_sites(d->store, s->name, v, s->nsites);
+	free(v);
+	return r;
+}
+
+static int write_step(struct pdi_daemon *d, struct pdi_step *s)
+{
+	struct pdi_store_step st = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid,
+				    .started = s->started, .ended = s->ended, .ntasks = s->ntasks};
+	char *json = NULL, *summary = NULL;
+	int r;
+
+	snprintf(st.name, sizeof(st.name), "%s", s->name);
+	snprintf(st.state, sizeof(st.state), "%s", s->ended ? "ended" : "running");
+	snprintf(st.executable, sizeof(st.executable), "%s", s->executable ? s->executable : "");
+	r = pdi_store_put_step(d->store, &st);
+	if (r >= 0)
+		r = put_sites(d, s);
+	for (unsigned i = 0; i < s->ntasks && r >= 0; i++)
+		r = put_task(d, s, s->tasks[i]);
+	/* registered tasks still to come, and the commands of pdimon run: no model, but a
+	 * restart must watch them again */
+	for (unsigned i = 0; i < d->reg.nwatches && r >= 0; i++) {
+		const struct pdi_watch *w = &d->reg.watches[i];
+		struct pdi_store_task st = {.rank = w->rank, .pid = w->root};
+
+		if (w->step != s)
+			continue;
+		snprintf(st.state, sizeof(st.state), "watched");
+		r = pdi_store_put_task(d->store, s->name, &st);
+	}
+	if (r >= 0 && s->ended && (r = pdi_report_build(d, s, &json, &summary)) >= 0)
+		r = pdi_store_put_report(d->store, s->name, json);
+	free(json);
+	free(summary);
+	return r;
+}
+
+int pdi_persist_step(struct pdi_daemon *d, struct pdi_step *s)
+{
+	int r;
+
+	if (!d->store)
+		return 0;
+	r = pdi_store_begin(d->store);
+	if (r >= 0)
+		r = write_step(d, s);
+	if (r >= 0)
+		r = pdi_store_commit(d->store);
+	if (r < 0) {
+		pdi_store_rollback(d->store);
+		return log_error_errno(r, "Cannot store step %s: %s; what was stored before is intact",
+				       s->name, r == -ENOSPC ? "the disk (or the database's size limit) is full"
+							     : pdi_store_errmsg(d->store));
+	}
+	return 0;
+}
+
+void pdi_persist_checkpoint(struct pdi_daemon *d)
+{
+	(void)pdi_tracer_drain(d->tracer);
+	for (unsigned i = 0; i < d->reg.nsteps; i++)
+		if (pdi_step_running(d->reg.steps[i]))
+			(void)pdi_persist_step(d, d->reg.steps[i]);
+}
+
+void pdi_persist_expire(struct pdi_daemon *d)
+{
+	int n;
+
+	if (!d->store)
+		return;
+	n = pdi_store_expire(d->store, time(NULL), (int64_t)d->cfg.retention_days * 86400,
+			     (uint64_t)d->cfg.retention_mib << 20);
+	if (n > 0)
+		log_info("Expired %d stored steps", n);
+	else if (n < 0)
+		log_warning_errno(n, "Cannot expire old steps, ignoring: %s", pdi_store_errmsg(d->store));
+}
+
+/* Loading: the store's rows back into registry objects. */
+struct load {
+	struct pdi_daemon *d;
+	struct pdi_step *s;
+	bool resume; /* re-attach to live tasks (a restart), or keep everything ended (history) */
+};
+
+static int load_site(void *ctx, const struct pdi_store_site *x)
+{
+	struct load *l = ctx;
+	struct pdi_step *s = l->s;
+	struct pdi_site *v, site = {.key = x->key, .fn = x->fn, .line = x->line};
+
+	if (x->index != s->nsites)
+		return -EBADMSG; /* the indices are the names the models use: they must be dense */
+	site.name = strdup(x->name);
+	site.caller = strdup(x->caller);
+	site.file = strdup(x->file);
+	v = realloc(s->sites, sizeof(*v) * (s->nsites + 1));
+	if (v)
+		s->sites = v;
+	if (!v || !site.name || !site.caller || !site.file || pdi_u64map_put(&s->site_idx, site.key, s->nsites) < 0) {
+		free(site.name);
+		free(site.caller);
+		free(site.file);
+		return -ENOMEM;
+	}
+	s->sites[s->nsites++] = site;
+	return 0;
+}
+
+/* A task whose process is gone (or history): kept, ended, with its model. */
+static int add_ended_task(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_store_task *x,
+			  struct pdi_model *model)
+{
+	struct pdi_task *t;
+	int r = pdi_registry_add_ended_task(&d->reg, s, x->pid, x->rank, &t);
+
+	if (r < 0)
+		return r;
+	pdi_model_done(&t->model);
+	t->model = *model;
+	t->lost = x->events_lost;
+	if (x->ended_in[0])
+		t->ended_in = strdup(x->ended_in);
+	return 0;
+}
+
+static bool alive(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+static int load_task(void *ctx, const struct pdi_store_task *x)
+{
+	struct load *l = ctx;
+	struct pdi_daemon *d = l->d;
+	struct pdi_model model;
+	struct pdi_task *t;
+	int r;
+
+	if (!strcmp(x->state, "watched")) {
+		if (!l->resume || !alive(x->pid))
+			return 0;
+		/* it may have reached MPI_Init while we were away */
+		if (pdi_tracer_check(d->objs, x->pid) == 0) {
+			(void)pdi_task_begin(d, l->s, x->pid, x->rank, &t);
+			return 0;
+		}
+		r = pdi_registry_add_watch(&d->reg, l->s, x->pid, x->rank);
+		return r < 0 ? r : pdi_tracer_watch(d->tracer, x->pid);
+	}
+	r = x->model_len ? pdi_model_decode(x->model, x->model_len, &d->cfg.model, &model) : -ENODATA;
+	if (r == -ENODATA) {
+		pdi_model_init(&model, &d->cfg.model);
+		r = 0;
+	}
+	if (r < 0) {
+		log_warning_errno(r, "Step %s: the stored model of rank %d is unreadable, skipping it: %m",
+				  l->s->name, x->rank);
+		return 0;
+	}
+	if (l->resume && !strcmp(x->state, "running") && alive(x->pid) &&
+	    pdi_task_begin(d, l->s, x->pid, x->rank, &t) == 0) {
+		pdi_model_done(&t->model);
+		t->model = model;
+		/* the calls made while we were down are lost: no transition across the gap */
+		t->model.started = false;
+		t->gap = true;
+		t->lost = x->events_lost;
+		return 0;
+	}
+	r = add_ended_task(d, l->s, x, &model);
+	if (r < 0)
+		pdi_model_done(&model);
+	return r;
+}
+
+static int load_step(struct pdi_daemon *d, const struct pdi_store_step *st, bool resume, struct pdi_step **ret)
+{
+	struct load l = {.d = d, .resume = resume};
+	int r;
+
+	r = pdi_registry_get_step(&d->reg, st->name, st->uid, &l.s);
+	if (r < 0)
+		return r;
+	l.s->job_id = st->job_id;
+	l.s->step_id = st->step_id;
+	l.s->started = st->started;
+	l.s->ended = st->ended;
+	l.s->announced = st->ended != 0;
+	if (st->executable[0])
+		l.s->executable = strdup(st->executable);
+	r = pdi_store_list_sites(d->store, st->name, load_site, &l);
+	if (r >= 0)
+		r = pdi_store_list_tasks(d->store, st->name, load_task, &l);
+	if (r < 0)
+		return r;
+	if (!l.s->ended && !pdi_step_running(l.s))
+		l.s->ended = time(NULL); /* everything ended while we were away */
+	*ret = l.s;
+	return 0;
+}
+
+static int restore_one(void *ctx, const struct pdi_store_step *st)
+{
+	struct pdi_daemon *d = ctx;
+	struct pdi_step *s;
+	int r = load_step(d, st, true, &s);
+
+	if (r < 0) {
+		log_warning_errno(r, "Cannot restore step %s, leaving it in the store: %m", st->name);
+		return 0;
+	}
+	log_info("Restored step %s: %u tasks, %u still running", s->name, s->ntasks, pdi_step_running_tasks(s));
+	if (s->ended)
+		pdi_step_ended(d, s);
+	return 0;
+}
+
+int pdi_persist_restore(struct pdi_daemon *d)
+{
+	if (!d->store)
+		return 0;
+	return pdi_store_list_steps(d->store, true, restore_one, d);
+}
+
+int pdi_persist_load(struct pdi_daemon *d, const char *name, struct pdi_step **ret)
+{
+	struct pdi_store_step st;
+	int r;
+
+	if (!d->store)
+		return -ENOENT;
+	r = pdi_store_get_step(d->store, name, &st);
+	if (r < 0)
+		return r;
+	return load_step(d, &st, false, ret);
+}
+
+struct rows {
+	struct pdi_daemon *d;
+	struct pdi_step_row *v;
+	size_t n;
+};
+
+static int add_row(void *ctx, const struct pdi_store_step *st)
+{
+	struct rows *rs = ctx;
+	struct pdi_step_row *v;
+
+	if (pdi_registry_find_step(&rs->d->reg, st->name))
+		return 0; /* in memory, and listed from there */
+	v = realloc(rs->v, sizeof(*v) * (rs->n + 1));
+	if (!v)
+		return -ENOMEM;
+	rs->v = v;
+	v[rs->n] = (struct pdi_step_row){.name = strdup(st->name), .state = strdup(st->state), .uid = st->uid,
+					 .job_id = st->job_id, .step_id = st->step_id, .ntasks = st->ntasks,
+					 .started = st->started, .ended = st->ended};
+	if (!v[rs->n].name || !v[rs->n].state) {
+		free((char *)v[rs->n].name);
+		free((char *)v[rs->n].state);
+		return -ENOMEM;
+	}
+	rs->n++;
+	return 0;
+}
+
+int pdi_persist_rows(struct pdi_daemon *d, struct pdi_step_row **ret, size_t *ret_n)
+{
+	struct rows rs = {.d = d};
+	int r = d->store ? pdi_store_list_steps(d->store, false, add_row, &rs) : 0;
+
+	if (r < 0) {
+		pdi_persist_rows_free(rs.v, rs.n);
+		return r;
+	}
+	*ret = rs.v;
+	*ret_n = rs.n;
+	return 0;
+}
+
+void pdi_persist_rows_free(struct pdi_step_row *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free((char *)v[i].name);
+		free((char *)v[i].state);
+	}
+	free(v);
+}

@@ -336,12 +336,16 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ou
 			int max)
 {
 	int fd = bpf_map__fd(t->skel->maps.inflight), n = 0;
-	__u64 key, next, *prev = NULL;
+	__u64 key = (__u64)pid << 32 | (__u32)pid, next, *prev = NULL;
 
+	/* the main thread first, by its key: MPI is mostly called there, and a walk of the map
+	 * may miss entries while other processes' entries come and go */
+	if (max > 0 && bpf_map_lookup_elem(fd, &key, &out[n]) == 0)
+		tids[n++] = pid;
 	while (n < max && bpf_map_get_next_key(fd, prev, &next) == 0) {
 		key = next;
 		prev = &key;
-		if ((pid_t)(key >> 32) != pid)
+		if ((pid_t)(key >> 32) != pid || (pid_t)(__u32)key == pid)
 			continue;
 		if (bpf_map_lookup_elem(fd, &key, &out[n]) == 0)
 			tids[n++] = (pid_t)(__u32)key;

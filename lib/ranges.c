@@ -33,9 +33,10 @@ size_t pdi_ranges_format(const int *ranks, size_t n, char *buf, size_t len)
 		buf[0] = '\0';
 	if (n && !v)
 		return 0;
-	if (n)
+	if (n) {
 		memcpy(v, ranks, n * sizeof(*v));
-	qsort(v, n, sizeof(*v), cmp_int);
+		qsort(v, n, sizeof(*v), cmp_int);
+	}
 	at = append(buf, len, at, "[", 0, 0);
 	for (size_t i = 0; i < n;) {
 		size_t j = i;

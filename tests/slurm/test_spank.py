@@ -125,6 +125,10 @@ class Spank(unittest.TestCase):
             blocked = [t for t in s["tasks"] if t["current"].get("in_mpi") == "MPI_Barrier"]
             return st[0] if len(s["tasks"]) == 4 and len(blocked) == 3 else None
         step = wait_for(hung, 90, "3 ranks blocked in MPI_Barrier")
+        live = json.loads(self.d.pdimon("report", step["step"], "--json").stdout)
+        groups = {(g["status"], g["where"]): g["ranks"] for g in live["verdict"]["groups"]}
+        self.assertEqual(groups, {("blocked", site("barrier")): "[0-1,3]",
+                                  ("computing", f"after {site('waitall')}"): "[2]"})
         self.c.run(["scancel", str(step["job_id"])], timeout=30)
         out, err = p.communicate(timeout=120)
         self.assertIn(f"[0-1,3] blocked in {site('barrier')}", err)

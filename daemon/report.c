@@ -145,8 +145,12 @@ static char *summary_text(const struct pdi_step *s, const char *kind, const stru
 		    s->name, s->ntasks, calls);
 		return pdi_json_steal(&j);
 	}
-	pdi_json_printf(&j, "pdimon: step %s: %s — %u tasks:\n", s->name,
-	    !strcmp(kind, "hang") ? "tasks were blocked in MPI when it ended" : "it did not complete", s->ntasks);
+	if (!strcmp(kind, "hang"))
+		pdi_json_printf(&j, "pdimon: step %s: tasks %s blocked in MPI%s — %u tasks:\n", s->name,
+				pdi_step_running(s) ? "are" : "were", pdi_step_running(s) ? "" : " when it ended", s->ntasks);
+	else
+		pdi_json_printf(&j, "pdimon: step %s: %s — %u tasks:\n", s->name,
+				pdi_step_running(s) ? "still running" : "it did not complete", s->ntasks);
 	for (size_t i = 0; i < ng && i < 6; i++) {
 		pdi_ranges_format(g[i].ranks, g[i].n, ranks, sizeof(ranks));
 		switch (g[i].kind) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-bus.h>
@@ -270,7 +271,8 @@ static int cmd_attach(int argc, char **argv)
 	if (!a.pids)
 		return die(-ENOMEM, "out of memory");
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:s:", opts, NULL)) >= 0) {
+	/* no '+': "--pid 1 2 --step x" works as well as "--step x --pid 1 2" */
+	while ((c = getopt_long(argc, argv, "p:s:", opts, NULL)) >= 0) {
 		if (c == 's') {
 			a.step = optarg;
 			continue;
@@ -293,7 +295,7 @@ static int cmd_attach(int argc, char **argv)
 		return die(-EINVAL, "attach: no --pid given");
 	}
 	if (!a.step) {
-		snprintf(step_buf, sizeof(step_buf), "attach-%u", a.pids[0]);
+		snprintf(step_buf, sizeof(step_buf), "attach-%u-%ld", a.pids[0], (long)time(NULL));
 		a.step = step_buf;
 	}
 	r = call("Attach", fill_attach, &a, 1);
@@ -339,7 +341,7 @@ static int cmd_run(int argc, char **argv)
 	close(go[0]);
 	sp.pid = (uint32_t)child;
 	if (!sp.step) {
-		snprintf(step_buf, sizeof(step_buf), "run-%d", (int)child);
+		snprintf(step_buf, sizeof(step_buf), "run-%d-%ld", (int)child, (long)time(NULL));
 		sp.step = step_buf;
 	}
 	r = call("Watch", fill_step_pid, &sp, 0);

@@ -66,6 +66,16 @@ static const char *attach_error(int r)
 	}
 }
 
+/* A step of this daemon's life, or one from the store. */
+static struct pdi_step *find_step(struct pdi_daemon *d, const char *name)
+{
+	struct pdi_step *s = pdi_registry_find_step(&d->reg, name);
+
+	if (!s && valid_step_name(name) && pdi_persist_load(d, name, &s) < 0)
+		s = NULL;
+	return s;
+}
+
 struct pdi_reply pdi_api_attach(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
 				const pid_t *pids, unsigned n)
 {
@@ -88,6 +98,9 @@ struct pdi_reply pdi_api_attach(struct pdi_daemon *d, const struct pdi_caller *c
 		if (r < 0)
 			return fail(r, "pid %d: %s; nothing attached", (int)pids[i], attach_error(r));
 	}
+	s = find_step(d, step);
+	if (s && (!pdi_step_running(s) || s->uid != c->uid))
+		return fail(-EEXIST, "step %s exists already; choose another name with --step", step);
 	r = pdi_registry_get_step(&d->reg, step, c->uid, &s);
 	if (r < 0)
 		return fail(r, "cannot create step: %s", strerror(-r));
@@ -176,9 +189,8 @@ struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c,
 		return fail(-EPERM, "monitoring processes needs root");
 	if (!valid_step_name(step))
 		return fail(-EINVAL, "invalid step name '%.64s': use 1-%d of [A-Za-z0-9._-]", step, STEP_NAME_MAX);
-	s = pdi_registry_find_step(&d->reg, step);
-	if (s && pdi_step_running(s))
-		return fail(-EEXIST, "step %s is already being monitored", step);
+	if (find_step(d, step))
+		return fail(-EEXIST, "step %s exists already; choose another name with --step", step);
 	if (pid <= 0 || kill(pid, 0) < 0)
 		return fail(-ESRCH, "pid %d: no such process", (int)pid);
 	r = pdi_registry_get_step(&d->reg, step, c->uid, &s);
@@ -263,7 +275,8 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 }
 
 /* The step is over (its tasks have exited, or it was cancelled): stop waiting for tasks
- * that never reached MPI_Init, end those still running. */
+ * that never reached MPI_Init, and end those whose process is gone; the step ends with
+ * its last task. */
 struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job, uint32_t stepid)
 {
 	char name[32];
@@ -283,16 +296,6 @@ struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller 
 	reap_exited(d, s);
 	pdi_step_ended(d, s);
 	return ok_text(strdup("{}"));
-}
-
-/* A step of this daemon's life, or one from the store. */
-static struct pdi_step *find_step(struct pdi_daemon *d, const char *name)
-{
-	struct pdi_step *s = pdi_registry_find_step(&d->reg, name);
-
-	if (!s && valid_step_name(name) && pdi_persist_load(d, name, &s) < 0)
-		s = NULL;
-	return s;
 }
 
 static bool may_read(const struct pdi_caller *c, const struct pdi_step *s)

@@ -40,9 +40,10 @@ static int get_caller(sd_bus_message *m, struct pdi_daemon *d, struct pdi_caller
 	uid_t uid;
 	int r;
 
-	r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
-	if (r >= 0)
-		r = sd_bus_creds_get_euid(creds, &uid);
+	/* what the bus vouches for, never /proc (sd-bus calls augmented credentials racy) */
+	r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_UID, &creds);
+	if (r >= 0 && sd_bus_creds_get_euid(creds, &uid) < 0)
+		r = sd_bus_creds_get_uid(creds, &uid);
 	sd_bus_creds_unref(creds);
 	if (r < 0)
 		return r;
@@ -303,6 +304,7 @@ void pdi_bus_process(struct pdi_daemon *d)
 	if (r < 0 && r != -EBUSY) {
 		log_error_errno(r, "Lost the bus connection: %m; exiting so that a restart reconnects");
 		d->quit = true;
+		d->failed = true;
 		return;
 	}
 	(void)update_epoll(d, EPOLL_CTL_MOD);

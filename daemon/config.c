@@ -24,6 +24,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.retention_days = 90,
 		.retention_mib = 1024,
 		.checkpoint_s = 30,
+		.hang_timeout_ms = 2000,
 		.drain_interval_ms = 100,
 		.ring_buffer_kib = 8192,
 		.wakeup_kib = 256,
@@ -139,6 +140,8 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_uint(value, 0, 100000, &c->retention_days);
 	if (!strcmp(key, "retention_mib"))
 		return set_uint(value, 0, 1u << 30, &c->retention_mib);
+	if (!strcmp(key, "hang_timeout_ms"))
+		return set_uint(value, 1, 86400000, &c->hang_timeout_ms);
 	if (!strcmp(key, "checkpoint_s"))
 		return set_uint(value, 1, 86400, &c->checkpoint_s);
 	if (!strcmp(key, "record"))

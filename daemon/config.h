@@ -18,11 +18,12 @@ struct pdi_config {
 	unsigned ring_buffer_kib;             /* power of two */
 	unsigned wakeup_kib;                  /* pending data that wakes the daemon early */
 	int log_level;
-	char *record_path;                    /* append every ingested call here (benchmarks) */
+	char *record_path;                    /* write every ingested call here (benchmarks) */
 	char *database;                       /* SQLite store; NULL or "" keeps nothing */
 	unsigned retention_days;              /* ended steps older than this are deleted; 0 keeps */
 	unsigned retention_mib;               /* and the oldest beyond this size; 0 = no limit */
 	unsigned checkpoint_s;                /* running steps are written this often */
+	unsigned hang_timeout_ms;             /* a task this long inside one MPI call is blocked */
 	struct pdi_model_config model;
 };
 

@@ -31,6 +31,7 @@ struct pdi_daemon {
 	uid_t slurm_uid;          /* may register tasks; -1 when the SlurmUser is unknown here */
 	gid_t admin_gid;          /* reads every step; -1 when none is configured */
 	bool quit;
+	bool failed;              /* quit because of an error: exit non-zero */
 	uint64_t started_ns;      /* CLOCK_MONOTONIC */
 	uint64_t events;          /* calls ingested since start */
 	uint64_t unknown_events;  /* calls from processes no longer (or never) monitored */

@@ -108,7 +108,7 @@ static int open_mapped(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj
 		if (r == 0)
 			pdi_elfobj_free(o);
 	}
-	/* the exact file mapped, even if deleted or replaced; needs CAP_SYS_ADMIN */
+	/* the exact file mapped, even if deleted or replaced; needs CAP_CHECKPOINT_RESTORE */
 	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start,
 		 m->end);
 	return pdi_elfobj_open(fn, ret);

@@ -201,7 +201,7 @@ static void daemon_done(struct pdi_daemon *d)
 static void missing_capabilities(char *buf, size_t len)
 {
 	static const struct { int bit; const char *name; } caps[] = {
-		{39, "CAP_BPF"}, {38, "CAP_PERFMON"}, {21, "CAP_SYS_ADMIN"}, {24, "CAP_SYS_RESOURCE"}};
+		{39, "CAP_BPF"}, {38, "CAP_PERFMON"}};
 	unsigned long long eff = 0;
 	char line[256];
 	FILE *f = fopen("/proc/self/status", "re");
@@ -347,6 +347,8 @@ int main(int argc, char **argv)
 		log_warning_errno(r, "Cannot restore the steps that were running, ignoring: %m");
 	log_info("pdimond %s ready as %s", PDI_VERSION, PDI_BUS_NAME);
 	r = run_loop(&d);
+	if (d.failed)
+		r = -EIO;
 out:
 	daemon_done(&d);
 	return r < 0 ? 1 : 0;

@@ -185,8 +185,8 @@ static int append_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, in
 	t->pid = pid;
 	t->rank = rank;
 	t->started = time(NULL);
-	if (s->phases == PDI_PHASES_PCONTROL)
-		cfg.auto_phases = false;
+	if (s->phases != PDI_PHASES_DEFAULT) /* what the user asked for beats the site default */
+		cfg.auto_phases = s->phases == PDI_PHASES_AUTO;
 	pdi_model_init(&t->model, &cfg);
 	r->tasks[r->ntasks++] = t;
 	/* a step lists its tasks by rank, those without one last */

@@ -20,11 +20,11 @@
 #include "sites.h"
 #include "tracer.h"
 
-enum task_kind { TASK_FINISHED, TASK_BLOCKED, TASK_COMPUTING, TASK_NO_MPI };
+enum task_kind { TASK_FINISHED, TASK_BLOCKED, TASK_IN_MPI, TASK_COMPUTING, TASK_NO_MPI };
 
 static const char *const kind_names[] = {
-	[TASK_FINISHED] = "finished", [TASK_BLOCKED] = "blocked", [TASK_COMPUTING] = "computing",
-	[TASK_NO_MPI] = "no_mpi"};
+	[TASK_FINISHED] = "finished", [TASK_BLOCKED] = "blocked", [TASK_IN_MPI] = "in_mpi",
+	[TASK_COMPUTING] = "computing", [TASK_NO_MPI] = "no_mpi"};
 
 struct where {
 	enum task_kind kind;
@@ -44,12 +44,14 @@ static void locate(struct pdi_daemon *d, struct pdi_task *t, struct where *w)
 	*w = (struct where){0};
 	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
-		w->kind = TASK_BLOCKED;
+		/* inside MPI for a moment is what MPI programs do; past the timeout it is a hang
+		 * suspect (PDI 4.1) */
+		w->for_ns = now > f.t_enter ? now - f.t_enter : 0;
+		w->kind = w->for_ns >= (uint64_t)d->cfg.hang_timeout_ms * 1000000 ? TASK_BLOCKED : TASK_IN_MPI;
 		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0)
 			snprintf(w->text, sizeof(w->text), "%s", s->sites[site].name);
 		else
 			snprintf(w->text, sizeof(w->text), "%s", fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?");
-		w->for_ns = now > f.t_enter ? now - f.t_enter : 0;
 	} else if (t->ended_in) {
 		w->kind = TASK_BLOCKED;
 		snprintf(w->text, sizeof(w->text), "%s", t->ended_in);
@@ -155,6 +157,7 @@ static char *summary_text(const struct pdi_step *s, const char *kind, const stru
 		pdi_ranges_format(g[i].ranks, g[i].n, ranks, sizeof(ranks));
 		switch (g[i].kind) {
 		case TASK_BLOCKED: pdi_json_printf(&j, "pdimon:   %s blocked in %s\n", ranks, g[i].text); break;
+		case TASK_IN_MPI: pdi_json_printf(&j, "pdimon:   %s in %s\n", ranks, g[i].text); break;
 		case TASK_COMPUTING: pdi_json_printf(&j, "pdimon:   %s computing %s (not in MPI)\n", ranks, g[i].text); break;
 		case TASK_FINISHED: pdi_json_printf(&j, "pdimon:   %s finished\n", ranks); break;
 		case TASK_NO_MPI: pdi_json_printf(&j, "pdimon:   %s made no MPI call\n", ranks); break;

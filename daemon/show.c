@@ -457,6 +457,14 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 	return pdi_json_steal(&j);
 }
 
+/* DOT labels are quoted strings: a quote or backslash in a file name must not end them. */
+static void dot_escape(char *label)
+{
+	for (char *c = label; *c; c++)
+		if (*c == '"' || *c == '\\')
+			*c = '\'';
+}
+
 static char *step_dot(const struct pdi_step *s)
 {
 	char from[1100], mean[32];
@@ -473,6 +481,7 @@ static char *step_dot(const struct pdi_step *s)
 			pdi_json_printf(&j, "  subgraph \"cluster_r%d_p%u\" {\n    label=\"rank %d, phase %u\";\n", t->rank, k, t->rank, k);
 			for (uint32_t n = 0; n < p->nstates; n++) {
 				state_name(s, p->states[n].key, from, sizeof(from));
+				dot_escape(from);
 				pdi_json_printf(&j, "    \"r%d_p%u_s%u\" [label=\"%s\"%s];\n", t->rank, k, n, from,
 				    pdi_state_is_comp(p->states[n].key) ? ", style=dashed" : "");
 			}

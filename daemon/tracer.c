@@ -142,27 +142,30 @@ static int add_link(struct pdi_attachment *a, struct bpf_link *l)
 static int attach_pair(struct mpitrace_bpf *skel, struct pdi_attachment *a, pid_t pid,
 		       const char *path, uint64_t off, uint64_t cookie)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie);
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = true);
 	struct bpf_link *l;
 	int r;
 
-	l = bpf_program__attach_uprobe_opts(skel->progs.mpi_enter, pid, path, off, &opts);
+	/* return probe first, as in attach_multi() */
+	l = bpf_program__attach_uprobe_opts(skel->progs.mpi_exit, pid, path, off, &opts);
 	if (!l)
 		return -errno;
 	if ((r = add_link(a, l)) < 0)
 		return r;
-	opts.retprobe = true;
-	l = bpf_program__attach_uprobe_opts(skel->progs.mpi_exit, pid, path, off, &opts);
+	opts.retprobe = false;
+	l = bpf_program__attach_uprobe_opts(skel->progs.mpi_enter, pid, path, off, &opts);
 	if (!l)
 		return -errno;
 	return add_link(a, l);
 }
 
-/* Both links at once: one syscall each, whatever the number of functions. */
+/* Both links at once: one syscall each, whatever the number of functions. The return
+ * probes go first: a call entered between the two attaches would otherwise leave an
+ * inflight entry that no return ever clears, and every later call would count as nested. */
 static int attach_multi(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, const char *path,
 			const uint64_t *offs, const uint64_t *cookies, unsigned n)
 {
-	for (int ret = 0; ret < 2; ret++) {
+	for (int ret = 1; ret >= 0; ret--) {
 		struct bpf_program *prog = ret ? t->skel->progs.mpi_exit : t->skel->progs.mpi_enter;
 		int fd = pdi_uprobe_multi_attach(bpf_program__fd(prog), path, offs, cookies, n, ret, pid);
 

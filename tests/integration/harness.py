@@ -19,6 +19,7 @@ SRC = os.environ.get("PDIMON_SRC", os.path.join(os.path.dirname(__file__), "../.
 PDIMOND = os.path.join(BUILD, "daemon/pdimond")
 PDIMON = os.path.join(BUILD, "client/pdimon")
 MPI_DIR = os.path.join(BUILD, "tests/mpi")
+HANG_MS = 300
 
 
 def wait_for(cond, timeout, what):
@@ -122,7 +123,9 @@ class Daemon:
         self.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.bus.address)
         self.log_path = os.path.join(self.dir, "pdimond.log")
         self.database = database or os.path.join(self.dir, "pdimon.db")
-        args = [PDIMOND, "--foreground", "--config", "/dev/null", "--set", f"database={self.database}"]
+        # a short hang timeout: tests wait for blocked tasks, not for the site default
+        args = [PDIMOND, "--foreground", "--config", "/dev/null", "--set", f"database={self.database}",
+                "--set", f"hang_timeout_ms={HANG_MS}"]
         for s in settings:
             args += ["--set", s]
         self.log = open(self.log_path, "w")

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import unittest
 
-from harness import DaemonTest, Daemon, PDIMON, PDIMOND, find_ranks, kill_tree, marker_line, mpirun, wait_for
+from harness import HANG_MS, DaemonTest, Daemon, PDIMON, PDIMOND, find_ranks, kill_tree, marker_line, mpirun, wait_for
 
 RANKS = 4
 
@@ -118,7 +118,8 @@ class Monitor(DaemonTest):
             except AssertionError:
                 return None
             ts = s["tasks"]
-            if len(ts) == RANKS and all(t["current"].get("in_mpi") == "MPI_Barrier" for t in ts if t["rank"] != 2):
+            if len(ts) == RANKS and all(t["current"].get("in_mpi") == "MPI_Barrier" and t["current"]["for_ns"] > HANG_MS * 1e6
+                                        for t in ts if t["rank"] != 2):
                 return s
             return None
         s = wait_for(blocked, 60, "ranks 0, 1, 3 to block in MPI_Barrier")
@@ -179,6 +180,11 @@ class Monitor(DaemonTest):
     def test_run_exit_status(self):
         r = self.d.pdimon("run", "--", "sh", "-c", "exit 3", check=False)
         self.assertEqual(r.returncode, 3)
+        r = self.d.pdimon("run", "--step", "once", "--", "true", check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.d.pdimon("run", "--step", "once", "--", "true", check=False)
+        self.assertEqual(r.returncode, 1, "a step name is used once")
+        self.assertIn("step once exists already; choose another name with --step", r.stderr)
         r = self.d.pdimon("run", "--", "/nonexistent/program", check=False)
         self.assertEqual(r.returncode, 127)
         self.assertIn("cannot run /nonexistent/program", r.stderr)

@@ -15,7 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../integration"))
 from cluster import SlurmCluster  # noqa: E402
-from harness import BUILD, Daemon, PDIMON, SystemBus, marker_line, wait_for  # noqa: E402
+from harness import BUILD, HANG_MS, Daemon, PDIMON, SystemBus, marker_line, wait_for  # noqa: E402
 
 import tempfile  # noqa: E402
 
@@ -122,7 +122,8 @@ class Spank(unittest.TestCase):
             if not st:
                 return None
             s = self.d.show(st[0]["step"])
-            blocked = [t for t in s["tasks"] if t["current"].get("in_mpi") == "MPI_Barrier"]
+            blocked = [t for t in s["tasks"] if t["current"].get("in_mpi") == "MPI_Barrier"
+                       and t["current"]["for_ns"] > HANG_MS * 1e6]
             return st[0] if len(s["tasks"]) == 4 and len(blocked) == 3 else None
         step = wait_for(hung, 90, "3 ranks blocked in MPI_Barrier")
         live = json.loads(self.d.pdimon("report", step["step"], "--json").stdout)

@@ -120,18 +120,14 @@ struct pdi_reply pdi_api_attach(struct pdi_daemon *d, const struct pdi_caller *c
 	}
 	pdi_json_init(&j);
 	pdi_json_obj_begin(&j);
-	pdi_json_key(&j, "step");
-	pdi_json_str(&j, s->name);
+	pdi_json_kv_str(&j, "step", s->name);
 	pdi_json_key(&j, "attached");
 	pdi_json_arr_begin(&j);
 	for (unsigned i = 0; i < n; i++) {
 		pdi_json_obj_begin(&j);
-		pdi_json_key(&j, "pid");
-		pdi_json_int(&j, added[i]->pid);
-		pdi_json_key(&j, "rank");
-		pdi_json_int(&j, added[i]->rank);
-		pdi_json_key(&j, "mpi_library");
-		pdi_json_str(&j, added[i]->att.object);
+		pdi_json_kv_int(&j, "pid", added[i]->pid);
+		pdi_json_kv_int(&j, "rank", added[i]->rank);
+		pdi_json_kv_str(&j, "mpi_library", added[i]->att.object);
 		pdi_json_obj_end(&j);
 	}
 	pdi_json_arr_end(&j);

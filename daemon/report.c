@@ -179,30 +179,18 @@ static void json_task(struct pdi_json *j, const struct pdi_task *t, const struct
 		nedges += t->model.phases[k].nedges;
 	}
 	pdi_json_obj_begin(j);
-	pdi_json_key(j, "rank");
-	pdi_json_int(j, t->rank);
-	pdi_json_key(j, "pid");
-	pdi_json_int(j, t->pid);
-	pdi_json_key(j, "state");
-	pdi_json_str(j, t->state == PDI_TASK_RUNNING ? "running" : "ended");
-	pdi_json_key(j, "status");
-	pdi_json_str(j, kind_names[w->kind]);
-	pdi_json_key(j, "where");
-	pdi_json_str(j, w->text);
-	pdi_json_key(j, "for_ns");
-	pdi_json_uint(j, w->for_ns);
-	pdi_json_key(j, "calls");
-	pdi_json_uint(j, t->model.calls);
-	pdi_json_key(j, "phases");
-	pdi_json_uint(j, t->model.nphases);
-	pdi_json_key(j, "states");
-	pdi_json_uint(j, nstates);
-	pdi_json_key(j, "transitions");
-	pdi_json_uint(j, nedges);
-	pdi_json_key(j, "events_lost");
-	pdi_json_uint(j, lost);
-	pdi_json_key(j, "incomplete");
-	pdi_json_bool(j, lost || t->model.dropped_states || t->model.dropped_edges);
+	pdi_json_kv_int(j, "rank", t->rank);
+	pdi_json_kv_int(j, "pid", t->pid);
+	pdi_json_kv_str(j, "state", t->state == PDI_TASK_RUNNING ? "running" : "ended");
+	pdi_json_kv_str(j, "status", kind_names[w->kind]);
+	pdi_json_kv_str(j, "where", w->text);
+	pdi_json_kv_uint(j, "for_ns", w->for_ns);
+	pdi_json_kv_uint(j, "calls", t->model.calls);
+	pdi_json_kv_uint(j, "phases", t->model.nphases);
+	pdi_json_kv_uint(j, "states", nstates);
+	pdi_json_kv_uint(j, "transitions", nedges);
+	pdi_json_kv_uint(j, "events_lost", lost);
+	pdi_json_kv_bool(j, "incomplete", lost || t->model.dropped_states || t->model.dropped_edges);
 	pdi_json_obj_end(j);
 }
 
@@ -229,18 +217,12 @@ int pdi_report_build(struct pdi_daemon *d, struct pdi_step *s, char **ret_json, 
 	kind = verdict_kind(g, ng, s);
 	pdi_json_init(&j);
 	pdi_json_obj_begin(&j);
-	pdi_json_key(&j, "step");
-	pdi_json_str(&j, s->name);
-	pdi_json_key(&j, "job_id");
-	pdi_json_uint(&j, s->job_id);
-	pdi_json_key(&j, "step_id");
-	pdi_json_uint(&j, s->step_id);
-	pdi_json_key(&j, "uid");
-	pdi_json_uint(&j, s->uid);
-	pdi_json_key(&j, "state");
-	pdi_json_str(&j, pdi_step_running(s) ? "running" : "ended");
-	pdi_json_key(&j, "started");
-	pdi_json_int(&j, s->started);
+	pdi_json_kv_str(&j, "step", s->name);
+	pdi_json_kv_uint(&j, "job_id", s->job_id);
+	pdi_json_kv_uint(&j, "step_id", s->step_id);
+	pdi_json_kv_uint(&j, "uid", s->uid);
+	pdi_json_kv_str(&j, "state", pdi_step_running(s) ? "running" : "ended");
+	pdi_json_kv_int(&j, "started", s->started);
 	pdi_json_key(&j, "ended");
 	if (s->ended)
 		pdi_json_int(&j, s->ended);
@@ -248,21 +230,16 @@ int pdi_report_build(struct pdi_daemon *d, struct pdi_step *s, char **ret_json, 
 		pdi_json_null(&j);
 	pdi_json_key(&j, "verdict");
 	pdi_json_obj_begin(&j);
-	pdi_json_key(&j, "kind");
-	pdi_json_str(&j, kind);
+	pdi_json_kv_str(&j, "kind", kind);
 	pdi_json_key(&j, "groups");
 	pdi_json_arr_begin(&j);
 	for (size_t i = 0; i < ng; i++) {
 		pdi_ranges_format(g[i].ranks, g[i].n, ranks, sizeof(ranks));
 		pdi_json_obj_begin(&j);
-		pdi_json_key(&j, "status");
-		pdi_json_str(&j, kind_names[g[i].kind]);
-		pdi_json_key(&j, "where");
-		pdi_json_str(&j, g[i].text);
-		pdi_json_key(&j, "ranks");
-		pdi_json_str(&j, ranks);
-		pdi_json_key(&j, "count");
-		pdi_json_uint(&j, g[i].n);
+		pdi_json_kv_str(&j, "status", kind_names[g[i].kind]);
+		pdi_json_kv_str(&j, "where", g[i].text);
+		pdi_json_kv_str(&j, "ranks", ranks);
+		pdi_json_kv_uint(&j, "count", g[i].n);
 		pdi_json_obj_end(&j);
 	}
 	pdi_json_arr_end(&j);

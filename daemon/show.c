@@ -78,28 +78,17 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	}
 	pdi_json_init(&j);
 	pdi_json_obj_begin(&j);
-	pdi_json_key(&j, "version");
-	pdi_json_str(&j, PDI_VERSION);
-	pdi_json_key(&j, "uptime_s");
-	pdi_json_double(&j, uptime);
-	pdi_json_key(&j, "steps");
-	pdi_json_uint(&j, d->reg.nsteps);
-	pdi_json_key(&j, "steps_running");
-	pdi_json_uint(&j, running_steps);
-	pdi_json_key(&j, "tasks");
-	pdi_json_uint(&j, d->reg.ntasks);
-	pdi_json_key(&j, "tasks_running");
-	pdi_json_uint(&j, running_tasks);
-	pdi_json_key(&j, "events");
-	pdi_json_uint(&j, d->events);
-	pdi_json_key(&j, "events_per_s");
-	pdi_json_double(&j, d->events_per_s);
-	pdi_json_key(&j, "events_lost");
-	pdi_json_uint(&j, lost);
-	pdi_json_key(&j, "memory_rss_bytes");
-	pdi_json_uint(&j, rss_bytes());
-	pdi_json_key(&j, "memory_model_bytes");
-	pdi_json_uint(&j, model_bytes);
+	pdi_json_kv_str(&j, "version", PDI_VERSION);
+	pdi_json_kv_double(&j, "uptime_s", uptime);
+	pdi_json_kv_uint(&j, "steps", d->reg.nsteps);
+	pdi_json_kv_uint(&j, "steps_running", running_steps);
+	pdi_json_kv_uint(&j, "tasks", d->reg.ntasks);
+	pdi_json_kv_uint(&j, "tasks_running", running_tasks);
+	pdi_json_kv_uint(&j, "events", d->events);
+	pdi_json_kv_double(&j, "events_per_s", d->events_per_s);
+	pdi_json_kv_uint(&j, "events_lost", lost);
+	pdi_json_kv_uint(&j, "memory_rss_bytes", rss_bytes());
+	pdi_json_kv_uint(&j, "memory_model_bytes", model_bytes);
 	pdi_json_obj_end(&j);
 	return pdi_json_steal(&j);
 }
@@ -115,22 +104,14 @@ static void step_row(struct pdi_json *j, bool json, const struct pdi_step_row *r
 		return;
 	}
 	pdi_json_obj_begin(j);
-	pdi_json_key(j, "step");
-	pdi_json_str(j, r->name);
-	pdi_json_key(j, "state");
-	pdi_json_str(j, r->state);
-	pdi_json_key(j, "uid");
-	pdi_json_uint(j, r->uid);
-	pdi_json_key(j, "job_id");
-	pdi_json_uint(j, r->job_id);
-	pdi_json_key(j, "step_id");
-	pdi_json_uint(j, r->step_id);
-	pdi_json_key(j, "tasks");
-	pdi_json_uint(j, r->ntasks);
-	pdi_json_key(j, "tasks_running");
-	pdi_json_uint(j, r->running);
-	pdi_json_key(j, "started");
-	pdi_json_int(j, r->started);
+	pdi_json_kv_str(j, "step", r->name);
+	pdi_json_kv_str(j, "state", r->state);
+	pdi_json_kv_uint(j, "uid", r->uid);
+	pdi_json_kv_uint(j, "job_id", r->job_id);
+	pdi_json_kv_uint(j, "step_id", r->step_id);
+	pdi_json_kv_uint(j, "tasks", r->ntasks);
+	pdi_json_kv_uint(j, "tasks_running", r->running);
+	pdi_json_kv_int(j, "started", r->started);
 	pdi_json_key(j, "ended");
 	if (r->ended)
 		pdi_json_int(j, r->ended);
@@ -216,27 +197,20 @@ static void json_current(struct pdi_daemon *d, struct pdi_json *j, struct pdi_ta
 	if (n > 0 && PDI_COOKIE_FN(f[0].cookie) < pdi_mpi_nfuncs) {
 		unsigned fn = PDI_COOKIE_FN(f[0].cookie);
 
-		pdi_json_key(j, "in_mpi");
-		pdi_json_str(j, pdi_mpi_funcs[fn].name);
+		pdi_json_kv_str(j, "in_mpi", pdi_mpi_funcs[fn].name);
 		if (pdi_site_lookup(t, d->objs, f[0].callsite, (uint16_t)fn, &site) == 0) {
-			pdi_json_key(j, "site");
-			pdi_json_str(j, s->sites[site].name);
+			pdi_json_kv_str(j, "site", s->sites[site].name);
 		}
 		json_peers(j, t, &f[0]);
-		pdi_json_key(j, "tid");
-		pdi_json_int(j, tids[0]);
-		pdi_json_key(j, "for_ns");
-		pdi_json_uint(j, now > f[0].t_enter ? now - f[0].t_enter : 0);
+		pdi_json_kv_int(j, "tid", tids[0]);
+		pdi_json_kv_uint(j, "for_ns", now > f[0].t_enter ? now - f[0].t_enter : 0);
 	} else if (t->model.started) {
 		state_name(s, pdi_state_comm(t->model.last_site), name, sizeof(name));
-		pdi_json_key(j, "computing_after");
-		pdi_json_str(j, name);
-		pdi_json_key(j, "for_ns");
-		pdi_json_uint(j, t->state == PDI_TASK_RUNNING && now > t->model.last_exit ? now - t->model.last_exit : 0);
+		pdi_json_kv_str(j, "computing_after", name);
+		pdi_json_kv_uint(j, "for_ns", t->state == PDI_TASK_RUNNING && now > t->model.last_exit ? now - t->model.last_exit : 0);
 	}
 	if (t->ended_in) {
-		pdi_json_key(j, "ended_in_mpi");
-		pdi_json_str(j, t->ended_in);
+		pdi_json_kv_str(j, "ended_in_mpi", t->ended_in);
 	}
 	pdi_json_obj_end(j);
 }
@@ -249,16 +223,11 @@ static void json_sites(struct pdi_json *j, const struct pdi_step *s)
 		const struct pdi_site *x = &s->sites[i];
 
 		pdi_json_obj_begin(j);
-		pdi_json_key(j, "name");
-		pdi_json_str(j, x->name);
-		pdi_json_key(j, "function");
-		pdi_json_str(j, pdi_mpi_funcs[x->fn].name);
-		pdi_json_key(j, "caller");
-		pdi_json_str(j, x->caller);
-		pdi_json_key(j, "file");
-		pdi_json_str(j, x->file);
-		pdi_json_key(j, "line");
-		pdi_json_int(j, x->line);
+		pdi_json_kv_str(j, "name", x->name);
+		pdi_json_kv_str(j, "function", pdi_mpi_funcs[x->fn].name);
+		pdi_json_kv_str(j, "caller", x->caller);
+		pdi_json_kv_str(j, "file", x->file);
+		pdi_json_kv_int(j, "line", x->line);
 		pdi_json_obj_end(j);
 	}
 	pdi_json_arr_end(j);
@@ -269,24 +238,18 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	char from[1100], to[1100];
 
 	pdi_json_obj_begin(j);
-	pdi_json_key(j, "index");
-	pdi_json_uint(j, index);
-	pdi_json_key(j, "duration_ns");
-	pdi_json_uint(j, p->t_end - p->t_start);
+	pdi_json_kv_uint(j, "index", index);
+	pdi_json_kv_uint(j, "duration_ns", p->t_end - p->t_start);
 	pdi_json_key(j, "states");
 	pdi_json_arr_begin(j);
 	for (uint32_t i = 0; i < p->nstates; i++) {
 		state_name(s, p->states[i].key, from, sizeof(from));
 		pdi_json_obj_begin(j);
-		pdi_json_key(j, "name");
-		pdi_json_str(j, from);
-		pdi_json_key(j, "kind");
-		pdi_json_str(j, pdi_state_is_comp(p->states[i].key) ? "computation" : "communication");
-		pdi_json_key(j, "visits");
-		pdi_json_uint(j, p->states[i].visits);
+		pdi_json_kv_str(j, "name", from);
+		pdi_json_kv_str(j, "kind", pdi_state_is_comp(p->states[i].key) ? "computation" : "communication");
+		pdi_json_kv_uint(j, "visits", p->states[i].visits);
 		if (!pdi_state_is_comp(p->states[i].key)) {
-			pdi_json_key(j, "bytes");
-			pdi_json_uint(j, p->states[i].bytes);
+			pdi_json_kv_uint(j, "bytes", p->states[i].bytes);
 		}
 		pdi_json_obj_end(j);
 	}
@@ -299,16 +262,11 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 		state_name(s, p->states[e->from].key, from, sizeof(from));
 		state_name(s, p->states[e->to].key, to, sizeof(to));
 		pdi_json_obj_begin(j);
-		pdi_json_key(j, "from");
-		pdi_json_str(j, from);
-		pdi_json_key(j, "to");
-		pdi_json_str(j, to);
-		pdi_json_key(j, "count");
-		pdi_json_uint(j, e->time.n);
-		pdi_json_key(j, "mean_ns");
-		pdi_json_double(j, e->time.mean);
-		pdi_json_key(j, "stddev_ns");
-		pdi_json_double(j, pdi_gauss_stddev(&e->time));
+		pdi_json_kv_str(j, "from", from);
+		pdi_json_kv_str(j, "to", to);
+		pdi_json_kv_uint(j, "count", e->time.n);
+		pdi_json_kv_double(j, "mean_ns", e->time.mean);
+		pdi_json_kv_double(j, "stddev_ns", pdi_gauss_stddev(&e->time));
 		pdi_json_key(j, "histogram");
 		pdi_json_arr_begin(j);
 		for (unsigned b = 0; b < e->hist.n; b++) {
@@ -330,33 +288,21 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	uint64_t lost = task_lost(d, t);
 
 	pdi_json_obj_begin(j);
-	pdi_json_key(j, "rank");
-	pdi_json_int(j, t->rank);
-	pdi_json_key(j, "pid");
-	pdi_json_int(j, t->pid);
-	pdi_json_key(j, "state");
-	pdi_json_str(j, task_state(t));
-	pdi_json_key(j, "mpi_library");
-	pdi_json_str(j, t->att.object);
-	pdi_json_key(j, "calls");
-	pdi_json_uint(j, m->calls);
-	pdi_json_key(j, "events_lost");
-	pdi_json_uint(j, lost);
-	pdi_json_key(j, "incomplete");
-	pdi_json_bool(j, lost > 0 || m->dropped_states > 0 || m->dropped_edges > 0);
+	pdi_json_kv_int(j, "rank", t->rank);
+	pdi_json_kv_int(j, "pid", t->pid);
+	pdi_json_kv_str(j, "state", task_state(t));
+	pdi_json_kv_str(j, "mpi_library", t->att.object);
+	pdi_json_kv_uint(j, "calls", m->calls);
+	pdi_json_kv_uint(j, "events_lost", lost);
+	pdi_json_kv_bool(j, "incomplete", lost > 0 || m->dropped_states > 0 || m->dropped_edges > 0);
 	pdi_json_key(j, "dropped");
 	pdi_json_obj_begin(j);
-	pdi_json_key(j, "states");
-	pdi_json_uint(j, m->dropped_states);
-	pdi_json_key(j, "transitions");
-	pdi_json_uint(j, m->dropped_edges);
-	pdi_json_key(j, "requests");
-	pdi_json_uint(j, m->dropped_requests);
-	pdi_json_key(j, "phase_cuts");
-	pdi_json_uint(j, m->folded_phase_cuts);
+	pdi_json_kv_uint(j, "states", m->dropped_states);
+	pdi_json_kv_uint(j, "transitions", m->dropped_edges);
+	pdi_json_kv_uint(j, "requests", m->dropped_requests);
+	pdi_json_kv_uint(j, "phase_cuts", m->folded_phase_cuts);
 	pdi_json_obj_end(j);
-	pdi_json_key(j, "model_bytes");
-	pdi_json_uint(j, m->bytes);
+	pdi_json_kv_uint(j, "model_bytes", m->bytes);
 	json_current(d, j, t);
 	pdi_json_key(j, "phases");
 	pdi_json_arr_begin(j);
@@ -372,14 +318,10 @@ static char *step_json(struct pdi_daemon *d, const struct pdi_step *s)
 
 	pdi_json_init(&j);
 	pdi_json_obj_begin(&j);
-	pdi_json_key(&j, "step");
-	pdi_json_str(&j, s->name);
-	pdi_json_key(&j, "state");
-	pdi_json_str(&j, step_state(s));
-	pdi_json_key(&j, "uid");
-	pdi_json_uint(&j, s->uid);
-	pdi_json_key(&j, "phases_from");
-	pdi_json_str(&j, s->ntasks && s->tasks[0]->model.saw_pcontrol ? "pcontrol" : "auto");
+	pdi_json_kv_str(&j, "step", s->name);
+	pdi_json_kv_str(&j, "state", step_state(s));
+	pdi_json_kv_uint(&j, "uid", s->uid);
+	pdi_json_kv_str(&j, "phases_from", s->ntasks && s->tasks[0]->model.saw_pcontrol ? "pcontrol" : "auto");
 	pdi_json_key(&j, "tasks");
 	pdi_json_arr_begin(&j);
 	for (unsigned i = 0; i < s->ntasks; i++)

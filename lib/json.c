@@ -211,3 +211,33 @@ void pdi_json_null(struct pdi_json *j)
 	value_prefix(j);
 	put(j, "null");
 }
+
+void pdi_json_kv_str(struct pdi_json *j, const char *key, const char *v)
+{
+	pdi_json_key(j, key);
+	pdi_json_str(j, v);
+}
+
+void pdi_json_kv_int(struct pdi_json *j, const char *key, int64_t v)
+{
+	pdi_json_key(j, key);
+	pdi_json_int(j, v);
+}
+
+void pdi_json_kv_uint(struct pdi_json *j, const char *key, uint64_t v)
+{
+	pdi_json_key(j, key);
+	pdi_json_uint(j, v);
+}
+
+void pdi_json_kv_double(struct pdi_json *j, const char *key, double v)
+{
+	pdi_json_key(j, key);
+	pdi_json_double(j, v);
+}
+
+void pdi_json_kv_bool(struct pdi_json *j, const char *key, bool v)
+{
+	pdi_json_key(j, key);
+	pdi_json_bool(j, v);
+}

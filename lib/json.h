@@ -39,6 +39,13 @@ void pdi_json_double(struct pdi_json *j, double v);
 void pdi_json_bool(struct pdi_json *j, bool v);
 void pdi_json_null(struct pdi_json *j);
 
+/* "key": value pairs, the common case of an object's member */
+void pdi_json_kv_str(struct pdi_json *j, const char *key, const char *v);
+void pdi_json_kv_int(struct pdi_json *j, const char *key, int64_t v);
+void pdi_json_kv_uint(struct pdi_json *j, const char *key, uint64_t v);
+void pdi_json_kv_double(struct pdi_json *j, const char *key, double v);
+void pdi_json_kv_bool(struct pdi_json *j, const char *key, bool v);
+
 /* Raw bytes appended as they are (already valid JSON, or plain text output). */
 void pdi_json_raw(struct pdi_json *j, const char *s, size_t n);
 /* Formatted text appended as it is: the buffer doubles as a text builder. */

@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# lammps.py -- what monitoring costs a real application: LAMMPS "crack" on 4 ranks, with and without pdimond.
+"""lammps.py -- what monitoring costs a real application: LAMMPS "crack" on 4 ranks, with and without pdimond.
+
+Each round runs, interleaved, in a fresh temporary directory:
+  unmonitored  mpirun.openmpi --allow-run-as-root --oversubscribe -np 4 lmp -in in.crack -log none
+  pdimond      pdimon --socket PRIVATE run -- (the same command)
+and, unless --no-floor, "floor": the same command with bench/probe-floor's do-nothing programs
+attached to the 4 ranks as soon as they map their MPI library (before the timed run loop).
+One pdimond serves all rounds. Prints LAMMPS's "Loop time" medians, the slowdown ratios
+(median of per-round ratios to the unmonitored run; target <= 1.10 for pdimond) and the
+daemon's events and events_lost (from `pdimon status --json`) at the end.
+
+With --record FILE, instead: one monitored run under a pdimond of its own started with
+--set record=FILE, which then holds one struct pdi_call_record per ingested call (for
+`bench-ingest --replay FILE`).
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchlib import (MPIRUN, PROBE_FLOOR, BenchError, Daemon, find_procs, kill_tree, median, read_line,
+                      spawn, wait_exit)
+
+INPUT = "/usr/share/lammps/examples/crack/in.crack"
+NRANKS = 4
+LOOP = re.compile(r"Loop time of ([0-9.eE+-]+) on (\d+) procs for (\d+) steps")
+
+
+def lammps_cmd():
+    return MPIRUN + ["-np", str(NRANKS), "lmp", "-in", INPUT, "-log", "none"]
+
+
+def attach_floor(job):
+    """probe-floor on the ranks of JOB, retried until they map their MPI library (at most 60 s)."""
+    pids = find_procs("lmp", NRANKS, job.pid)
+    deadline = time.monotonic() + 60
+    while True:
+        floor = spawn([PROBE_FLOOR, "--max-seconds", "900", "--pid", *map(str, pids)],
+                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            line = read_line(floor, 60, "probe-floor")
+        except BenchError:
+            line = ""
+        if line.startswith("attached "):
+            return floor
+        try:
+            _, err = floor.communicate(timeout=30)  # closes its stdin: it detaches and exits
+        except subprocess.TimeoutExpired:
+            kill_tree(floor)
+            raise BenchError("probe-floor did not exit")
+        err = err.decode()
+        if time.monotonic() > deadline or job.poll() is not None:
+            raise BenchError(f"probe-floor could not attach: {err}")
+        time.sleep(0.01)
+
+
+def run_once(variant, daemon, tag):
+    """One crack run; returns (loop time in s, steps)."""
+    tmp = tempfile.mkdtemp(prefix="pdimon-lammps-")
+    cmd = lammps_cmd()
+    if variant == "pdimond":
+        cmd = daemon.pdimon_args("run", "--step", tag, "--") + cmd
+    job = floor = None
+    try:
+        job = spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp, env=daemon.env)
+        if variant == "floor":
+            floor = attach_floor(job)
+        out, err = job.communicate(timeout=900)
+        if job.returncode != 0:
+            raise BenchError(f"{variant} LAMMPS run failed ({job.returncode}):\n{out.decode()[-2000:]}\n"
+                             f"{err.decode()[-2000:]}")
+        m = LOOP.search(out.decode())
+        if not m or int(m.group(2)) != NRANKS:
+            raise BenchError(f"no 'Loop time' from LAMMPS:\n{out.decode()[-2000:]}")
+        return float(m.group(1)), int(m.group(3))
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"{variant} LAMMPS run did not finish within 900 s")
+    finally:
+        try:
+            if floor:
+                floor.stdin.close()  # it detaches and exits
+                wait_exit(floor, 60, "probe-floor")
+                floor.stdout.close()
+                floor.stderr.close()
+        finally:
+            if job:
+                kill_tree(job)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def record(path):
+    daemon = Daemon(f"record={path}")
+    try:
+        loop, steps = run_once("pdimond", daemon, f"record-{os.getpid()}")
+        status = daemon.status()
+    finally:
+        rc = daemon.stop()
+    if rc != 0:
+        raise BenchError(f"pdimond exited with {rc}")
+    size = os.path.getsize(path)
+    print(f"recorded LAMMPS crack ({steps} steps, loop time {loop:.3f} s): {path}, {size} bytes, "
+          f"events {status['events']}, events_lost {status['events_lost']}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--no-floor", action="store_true", help="leave out the empty-probe variant")
+    ap.add_argument("--record", metavar="FILE", help="record one monitored run into FILE, nothing else")
+    args = ap.parse_args()
+    if not shutil.which("lmp") or not os.path.exists(INPUT):
+        sys.exit(f"lammps: needs lmp and {INPUT}")
+    if args.record:
+        record(os.path.abspath(args.record))
+        return
+
+    variants = ["unmonitored"] + ([] if args.no_floor else ["floor"]) + ["pdimond"]
+    res = {v: [] for v in variants}
+    daemon = Daemon()
+    try:
+        print(f"lammps: {args.rounds} rounds of crack on {NRANKS} ranks, interleaved {', '.join(variants)}",
+              flush=True)
+        before = daemon.status()
+        for r in range(args.rounds):
+            row = []
+            for v in variants:
+                loop, steps = run_once(v, daemon, f"lammps-{os.getpid()}-{r}")
+                res[v].append(loop)
+                row.append(f"{v} {loop:.3f}")
+            print(f"  round {r + 1}: loop time s: " + ", ".join(row), flush=True)
+        status = daemon.status()
+    finally:
+        rc = daemon.stop()
+    if rc != 0:
+        print(f"lammps: warning: pdimond exited with {rc}", file=sys.stderr)
+
+    events = status["events"] - before["events"]
+    per_rank_run = events / NRANKS / args.rounds
+    print(f"{'variant':<12} {'loop_time_s':>12}   (medians of {args.rounds}, {steps} steps)")
+    for v in variants:
+        print(f"{v:<12} {median(res[v]):>12.3f}")
+    for v in variants[1:]:
+        slow = median([b / a for a, b in zip(res["unmonitored"], res[v])])
+        added = median([b - a for a, b in zip(res["unmonitored"], res[v])])
+        target = " (target <= 1.10)" if v == "pdimond" else ""
+        print(f"slowdown {v}={slow:.3f}{target}, added {added:.3f} s per run, "
+              f"{added * 1e9 / per_rank_run:.0f} ns per call per rank")
+    print(f"pdimond status: events={status['events']} events_lost={status['events_lost']} "
+          f"({per_rank_run:.0f} calls per rank per run)")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (BenchError, OSError, subprocess.SubprocessError) as e:
+        sys.exit(f"lammps: {e}")

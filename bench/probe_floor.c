@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* probe_floor.c -- attaches do-nothing uprobes exactly where pdimond attaches its own: the floor.
+ *
+ * Usage: probe-floor [--perf-links] [--max-seconds S] --pid PID...
+ *
+ * The probes are those pdi_probe_targets_find() gives pdimond, attached the same way (one
+ * uprobe_multi link per direction where the kernel has them, else one perf link per offset
+ * and direction) with the same cookies. Prints "attached N probes ..." on stdout once all
+ * processes are probed, then stays attached until stdin reaches end of file, SIGTERM or
+ * SIGINT arrives, or --max-seconds (default 3600) pass; then detaches and exits 0. */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "empty.skel.h"
+#include "objcache.h"
+#include "probe_targets.h"
+#include "uprobe_multi.h"
+
+struct floor {
+	struct empty_bpf *skel;
+	struct pdi_objcache *objs;
+	bool multi;
+	int *fds; /* uprobe_multi link fds */
+	unsigned nfds;
+	struct bpf_link **links; /* perf links */
+	unsigned nlinks;
+	unsigned nprobes;
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG || level == LIBBPF_INFO)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int add_fd(struct floor *f, int fd)
+{
+	int *v = realloc(f->fds, sizeof(*v) * (f->nfds + 1));
+
+	if (!v) {
+		close(fd);
+		return -ENOMEM;
+	}
+	f->fds = v;
+	f->fds[f->nfds++] = fd;
+	return 0;
+}
+
+static int add_link(struct floor *f, struct bpf_link *l)
+{
+	struct bpf_link **v = realloc(f->links, sizeof(*v) * (f->nlinks + 1));
+
+	if (!v) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	f->links = v;
+	f->links[f->nlinks++] = l;
+	return 0;
+}
+
+/* Return probes first, in the order pdimond attaches them (daemon/tracer.c). */
+static int attach_multi(struct floor *f, const struct pdi_probe_targets *pt, pid_t pid)
+{
+	for (int ret = 1; ret >= 0; ret--) {
+		struct bpf_program *prog = ret ? f->skel->progs.empty_exit : f->skel->progs.empty_enter;
+		int fd = pdi_uprobe_multi_attach(bpf_program__fd(prog), pt->path, pt->offsets, pt->cookies,
+						 pt->n, ret, pid);
+		int r;
+
+		if (fd < 0)
+			return fd;
+		if ((r = add_fd(f, fd)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int attach_perf(struct floor *f, const struct pdi_probe_targets *pt, pid_t pid)
+{
+	for (unsigned i = 0; i < pt->n; i++) {
+		for (int ret = 1; ret >= 0; ret--) {
+			LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = pt->cookies[i], .retprobe = ret);
+			struct bpf_program *prog = ret ? f->skel->progs.empty_exit : f->skel->progs.empty_enter;
+			struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, pid, pt->path, pt->offsets[i], &opts);
+			int r;
+
+			if (!l)
+				return -errno;
+			if ((r = add_link(f, l)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int floor_attach(struct floor *f, pid_t pid)
+{
+	struct pdi_probe_targets *pt = malloc(sizeof(*pt));
+	int r;
+
+	if (!pt)
+		return -ENOMEM;
+	r = pdi_probe_targets_find(f->objs, pid, pt);
+	if (r < 0) {
+		fprintf(stderr, "probe-floor: no MPI probes for pid %d: %s\n", (int)pid, strerror(-r));
+		goto out;
+	}
+	r = f->multi ? attach_multi(f, pt, pid) : attach_perf(f, pt, pid);
+	if (r < 0) {
+		fprintf(stderr, "probe-floor: cannot attach to %s for pid %d: %s\n", pt->path, (int)pid,
+			strerror(-r));
+		goto out;
+	}
+	fprintf(stderr, "probe-floor: pid %d: %u probes in %s\n", (int)pid, pt->n, pt->object);
+	f->nprobes += pt->n;
+out:
+	free(pt);
+	return r;
+}
+
+static void floor_free(struct floor *f)
+{
+	for (unsigned i = 0; i < f->nfds; i++)
+		close(f->fds[i]);
+	free(f->fds);
+	for (unsigned i = 0; i < f->nlinks; i++)
+		bpf_link__destroy(f->links[i]);
+	free(f->links);
+	empty_bpf__destroy(f->skel);
+	pdi_objcache_free(f->objs);
+	*f = (struct floor){0};
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Until stdin ends, SIGTERM/SIGINT arrives (through SFD) or MAX_S seconds pass. */
+static int wait_for_end(int sfd, double max_s)
+{
+	double deadline = now_s() + max_s;
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = STDIN_FILENO, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		double left = deadline - now_s();
+		char buf[256];
+		int n;
+
+		if (left <= 0) {
+			fprintf(stderr, "probe-floor: %.0f s passed, detaching\n", max_s);
+			return 0;
+		}
+		n = poll(p, 2, left > 60 ? 60000 : (int)(left * 1000) + 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[1].revents)
+			return 0;
+		if (p[0].revents) {
+			ssize_t k = read(STDIN_FILENO, buf, sizeof(buf));
+
+			if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN))
+				return 0;
+		}
+	}
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: probe-floor [--perf-links] [--max-seconds S] --pid PID...\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
+					     {"perf-links", no_argument, NULL, 'l'},
+					     {"max-seconds", required_argument, NULL, 'm'},
+					     {"help", no_argument, NULL, 'h'},
+					     {0}};
+	struct floor f = {0};
+	pid_t *pids = calloc((size_t)argc, sizeof(*pids));
+	unsigned npids = 0;
+	bool perf_links = false;
+	double max_s = 3600;
+	sigset_t mask;
+	int c, r, sfd = -1;
+
+	if (!pids)
+		return 1;
+	while ((c = getopt_long(argc, argv, "p:lm:h", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'p': pids[npids++] = (pid_t)atoi(optarg); break;
+		case 'l': perf_links = true; break;
+		case 'm': max_s = atof(optarg); break;
+		case 'h': usage(stdout); free(pids); return 0;
+		default: usage(stderr); free(pids); return 2;
+		}
+	}
+	/* "--pid 1 2 3", as pdimon attach takes it */
+	for (; optind < argc; optind++)
+		pids[npids++] = (pid_t)atoi(argv[optind]);
+	for (unsigned i = 0; i < npids; i++)
+		if (pids[i] <= 0) {
+			usage(stderr);
+			free(pids);
+			return 2;
+		}
+	if (!npids) {
+		usage(stderr);
+		free(pids);
+		return 2;
+	}
+
+	/* SIGTERM/SIGINT end the wait through a signalfd; block them before anything is attached */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0) {
+		r = -errno;
+		fprintf(stderr, "probe-floor: signalfd: %s\n", strerror(-r));
+		goto out;
+	}
+
+	libbpf_set_print(libbpf_print);
+	r = pdi_objcache_new(&f.objs);
+	if (r < 0)
+		goto out;
+	f.skel = empty_bpf__open();
+	if (!f.skel) {
+		r = -errno;
+		fprintf(stderr, "probe-floor: cannot open the BPF object: %s\n", strerror(-r));
+		goto out;
+	}
+	f.multi = !perf_links && pdi_uprobe_multi_supported();
+	if (f.multi) {
+		bpf_program__set_expected_attach_type(f.skel->progs.empty_enter, PDI_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(f.skel->progs.empty_exit, PDI_BPF_TRACE_UPROBE_MULTI);
+	}
+	r = empty_bpf__load(f.skel);
+	if (r < 0) {
+		fprintf(stderr, "probe-floor: cannot load the BPF programs: %s\n", strerror(-r));
+		goto out;
+	}
+	for (unsigned i = 0; i < npids; i++)
+		if ((r = floor_attach(&f, pids[i])) < 0)
+			goto out;
+	printf("attached %u probes to %u processes (%s)\n", f.nprobes, npids,
+	       f.multi ? "uprobe_multi links" : "perf links");
+	fflush(stdout);
+	r = wait_for_end(sfd, max_s);
+out:
+	floor_free(&f);
+	if (sfd >= 0)
+		close(sfd);
+	free(pids);
+	return r < 0 ? 1 : 0;
+}

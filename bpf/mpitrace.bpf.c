@@ -84,50 +84,70 @@ static __always_inline void count_lost(__u32 tgid)
 		bpf_map_update_elem(&lost, &tgid, &one, BPF_NOEXIST);
 }
 
+/* The thread's entry, created at its first call and kept: see struct pdi_inflight. */
+static __always_inline struct pdi_inflight *thread_entry(__u64 id)
+{
+	struct pdi_inflight *f = bpf_map_lookup_elem(&inflight, &id);
+	static const struct pdi_inflight idle;
+
+	if (f)
+		return f;
+	bpf_map_update_elem(&inflight, &id, &idle, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&inflight, &id);
+}
+
 SEC("uprobe")
 int BPF_KPROBE(mpi_enter)
 {
+	/* the registers first, before any branch: the verifier refuses a context pointer the
+	 * compiler has offset to share one load between paths */
+	__u64 sp = PT_REGS_SP(ctx), a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx),
+	      a4 = PT_REGS_PARM4(ctx), a5 = PT_REGS_PARM5(ctx), a6 = PARM6(ctx), ptr;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 id = bpf_get_current_pid_tgid();
-	struct pdi_inflight *f = bpf_map_lookup_elem(&inflight, &id);
-	struct pdi_inflight n = {};
-	__u64 sp = PT_REGS_SP(ctx), ptr;
+	struct pdi_inflight *f;
 	__u32 arg, mode;
 
-	if (f) { /* an MPI call made by an MPI call: only the outermost one is the application's */
-		f->depth++;
+	barrier_var(sp);
+	f = thread_entry(id);
+	if (!f)
 		return 0;
-	}
-	n.cookie = bpf_get_attach_cookie(ctx);
-	n.t_enter = bpf_ktime_get_ns();
-	bpf_probe_read_user(&n.callsite, sizeof(n.callsite), (void *)sp);
-	n.args[0] = PT_REGS_PARM1(ctx);
-	n.args[1] = PT_REGS_PARM2(ctx);
-	n.args[2] = PT_REGS_PARM3(ctx);
-	n.args[3] = PT_REGS_PARM4(ctx);
-	n.args[4] = PT_REGS_PARM5(ctx);
-	n.args[5] = PARM6(ctx);
+	/* an MPI call made by an MPI call: only the outermost one is the application's */
+	if (f->active++ > 0)
+		return 0;
+	f->cookie = cookie;
+	f->t_enter = bpf_ktime_get_ns();
+	bpf_probe_read_user(&f->callsite, sizeof(f->callsite), (void *)sp);
+	f->args[0] = a1;
+	f->args[1] = a2;
+	f->args[2] = a3;
+	f->args[3] = a4;
+	f->args[4] = a5;
+	f->args[5] = a6;
+	f->req_ptr = 0;
+	f->reqs[0] = 0;
+	f->nreqs = 0;
 
-	arg = PDI_COOKIE_REQ_ARG(n.cookie);
-	mode = PDI_COOKIE_REQ_MODE(n.cookie);
+	arg = PDI_COOKIE_REQ_ARG(f->cookie);
+	mode = PDI_COOKIE_REQ_MODE(f->cookie);
 	if (arg) {
-		ptr = read_arg(n.args, sp, arg);
+		ptr = read_arg(f->args, sp, arg);
 		if (mode == PDI_REQ_OUT) {
-			n.req_ptr = ptr;
+			f->req_ptr = ptr;
 		} else if (mode == PDI_REQ_IN) {
-			read_handle(&n.reqs[0], n.cookie, ptr);
-			n.nreqs = 1;
+			read_handle(&f->reqs[0], f->cookie, ptr);
+			f->nreqs = 1;
 		} else if (mode == PDI_REQ_ARRAY) {
-			__u64 cnt = (__u32)n.args[0], sz;
+			__u64 cnt = (__u32)f->args[0], sz;
 
 			if (cnt > PDI_NREQS)
 				cnt = PDI_NREQS;
-			sz = cnt * PDI_COOKIE_REQ_SIZE(n.cookie);
-			if (sz > 0 && sz <= sizeof(n.reqs))
-				bpf_probe_read_user(n.reqs, sz, (void *)ptr);
-			n.nreqs = cnt;
+			sz = cnt * PDI_COOKIE_REQ_SIZE(f->cookie);
+			if (sz > 0 && sz <= sizeof(f->reqs))
+				bpf_probe_read_user(f->reqs, sz, (void *)ptr);
+			f->nreqs = cnt;
 		}
 	}
-	bpf_map_update_elem(&inflight, &id, &n, BPF_ANY);
 	return 0;
 }
 
@@ -139,16 +159,14 @@ int BPF_KRETPROBE(mpi_exit)
 	struct pdi_event *e;
 	__u64 flags;
 
-	if (!f)
+	/* no entry, or idle: the return of a call entered before we attached */
+	if (!f || f->active == 0)
 		return 0;
-	if (f->depth) {
-		f->depth--;
+	if (--f->active > 0)
 		return 0;
-	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(id >> 32);
-		bpf_map_delete_elem(&inflight, &id);
 		return 0;
 	}
 	e->kind = PDI_EV_CALL;
@@ -166,7 +184,6 @@ int BPF_KRETPROBE(mpi_exit)
 		read_handle(&e->req, f->cookie, f->req_ptr);
 	}
 	e->ret = PT_REGS_RC(ctx);
-	bpf_map_delete_elem(&inflight, &id);
 
 	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
 									       : BPF_RB_NO_WAKEUP;

@@ -343,14 +343,15 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ou
 
 	/* the main thread first, by its key: MPI is mostly called there, and a walk of the map
 	 * may miss entries while other processes' entries come and go */
-	if (max > 0 && bpf_map_lookup_elem(fd, &key, &out[n]) == 0)
+	if (max > 0 && bpf_map_lookup_elem(fd, &key, &out[n]) == 0 && out[n].active > 0)
 		tids[n++] = pid;
 	while (n < max && bpf_map_get_next_key(fd, prev, &next) == 0) {
 		key = next;
 		prev = &key;
 		if ((pid_t)(key >> 32) != pid || (pid_t)(__u32)key == pid)
 			continue;
-		if (bpf_map_lookup_elem(fd, &key, &out[n]) == 0)
+		/* threads keep their entry between calls: only busy ones are inside MPI */
+		if (bpf_map_lookup_elem(fd, &key, &out[n]) == 0 && out[n].active > 0)
 			tids[n++] = (pid_t)(__u32)key;
 	}
 	return n;

@@ -49,9 +49,10 @@ struct pdi_event {
 	__s64 ret;       /* return value of the call */
 };
 
-/* What a thread is doing right now, kept in the BPF "inflight" map (key: pid_tgid).
- * The daemon reads it to know where a task is blocked; the return probe turns it into
- * a pdi_event. */
+/* What a thread is doing right now, kept in the BPF "inflight" map (key: pid_tgid), one
+ * entry per thread for its life: updating it in place costs far less than inserting and
+ * deleting one per call. The daemon reads it to know where a task is blocked (ACTIVE > 0);
+ * the return probe turns it into a pdi_event. */
 struct pdi_inflight {
 	__u64 cookie;
 	__u64 callsite;
@@ -59,7 +60,7 @@ struct pdi_inflight {
 	__u64 args[PDI_NARGS];
 	__u64 req_ptr;            /* where to read the request at return (PDI_REQ_OUT) */
 	__u64 reqs[PDI_NREQS];    /* requests being completed (PDI_REQ_IN/ARRAY) */
-	__u32 depth;              /* nested MPI calls below the outermost one */
+	__u32 active;             /* MPI calls in progress: 0 idle, 1 the application's, more nested */
 	__u32 nreqs;
 };
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* log.h -- logging to stderr with a level, and the cleanup helpers the daemon uses. */
+/* log.h -- logging with a level: stderr in the foreground, syslog once daemonized. */
 #pragma once
 
 #include <errno.h>
@@ -23,11 +23,4 @@ void pdi_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define log_info(...) pdi_log(PDI_LOG_INFO, __VA_ARGS__)
 #define log_debug(...) pdi_log(PDI_LOG_DEBUG, __VA_ARGS__)
 
-static inline void freep(void *p)
-{
-	free(*(void **)p);
-}
-#define _cleanup_free_ __attribute__((cleanup(freep)))
-
-#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* pdi.c -- progress dependence graph and least-progressed tasks (PDI). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdi.h"
+
+#define ONE (1.0 - 1e-9)
+#define SWEEPS 500 /* value iteration: enough for loops of hundreds of states */
+
+enum pdi_dep pdi_dep_from_table(double forward, double backward)
+{
+	if (forward <= 0 && backward <= 0)
+		return PDI_DEP_NONE; /* different branches */
+	if (forward <= 0)
+		return PDI_DEP_ON; /* j can come back to i, i cannot reach j: j is behind */
+	if (backward <= 0)
+		return PDI_DEP_BY;
+	if (forward >= ONE && backward < ONE)
+		return PDI_DEP_BY; /* i must reach j, j may never come back: j waits for i */
+	if (backward >= ONE && forward < ONE)
+		return PDI_DEP_ON;
+	return PDI_DEP_UNDEFINED;
+}
+
+int pdi_mm_build(const struct pdi_model *m, struct pdi_mm *ret)
+{
+	struct pdi_mm mm = {.model = m};
+	uint32_t nedges = 0, cap = 0;
+	uint64_t *ek = NULL; /* (from index << 32 | to index) of merged edges */
+	double *ec = NULL;
+	struct pdi_u64map eidx = {0};
+	double *out = NULL;
+	int r = -ENOMEM;
+
+	for (uint32_t ph = 0; ph < m->nphases; ph++) {
+		const struct pdi_phase *p = &m->phases[ph];
+
+		for (uint32_t i = 0; i < p->nstates; i++)
+			if (pdi_u64map_get(&mm.idx, p->states[i].key) == PDI_U64MAP_NONE) {
+				uint64_t *k = realloc(mm.keys, sizeof(*k) * (mm.n + 1));
+				if (!k)
+					goto fail;
+				mm.keys = k;
+				if (pdi_u64map_put(&mm.idx, p->states[i].key, mm.n) < 0)
+					goto fail;
+				mm.keys[mm.n++] = p->states[i].key;
+			}
+		for (uint32_t i = 0; i < p->nedges; i++) {
+			uint64_t f = pdi_u64map_get(&mm.idx, p->states[p->edges[i].from].key);
+			uint64_t t = pdi_u64map_get(&mm.idx, p->states[p->edges[i].to].key);
+			uint64_t key = f << 32 | t;
+			uint32_t x = pdi_u64map_get(&eidx, key);
+
+			if (x == PDI_U64MAP_NONE) {
+				if (nedges == cap) {
+					uint32_t ncap = cap ? cap * 2 : 64;
+					uint64_t *nk = realloc(ek, sizeof(*nk) * ncap);
+					double *nc = nk ? realloc(ec, sizeof(*nc) * ncap) : NULL;
+
+					if (nk)
+						ek = nk;
+					if (!nk || !nc)
+						goto fail;
+					ec = nc;
+					cap = ncap;
+				}
+				if (pdi_u64map_put(&eidx, key, nedges) < 0)
+					goto fail;
+				x = nedges++;
+				ek[x] = key;
+				ec[x] = 0;
+			}
+			ec[x] += (double)p->edges[i].time.n;
+		}
+	}
+	mm.first = calloc(mm.n + 1, sizeof(*mm.first));
+	mm.to = malloc(sizeof(*mm.to) * (nedges + 1));
+	mm.p = malloc(sizeof(*mm.p) * (nedges + 1));
+	out = calloc(mm.n + 1, sizeof(*out));
+	if (!mm.first || !mm.to || !mm.p || !out)
+		goto fail;
+	for (uint32_t i = 0; i < nedges; i++) {
+		mm.first[(ek[i] >> 32) + 1]++;
+		out[ek[i] >> 32] += ec[i];
+	}
+	for (uint32_t s = 0; s < mm.n; s++)
+		mm.first[s + 1] += mm.first[s];
+	{
+		uint32_t *fill = calloc(mm.n + 1, sizeof(*fill));
+
+		if (!fill)
+			goto fail;
+		for (uint32_t i = 0; i < nedges; i++) {
+			uint32_t f = (uint32_t)(ek[i] >> 32), at = mm.first[f] + fill[f]++;
+
+			mm.to[at] = (uint32_t)ek[i];
+			mm.p[at] = out[f] > 0 ? ec[i] / out[f] : 0;
+		}
+		free(fill);
+	}
+	r = 0;
+	*ret = mm;
+	mm = (struct pdi_mm){0};
+fail:
+	free(ek);
+	free(ec);
+	free(out);
+	pdi_u64map_free(&eidx);
+	pdi_mm_done(&mm);
+	return r;
+}
+
+void pdi_mm_done(struct pdi_mm *mm)
+{
+	pdi_u64map_free(&mm->idx);
+	free(mm->keys);
+	free(mm->first);
+	free(mm->to);
+	free(mm->p);
+	*mm = (struct pdi_mm){0};
+}
+
+double pdi_mm_reach(const struct pdi_mm *mm, uint64_t from, uint64_t to)
+{
+	uint32_t f = pdi_u64map_get(&mm->idx, from), t = pdi_u64map_get(&mm->idx, to);
+	double *h, res = 0;
+
+	if (f == PDI_U64MAP_NONE || t == PDI_U64MAP_NONE)
+		return 0;
+	h = calloc(mm->n, sizeof(*h));
+	if (!h)
+		return 0;
+	/* h[s]: the probability of reaching T from S; T absorbs with 1. Monotone from 0, so
+	 * value iteration converges from below. */
+	for (int sweep = 0; sweep < SWEEPS; sweep++) {
+		double change = 0;
+
+		for (uint32_t s = 0; s < mm->n; s++) {
+			double v = 0;
+
+			if (s == t)
+				continue;
+			for (uint32_t e = mm->first[s]; e < mm->first[s + 1]; e++)
+				v += mm->p[e] * (mm->to[e] == t ? 1.0 : h[mm->to[e]]);
+			change = fmax(change, fabs(v - h[s]));
+			h[s] = v;
+		}
+		if (change < 1e-12)
+			break;
+	}
+	/* from F itself: leave it first, so F == T asks whether a loop comes back */
+	for (uint32_t e = mm->first[f]; e < mm->first[f + 1]; e++)
+		res += mm->p[e] * (mm->to[e] == t ? 1.0 : h[mm->to[e]]);
+	free(h);
+	return fmin(res, 1.0);
+}
+
+/* Has Y done everything X has: passed X's state at least as often as X has been there,
+ * while X has not been in Y's state as often as Y? The order of two tasks in one loop. */
+static bool ahead(const struct pdi_position *y, const struct pdi_position *x)
+{
+	uint64_t yx = pdi_model_visits(y->mm->model, x->state), xx = pdi_model_visits(x->mm->model, x->state);
+	uint64_t xy = pdi_model_visits(x->mm->model, y->state), yy = pdi_model_visits(y->mm->model, y->state);
+
+	/* a task inside a call has entered it, not passed it */
+	if (y->inside && y->state == x->state)
+		yx--;
+	if (x->inside && x->state == y->state)
+		xy--;
+	return yx >= xx && xy < yy;
+}
+
+static enum pdi_dep dependence(const struct pdi_position *x, const struct pdi_position *y)
+{
+	enum pdi_dep d = pdi_dep_from_table(pdi_mm_reach(x->mm, x->state, y->state),
+					    pdi_mm_reach(x->mm, y->state, x->state));
+
+	if (d != PDI_DEP_UNDEFINED)
+		return d;
+	if (ahead(y, x))
+		return PDI_DEP_BY;
+	if (ahead(x, y))
+		return PDI_DEP_ON;
+	return PDI_DEP_UNDEFINED;
+}
+
+static int group_of(const struct pdi_pdg *g, uint64_t state, bool inside)
+{
+	for (size_t i = 0; i < g->ngroups; i++)
+		if (g->groups[i].state == state && g->groups[i].inside == inside)
+			return (int)i;
+	return -1;
+}
+
+static int group_of_rank(const struct pdi_pdg *g, int rank)
+{
+	for (size_t i = 0; i < g->ngroups; i++)
+		for (size_t k = 0; k < g->groups[i].n; k++)
+			if (g->groups[i].ranks[k] == rank)
+				return (int)i;
+	return -1;
+}
+
+int pdi_pdg_build(const struct pdi_position *tasks, size_t n, struct pdi_pdg *ret)
+{
+	struct pdi_pdg g = {0};
+	int *rep; /* a task standing for each group, for the visit-count order */
+
+	g.groups = calloc(n ? n : 1, sizeof(*g.groups));
+	rep = calloc(n ? n : 1, sizeof(*rep));
+	if (!g.groups || !rep)
+		goto oom;
+	for (size_t i = 0; i < n; i++) {
+		int k;
+
+		if (tasks[i].finished)
+			continue;
+		k = group_of(&g, tasks[i].state, tasks[i].inside);
+		if (k < 0) {
+			k = (int)g.ngroups++;
+			g.groups[k] = (struct pdi_group){.state = tasks[i].state, .inside = tasks[i].inside,
+							 .ranks = calloc(n, sizeof(int))};
+			if (!g.groups[k].ranks)
+				goto oom;
+			rep[k] = (int)i;
+		}
+		g.groups[k].ranks[g.groups[k].n++] = tasks[i].rank;
+	}
+	g.dep = calloc(g.ngroups * g.ngroups + 1, 1);
+	if (!g.dep)
+		goto oom;
+	/* each task judges with its own model; the union is a bitwise OR (Table 2) */
+	for (size_t i = 0; i < n; i++) {
+		int gi;
+
+		if (tasks[i].finished || (gi = group_of(&g, tasks[i].state, tasks[i].inside)) < 0)
+			continue;
+		for (size_t h = 0; h < g.ngroups; h++) {
+			enum pdi_dep d;
+
+			if ((int)h == gi)
+				continue;
+			d = dependence(&tasks[i], &tasks[rep[h]]);
+			g.dep[gi * g.ngroups + h] |= (uint8_t)d;
+			g.dep[h * g.ngroups + gi] |= (uint8_t)(d == PDI_DEP_ON ? PDI_DEP_BY : d == PDI_DEP_BY ? PDI_DEP_ON : d);
+		}
+		/* point-to-point: a blocked receive or wait depends on its peers */
+		for (size_t p = 0; tasks[i].inside && p < tasks[i].npeers; p++) {
+			int gp = group_of_rank(&g, tasks[i].peers[p]);
+
+			if (gp >= 0 && gp != gi)
+				g.groups[gi].p2p_dependent = true;
+		}
+	}
+	/* LP: waits for no other group, and is waited for; then drop those that wait for a
+	 * peer elsewhere (PDI 4.3) */
+	for (size_t a = 0; a < g.ngroups; a++) {
+		bool waits = false, waited = false;
+
+		for (size_t b = 0; b < g.ngroups; b++) {
+			waits |= g.dep[a * g.ngroups + b] == PDI_DEP_ON;
+			waited |= g.dep[a * g.ngroups + b] == PDI_DEP_BY;
+		}
+		g.groups[a].lp = !waits && (waited || g.ngroups == 1) && !g.groups[a].p2p_dependent;
+		g.nlp += g.groups[a].lp;
+	}
+	free(rep);
+	*ret = g;
+	return 0;
+oom:
+	free(rep);
+	pdi_pdg_done(&g);
+	return -ENOMEM;
+}
+
+void pdi_pdg_done(struct pdi_pdg *g)
+{
+	for (size_t i = 0; g->groups && i < g->ngroups; i++)
+		free(g->groups[i].ranks);
+	free(g->groups);
+	free(g->dep);
+	*g = (struct pdi_pdg){0};
+}

@@ -52,6 +52,10 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 /* The task's process has exited (or we stop): drain its events and keep its model. */
 void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t);
 
+/* The ranks the in-flight call F of task T waits for: its peer argument, or the peers of
+ * the requests it completes (from the Isend/Irecv that made them). Returns how many. */
+unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, int32_t *out, unsigned max);
+
 /* Announce STEP's end once it has ended (no task runs, nothing is awaited). */
 void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s);
 

@@ -194,16 +194,38 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 		uint32_t site;
 
 		/* the process is gone, but a site it blocked in was seen before: the cache knows it */
-		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0)
+		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0) {
 			t->ended_in = strdup(t->step->sites[site].name);
-		else if (fn < pdi_mpi_nfuncs)
+			t->ended_site = site;
+		} else if (fn < pdi_mpi_nfuncs) {
 			t->ended_in = strdup(pdi_mpi_funcs[fn].name);
+		}
+		t->nended_peers = pdi_task_peers(t, &f, t->ended_peers, ELEMENTSOF(t->ended_peers));
 	}
 	pdi_tracer_forget(d->tracer, t->pid);
 	pdi_registry_end_task(&d->reg, t);
 	log_info("Task pid %d (rank %d) of step %s ended%s%s", (int)t->pid, t->rank, t->step->name,
 		 t->ended_in ? " inside " : "", t->ended_in ? t->ended_in : "");
 	pdi_step_ended(d, t->step);
+}
+
+unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, int32_t *out, unsigned max)
+{
+	unsigned fn = PDI_COOKIE_FN(f->cookie), n = 0;
+	const struct pdi_mpi_func *mf;
+
+	if (fn >= pdi_mpi_nfuncs)
+		return 0;
+	mf = &pdi_mpi_funcs[fn];
+	if (mf->peer_arg >= 1 && mf->peer_arg <= PDI_NARGS && n < max)
+		out[n++] = (int32_t)(uint32_t)f->args[mf->peer_arg - 1];
+	for (uint32_t i = 0; i < f->nreqs && i < PDI_NREQS && n < max; i++) {
+		const struct pdi_request *rq = pdi_model_find_request(&t->model, pdi_inflight_req(f, i));
+
+		if (rq && rq->peer != PDI_NO_PEER)
+			out[n++] = rq->peer;
+	}
+	return n;
 }
 
 void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s)

@@ -180,6 +180,7 @@ static int append_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, in
 		return -ENOMEM;
 	}
 	t->pidfd = -1;
+	t->ended_site = -1;
 	t->att.multi_fds[0] = t->att.multi_fds[1] = -1;
 	t->step = s;
 	t->pid = pid;

@@ -47,6 +47,9 @@ struct pdi_task {
 	bool gap;                     /* the model missed calls: the daemon was down for a while */
 	struct pdi_call init_call;
 	char *ended_in;               /* the MPI call the task was in when it ended, if any */
+	int64_t ended_site;           /* its site, -1 when unknown */
+	int32_t ended_peers[PDI_NREQS + 1]; /* the ranks that call waited for */
+	unsigned nended_peers;
 };
 
 enum pdi_phases { PDI_PHASES_DEFAULT, PDI_PHASES_AUTO, PDI_PHASES_PCONTROL };

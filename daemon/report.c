@@ -14,7 +14,9 @@
 
 #include "daemon.h"
 #include "json.h"
+#include "log.h"
 #include "mpi_funcs.h"
+#include "pdi.h"
 #include "ranges.h"
 #include "report.h"
 #include "sites.h"
@@ -30,6 +32,9 @@ struct where {
 	enum task_kind kind;
 	char text[600];  /* "MPI_Barrier@ring.c:37" or "after MPI_Waitall@ring.c:33" */
 	uint64_t for_ns; /* how long it has been there (running tasks) */
+	int64_t site;    /* the call it is in or after, -1 when unknown */
+	int32_t peers[PDI_NREQS + 1]; /* the ranks a blocked call waits for */
+	unsigned npeers;
 };
 
 /* Where task T is now, or was when it ended. */
@@ -41,26 +46,34 @@ static void locate(struct pdi_daemon *d, struct pdi_task *t, struct where *w)
 	uint32_t site;
 	uint64_t now = pdi_now_ns();
 
-	*w = (struct where){0};
+	*w = (struct where){.site = -1};
 	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
 		/* inside MPI for a moment is what MPI programs do; past the timeout it is a hang
 		 * suspect (PDI 4.1) */
 		w->for_ns = now > f.t_enter ? now - f.t_enter : 0;
 		w->kind = w->for_ns >= (uint64_t)d->cfg.hang_timeout_ms * 1000000 ? TASK_BLOCKED : TASK_IN_MPI;
-		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0)
+		w->site = -1;
+		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0) {
 			snprintf(w->text, sizeof(w->text), "%s", s->sites[site].name);
-		else
+			w->site = site;
+		} else {
 			snprintf(w->text, sizeof(w->text), "%s", fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?");
+		}
+		w->npeers = pdi_task_peers(t, &f, w->peers, ELEMENTSOF(w->peers));
 	} else if (t->ended_in) {
 		w->kind = TASK_BLOCKED;
+		w->site = t->ended_site;
 		snprintf(w->text, sizeof(w->text), "%s", t->ended_in);
+		memcpy(w->peers, t->ended_peers, sizeof(w->peers));
+		w->npeers = t->nended_peers;
 	} else if (!t->model.started) {
 		w->kind = TASK_NO_MPI;
 	} else if (pdi_mpi_funcs[t->model.last_fn].cls == PDI_FC_FINALIZE) {
 		w->kind = TASK_FINISHED;
 	} else {
 		w->kind = TASK_COMPUTING;
+		w->site = t->model.last_site;
 		snprintf(w->text, sizeof(w->text), "after %s", s->sites[t->model.last_site].name);
 		if (t->state == PDI_TASK_RUNNING && now > t->model.last_exit)
 			w->for_ns = now - t->model.last_exit;
@@ -111,6 +124,88 @@ oom:
 	return -ENOMEM;
 }
 
+/* PDI on the step's tasks: the least-progressed ranks behind a hang, as "[2]" in LP (""
+ * when PDI cannot tell), and the progress dependence graph into J when not NULL. */
+static int least_progressed(const struct pdi_step *s, const struct where *w, char *lp, size_t lplen,
+			    struct pdi_json *j)
+{
+	struct pdi_position *pos = calloc(s->ntasks ? s->ntasks : 1, sizeof(*pos));
+	struct pdi_mm *mm = calloc(s->ntasks ? s->ntasks : 1, sizeof(*mm));
+	int *ranks = calloc(s->ntasks ? s->ntasks : 1, sizeof(*ranks));
+	struct pdi_pdg g = {0};
+	size_t n = 0, nlp = 0;
+	char buf[4096];
+	int r = -ENOMEM;
+
+	lp[0] = '\0';
+	if (!pos || !mm || !ranks)
+		goto out;
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		const struct pdi_task *t = s->tasks[i];
+
+		if (w[i].site < 0 || w[i].kind == TASK_NO_MPI || t->rank < 0)
+			continue; /* nowhere known: no part in the graph */
+		if ((r = pdi_mm_build(&t->model, &mm[n])) < 0)
+			goto out;
+		pos[n] = (struct pdi_position){.rank = t->rank, .state = pdi_state_comm((uint32_t)w[i].site),
+					       .inside = w[i].kind == TASK_BLOCKED || w[i].kind == TASK_IN_MPI,
+					       .finished = w[i].kind == TASK_FINISHED, .mm = &mm[n],
+					       .peers = w[i].peers, .npeers = w[i].npeers};
+		n++;
+	}
+	r = pdi_pdg_build(pos, n, &g);
+	if (r < 0)
+		goto out;
+	for (size_t k = 0; k < g.ngroups; k++)
+		for (size_t x = 0; g.groups[k].lp && x < g.groups[k].n; x++)
+			ranks[nlp++] = g.groups[k].ranks[x];
+	if (nlp)
+		pdi_ranges_format(ranks, nlp, lp, lplen);
+	if (j) {
+		pdi_json_key(j, "pdg");
+		pdi_json_obj_begin(j);
+		pdi_json_key(j, "groups");
+		pdi_json_arr_begin(j);
+		for (size_t k = 0; k < g.ngroups; k++) {
+			pdi_ranges_format(g.groups[k].ranks, g.groups[k].n, buf, sizeof(buf));
+			pdi_json_obj_begin(j);
+			pdi_json_kv_str(j, "ranks", buf);
+			pdi_json_kv_str(j, "at", s->sites[pdi_state_site(g.groups[k].state)].name);
+			pdi_json_kv_bool(j, "inside", g.groups[k].inside);
+			pdi_json_kv_bool(j, "point_to_point_dependent", g.groups[k].p2p_dependent);
+			pdi_json_kv_bool(j, "least_progressed", g.groups[k].lp);
+			pdi_json_obj_end(j);
+		}
+		pdi_json_arr_end(j);
+		/* "waits_for": the first group waits for the second; "undefined": PDI cannot tell */
+		pdi_json_key(j, "edges");
+		pdi_json_arr_begin(j);
+		for (size_t a = 0; a < g.ngroups; a++)
+			for (size_t b = 0; b < g.ngroups; b++) {
+				uint8_t dep = g.dep[a * g.ngroups + b];
+
+				if (dep != PDI_DEP_ON && !(dep == PDI_DEP_UNDEFINED && a < b))
+					continue;
+				pdi_json_obj_begin(j);
+				pdi_json_kv_uint(j, "from", a);
+				pdi_json_kv_uint(j, "to", b);
+				pdi_json_kv_str(j, "dependence", dep == PDI_DEP_ON ? "waits_for" : "undefined");
+				pdi_json_obj_end(j);
+			}
+		pdi_json_arr_end(j);
+		pdi_json_obj_end(j);
+	}
+	r = 0;
+out:
+	pdi_pdg_done(&g);
+	for (size_t k = 0; k < n; k++)
+		pdi_mm_done(&mm[k]);
+	free(mm);
+	free(pos);
+	free(ranks);
+	return r;
+}
+
 static const char *verdict_kind(const struct group *g, size_t ng, const struct pdi_step *s)
 {
 	bool blocked = false, all_finished = ng > 0;
@@ -128,7 +223,8 @@ static const char *verdict_kind(const struct group *g, size_t ng, const struct p
 	return pdi_step_running(s) ? "running" : "incomplete";
 }
 
-static char *summary_text(const struct pdi_step *s, const char *kind, const struct group *g, size_t ng)
+static char *summary_text(const struct pdi_step *s, const char *kind, const struct group *g, size_t ng,
+			  const char *lp)
 {
 	struct pdi_json j;
 	char ranks[256];
@@ -163,7 +259,10 @@ static char *summary_text(const struct pdi_step *s, const char *kind, const stru
 		case TASK_NO_MPI: pdi_json_printf(&j, "pdimon:   %s made no MPI call\n", ranks); break;
 		}
 	}
-	if (!strcmp(kind, "hang") && ng > 1 && g[0].kind == TASK_COMPUTING) {
+	if (lp[0])
+		pdi_json_printf(&j, "pdimon: least progressed: %s — the others wait, directly or not, for %s (PDI)\n",
+				lp, strchr(lp, ',') || strchr(lp, '-') ? "them" : "it");
+	else if (!strcmp(kind, "hang") && ng > 1 && g[0].kind == TASK_COMPUTING) {
 		pdi_ranges_format(g[0].ranks, g[0].n, ranks, sizeof(ranks));
 		pdi_json_printf(&j, "pdimon: suspect %s: the others wait in MPI while it computes\n", ranks);
 	}
@@ -201,7 +300,7 @@ int pdi_report_build(struct pdi_daemon *d, struct pdi_step *s, char **ret_json, 
 	size_t ng = 0;
 	const char *kind;
 	struct pdi_json j;
-	char ranks[4096];
+	char ranks[4096], lp[1024] = "";
 	int r;
 
 	if (!w)
@@ -231,6 +330,10 @@ int pdi_report_build(struct pdi_daemon *d, struct pdi_step *s, char **ret_json, 
 	pdi_json_key(&j, "verdict");
 	pdi_json_obj_begin(&j);
 	pdi_json_kv_str(&j, "kind", kind);
+	if (!strcmp(kind, "hang")) {
+		(void)least_progressed(s, w, lp, sizeof(lp), &j);
+		pdi_json_kv_str(&j, "least_progressed", lp);
+	}
 	pdi_json_key(&j, "groups");
 	pdi_json_arr_begin(&j);
 	for (size_t i = 0; i < ng; i++) {
@@ -254,7 +357,7 @@ int pdi_report_build(struct pdi_daemon *d, struct pdi_step *s, char **ret_json, 
 	pdi_json_obj_end(&j);
 
 	*ret_json = pdi_json_steal(&j);
-	*ret_summary = summary_text(s, kind, g, ng);
+	*ret_summary = summary_text(s, kind, g, ng, lp);
 	for (size_t i = 0; i < ng; i++)
 		free(g[i].ranks);
 	free(g);

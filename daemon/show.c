@@ -166,18 +166,13 @@ static void state_name(const struct pdi_step *s, uint64_t key, char *buf, size_t
  * communicator. */
 static void json_peers(struct pdi_json *j, const struct pdi_task *t, const struct pdi_inflight *f)
 {
-	unsigned fn = PDI_COOKIE_FN(f->cookie);
-	const struct pdi_mpi_func *mf = &pdi_mpi_funcs[fn];
+	int32_t peers[PDI_NREQS + 1];
+	unsigned n = pdi_task_peers(t, f, peers, ELEMENTSOF(peers));
 
 	pdi_json_key(j, "peers");
 	pdi_json_arr_begin(j);
-	if (mf->peer_arg >= 1 && mf->peer_arg <= PDI_NARGS)
-		pdi_json_int(j, (int32_t)(uint32_t)f->args[mf->peer_arg - 1]);
-	for (uint32_t i = 0; i < f->nreqs && i < PDI_NREQS; i++) {
-		const struct pdi_request *rq = pdi_model_find_request(&t->model, pdi_inflight_req(f, i));
-		if (rq && rq->peer != PDI_NO_PEER)
-			pdi_json_int(j, rq->peer);
-	}
+	for (unsigned i = 0; i < n; i++)
+		pdi_json_int(j, peers[i]);
 	pdi_json_arr_end(j);
 }
 

@@ -158,19 +158,18 @@ double pdi_mm_reach(const struct pdi_mm *mm, uint64_t from, uint64_t to)
 	return fmin(res, 1.0);
 }
 
-/* Has Y done everything X has: passed X's state at least as often as X has been there,
- * while X has not been in Y's state as often as Y? The order of two tasks in one loop. */
+/* How often task T has entered state S: the model counts completed calls, and a task
+ * blocked inside S has entered it once more. */
+static uint64_t entered(const struct pdi_position *t, uint64_t s)
+{
+	return pdi_model_visits(t->mm->model, s) + (t->inside && t->state == s);
+}
+
+/* Has Y done everything X has: entered X's state at least as often as X, while X has not
+ * entered Y's state as often as Y? The order of two tasks inside one loop. */
 static bool ahead(const struct pdi_position *y, const struct pdi_position *x)
 {
-	uint64_t yx = pdi_model_visits(y->mm->model, x->state), xx = pdi_model_visits(x->mm->model, x->state);
-	uint64_t xy = pdi_model_visits(x->mm->model, y->state), yy = pdi_model_visits(y->mm->model, y->state);
-
-	/* a task inside a call has entered it, not passed it */
-	if (y->inside && y->state == x->state)
-		yx--;
-	if (x->inside && x->state == y->state)
-		xy--;
-	return yx >= xx && xy < yy;
+	return entered(y, x->state) >= entered(x, x->state) && entered(x, y->state) < entered(y, y->state);
 }
 
 static enum pdi_dep dependence(const struct pdi_position *x, const struct pdi_position *y)

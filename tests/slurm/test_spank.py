@@ -133,7 +133,7 @@ class Spank(unittest.TestCase):
         self.c.run(["scancel", str(step["job_id"])], timeout=30)
         out, err = p.communicate(timeout=120)
         self.assertIn(f"[0-1,3] blocked in {site('barrier')}", err)
-        self.assertIn("suspect [2]", err)
+        self.assertIn("least progressed: [2]", err)
         with open(os.path.join(self.c.dir, f"pdimon-{step['step']}.json")) as f:
             rep = json.load(f)
         self.assertEqual(rep["verdict"]["kind"], "hang")

@@ -81,7 +81,8 @@ Test(pdi, the_rank_that_computes_while_the_others_wait_is_least_progressed)
 	struct pdi_pdg g;
 
 	for (int r = 0; r < 4; r++) {
-		ring(&m[r], 5, r == 2 ? 3 : 4); /* rank 2 completed Waitall #6; the others entered Barrier #6 */
+		/* all completed Waitall #6; the model has not seen a call still in progress */
+		ring(&m[r], 5, 3);
 		cr_assert_eq(pdi_mm_build(&m[r], &mm[r]), 0);
 		pos[r] = (struct pdi_position){.rank = r, .mm = &mm[r], .state = pdi_state_comm(r == 2 ? WAITALL : BARRIER),
 					       .inside = r != 2};
@@ -114,10 +115,10 @@ Test(pdi, point_to_point_waits_are_not_least_progressed)
 	const int32_t peers3[] = {2, 0};
 	struct pdi_pdg g;
 
-	ring(&m[0], 5, 4);
-	ring(&m[1], 5, 4);
-	ring(&m[2], 5, 0);
-	ring(&m[3], 5, 3);
+	ring(&m[0], 5, 3); /* inside Barrier #6 */
+	ring(&m[1], 5, 3);
+	ring(&m[2], 5, 0); /* after Barrier #5 */
+	ring(&m[3], 5, 2); /* inside Waitall #6 */
 	for (int r = 0; r < 4; r++)
 		cr_assert_eq(pdi_mm_build(&m[r], &mm[r]), 0);
 	pos[0] = (struct pdi_position){.rank = 0, .mm = &mm[0], .state = pdi_state_comm(BARRIER), .inside = true};

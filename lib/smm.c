@@ -199,22 +199,11 @@ static double nu_of(const struct pdi_nu *nu, uint64_t from, uint64_t to)
 	return i == PDI_U64MAP_NONE || nu->rms[i] <= 1e-9 ? 1.0 : nu->rms[i];
 }
 
-struct worst {
-	uint64_t from, to;
-	double chi;
-};
-
-static void consider(struct worst *w, uint64_t from, uint64_t to, double chi)
-{
-	if (chi > w->chi)
-		*w = (struct worst){from, to, chi};
-}
-
-double pdi_smm_diff(const struct pdi_smm *a, const struct pdi_smm *b, const struct pdi_nu *nu,
-		    enum pdi_timedist dist, uint64_t ret_worst[2], double *ret_chi)
+double pdi_smm_diff_each(const struct pdi_smm *a, const struct pdi_smm *b, const struct pdi_nu *nu,
+			 enum pdi_timedist dist, void (*each)(void *ctx, uint64_t from, uint64_t to, double d),
+			 void *ctx)
 {
 	const struct pdi_phase *pa = a->phase, *pb = b->phase;
-	struct worst w = {0, 0, -1};
 	double diff = 0;
 
 	for (uint32_t s = 0; s < pa->nstates; s++) {
@@ -230,7 +219,8 @@ double pdi_smm_diff(const struct pdi_smm *a, const struct pdi_smm *b, const stru
 
 			d /= nu_of(nu, key, to);
 			diff += d;
-			consider(&w, key, to, d);
+			if (each)
+				each(ctx, key, to, d);
 		}
 	}
 	for (uint32_t s = 0; s < pb->nstates; s++) {
@@ -247,9 +237,32 @@ double pdi_smm_diff(const struct pdi_smm *a, const struct pdi_smm *b, const stru
 				continue; /* counted above */
 			d = ABSENT / nu_of(nu, key, to);
 			diff += d;
-			consider(&w, key, to, d);
+			if (each)
+				each(ctx, key, to, d);
 		}
 	}
+	return diff;
+}
+
+struct worst {
+	uint64_t from, to;
+	double chi;
+};
+
+static void consider(void *ctx, uint64_t from, uint64_t to, double chi)
+{
+	struct worst *w = ctx;
+
+	if (chi > w->chi)
+		*w = (struct worst){from, to, chi};
+}
+
+double pdi_smm_diff(const struct pdi_smm *a, const struct pdi_smm *b, const struct pdi_nu *nu,
+		    enum pdi_timedist dist, uint64_t ret_worst[2], double *ret_chi)
+{
+	struct worst w = {0, 0, -1};
+	double diff = pdi_smm_diff_each(a, b, nu, dist, consider, &w);
+
 	if (ret_worst) {
 		ret_worst[0] = w.from;
 		ret_worst[1] = w.to;

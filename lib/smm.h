@@ -56,6 +56,11 @@ double pdi_time_diff(const struct pdi_gauss *ga, const struct pdi_hist *ha, cons
 double pdi_smm_diff(const struct pdi_smm *a, const struct pdi_smm *b, const struct pdi_nu *nu,
 		    enum pdi_timedist dist, uint64_t ret_worst[2], double *ret_chi);
 
+/* Diff(A,B), calling EACH with every transition's contribution (the union of both). */
+double pdi_smm_diff_each(const struct pdi_smm *a, const struct pdi_smm *b, const struct pdi_nu *nu,
+			 enum pdi_timedist dist, void (*each)(void *ctx, uint64_t from, uint64_t to, double d),
+			 void *ctx);
+
 /* Single-linkage HAC (sec. 3.4) on an n x n difference matrix (row-major, symmetric):
  * clusters merge while their closest members differ by at most THRESHOLD. Writes each
  * item's cluster (0..k-1, numbered in order of first member) and returns k. */

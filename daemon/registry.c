@@ -43,6 +43,8 @@ static void step_free(struct pdi_step *s)
 	free(s->tasks);
 	free(s->name);
 	free(s->executable);
+	free(s->report_json);
+	free(s->report_summary);
 	free(s);
 }
 
@@ -117,6 +119,9 @@ int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, pid_t roo
 	s->nwatches++;
 	s->ended = 0;
 	s->announced = false;
+	free(s->report_json);
+	free(s->report_summary);
+	s->report_json = s->report_summary = NULL;
 	return 0;
 }
 
@@ -220,6 +225,9 @@ int pdi_registry_add_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid,
 	(void)pdi_u64map_put(&r->task_by_pid, (uint64_t)pid, r->ntasks - 1);
 	s->ended = 0;
 	s->announced = false;
+	free(s->report_json);
+	free(s->report_summary);
+	s->report_json = s->report_summary = NULL;
 	*ret = t;
 	return 0;
 }

@@ -68,6 +68,7 @@ struct pdi_step {
 	unsigned nwatches;            /* processes whose MPI descendants will join */
 	bool ending;                  /* the launcher said the step is over */
 	bool announced;               /* its end has been signalled */
+	char *report_json, *report_summary; /* built once the step has ended: it no longer changes */
 	time_t started, ended;
 };
 

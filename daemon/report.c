@@ -15,12 +15,15 @@
 #include "daemon.h"
 #include "json.h"
 #include "log.h"
+#include "automaded.h"
 #include "mpi_funcs.h"
 #include "pdi.h"
 #include "ranges.h"
 #include "report.h"
 #include "sites.h"
 #include "tracer.h"
+
+#define PDI_CLEAR_MARGIN 1.2 /* a phase or task this much above the next one is reported */
 
 enum task_kind { TASK_FINISHED, TASK_BLOCKED, TASK_IN_MPI, TASK_COMPUTING, TASK_NO_MPI };
 
@@ -206,6 +209,67 @@ out:
 	return r;
 }
 
+/* AutomaDeD on the tasks' per-phase models: where behaviour changed most. Adds the
+ * "automaded" member to J and, when the contrast is clear, a line to LINE. */
+static void automaded(const struct pdi_step *s, struct pdi_json *j, char *line, size_t linelen)
+{
+	const struct pdi_model **models = calloc(s->ntasks ? s->ntasks : 1, sizeof(*models));
+	int *ranks = calloc(s->ntasks ? s->ntasks : 1, sizeof(*ranks));
+	struct pdi_automaded a;
+	char from[1100], to[1100];
+	size_t n = 0;
+
+	line[0] = '\0';
+	for (unsigned i = 0; models && ranks && i < s->ntasks; i++)
+		if (s->tasks[i]->model.nphases > 0) {
+			ranks[n] = s->tasks[i]->rank;
+			models[n++] = &s->tasks[i]->model;
+		}
+	if (!models || !ranks || pdi_automaded_run(models, n, PDI_TIME_GAUSS, &a) < 0) {
+		free(models);
+		free(ranks);
+		return; /* fewer than two phases: nothing to compare, and nothing to say */
+	}
+	pdi_json_key(j, "automaded");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "phases", a.nphases);
+	pdi_json_kv_uint(j, "first_phase", a.first_phase);
+	pdi_json_key(j, "phase_scores");
+	pdi_json_arr_begin(j);
+	for (uint32_t p = 0; p < a.nphases; p++)
+		pdi_json_double(j, a.phase_score[p]);
+	pdi_json_arr_end(j);
+	pdi_json_kv_uint(j, "faulty_phase", a.faulty_phase);
+	pdi_json_kv_double(j, "phase_margin", a.phase_margin);
+	pdi_json_kv_int(j, "faulty_rank", ranks[a.faulty_task]);
+	pdi_json_kv_double(j, "task_margin", a.task_margin);
+	pdi_json_key(j, "transitions");
+	pdi_json_arr_begin(j);
+	for (size_t k = 0; k < a.ntop; k++) {
+		pdi_state_name(s, a.top[k].from, from, sizeof(from));
+		pdi_state_name(s, a.top[k].to, to, sizeof(to));
+		pdi_json_obj_begin(j);
+		pdi_json_kv_str(j, "from", from);
+		pdi_json_kv_str(j, "to", to);
+		pdi_json_kv_double(j, "score", a.top[k].score);
+		pdi_json_obj_end(j);
+	}
+	pdi_json_arr_end(j);
+	pdi_json_obj_end(j);
+	/* a clear contrast only: "nothing abnormal found" is a valid verdict */
+	if (a.phase_margin >= PDI_CLEAR_MARGIN && a.task_margin >= PDI_CLEAR_MARGIN && a.ntop > 0) {
+		pdi_state_name(s, a.top[0].from, from, sizeof(from));
+		pdi_state_name(s, a.top[0].to, to, sizeof(to));
+		snprintf(line, linelen,
+			 "pdimon: behaviour changed most in phase %u (%.1fx the next), in rank %d (%.1fx the next), "
+			 "at %s => %s\n",
+			 a.faulty_phase, a.phase_margin, ranks[a.faulty_task], a.task_margin, from, to);
+	}
+	pdi_automaded_done(&a);
+	free(models);
+	free(ranks);
+}
+
 static const char *verdict_kind(const struct group *g, size_t ng, const struct pdi_step *s)
 {
 	bool blocked = false, all_finished = ng > 0;
@@ -293,14 +357,39 @@ static void json_task(struct pdi_json *j, const struct pdi_task *t, const struct
 	pdi_json_obj_end(j);
 }
 
+static int report_build(struct pdi_daemon *d, struct pdi_step *s, char **ret_json, char **ret_summary);
+
 int pdi_report_build(struct pdi_daemon *d, struct pdi_step *s, char **ret_json, char **ret_summary)
+{
+	int r;
+
+	/* an ended step's report is built once: srun polls for it, and the analysis is not free */
+	if (!s->report_json && !pdi_step_running(s)) {
+		r = report_build(d, s, &s->report_json, &s->report_summary);
+		if (r < 0)
+			return r;
+	}
+	if (s->report_json) {
+		*ret_json = strdup(s->report_json);
+		*ret_summary = strdup(s->report_summary);
+		if (!*ret_json || !*ret_summary) {
+			free(*ret_json);
+			free(*ret_summary);
+			return -ENOMEM;
+		}
+		return 0;
+	}
+	return report_build(d, s, ret_json, ret_summary);
+}
+
+static int report_build(struct pdi_daemon *d, struct pdi_step *s, char **ret_json, char **ret_summary)
 {
 	struct where *w = calloc(s->ntasks ? s->ntasks : 1, sizeof(*w));
 	struct group *g = NULL;
 	size_t ng = 0;
 	const char *kind;
 	struct pdi_json j;
-	char ranks[4096], lp[1024] = "";
+	char ranks[4096], lp[1024] = "", change[2600];
 	int r;
 
 	if (!w)
@@ -347,6 +436,7 @@ int pdi_report_build(struct pdi_daemon *d, struct pdi_step *s, char **ret_json, 
 	}
 	pdi_json_arr_end(&j);
 	pdi_json_obj_end(&j);
+	automaded(s, &j, change, sizeof(change));
 	pdi_json_key(&j, "tasks");
 	pdi_json_arr_begin(&j);
 	for (unsigned i = 0; i < s->ntasks; i++) {
@@ -358,6 +448,14 @@ int pdi_report_build(struct pdi_daemon *d, struct pdi_step *s, char **ret_json, 
 
 	*ret_json = pdi_json_steal(&j);
 	*ret_summary = summary_text(s, kind, g, ng, lp);
+	if (*ret_summary && change[0]) {
+		char *both;
+
+		if (asprintf(&both, "%s%s", *ret_summary, change) >= 0) {
+			free(*ret_summary);
+			*ret_summary = both;
+		}
+	}
 	for (size_t i = 0; i < ng; i++)
 		free(g[i].ranks);
 	free(g);

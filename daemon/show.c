@@ -147,8 +147,7 @@ char *pdi_show_steps(struct pdi_daemon *d, bool json, uid_t owner, const struct 
 	return pdi_json_steal(&j);
 }
 
-/* A state's name: its call site, or the pair of call sites around a computation. */
-static void state_name(const struct pdi_step *s, uint64_t key, char *buf, size_t len)
+void pdi_state_name(const struct pdi_step *s, uint64_t key, char *buf, size_t len)
 {
 	uint32_t to = pdi_state_site(key);
 	const char *to_name = to < s->nsites ? s->sites[to].name : "?";
@@ -200,7 +199,7 @@ static void json_current(struct pdi_daemon *d, struct pdi_json *j, struct pdi_ta
 		pdi_json_kv_int(j, "tid", tids[0]);
 		pdi_json_kv_uint(j, "for_ns", now > f[0].t_enter ? now - f[0].t_enter : 0);
 	} else if (t->model.started) {
-		state_name(s, pdi_state_comm(t->model.last_site), name, sizeof(name));
+		pdi_state_name(s, pdi_state_comm(t->model.last_site), name, sizeof(name));
 		pdi_json_kv_str(j, "computing_after", name);
 		pdi_json_kv_uint(j, "for_ns", t->state == PDI_TASK_RUNNING && now > t->model.last_exit ? now - t->model.last_exit : 0);
 	}
@@ -238,7 +237,7 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	pdi_json_key(j, "states");
 	pdi_json_arr_begin(j);
 	for (uint32_t i = 0; i < p->nstates; i++) {
-		state_name(s, p->states[i].key, from, sizeof(from));
+		pdi_state_name(s, p->states[i].key, from, sizeof(from));
 		pdi_json_obj_begin(j);
 		pdi_json_kv_str(j, "name", from);
 		pdi_json_kv_str(j, "kind", pdi_state_is_comp(p->states[i].key) ? "computation" : "communication");
@@ -254,8 +253,8 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	for (uint32_t i = 0; i < p->nedges; i++) {
 		const struct pdi_edge *e = &p->edges[i];
 
-		state_name(s, p->states[e->from].key, from, sizeof(from));
-		state_name(s, p->states[e->to].key, to, sizeof(to));
+		pdi_state_name(s, p->states[e->from].key, from, sizeof(from));
+		pdi_state_name(s, p->states[e->to].key, to, sizeof(to));
 		pdi_json_obj_begin(j);
 		pdi_json_kv_str(j, "from", from);
 		pdi_json_kv_str(j, "to", to);
@@ -353,7 +352,7 @@ static void text_current(struct pdi_daemon *d, struct pdi_json *j, const struct 
 		pdi_json_printf(j, "  now: inside %s for %s\n", fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?",
 		    human_ns((double)(now - f.t_enter), dur, sizeof(dur)));
 	} else if (t->state == PDI_TASK_RUNNING && t->model.started) {
-		state_name(t->step, pdi_state_comm(t->model.last_site), name, sizeof(name));
+		pdi_state_name(t->step, pdi_state_comm(t->model.last_site), name, sizeof(name));
 		pdi_json_printf(j, "  now: computing after %s for %s\n", name, human_ns((double)(now - t->model.last_exit), dur, sizeof(dur)));
 	} else if (t->ended_in) {
 		pdi_json_printf(j, "  ended inside %s\n", t->ended_in);
@@ -383,8 +382,8 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 			for (uint32_t e = 0; e < p->nedges; e++) {
 				const struct pdi_edge *x = &p->edges[e];
 
-				state_name(s, p->states[x->from].key, from, sizeof(from));
-				state_name(s, p->states[x->to].key, to, sizeof(to));
+				pdi_state_name(s, p->states[x->from].key, from, sizeof(from));
+				pdi_state_name(s, p->states[x->to].key, to, sizeof(to));
 				pdi_json_printf(&j, "    %-40s => %-40s x%-6" PRIu64 " %s ± %s\n", from, to, x->time.n,
 				    human_ns(x->time.mean, mean, sizeof(mean)),
 				    human_ns(pdi_gauss_stddev(&x->time), sd, sizeof(sd)));
@@ -417,7 +416,7 @@ static char *step_dot(const struct pdi_step *s)
 
 			pdi_json_printf(&j, "  subgraph \"cluster_r%d_p%u\" {\n    label=\"rank %d, phase %u\";\n", t->rank, k, t->rank, k);
 			for (uint32_t n = 0; n < p->nstates; n++) {
-				state_name(s, p->states[n].key, from, sizeof(from));
+				pdi_state_name(s, p->states[n].key, from, sizeof(from));
 				dot_escape(from);
 				pdi_json_printf(&j, "    \"r%d_p%u_s%u\" [label=\"%s\"%s];\n", t->rank, k, n, from,
 				    pdi_state_is_comp(p->states[n].key) ? ", style=dashed" : "");

@@ -71,6 +71,7 @@ int pdi_automaded_run(const struct pdi_model *const *tasks, size_t ntasks, enum 
 	struct pdi_nu *nu = NULL;
 	struct accumulate acc = {0};
 	uint32_t np = UINT32_MAX, end;
+	double *dev = NULL;
 	int r = -ENOMEM;
 
 	for (size_t t = 0; t < ntasks; t++)
@@ -106,16 +107,23 @@ int pdi_automaded_run(const struct pdi_model *const *tasks, size_t ntasks, enum 
 			if ((r = pdi_nu_train(&nu[t * np + p], samples, n, dist)) < 0)
 				goto out;
 		}
-	/* how far each task's phase p is from its other phases */
-	for (size_t t = 0; t < ntasks; t++)
-		for (uint32_t p = a.first_phase; p < end; p++) {
+	/* how far each task's phase p is from its other phases, summed over the tasks */
+	dev = calloc(ntasks, sizeof(*dev));
+	if (!dev)
+		goto out;
+	for (uint32_t p = a.first_phase; p < end; p++) {
+		for (size_t t = 0; t < ntasks; t++) {
 			double sum = 0;
 
 			for (uint32_t q = a.first_phase; q < end; q++)
 				if (q != p)
 					sum += pdi_smm_diff(&smm[t * np + p], &smm[t * np + q], &nu[t * np + p], dist, NULL, NULL);
-			a.phase_score[p] += end - a.first_phase > 1 ? sum / (end - a.first_phase - 1) : 0;
+			dev[t] = end - a.first_phase > 1 ? sum / (end - a.first_phase - 1) : 0;
 		}
+		a.phase_score[p] = 0;
+		for (size_t t = 0; t < ntasks; t++)
+			a.phase_score[p] += dev[t];
+	}
 	a.faulty_phase = a.first_phase +
 			 (uint32_t)argmax(a.phase_score + a.first_phase, end - a.first_phase, &a.phase_margin);
 	for (size_t t = 0; t < ntasks; t++)
@@ -145,6 +153,7 @@ out:
 		pdi_nu_done(&nu[i]);
 	free(smm);
 	free(nu);
+	free(dev);
 	free(acc.v);
 	pdi_u64map_free(&acc.idx);
 	pdi_automaded_done(&a);

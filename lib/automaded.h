@@ -25,7 +25,7 @@ struct pdi_transition_score {
 struct pdi_automaded {
 	uint32_t nphases;         /* analysed: the fewest any task has */
 	uint32_t first_phase;     /* 1 when the prologue is left out */
-	double *phase_score;      /* per phase: summed deviation of every task */
+	double *phase_score;      /* per phase: the tasks' deviations, summed */
 	uint32_t faulty_phase;
 	double phase_margin;      /* faulty score over the next highest: 1 = no contrast */
 	double *task_score;       /* per task, in the faulty phase */

@@ -3,8 +3,9 @@
  *
  * Two choices the paper leaves open:
  * - Units. L2 between densities and the alpha factor both depend on the time unit. Times
- *   are expressed in units of the pair's mean, which makes D scale-free: a transition of
- *   10 us that doubles weighs like one of 10 s that doubles.
+ *   are expressed in units of the smaller of the two means, which makes D scale-free (a
+ *   transition of 10 us that doubles weighs like one of 10 s that doubles) while a mean that
+ *   grows fifty-fold still weighs fifty-fold, as the paper's alpha does.
  * - Degenerate spreads. A transition seen once, or with identical times, has no width; its
  *   density gets a floor of 5% of the mean, about the jitter of a timed call. */
 #include <errno.h>
@@ -144,7 +145,7 @@ double pdi_time_diff(const struct pdi_gauss *ga, const struct pdi_hist *ha, cons
 {
 	bool hist = dist == PDI_TIME_HIST && ha && hb && ha->n > 1 && hb->n > 1;
 	double ma = hist ? hist_mean(ha) : ga->mean, mb = hist ? hist_mean(hb) : gb->mean;
-	double scale = (ma + mb) / 2, l2, d;
+	double scale = fmin(ma, mb) > 0 ? fmin(ma, mb) : fmax(ma, mb), l2, d;
 
 	if (scale <= 0)
 		return 0; /* both instantaneous */
@@ -154,8 +155,8 @@ double pdi_time_diff(const struct pdi_gauss *ga, const struct pdi_hist *ha, cons
 	else
 		l2 = sqrt(fmax(0.0, gauss_l2_sq(ma / scale, fmax(pdi_gauss_stddev(ga) / scale, SIGMA_FLOOR), mb / scale,
 						fmax(pdi_gauss_stddev(gb) / scale, SIGMA_FLOOR))));
-	/* alpha (3.2) in units of the mean, whose pair averages 1 */
-	return l2 * (1.0 + d * d);
+	/* alpha (3.2), with the means in units of the smaller one */
+	return l2 * (1.0 + d * d / ((ma + mb) / (2 * scale)));
 }
 
 /* L2 between the next-state distributions of state SA of A and SB of B. */

@@ -46,7 +46,7 @@ int pdi_nu_train(struct pdi_nu *nu, const struct pdi_smm *const *samples, size_t
 void pdi_nu_done(struct pdi_nu *nu);
 
 /* D between two time distributions of one transition (L2 of the densities, times alpha).
- * Times are taken in units of the pair's mean, so that D does not depend on the clock's unit. */
+ * Times are taken in units of the smaller mean, so that D does not depend on the clock's unit. */
 double pdi_time_diff(const struct pdi_gauss *ga, const struct pdi_hist *ha, const struct pdi_gauss *gb,
 		     const struct pdi_hist *hb, enum pdi_timedist dist);
 

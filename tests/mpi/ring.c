@@ -2,10 +2,11 @@
 /* ring.c -- a ring exchange: each iteration is Irecv, Isend, Waitall, Barrier, one call per
  * line so that tests can check call sites by the "@site" markers.
  *
- * Usage: ring ITERATIONS [COMPUTE_US] [STALL_RANK] [STALL_ITER] [before]
+ * Usage: ring ITERATIONS [COMPUTE_US] [STALL_RANK] [STALL_ITER] [before|STALL_US]
  * The optional stall makes STALL_RANK sleep forever in compute at iteration STALL_ITER:
  * after its Waitall (the others then wait in the Barrier), or with "before", before its
- * Irecv (its right neighbour then waits in Waitall for its message). */
+ * Irecv (its right neighbour then waits in Waitall for its message). With STALL_US the
+ * stall is transient: that many microseconds after the Waitall. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ int main(int argc, char **argv)
 	int stall_rank = argc > 3 ? atoi(argv[3]) : -1;
 	long stall_iter = argc > 4 ? atol(argv[4]) : -1;
 	int stall_before = argc > 5 && strcmp(argv[5], "before") == 0;
+	long stall_us = argc > 5 && !stall_before ? atol(argv[5]) : 0;
 	int rank, size, in = 0, out;
 	MPI_Request reqs[2];
 
@@ -38,7 +40,9 @@ int main(int argc, char **argv)
 		MPI_Isend(&out, 1, MPI_INT, (rank + 1) % size, 7, MPI_COMM_WORLD, &reqs[1]); /* @isend */
 		MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE); /* @waitall */
 		compute(us);
-		while (rank == stall_rank && i == stall_iter && !stall_before)
+		if (rank == stall_rank && i == stall_iter && stall_us > 0)
+			compute(stall_us);
+		while (rank == stall_rank && i == stall_iter && !stall_before && stall_us == 0)
 			pause();
 		MPI_Barrier(MPI_COMM_WORLD); /* @barrier */
 	}

@@ -105,6 +105,16 @@ void pdi_registry_drop_if_empty(struct pdi_registry *r, struct pdi_step *s)
 		}
 }
 
+/* A step that gets a task or a watch runs again: its end and its report are undone. */
+static void reopen(struct pdi_step *s)
+{
+	s->ended = 0;
+	s->announced = false;
+	free(s->report_json);
+	free(s->report_summary);
+	s->report_json = s->report_summary = NULL;
+}
+
 int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, pid_t root, int rank)
 {
 	struct pdi_watch *v;
@@ -117,11 +127,7 @@ int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, pid_t roo
 	r->watches = v;
 	r->watches[r->nwatches++] = (struct pdi_watch){.root = root, .step = s, .rank = rank};
 	s->nwatches++;
-	s->ended = 0;
-	s->announced = false;
-	free(s->report_json);
-	free(s->report_summary);
-	s->report_json = s->report_summary = NULL;
+	reopen(s);
 	return 0;
 }
 
@@ -223,11 +229,7 @@ int pdi_registry_add_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid,
 	if (e < 0)
 		return e;
 	(void)pdi_u64map_put(&r->task_by_pid, (uint64_t)pid, r->ntasks - 1);
-	s->ended = 0;
-	s->announced = false;
-	free(s->report_json);
-	free(s->report_summary);
-	s->report_json = s->report_summary = NULL;
+	reopen(s);
 	*ret = t;
 	return 0;
 }

@@ -24,6 +24,7 @@
 #include "tracer.h"
 
 #define PDI_CLEAR_MARGIN 1.2 /* a phase or task this much above the next one is reported */
+#define PDI_MIN_PHASES 6     /* compared phases below which no phase is singled out */
 
 enum task_kind { TASK_FINISHED, TASK_BLOCKED, TASK_IN_MPI, TASK_COMPUTING, TASK_NO_MPI };
 
@@ -256,8 +257,10 @@ static void automaded(const struct pdi_step *s, struct pdi_json *j, char *line, 
 	}
 	pdi_json_arr_end(j);
 	pdi_json_obj_end(j);
-	/* a clear contrast only: "nothing abnormal found" is a valid verdict */
-	if (a.phase_margin >= PDI_CLEAR_MARGIN && a.task_margin >= PDI_CLEAR_MARGIN && a.ntop > 0) {
+	/* a clear contrast among enough phases only: "nothing abnormal found" is a valid verdict,
+	 * and a margin among three phases is chance */
+	if (a.phase_margin >= PDI_CLEAR_MARGIN && a.task_margin >= PDI_CLEAR_MARGIN && a.ntop > 0 &&
+	    a.nphases - 2 * a.first_phase >= PDI_MIN_PHASES) {
 		pdi_state_name(s, a.top[0].from, from, sizeof(from));
 		pdi_state_name(s, a.top[0].to, to, sizeof(to));
 		snprintf(line, linelen,
@@ -448,7 +451,8 @@ static int report_build(struct pdi_daemon *d, struct pdi_step *s, char **ret_jso
 
 	*ret_json = pdi_json_steal(&j);
 	*ret_summary = summary_text(s, kind, g, ng, lp);
-	if (*ret_summary && change[0]) {
+	/* a hang is PDI's: the hung phase is the last one, which AutomaDeD leaves out */
+	if (*ret_summary && change[0] && strcmp(kind, "hang")) {
 		char *both;
 
 		if (asprintf(&both, "%s%s", *ret_summary, change) >= 0) {

@@ -226,7 +226,7 @@ static void automaded(const struct pdi_step *s, struct pdi_json *j, char *line, 
 			ranks[n] = s->tasks[i]->rank;
 			models[n++] = &s->tasks[i]->model;
 		}
-	if (!models || !ranks || pdi_automaded_run(models, n, PDI_TIME_GAUSS, &a) < 0) {
+	if (!models || !ranks || pdi_automaded_run(&(struct pdi_automaded_input){.models = models, .n = n, .dist = PDI_TIME_GAUSS}, &a, NULL) < 0) {
 		free(models);
 		free(ranks);
 		return; /* fewer than two phases: nothing to compare, and nothing to say */

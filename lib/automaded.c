@@ -1,51 +1,217 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* automaded.c -- faulty phase, faulty task and characteristic transitions (AutomaDeD 4.2-4.3). */
+/* automaded.c -- faulty phase, faulty task(s) and transitions (AutomaDeD 4.2-4.4).
+ *
+ * Costs are kept linear in the number of models where the paper is quadratic in tasks:
+ * the caller collapses identical tasks into weighted classes (eqclass.h), and nu for a
+ * phase is trained on at most NU_SAMPLES other phases, not on all pairs of all of them. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "automaded.h"
 
-struct accumulate {
-	struct pdi_transition_score *v;
-	size_t n, cap;
-	struct pdi_u64map idx;
-	int err;
+#define NU_SAMPLES 12           /* phases nu is trained on, evenly spread */
+#define PERMANENT_RATIO 2.0     /* across-shift over within-side difference that makes a shift */
+#define CLUSTER_JUMP 4.0        /* a merge height this much above the one below separates clusters */
+#define MAX_CLUSTERED 4096      /* models beyond which HAC (quadratic) is not run */
+#define LOG10_NEVER_SEEN (-20.0) /* a transition the normal phases never took */
+
+/* One sample run's models of one task, compiled. */
+struct sample {
+	struct pdi_smm *smm; /* np of them, NULL when the run has no model for the task */
+	uint32_t np, first, end;
 };
 
-static void add_contribution(void *ctx, uint64_t from, uint64_t to, double d)
+struct work {
+	const struct pdi_automaded_input *in;
+	size_t n;
+	uint32_t np, first, end;
+	struct pdi_smm *smm;     /* n x np */
+	struct pdi_nu *nu;       /* n x np: per phase without samples; with samples only [t * np] */
+	struct sample *samples;  /* nsamples x n */
+	double *d;               /* n x np x np: Diff(phase p, phase q) of one task, with p's nu */
+	double *raw;             /* n x np x np: the same, unweighted and symmetric (q < p unused) */
+	double *dev;             /* n x np: deviation of a task's phase */
+};
+
+static double weight(const struct pdi_automaded_input *in, size_t t)
 {
-	struct accumulate *a = ctx;
-	uint64_t key = from * 0x9E3779B97F4A7C15ull ^ (to + 0x632BE59BD9B4E019ull);
-	uint32_t i = pdi_u64map_get(&a->idx, key);
-
-	if (i == PDI_U64MAP_NONE) {
-		if (a->n == a->cap) {
-			size_t cap = a->cap ? a->cap * 2 : 64;
-			struct pdi_transition_score *v = realloc(a->v, cap * sizeof(*v));
-
-			if (!v) {
-				a->err = -ENOMEM;
-				return;
-			}
-			a->v = v;
-			a->cap = cap;
-		}
-		if (pdi_u64map_put(&a->idx, key, (uint32_t)a->n) < 0) {
-			a->err = -ENOMEM;
-			return;
-		}
-		i = (uint32_t)a->n++;
-		a->v[i] = (struct pdi_transition_score){from, to, 0};
-	}
-	a->v[i].score += d;
+	return in->weights ? in->weights[t] : 1.0;
 }
 
-static int cmp_score(const void *x, const void *y)
+static const struct pdi_smm *smm_of(const struct work *w, size_t t, uint32_t p)
 {
-	double a = ((const struct pdi_transition_score *)x)->score, b = ((const struct pdi_transition_score *)y)->score;
+	return &w->smm[t * w->np + p];
+}
 
-	return (a < b) - (a > b);
+static const struct pdi_nu *nu_of(const struct work *w, size_t t, uint32_t p)
+{
+	return &w->nu[t * w->np + (w->in->nsamples ? 0 : p)];
+}
+
+static double *d_at(const struct work *w, size_t t, uint32_t p, uint32_t q)
+{
+	return &w->d[(t * w->np + p) * w->np + q];
+}
+
+/* A task's phases P and Q, without nu: a permanent shift is in the noise nu is trained on. */
+static double raw_diff(const struct work *w, size_t t, uint32_t p, uint32_t q)
+{
+	return p < q ? w->raw[(t * w->np + p) * w->np + q] : w->raw[(t * w->np + q) * w->np + p];
+}
+
+static void compared_range(uint32_t np, uint32_t *first, uint32_t *end)
+{
+	/* the prologue (MPI_Init up to the loop) and the epilogue (the loop's rest, then
+	 * MPI_Finalize) differ from the loop by construction: compare the loop's phases */
+	*first = np >= 5 ? 1 : 0;
+	*end = np >= 5 ? np - 1 : np;
+}
+
+static int build_smms(const struct pdi_model *m, uint32_t np, struct pdi_smm *out)
+{
+	for (uint32_t p = 0; p < np; p++) {
+		int r = pdi_smm_build(&m->phases[p], &out[p]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int build_samples(struct work *w)
+{
+	const struct pdi_automaded_input *in = w->in;
+
+	w->samples = calloc(in->nsamples * w->n + 1, sizeof(*w->samples));
+	if (!w->samples)
+		return -ENOMEM;
+	for (size_t r = 0; r < in->nsamples; r++)
+		for (size_t t = 0; t < w->n; t++) {
+			const struct pdi_model *m = in->samples[r * w->n + t];
+			struct sample *s = &w->samples[r * w->n + t];
+			int err;
+
+			if (!m || m->nphases < 2)
+				continue;
+			s->smm = calloc(m->nphases, sizeof(*s->smm));
+			if (!s->smm)
+				return -ENOMEM;
+			s->np = m->nphases;
+			compared_range(s->np, &s->first, &s->end);
+			if ((err = build_smms(m, s->np, s->smm)) < 0)
+				return err;
+		}
+	return 0;
+}
+
+/* The phase of a sample run that corresponds to phase P of the run: the same one when the
+ * sample has it among its compared phases, the nearest compared one otherwise. */
+static const struct pdi_smm *counterpart(const struct sample *s, uint32_t p)
+{
+	if (!s->smm)
+		return NULL;
+	if (p < s->first)
+		p = s->first;
+	if (p >= s->end)
+		p = s->end - 1;
+	return &s->smm[p];
+}
+
+/* nu (3.3): the noise among normal models of task T. With sample runs, their phases; without,
+ * the task's other phases, so that a fault in phase P does not excuse itself. */
+static int train_nu(struct work *w, size_t t, uint32_t p)
+{
+	const struct pdi_smm *pool[NU_SAMPLES];
+	size_t n = 0;
+
+	if (w->in->nsamples) {
+		size_t total = 0, k = 0;
+
+		for (size_t r = 0; r < w->in->nsamples; r++)
+			total += w->samples[r * w->n + t].end - w->samples[r * w->n + t].first;
+		for (size_t r = 0; r < w->in->nsamples; r++) {
+			const struct sample *s = &w->samples[r * w->n + t];
+
+			for (uint32_t q = s->first; q < s->end; q++, k++)
+				if (s->smm && n < NU_SAMPLES && k * NU_SAMPLES / (total ? total : 1) >= n)
+					pool[n++] = &s->smm[q];
+		}
+	} else {
+		uint32_t others = w->end - w->first - 1, k = 0;
+
+		for (uint32_t q = w->first; q < w->end; q++) {
+			if (q == p)
+				continue;
+			if (n < NU_SAMPLES && (size_t)k * NU_SAMPLES / (others ? others : 1) >= n)
+				pool[n++] = smm_of(w, t, q);
+			k++;
+		}
+	}
+	return pdi_nu_train(&w->nu[t * w->np + p], pool, n, w->in->dist);
+}
+
+/* Each task's deviation per phase: its mean difference to its other phases, or the sum of
+ * squared differences to its counterparts in the sample runs (4.2). */
+static void deviations(struct work *w)
+{
+	const struct pdi_automaded_input *in = w->in;
+
+	for (size_t t = 0; t < w->n; t++)
+		for (uint32_t p = w->first; p < w->end; p++) {
+			double sum = 0;
+
+			if (in->nsamples) {
+				for (size_t r = 0; r < in->nsamples; r++) {
+					const struct pdi_smm *c = counterpart(&w->samples[r * w->n + t], p);
+					double x = c ? pdi_smm_diff(smm_of(w, t, p), c, nu_of(w, t, p), in->dist, NULL, NULL) : 0;
+
+					sum += x * x;
+				}
+			} else {
+				for (uint32_t q = w->first; q < w->end; q++) {
+					if (q == p)
+						continue;
+					sum += *d_at(w, t, p, q) = pdi_smm_diff(smm_of(w, t, p), smm_of(w, t, q),
+										 nu_of(w, t, p), in->dist, NULL, NULL);
+					if (p < q)
+						w->raw[(t * w->np + p) * w->np + q] =
+							(pdi_smm_diff(smm_of(w, t, p), smm_of(w, t, q), NULL, in->dist, NULL, NULL) +
+							 pdi_smm_diff(smm_of(w, t, q), smm_of(w, t, p), NULL, in->dist, NULL, NULL)) / 2;
+				}
+				sum /= w->end - w->first - 1;
+			}
+			w->dev[t * w->np + p] = sum;
+		}
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* A phase's score: the tasks' squared deviations (4.2), each taken above the task's median
+ * deviation over the phases. Without that, the noise of thousands of normal tasks would
+ * outweigh the one task a fault hit. */
+static void phase_scores(const struct work *w, struct pdi_automaded *a)
+{
+	uint32_t m = w->end - w->first;
+	double sorted[m];
+
+	for (size_t t = 0; t < w->n; t++) {
+		const double *dev = &w->dev[t * w->np + w->first];
+		double median;
+
+		memcpy(sorted, dev, m * sizeof(*dev));
+		qsort(sorted, m, sizeof(*sorted), cmp_double);
+		median = m % 2 ? sorted[m / 2] : (sorted[m / 2 - 1] + sorted[m / 2]) / 2;
+		for (uint32_t i = 0; i < m; i++) {
+			double excess = fmax(0.0, dev[i] - median);
+			a->phase_score[w->first + i] += weight(w->in, t) * excess * excess;
+		}
+	}
 }
 
 static size_t argmax(const double *v, size_t n, double *ret_margin)
@@ -63,99 +229,549 @@ static size_t argmax(const double *v, size_t n, double *ret_margin)
 	return best;
 }
 
-int pdi_automaded_run(const struct pdi_model *const *tasks, size_t ntasks, enum pdi_timedist dist,
-		      struct pdi_automaded *ret)
+size_t pdi_kmeans2(const double *v, size_t n, uint8_t *high)
 {
-	struct pdi_automaded a = {0};
-	struct pdi_smm *smm = NULL;
-	struct pdi_nu *nu = NULL;
+	double lo = INFINITY, hi = -INFINITY;
+	size_t nhigh = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		lo = fmin(lo, v[i]);
+		hi = fmax(hi, v[i]);
+	}
+	memset(high, 0, n);
+	if (!(hi > lo))
+		return 0;
+	/* 1-D Lloyd from the extremes: converges in a few rounds, never to an empty cluster */
+	for (int round = 0; round < 100; round++) {
+		double sl = 0, sh = 0, cut = (lo + hi) / 2;
+		size_t nl = 0, changed = 0;
+
+		nhigh = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint8_t h = v[i] > cut;
+
+			changed += h != high[i];
+			high[i] = h;
+			if (h) {
+				sh += v[i];
+				nhigh++;
+			} else {
+				sl += v[i];
+				nl++;
+			}
+		}
+		lo = sl / nl;
+		hi = sh / nhigh;
+		if (!changed && round)
+			break;
+	}
+	return nhigh;
+}
+
+/* Without sample runs: is there a task whose phases shift once, alike before, alike after
+ * and unlike across? Returns the best ratio of across to within differences over the tasks,
+ * and the later phase of that task's most different adjacent pair (the paper's pick). */
+static double best_shift(const struct work *w, uint32_t *ret_phase)
+{
+	double best = 0;
+
+	*ret_phase = w->first;
+	if (w->end - w->first < 4)
+		return 0;
+	for (size_t t = 0; t < w->n; t++)
+		for (uint32_t s = w->first + 2; s + 2 <= w->end; s++) {
+			double within = 0, across = 0, adjacent = -1;
+			size_t nw = 0, na = 0;
+			uint32_t pick = s;
+
+			for (uint32_t p = w->first; p < w->end; p++)
+				for (uint32_t q = p + 1; q < w->end; q++) {
+					double x = raw_diff(w, t, p, q);
+
+					if ((p < s) == (q < s)) {
+						within += x;
+						nw++;
+					} else {
+						across += x;
+						na++;
+					}
+				}
+			within /= nw;
+			across /= na;
+			if (!(within > 0 && across / within > best))
+				continue;
+			best = across / within;
+			for (uint32_t p = w->first + 1; p < w->end; p++) {
+				double x = raw_diff(w, t, p - 1, p);
+				if (x > adjacent) {
+					adjacent = x;
+					pick = p;
+				}
+			}
+			*ret_phase = pick;
+		}
+	return best;
+}
+
+/* The faulty phase, temporary or permanent (4.2). */
+static void faulty_phase(struct work *w, struct pdi_automaded *a)
+{
+	uint32_t m = w->end - w->first, shift;
+	uint8_t high[m];
+
+	a->effect = PDI_EFFECT_TEMPORARY;
+	a->faulty_phase = w->first + (uint32_t)argmax(a->phase_score + w->first, m, &a->phase_margin);
+	if (w->in->nsamples) {
+		size_t nhigh = pdi_kmeans2(a->phase_score + w->first, m, high);
+		uint32_t p0 = m;
+
+		for (uint32_t i = 0; i < m && p0 == m; i++)
+			if (high[i])
+				p0 = i;
+		/* a permanent shift: every phase from the first high one on is high */
+		if (nhigh >= 2 && p0 + nhigh == m) {
+			a->effect = PDI_EFFECT_PERMANENT;
+			a->faulty_phase = w->first + p0;
+		}
+		return;
+	}
+	a->split_ratio = best_shift(w, &shift);
+	if (a->split_ratio >= PERMANENT_RATIO && a->split_ratio > a->phase_margin) {
+		a->effect = PDI_EFFECT_PERMANENT;
+		a->faulty_phase = shift;
+	}
+}
+
+/* How much each task changed in the faulty phase; for a permanent shift, across it. */
+static void task_scores(const struct work *w, struct pdi_automaded *a)
+{
+	uint32_t fp = a->faulty_phase;
+
+	for (size_t t = 0; t < w->n; t++) {
+		double sum = 0;
+		size_t k = 0;
+
+		if (a->effect == PDI_EFFECT_TEMPORARY) {
+			a->task_score[t] = w->dev[t * w->np + fp];
+			continue;
+		}
+		for (uint32_t p = w->first; p < w->end; p++)
+			for (uint32_t q = w->first; q < w->end; q++) {
+				if (w->in->nsamples ? !(p == q && p >= fp) : !(p < fp && q >= fp))
+					continue;
+				sum += w->in->nsamples ? w->dev[t * w->np + p] : raw_diff(w, t, p, q);
+				k++;
+			}
+		a->task_score[t] = k ? sum / k : 0;
+	}
+	a->faulty_task = argmax(a->task_score, w->n, &a->task_margin);
+}
+
+static int diff_matrix(const struct work *w, uint32_t phase, const struct sample *row, double *out)
+{
+	for (size_t t = 0; t < w->n; t++) {
+		out[t * w->n + t] = 0;
+		for (size_t u = t + 1; u < w->n; u++) {
+			const struct pdi_smm *a = row ? counterpart(&row[t], phase) : smm_of(w, t, phase);
+			const struct pdi_smm *b = row ? counterpart(&row[u], phase) : smm_of(w, u, phase);
+			double x;
+
+			if (!a || !b)
+				return -ENOENT;
+			x = (pdi_smm_diff(a, b, NULL, w->in->dist, NULL, NULL) +
+			     pdi_smm_diff(b, a, NULL, w->in->dist, NULL, NULL)) / 2;
+			out[t * w->n + u] = out[u * w->n + t] = x;
+		}
+	}
+	return 0;
+}
+
+/* The threshold from a normal phase's merge heights: just below the first big jump (the
+ * gap between natural clusters), or above them all when there is none (one cluster). */
+static double trained_threshold(const double *diff, size_t n)
+{
+	double *h = malloc(n * sizeof(*h)), t;
+	size_t k = h ? pdi_hac_heights(diff, n, h) : 0;
+
+	if (!k) {
+		free(h);
+		return 0;
+	}
+	t = h[k - 1] * 1.5 + 1e-9;
+	for (size_t i = 0; i + 1 < k; i++)
+		if (h[i + 1] > CLUSTER_JUMP * fmax(h[i], 1e-6)) {
+			t = sqrt(fmax(h[i], 1e-6) * h[i + 1]);
+			break;
+		}
+	free(h);
+	return t;
+}
+
+/* HAC of the faulty phase's models (4.3), trained on a normal phase: a sample run's, or the
+ * first compared phase (the next one when the first is the faulty one). */
+static int cluster_tasks(const struct work *w, struct pdi_automaded *a)
+{
+	uint32_t train = a->faulty_phase == w->first && w->end - w->first > 1 ? w->first + 1 : w->first;
+	double *m;
+	int r;
+
+	a->cluster = calloc(w->n, sizeof(*a->cluster));
+	if (!a->cluster)
+		return -ENOMEM;
+	if (w->n > MAX_CLUSTERED || w->n < 2) {
+		a->nclusters = 1; /* too many to cluster, or one: the faulty task alone speaks */
+		return 0;
+	}
+	m = malloc(w->n * w->n * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	r = w->in->nsamples ? diff_matrix(w, a->faulty_phase, w->samples, m) : -ENOENT;
+	if (r < 0)
+		r = diff_matrix(w, train, NULL, m);
+	if (r == 0) {
+		a->threshold = trained_threshold(m, w->n);
+		r = diff_matrix(w, a->faulty_phase, NULL, m);
+	}
+	if (r == 0) {
+		a->nclusters = pdi_hac(m, w->n, a->threshold, a->cluster);
+		a->faulty_cluster = a->cluster[a->faulty_task];
+	}
+	free(m);
+	return r;
+}
+
+struct accumulate {
+	struct pdi_transition_score *v;
+	size_t n, cap;
+	struct pdi_u64map idx;
+	size_t task;
+	int err;
+};
+
+static uint64_t pair_key(uint64_t from, uint64_t to)
+{
+	return from * 0x9E3779B97F4A7C15ull ^ (to + 0x632BE59BD9B4E019ull);
+}
+
+static struct pdi_transition_score *accumulate_at(struct accumulate *a, uint64_t from, uint64_t to)
+{
+	uint32_t i = pdi_u64map_get(&a->idx, pair_key(from, to));
+
+	if (i != PDI_U64MAP_NONE)
+		return &a->v[i];
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		struct pdi_transition_score *v = realloc(a->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		a->v = v;
+		a->cap = cap;
+	}
+	if (pdi_u64map_put(&a->idx, pair_key(from, to), (uint32_t)a->n) < 0)
+		return NULL;
+	a->v[a->n] = (struct pdi_transition_score){from, to, 0, a->task};
+	return &a->v[a->n++];
+}
+
+static void add_contribution(void *ctx, uint64_t from, uint64_t to, double d)
+{
+	struct accumulate *a = ctx;
+	struct pdi_transition_score *s = accumulate_at(a, from, to);
+
+	if (!s)
+		a->err = -ENOMEM;
+	else
+		s->score += d;
+}
+
+static void accumulate_done(struct accumulate *a)
+{
+	free(a->v);
+	pdi_u64map_free(&a->idx);
+}
+
+static int cmp_score_desc(const void *x, const void *y)
+{
+	double a = ((const struct pdi_transition_score *)x)->score, b = ((const struct pdi_transition_score *)y)->score;
+
+	return (a < b) - (a > b);
+}
+
+static int cmp_score_asc(const void *x, const void *y)
+{
+	return -cmp_score_desc(x, y);
+}
+
+/* Is phase Q of the run normal behaviour to compare the faulty phase with? */
+static bool normal_phase(const struct work *w, const struct pdi_automaded *a, uint32_t q)
+{
+	if (q < w->first || q >= w->end || q == a->faulty_phase)
+		return false;
+	return a->effect != PDI_EFFECT_PERMANENT || q < a->faulty_phase;
+}
+
+/* What task T's faulty phase is compared with: its counterparts in the sample runs, or its
+ * normal phases. OUT has room for max(nsamples, np). */
+static size_t normal_models(const struct work *w, const struct pdi_automaded *a, size_t t, const struct pdi_smm **out)
+{
+	size_t n = 0;
+
+	if (w->in->nsamples) {
+		for (size_t s = 0; s < w->in->nsamples; s++)
+			if ((out[n] = counterpart(&w->samples[s * w->n + t], a->faulty_phase)))
+				n++;
+		return n;
+	}
+	for (uint32_t q = w->first; q < w->end; q++)
+		if (normal_phase(w, a, q))
+			out[n++] = smm_of(w, t, q);
+	return n;
+}
+
+/* The transitions that make the faulty task's faulty phase differ from normal (4.3). */
+static int characteristic(const struct work *w, struct pdi_automaded *a)
+{
+	size_t t = a->faulty_task;
+	const struct pdi_smm *fp = smm_of(w, t, a->faulty_phase);
+	const struct pdi_nu *nu = nu_of(w, t, a->faulty_phase);
+	struct accumulate acc = {.task = t};
+	const struct pdi_smm **normal = malloc((w->in->nsamples + w->np) * sizeof(*normal));
+	size_t n;
+	int r;
+
+	if (!normal)
+		return -ENOMEM;
+	n = normal_models(w, a, t, normal);
+	for (size_t k = 0; k < n; k++)
+		(void)pdi_smm_diff_each(fp, normal[k], nu, w->in->dist, add_contribution, &acc);
+	free(normal);
+	if ((r = acc.err) == 0) {
+		qsort(acc.v, acc.n, sizeof(*acc.v), cmp_score_desc);
+		a->ntop = acc.n < PDI_TOP_TRANSITIONS ? acc.n : PDI_TOP_TRANSITIONS;
+		if (a->ntop)
+			memcpy(a->top, acc.v, a->ntop * sizeof(*acc.v));
+	}
+	accumulate_done(&acc);
+	return r;
+}
+
+/* log10 of the two-sided tail of N(mean, sd) beyond X, without underflow. */
+static double log10_gauss_tail(double x, double mean, double sd)
+{
+	double z = fabs(x - mean) / sd / M_SQRT2;
+
+	if (z < 20)
+		return log10(fmax(erfc(z), 1e-300));
+	/* erfc(z) ~ exp(-z^2) / (z sqrt(pi)) */
+	return (-z * z - log(z * sqrt(M_PI))) / M_LN10;
+}
+
+/* The normal time distribution of transition FROM -> TO of task T: its times in the normal
+ * models, merged. False when it never occurred there. */
+static bool normal_times(const struct pdi_smm *const *normal, size_t n, uint64_t from, uint64_t to,
+			 struct pdi_gauss *g, struct pdi_hist *h)
+{
+	bool seen = false;
+
+	*g = (struct pdi_gauss){0};
+	*h = (struct pdi_hist){0};
+	for (size_t k = 0; k < n; k++) {
+		const struct pdi_phase *ph = normal[k]->phase;
+		uint32_t i = pdi_phase_state(ph, from), j = pdi_phase_state(ph, to), e;
+
+		if (i == PDI_U64MAP_NONE || j == PDI_U64MAP_NONE ||
+		    (e = pdi_u64map_get(&ph->edge_idx, (uint64_t)i << 32 | j)) == PDI_U64MAP_NONE)
+			continue;
+		pdi_gauss_merge(g, &ph->edges[e].time);
+		pdi_hist_merge(h, &ph->edges[e].hist);
+		seen = true;
+	}
+	return seen;
+}
+
+/* 4.4, temporary effects: how probable the faulty phase's transition times are under their
+ * normal distributions; k-means on -log10 p separates the unusual ones. */
+static int unusual_transitions(const struct work *w, struct pdi_automaded *a)
+{
 	struct accumulate acc = {0};
-	uint32_t np = UINT32_MAX, end;
-	double *dev = NULL;
+	const struct pdi_smm **normal = malloc((w->in->nsamples + w->np) * sizeof(*normal));
+	double *v = NULL;
+	uint8_t *high = NULL;
 	int r = -ENOMEM;
 
-	for (size_t t = 0; t < ntasks; t++)
-		if (tasks[t]->nphases < np)
-			np = tasks[t]->nphases;
-	if (!ntasks || np < 2)
-		return -EINVAL;
-	a.nphases = np;
-	/* the prologue (MPI_Init up to the loop) and the epilogue (the loop's rest, then
-	 * MPI_Finalize) differ from the loop by construction: compare the loop's phases */
-	a.first_phase = np >= 5 ? 1 : 0;
-	end = np >= 5 ? np - 1 : np;
-	smm = calloc(ntasks * np, sizeof(*smm));
-	nu = calloc(ntasks * np, sizeof(*nu));
-	a.phase_score = calloc(np, sizeof(*a.phase_score));
-	a.task_score = calloc(ntasks, sizeof(*a.task_score));
-	if (!smm || !nu || !a.phase_score || !a.task_score)
-		goto out;
-	for (size_t t = 0; t < ntasks; t++)
-		for (uint32_t p = 0; p < np; p++)
-			if ((r = pdi_smm_build(&tasks[t]->phases[p], &smm[t * np + p])) < 0)
-				goto out;
-	/* nu for phase p of task t: the noise among the task's other phases (3.3), so that a
-	 * fault in p does not excuse itself */
-	for (size_t t = 0; t < ntasks; t++)
-		for (uint32_t p = a.first_phase; p < end; p++) {
-			const struct pdi_smm *samples[np];
-			size_t n = 0;
+	for (size_t t = 0; normal && t < w->n; t++) {
+		const struct pdi_phase *ph = smm_of(w, t, a->faulty_phase)->phase;
+		size_t nnormal = normal_models(w, a, t, normal);
 
-			for (uint32_t q = a.first_phase; q < end; q++)
-				if (q != p)
-					samples[n++] = &smm[t * np + q];
-			if ((r = pdi_nu_train(&nu[t * np + p], samples, n, dist)) < 0)
-				goto out;
-		}
-	/* how far each task's phase p is from its other phases, summed over the tasks */
-	dev = calloc(ntasks, sizeof(*dev));
-	if (!dev)
-		goto out;
-	for (uint32_t p = a.first_phase; p < end; p++) {
-		for (size_t t = 0; t < ntasks; t++) {
-			double sum = 0;
+		acc.task = t;
+		for (uint32_t e = 0; e < ph->nedges; e++) {
+			const struct pdi_edge *x = &ph->edges[e];
+			uint64_t from = ph->states[x->from].key, to = ph->states[x->to].key;
+			struct pdi_transition_score *s;
+			struct pdi_gauss g;
+			struct pdi_hist h;
+			double lp = LOG10_NEVER_SEEN;
 
-			for (uint32_t q = a.first_phase; q < end; q++)
-				if (q != p)
-					sum += pdi_smm_diff(&smm[t * np + p], &smm[t * np + q], &nu[t * np + p], dist, NULL, NULL);
-			dev[t] = end - a.first_phase > 1 ? sum / (end - a.first_phase - 1) : 0;
+			if (normal_times(normal, nnormal, from, to, &g, &h)) {
+				double sd = fmax(pdi_gauss_stddev(&g), 0.05 * g.mean);
+
+				/* the Gaussian for either distribution: the histogram's buckets are
+				 * averages, and its tail cannot tell one outlier from ten */
+				lp = 0;
+				for (unsigned b = 0; sd > 0 && b < x->hist.n; b++)
+					lp = fmin(lp, log10_gauss_tail(x->hist.mean[b], g.mean, sd));
+			}
+			/* one entry per (task, transition): keyed apart by task */
+			s = accumulate_at(&acc, from ^ ((uint64_t)t << 40), to);
+			if (!s)
+				goto out;
+			*s = (struct pdi_transition_score){from, to, lp, t};
 		}
-		a.phase_score[p] = 0;
-		for (size_t t = 0; t < ntasks; t++)
-			a.phase_score[p] += dev[t];
 	}
-	a.faulty_phase = a.first_phase +
-			 (uint32_t)argmax(a.phase_score + a.first_phase, end - a.first_phase, &a.phase_margin);
-	for (size_t t = 0; t < ntasks; t++)
-		for (uint32_t q = a.first_phase; q < end; q++)
-			if (q != a.faulty_phase)
-				a.task_score[t] += pdi_smm_diff(&smm[t * np + a.faulty_phase], &smm[t * np + q],
-								&nu[t * np + a.faulty_phase], dist, NULL, NULL);
-	a.faulty_task = argmax(a.task_score, ntasks, &a.task_margin);
-	/* the transitions that make the faulty task's faulty phase differ, over its other phases */
-	for (uint32_t q = a.first_phase; q < end; q++)
-		if (q != a.faulty_phase)
-			(void)pdi_smm_diff_each(&smm[a.faulty_task * np + a.faulty_phase], &smm[a.faulty_task * np + q],
-						&nu[a.faulty_task * np + a.faulty_phase], dist, add_contribution, &acc);
-	if ((r = acc.err) < 0)
+	v = malloc((acc.n + 1) * sizeof(*v));
+	high = malloc(acc.n + 1);
+	if (!normal || !v || !high)
 		goto out;
-	qsort(acc.v, acc.n, sizeof(*acc.v), cmp_score);
-	a.ntop = acc.n < PDI_TOP_TRANSITIONS ? acc.n : PDI_TOP_TRANSITIONS;
-	if (a.ntop)
-		memcpy(a.top, acc.v, a.ntop * sizeof(*acc.v));
+	for (size_t i = 0; i < acc.n; i++)
+		v[i] = -acc.v[i].score;
+	if (pdi_kmeans2(v, acc.n, high) > 0) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < acc.n; i++)
+			if (high[i])
+				acc.v[k++] = acc.v[i];
+		qsort(acc.v, k, sizeof(*acc.v), cmp_score_asc);
+		a->nunusual = k < PDI_TOP_TRANSITIONS ? k : PDI_TOP_TRANSITIONS;
+		memcpy(a->unusual, acc.v, a->nunusual * sizeof(*acc.v));
+	}
+	r = 0;
+out:
+	free(normal);
+	free(v);
+	free(high);
+	accumulate_done(&acc);
+	return r;
+}
+
+/* (ts, theta) ordered after (ts2, theta2) by the relation of 4.4: earlier and, adjusted
+ * for the head start, more variable. */
+static bool theta_better(double ts, double theta, double ts2, double theta2)
+{
+	if (ts < ts2)
+		return theta * (1 + ts2 - ts) > theta2;
+	if (ts2 < ts)
+		return theta2 * (1 + ts - ts2) < theta;
+	return theta > theta2;
+}
+
+/* 4.4, permanent effects: the largest increase of theta = stddev * nu-bar between adjacent
+ * phases, nu-bar = 1/nu with sample runs, the stddev itself without. */
+static void theta_change(const struct work *w, struct pdi_automaded *a)
+{
+	double best_ts = 0, best_theta = 0;
+
+	for (size_t t = 0; t < w->n; t++)
+		for (uint32_t p = w->first + 1; p < w->end; p++) {
+			const struct pdi_phase *cur = smm_of(w, t, p)->phase, *prev = smm_of(w, t, p - 1)->phase;
+			double ts = cur->t_start / 1e9;
+
+			for (uint32_t e = 0; e < cur->nedges; e++) {
+				uint64_t from = cur->states[cur->edges[e].from].key, to = cur->states[cur->edges[e].to].key;
+				uint32_t i = pdi_phase_state(prev, from), j = pdi_phase_state(prev, to), k;
+				double sd = pdi_gauss_stddev(&cur->edges[e].time) / 1e9, sd0 = 0, theta;
+
+				if (i != PDI_U64MAP_NONE && j != PDI_U64MAP_NONE &&
+				    (k = pdi_u64map_get(&prev->edge_idx, (uint64_t)i << 32 | j)) != PDI_U64MAP_NONE)
+					sd0 = pdi_gauss_stddev(&prev->edges[k].time) / 1e9;
+				if (w->in->nsamples) {
+					double nu = pdi_nu_weight(nu_of(w, t, p), from, to);
+					theta = (sd - sd0) / nu;
+				} else {
+					theta = sd * sd - sd0 * sd0;
+				}
+				if (theta > 0 && (!a->has_change || theta_better(ts, theta, best_ts, best_theta))) {
+					a->has_change = true;
+					a->change = (struct pdi_transition_score){from, to, theta, t};
+					a->change_phase = p;
+					best_ts = ts;
+					best_theta = theta;
+				}
+			}
+		}
+}
+
+static void work_done(struct work *w)
+{
+	for (size_t i = 0; w->smm && i < w->n * w->np; i++)
+		pdi_smm_done(&w->smm[i]);
+	for (size_t i = 0; w->nu && i < w->n * w->np; i++)
+		pdi_nu_done(&w->nu[i]);
+	for (size_t i = 0; w->samples && i < w->in->nsamples * w->n; i++) {
+		for (uint32_t p = 0; w->samples[i].smm && p < w->samples[i].np; p++)
+			pdi_smm_done(&w->samples[i].smm[p]);
+		free(w->samples[i].smm);
+	}
+	free(w->smm);
+	free(w->nu);
+	free(w->samples);
+	free(w->d);
+	free(w->raw);
+	free(w->dev);
+}
+
+int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded *ret, const char **why)
+{
+	struct pdi_automaded a = {0};
+	struct work w = {.in = in, .n = in->n, .np = UINT32_MAX};
+	int r = -ENOMEM;
+
+	for (size_t t = 0; t < in->n; t++)
+		if (in->models[t]->nphases < w.np)
+			w.np = in->models[t]->nphases;
+	if (!in->n || w.np < 2) {
+		if (why)
+			*why = !in->n ? "no task made an MPI call" : "fewer than two phases to compare";
+		return -EINVAL;
+	}
+	compared_range(w.np, &w.first, &w.end);
+	a.nphases = w.np;
+	a.first_phase = w.first;
+	a.end_phase = w.end;
+	a.nsamples = in->nsamples;
+	w.smm = calloc(w.n * w.np, sizeof(*w.smm));
+	w.nu = calloc(w.n * w.np, sizeof(*w.nu));
+	w.d = calloc(in->nsamples ? 1 : w.n * w.np * w.np, sizeof(*w.d));
+	w.raw = calloc(in->nsamples ? 1 : w.n * w.np * w.np, sizeof(*w.raw));
+	w.dev = calloc(w.n * w.np, sizeof(*w.dev));
+	a.phase_score = calloc(w.np, sizeof(*a.phase_score));
+	a.task_score = calloc(w.n, sizeof(*a.task_score));
+	if (!w.smm || !w.nu || !w.d || !w.raw || !w.dev || !a.phase_score || !a.task_score)
+		goto out;
+	for (size_t t = 0; t < w.n; t++)
+		if ((r = build_smms(in->models[t], w.np, &w.smm[t * w.np])) < 0)
+			goto out;
+	if (in->nsamples && (r = build_samples(&w)) < 0)
+		goto out;
+	for (size_t t = 0; t < w.n; t++)
+		for (uint32_t p = in->nsamples ? 0 : w.first; p < (in->nsamples ? 1 : w.end); p++)
+			if ((r = train_nu(&w, t, p)) < 0)
+				goto out;
+	deviations(&w);
+	phase_scores(&w, &a);
+	faulty_phase(&w, &a);
+	task_scores(&w, &a);
+	if ((r = cluster_tasks(&w, &a)) < 0 || (r = characteristic(&w, &a)) < 0)
+		goto out;
+	if (a.effect == PDI_EFFECT_PERMANENT)
+		theta_change(&w, &a);
+	else if ((r = unusual_transitions(&w, &a)) < 0)
+		goto out;
 	*ret = a;
 	a = (struct pdi_automaded){0};
 	r = 0;
 out:
-	for (size_t i = 0; smm && i < ntasks * np; i++)
-		pdi_smm_done(&smm[i]);
-	for (size_t i = 0; nu && i < ntasks * np; i++)
-		pdi_nu_done(&nu[i]);
-	free(smm);
-	free(nu);
-	free(dev);
-	free(acc.v);
-	pdi_u64map_free(&acc.idx);
+	work_done(&w);
 	pdi_automaded_done(&a);
 	return r;
 }
@@ -164,5 +780,6 @@ void pdi_automaded_done(struct pdi_automaded *a)
 {
 	free(a->phase_score);
 	free(a->task_score);
+	free(a->cluster);
 	*a = (struct pdi_automaded){0};
 }

@@ -1,14 +1,26 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* automaded.h -- AutomaDeD's localization on one run without sample runs (sec. 4.2-4.3):
- * the faulty phase, the faulty task in it, and the transitions that make it differ.
+/* automaded.h -- AutomaDeD's localization (sec. 4.2-4.4): the faulty phase, the faulty
+ * task(s) in it, and the transitions where the fault shows.
  *
- * Without sample runs, normal behaviour is a task's own other phases: each task's model in
- * phase p is compared with its models in the other phases (nu trained on those), the phase
- * whose models differ most is the faulty one (temporary effects), and in it the task that
- * differs most. With 5 phases or more, the prologue (MPI_Init up to the loop) and the
- * epilogue (the loop's rest and MPI_Finalize) are left out: they differ by construction. */
+ * Normal behaviour comes from sample runs (earlier runs of the same program) when there are
+ * some, otherwise from each task's own other phases. With 5 phases or more, the prologue
+ * (MPI_Init up to the loop) and the epilogue (the loop's rest and MPI_Finalize) are left
+ * out: they differ by construction.
+ *
+ * - Faulty phase (4.2): a deviation score per phase. A temporary effect is the phase that
+ *   deviates most; a permanent one (a runaway thread, interference from then on) is the
+ *   phase where behaviour shifted: the first of the high-deviation phases (k-means on the
+ *   scores) with sample runs, the later phase of the most different adjacent pair without.
+ * - Faulty task(s) (4.3): HAC on the tasks' models of the faulty phase, with a threshold
+ *   trained on a normal phase to the number of clusters its merge heights show; the
+ *   cluster of the task that changed most, and the characteristic transitions.
+ * - Transition analysis (4.4): the probability of each transition's times in the faulty
+ *   phase under its normal distribution; k-means on the log-probabilities separates the
+ *   unusual ones. For a permanent effect, the largest increase of theta = stddev * nu-bar,
+ *   earliest first by the paper's relation. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,23 +31,58 @@
 
 struct pdi_transition_score {
 	uint64_t from, to; /* state keys */
-	double score;
+	double score;      /* contribution to Diff; for unusual ones, log10 of their probability */
+	size_t task;       /* index of the model it was found in */
 };
+
+enum pdi_effect { PDI_EFFECT_NONE, PDI_EFFECT_TEMPORARY, PDI_EFFECT_PERMANENT };
 
 struct pdi_automaded {
 	uint32_t nphases;         /* analysed: the fewest any task has */
-	uint32_t first_phase;     /* 1 when the prologue is left out */
-	double *phase_score;      /* per phase: the tasks' deviations, summed */
+	uint32_t first_phase;     /* compared phases: [first_phase, end_phase) */
+	uint32_t end_phase;
+	size_t nsamples;          /* sample runs used (0: the run's own phases) */
+	double *phase_score;      /* per phase (nphases): the tasks' weighted deviations; 0 outside */
+	enum pdi_effect effect;
 	uint32_t faulty_phase;
 	double phase_margin;      /* faulty score over the next highest: 1 = no contrast */
-	double *task_score;       /* per task, in the faulty phase */
-	size_t faulty_task;       /* index into the tasks given */
+	double split_ratio;       /* permanent: differences across the shift over those within */
+
+	double *task_score;       /* per model, in the faulty phase */
+	size_t faulty_task;       /* index into the models given */
 	double task_margin;
-	struct pdi_transition_score top[PDI_TOP_TRANSITIONS];
+	uint32_t *cluster;        /* per model: its cluster in the faulty phase */
+	size_t nclusters;
+	uint32_t faulty_cluster;  /* the cluster of faulty_task */
+	double threshold;         /* HAC's, as trained */
+
+	struct pdi_transition_score top[PDI_TOP_TRANSITIONS];     /* characteristic (4.3) */
 	size_t ntop;
+	struct pdi_transition_score unusual[PDI_TOP_TRANSITIONS]; /* low probability (4.4) */
+	size_t nunusual;
+	bool has_change;                                          /* permanent: theta's pick */
+	struct pdi_transition_score change;
+	uint32_t change_phase;
 };
 
-/* -EINVAL when there is nothing to compare: fewer than 2 phases to compare, or no task. */
-int pdi_automaded_run(const struct pdi_model *const *tasks, size_t ntasks, enum pdi_timedist dist,
-		      struct pdi_automaded *ret);
+/* What AutomaDeD runs on. A model may stand for a class of tasks with identical models
+ * (eqclass.h): WEIGHT says how many, so that a class counts as its tasks would. */
+struct pdi_automaded_input {
+	const struct pdi_model *const *models; /* one per task, or per class of identical tasks */
+	const uint32_t *weights;               /* tasks each model stands for; NULL: 1 each */
+	size_t n;
+	enum pdi_timedist dist;
+	/* sample runs: NSAMPLES rows of N models, row r's model t the counterpart of models[t]
+	 * (NULL where that run has none); NULL when there are no sample runs */
+	const struct pdi_model *const *samples;
+	size_t nsamples;
+};
+
+/* 0, or -EINVAL when there is nothing to compare (no model, or fewer than 2 phases: *WHY
+ * says which when WHY is not NULL), -ENOMEM. */
+int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded *ret, const char **why);
 void pdi_automaded_done(struct pdi_automaded *a);
+
+/* k-means with k = 2 on V (1-D): writes 1 into HIGH[i] for the upper cluster, 0 otherwise.
+ * Returns the size of the upper cluster (0 when all values are equal). */
+size_t pdi_kmeans2(const double *v, size_t n, uint8_t *high);

@@ -453,3 +453,23 @@ double pdi_hac_threshold(const double *diff, size_t n, size_t k)
 	free(e);
 	return t;
 }
+
+size_t pdi_hac_heights(const double *diff, size_t n, double *ret)
+{
+	struct mst_edge *e;
+
+	if (n < 2)
+		return 0;
+	e = mst(diff, n);
+	if (!e)
+		return 0;
+	for (size_t i = 0; i + 1 < n; i++)
+		ret[i] = e[i].w;
+	free(e);
+	return n - 1;
+}
+
+double pdi_nu_weight(const struct pdi_nu *nu, uint64_t from, uint64_t to)
+{
+	return nu_of(nu, from, to);
+}

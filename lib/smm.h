@@ -69,3 +69,10 @@ size_t pdi_hac(const double *diff, size_t n, double threshold, uint32_t *ret_clu
 /* The threshold that makes HAC give K clusters on DIFF: halfway between the merge that
  * leaves K clusters and the next one. A training run's threshold (sec. 3.4). */
 double pdi_hac_threshold(const double *diff, size_t n, size_t k);
+
+/* The n-1 heights at which single-linkage HAC merges the items of DIFF, lowest first, into
+ * RET (n-1 doubles). Returns how many (0 when n < 2 or out of memory). */
+size_t pdi_hac_heights(const double *diff, size_t n, double *ret);
+
+/* The weight nu gives the transition FROM -> TO (1 when NU is NULL or does not know it). */
+double pdi_nu_weight(const struct pdi_nu *nu, uint64_t from, uint64_t to);

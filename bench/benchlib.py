@@ -225,6 +225,7 @@ class Daemon:
                 # pdimond of the D-Bus era keeps its steps in a database: ours is private too
                 self._start_bus()
                 args += ["--set", f"database={os.path.join(self.dir, 'pdimon.db')}"]
+                args += ["--set", "peer_port=0"]  # one node: no gather, nothing to bind
             for s in settings:
                 args += ["--set", s]
             self.log = open(self.log_path, "w")

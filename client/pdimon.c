@@ -44,6 +44,8 @@ static void usage(FILE *f)
 		"  steps [--all] [--json]               the steps of this daemon; --all: stored ones too\n"
 		"  show STEP [--json|--dot|--text]      each task's per-phase states and transitions\n"
 		"  report STEP [--json]                 the step's verdict, or its full report\n"
+		"  analyze STEP [--json|--dot|--text]   where the step went wrong: faulty phase, task(s),\n"
+		"                                       transitions; for a hang the least-progressed task(s)\n"
 		"  attach --pid PID... [--step NAME]    monitor running MPI processes\n"
 		"  run [--step NAME] -- COMMAND...      run COMMAND, monitoring every MPI process it starts\n\n"
 		"Options:\n"
@@ -214,7 +216,8 @@ static int cmd_steps(int argc, char **argv)
 	return call("ListSteps", fill_two_bools, flags, 1);
 }
 
-static int cmd_show(int argc, char **argv)
+/* "show" and "analyze": STEP [--json|--dot|--text], answered by METHOD(step, format). */
+static int cmd_step_format(const char *cmd, const char *method, int argc, char **argv)
 {
 	const char *args[2] = {NULL, "text"};
 
@@ -226,15 +229,15 @@ static int cmd_show(int argc, char **argv)
 		else if (!strcmp(argv[i], "--text"))
 			args[1] = "text";
 		else if (argv[i][0] == '-')
-			return die(-EINVAL, "show: unknown option '%s' (use --json, --dot or --text)", argv[i]);
+			return die(-EINVAL, "%s: unknown option '%s' (use --json, --dot or --text)", cmd, argv[i]);
 		else if (args[0])
-			return die(-EINVAL, "show: one step at a time ('%s' and '%s')", args[0], argv[i]);
+			return die(-EINVAL, "%s: one step at a time ('%s' and '%s')", cmd, args[0], argv[i]);
 		else
 			args[0] = argv[i];
 	}
 	if (!args[0])
-		return die(-EINVAL, "show: which step? (pdimon steps lists them)");
-	return call("GetStep", fill_two_strings, args, 1);
+		return die(-EINVAL, "%s: which step? (pdimon steps lists them)", cmd);
+	return call(method, fill_two_strings, args, 1);
 }
 
 static int fill_string(sd_bus_message *m, void *ctx)
@@ -396,7 +399,9 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "steps"))
 		r = cmd_steps(argc, argv);
 	else if (!strcmp(cmd, "show"))
-		r = cmd_show(argc, argv);
+		r = cmd_step_format("show", "GetStep", argc, argv);
+	else if (!strcmp(cmd, "analyze") || !strcmp(cmd, "analyse"))
+		r = cmd_step_format("analyze", "Analyze", argc, argv);
 	else if (!strcmp(cmd, "report"))
 		r = cmd_report(argc, argv);
 	else if (!strcmp(cmd, "attach"))

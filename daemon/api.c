@@ -5,6 +5,8 @@
  * strong as ptrace, so it takes root; registering Slurm tasks takes root or SlurmUser;
  * a user reads only their own steps, root and the admin group read all. */
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,6 +69,31 @@ static const char *attach_error(int r)
 }
 
 /* A step of this daemon's life, or one from the store. */
+static bool in_group(uid_t uid, gid_t gid)
+{
+	struct passwd *pw = getpwuid(uid);
+	gid_t groups[256];
+	int n = 256;
+
+	if (!pw)
+		return false;
+	if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) < 0)
+		n = 256; /* more groups than room: look through those we got */
+	for (int i = 0; i < n; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+struct pdi_caller pdi_caller_of(struct pdi_daemon *d, uid_t uid)
+{
+	return (struct pdi_caller){
+		.uid = uid,
+		.admin = uid == 0 || (d->slurm_uid != (uid_t)-1 && uid == d->slurm_uid) ||
+			 (d->admin_gid != (gid_t)-1 && in_group(uid, d->admin_gid)),
+	};
+}
+
 static struct pdi_step *find_step(struct pdi_daemon *d, const char *name)
 {
 	struct pdi_step *s = pdi_registry_find_step(&d->reg, name);
@@ -215,59 +242,187 @@ static bool may_launch(struct pdi_daemon *d, const struct pdi_caller *c)
 	return c->uid == 0 || (d->slurm_uid != (uid_t)-1 && c->uid == d->slurm_uid);
 }
 
-/* A Slurm task, forked but not yet executing the program: it joins at its MPI_Init. */
-static int parse_step_options(const char *options, enum pdi_phases *ret)
-{
-	char buf[256], *save = NULL;
+/* What slurmstepd says of a step with each of its tasks, comma-separated:
+ *   phases=auto|pcontrol   how the user wants phases cut
+ *   node=NAME              this node, as Slurm names it (NodeName, maybe not the host name)
+ *   nodes=A+B+...          the step's nodes in Slurm's order (the first roots the gather),
+ *                          expanded by the plugin with Slurm's own hostlist code; '+' is in
+ *                          no host name. Sent until a registration with it succeeded.
+ * Unknown keys are refused: a plugin and a daemon out of step should say so. */
+struct step_options {
+	enum pdi_phases phases;
+	char **nodes;
+	unsigned nnodes;
+	char *node;
+};
 
-	*ret = PDI_PHASES_DEFAULT;
-	if (strlen(options) >= sizeof(buf))
-		return -E2BIG;
-	strcpy(buf, options);
-	for (char *o = strtok_r(buf, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(o, "phases=auto"))
-			*ret = PDI_PHASES_AUTO;
-		else if (!strcmp(o, "phases=pcontrol"))
-			*ret = PDI_PHASES_PCONTROL;
-		else
-			return -EINVAL;
-	}
-	return 0;
+#define STEP_OPTIONS_MAX (16u << 20) /* a million nodes with names of 15 characters */
+#define STEP_NODES_MAX (1u << 20)    /* as many as a gather takes (gather.h) */
+#define NODE_NAME_MAX 255
+
+static void step_options_done(struct step_options *o)
+{
+	for (unsigned i = 0; i < o->nnodes; i++)
+		free(o->nodes[i]);
+	free(o->nodes);
+	free(o->node);
+	*o = (struct step_options){0};
 }
 
+/* Host names and Slurm NodeNames: letters, digits, '.', '_', '-'. */
+static bool valid_node_name(const char *s, size_t n)
+{
+	if (n == 0 || n > NODE_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+		      s[i] == '.' || s[i] == '_' || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* "A+B+C" into O's node list; -EINVAL for an empty or invalid name, too many nodes. */
+static int split_nodes(const char *list, struct step_options *o)
+{
+	unsigned n = 1;
+
+	for (const char *p = list; *p; p++)
+		n += *p == '+';
+	if (n > STEP_NODES_MAX)
+		return -EINVAL;
+	o->nodes = calloc(n, sizeof(*o->nodes));
+	if (!o->nodes)
+		return -ENOMEM;
+	for (const char *p = list;; p++) {
+		const char *end = strchrnul(p, '+');
+
+		if (!valid_node_name(p, (size_t)(end - p)))
+			return -EINVAL;
+		o->nodes[o->nnodes] = strndup(p, (size_t)(end - p));
+		if (!o->nodes[o->nnodes])
+			return -ENOMEM;
+		o->nnodes++;
+		if (!*end)
+			return 0;
+		p = end;
+	}
+}
+
+static int parse_step_options(const char *options, struct step_options *ret)
+{
+	char *buf, *save = NULL;
+	int r = 0;
+
+	*ret = (struct step_options){.phases = PDI_PHASES_DEFAULT};
+	if (strlen(options) > STEP_OPTIONS_MAX)
+		return -E2BIG;
+	buf = strdup(options);
+	if (!buf)
+		return -ENOMEM;
+	for (char *o = strtok_r(buf, ",", &save); o && r >= 0; o = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(o, "phases=auto"))
+			ret->phases = PDI_PHASES_AUTO;
+		else if (!strcmp(o, "phases=pcontrol"))
+			ret->phases = PDI_PHASES_PCONTROL;
+		else if (!strncmp(o, "node=", 5) && !ret->node && valid_node_name(o + 5, strlen(o + 5)))
+			r = (ret->node = strdup(o + 5)) ? 0 : -ENOMEM;
+		else if (!strncmp(o, "nodes=", 6) && !ret->nodes)
+			r = split_nodes(o + 6, ret);
+		else
+			r = -EINVAL;
+	}
+	free(buf);
+	/* this node must be one of the step's */
+	if (r >= 0 && ret->node && ret->nodes) {
+		unsigned i = 0;
+
+		while (i < ret->nnodes && strcmp(ret->nodes[i], ret->node))
+			i++;
+		if (i == ret->nnodes)
+			r = -EINVAL;
+	}
+	if (r < 0)
+		step_options_done(ret);
+	return r;
+}
+
+/* The first names of S's node list for a log line: "a+b+...+h (+N more)". */
+static void nodes_preview(const struct pdi_step *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < s->nnodes && i < 8 && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "+" : "", s->nodes[i]);
+	if (s->nnodes > 8 && n < len)
+		snprintf(buf + n, len - n, " (+%u more)", s->nnodes - 8);
+}
+
+/* A Slurm task, forked but not yet executing the program: it joins at its MPI_Init. */
 struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job,
 				       uint32_t stepid, uint32_t rank, pid_t pid, uid_t uid, const char *options)
 {
-	enum pdi_phases phases;
-	char name[32];
+	struct step_options o;
+	struct pdi_reply reply;
+	char name[32], nodes[256];
 	struct pdi_step *s;
 	int r;
 
 	if (!may_launch(d, c))
 		return fail(-EPERM, "only root or the SlurmUser may register tasks");
-	if (parse_step_options(options, &phases) < 0)
-		return fail(-EINVAL, "invalid options '%.64s': use phases=auto or phases=pcontrol", options);
-	if (pid <= 0 || rank > INT32_MAX)
-		return fail(-EINVAL, "invalid pid %d or rank %u", (int)pid, rank);
-	if (kill(pid, 0) < 0)
-		return fail(-ESRCH, "pid %d: no such process", (int)pid);
+	r = parse_step_options(options, &o);
+	if (r == -ENOMEM)
+		return fail(r, "cannot parse options: %s", strerror(-r));
+	if (r < 0)
+		return fail(-EINVAL, "invalid options '%.64s': use phases=auto or phases=pcontrol, node=NAME, "
+				     "nodes=NAME+NAME... (NAME of [A-Za-z0-9._-], NAME in the nodes)", options);
+	if (pid <= 0 || rank > INT32_MAX) {
+		reply = fail(-EINVAL, "invalid pid %d or rank %u", (int)pid, rank);
+		goto out;
+	}
+	if (kill(pid, 0) < 0) {
+		reply = fail(-ESRCH, "pid %d: no such process", (int)pid);
+		goto out;
+	}
 	snprintf(name, sizeof(name), "%u.%u", job, stepid);
 	r = pdi_registry_get_step(&d->reg, name, uid, &s);
-	if (r < 0)
-		return fail(r, "cannot create step: %s", strerror(-r));
-	if (s->uid != uid)
-		return fail(-EPERM, "step %s belongs to uid %u, not %u", name, (unsigned)s->uid, (unsigned)uid);
+	if (r < 0) {
+		reply = fail(r, "cannot create step: %s", strerror(-r));
+		goto out;
+	}
+	if (s->uid != uid) {
+		reply = fail(-EPERM, "step %s belongs to uid %u, not %u", name, (unsigned)s->uid, (unsigned)uid);
+		goto out;
+	}
 	s->job_id = job;
 	s->step_id = stepid;
 	s->ending = false;
-	s->phases = phases;
+	s->phases = o.phases;
 	r = watch(d, s, pid, (int)rank);
 	if (r < 0) {
 		pdi_registry_drop_if_empty(&d->reg, s);
-		return fail(r, "cannot watch pid %d: %s", (int)pid, strerror(-r));
+		reply = fail(r, "cannot watch pid %d: %s", (int)pid, strerror(-r));
+		goto out;
 	}
 	log_info("Step %s: task %u registered (pid %d, uid %u)", name, rank, (int)pid, (unsigned)uid);
-	return ok_text(strdup("{}"));
+	/* the first registration that says sets them: every slurmstepd of the step sends the same */
+	if (o.nodes && !s->nodes) {
+		s->nodes = o.nodes;
+		s->nnodes = o.nnodes;
+		o.nodes = NULL;
+		o.nnodes = 0;
+	}
+	if (o.node && !s->node) {
+		s->node = o.node;
+		o.node = NULL;
+		nodes_preview(s, nodes, sizeof(nodes));
+		log_info("Step %s: on %u node%s (%s), this one %s", name, s->nnodes, s->nnodes == 1 ? "" : "s",
+			 nodes, s->node);
+	}
+	reply = ok_text(strdup("{}"));
+out:
+	step_options_done(&o);
+	return reply;
 }
 
 /* The step is over (its tasks have exited, or it was cancelled): stop waiting for tasks
@@ -294,22 +449,43 @@ struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller 
 	return ok_text(strdup("{}"));
 }
 
-static bool may_read(const struct pdi_caller *c, const struct pdi_step *s)
+bool pdi_may_read(const struct pdi_caller *c, const struct pdi_step *s)
 {
 	return c->admin || c->uid == s->uid;
+}
+
+struct pdi_step *pdi_api_find_step(struct pdi_daemon *d, const char *name)
+{
+	return find_step(d, name);
+}
+
+/* The step C may read, for a request in FORMAT; NULL with *RET_FAIL set otherwise. */
+static struct pdi_step *readable_step(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
+				      const char *format, struct pdi_reply *ret_fail)
+{
+	struct pdi_step *s;
+
+	if (strcmp(format, "json") && strcmp(format, "text") && strcmp(format, "dot")) {
+		*ret_fail = fail(-EINVAL, "unknown format '%.16s': use json, text or dot", format);
+		return NULL;
+	}
+	s = find_step(d, step);
+	if (!s || !pdi_may_read(c, s)) {
+		/* another user's step is as good as absent: its name is not theirs to learn */
+		*ret_fail = fail(-ENOENT, "no step named '%.*s' (pdimon steps lists them)", STEP_NAME_MAX, step);
+		return NULL;
+	}
+	return s;
 }
 
 struct pdi_reply pdi_api_show(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
 			      const char *format)
 {
-	struct pdi_step *s;
+	struct pdi_reply failed;
+	struct pdi_step *s = readable_step(d, c, step, format, &failed);
 
-	if (strcmp(format, "json") && strcmp(format, "text") && strcmp(format, "dot"))
-		return fail(-EINVAL, "unknown format '%.16s': use json, text or dot", format);
-	s = find_step(d, step);
-	if (!s || !may_read(c, s))
-		/* another user's step is as good as absent: its name is not theirs to learn */
-		return fail(-ENOENT, "no step named '%.*s' (pdimon steps lists them)", STEP_NAME_MAX, step);
+	if (!s)
+		return failed;
 	(void)pdi_tracer_drain(d->tracer);
 	return ok_text(pdi_show_step(d, s, format));
 }
@@ -321,12 +497,28 @@ struct pdi_reply pdi_api_report(struct pdi_daemon *d, const struct pdi_caller *c
 	char *json;
 	int r;
 
-	if (!s || !may_read(c, s))
+	if (!s || !pdi_may_read(c, s))
 		return fail(-ENOENT, "no step named '%.*s' (pdimon steps lists them)", STEP_NAME_MAX, step);
-	r = pdi_report_build(d, s, &json, ret_summary);
+	r = pdi_report_build(d, s, c->uid, &json, ret_summary);
 	if (r < 0)
 		return fail(r, "cannot build the report: %s", strerror(-r));
 	return (struct pdi_reply){0, json};
+}
+
+struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
+				 const char *format)
+{
+	struct pdi_reply failed;
+	struct pdi_step *s = readable_step(d, c, step, format, &failed);
+	char *text;
+	int r;
+
+	if (!s)
+		return failed;
+	r = pdi_report_analyze(d, s, c->uid, format, &text);
+	if (r < 0)
+		return fail(r, "cannot analyse step '%.*s': %s", STEP_NAME_MAX, step, strerror(-r));
+	return (struct pdi_reply){0, text};
 }
 
 struct pdi_reply pdi_api_status(struct pdi_daemon *d, const struct pdi_caller *c, bool json)

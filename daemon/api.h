@@ -13,6 +13,13 @@ struct pdi_caller {
 	bool admin; /* root, the SlurmUser or a member of the admin group: reads every step */
 };
 
+/* Who UID is to pdimond: an admin (root, the SlurmUser, the admin group) reads every step. */
+struct pdi_caller pdi_caller_of(struct pdi_daemon *d, uid_t uid);
+struct pdi_step;
+bool pdi_may_read(const struct pdi_caller *c, const struct pdi_step *s);
+/* The step called NAME, in memory or brought back from the store; NULL when none. */
+struct pdi_step *pdi_api_find_step(struct pdi_daemon *d, const char *name);
+
 /* status 0 and the answer, or a negative errno and a one-line message; text is malloc'd. */
 struct pdi_reply {
 	int status;
@@ -34,4 +41,7 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 /* The step's report: JSON in text, the few-line verdict in *ret_summary. */
 struct pdi_reply pdi_api_report(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
 				char **ret_summary);
+/* The step's analysis in FORMAT: json (the report's document), text or dot. */
+struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
+				 const char *format);
 struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job, uint32_t step);

@@ -4,8 +4,6 @@
  * Every method is marked unprivileged for sd-bus, because api.c authorizes each call from
  * the sender's credentials itself; the bus policy only lets calls reach us. */
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -17,22 +15,6 @@
 #include "bus.h"
 #include "daemon.h"
 #include "log.h"
-
-static bool in_group(uid_t uid, gid_t gid)
-{
-	struct passwd *pw = getpwuid(uid);
-	gid_t groups[256];
-	int n = 256;
-
-	if (!pw)
-		return false;
-	if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) < 0)
-		n = 256; /* more groups than room: look through those we got */
-	for (int i = 0; i < n; i++)
-		if (groups[i] == gid)
-			return true;
-	return false;
-}
 
 static int get_caller(sd_bus_message *m, struct pdi_daemon *d, struct pdi_caller *ret)
 {
@@ -47,9 +29,7 @@ static int get_caller(sd_bus_message *m, struct pdi_daemon *d, struct pdi_caller
 	sd_bus_creds_unref(creds);
 	if (r < 0)
 		return r;
-	ret->uid = uid;
-	ret->admin = uid == 0 || (d->slurm_uid != (uid_t)-1 && uid == d->slurm_uid) ||
-		     (d->admin_gid != (gid_t)-1 && in_group(uid, d->admin_gid));
+	*ret = pdi_caller_of(d, uid);
 	return 0;
 }
 
@@ -99,9 +79,11 @@ static int method_list_steps(sd_bus_message *m, void *userdata, sd_bus_error *er
 	return reply(m, error, pdi_api_steps(d, &c, json, all));
 }
 
-static int method_get_step(sd_bus_message *m, void *userdata, sd_bus_error *error)
+/* A method that takes (step, format) and answers one string. */
+static int step_format_method(sd_bus_message *m, struct pdi_daemon *d, sd_bus_error *error,
+			      struct pdi_reply (*api)(struct pdi_daemon *, const struct pdi_caller *, const char *,
+						      const char *))
 {
-	struct pdi_daemon *d = userdata;
 	const char *step, *format;
 	struct pdi_caller c;
 	int r;
@@ -110,7 +92,12 @@ static int method_get_step(sd_bus_message *m, void *userdata, sd_bus_error *erro
 	if (r < 0)
 		return r;
 	WITH_CALLER(m, d, error, c);
-	return reply(m, error, pdi_api_show(d, &c, step, format));
+	return reply(m, error, api(d, &c, step, format));
+}
+
+static int method_get_step(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	return step_format_method(m, userdata, error, pdi_api_show);
 }
 
 static int method_attach(sd_bus_message *m, void *userdata, sd_bus_error *error)
@@ -210,6 +197,11 @@ static int method_get_report(sd_bus_message *m, void *userdata, sd_bus_error *er
 	return r;
 }
 
+static int method_analyze(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	return step_format_method(m, userdata, error, pdi_api_analyze);
+}
+
 static int method_end_step(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
 	struct pdi_daemon *d = userdata;
@@ -240,6 +232,8 @@ static const sd_bus_vtable monitor_vtable[] = {
 				method_unwatch, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("GetReport", SD_BUS_ARGS("s", step), SD_BUS_RESULT("s", report, "s", summary),
 				method_get_report, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Analyze", SD_BUS_ARGS("s", step, "s", format), SD_BUS_RESULT("s", analysis),
+				method_analyze, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("RegisterTask",
 				SD_BUS_ARGS("u", job_id, "u", step_id, "u", rank, "u", pid, "u", uid, "s", options),
 				SD_BUS_RESULT("s", result), method_register_task, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "store.h"
@@ -15,6 +16,16 @@ static const char *const default_libraries[] = {
 	"/usr/lib64/*/lib/libmpi.so.*[0-9]", "/usr/lib64/libmpich.so.*[0-9]", "/opt/*/lib/libmpi.so.*[0-9]",
 	"/opt/*/lib/libmpich.so.*[0-9]",
 };
+
+/* The host name up to its first dot, as Slurm names nodes by default. */
+static char *default_node_name(void)
+{
+	char host[256] = "";
+
+	(void)gethostname(host, sizeof(host) - 1);
+	host[strcspn(host, ".")] = '\0';
+	return strdup(host[0] ? host : "localhost");
+}
 
 void pdi_config_defaults(struct pdi_config *c)
 {
@@ -30,6 +41,10 @@ void pdi_config_defaults(struct pdi_config *c)
 		.wakeup_kib = 256,
 		.log_level = PDI_LOG_INFO,
 		.model = pdi_model_config_default,
+		.peer_port = 7087,
+		.gather_fanout = 32,
+		.gather_timeout_ms = 2000,
+		.node_name = default_node_name(),
 	};
 	for (unsigned i = 0; i < ELEMENTSOF(default_libraries); i++)
 		c->init_libraries[c->ninit_libraries++] = strdup(default_libraries[i]);
@@ -41,6 +56,9 @@ void pdi_config_done(struct pdi_config *c)
 	free(c->admin_group);
 	free(c->database);
 	free(c->record_path);
+	free(c->peer_address);
+	free(c->munge_socket);
+	free(c->node_name);
 	for (unsigned i = 0; i < c->ninit_libraries; i++)
 		free(c->init_libraries[i]);
 	*c = (struct pdi_config){0};
@@ -146,6 +164,18 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_uint(value, 1, 86400, &c->checkpoint_s);
 	if (!strcmp(key, "record"))
 		return set_string(&c->record_path, value);
+	if (!strcmp(key, "peer_port"))
+		return set_uint(value, 0, 65535, &c->peer_port);
+	if (!strcmp(key, "peer_address"))
+		return set_string(&c->peer_address, value);
+	if (!strcmp(key, "munge_socket"))
+		return set_string(&c->munge_socket, value);
+	if (!strcmp(key, "gather_fanout"))
+		return set_uint(value, 2, 65536, &c->gather_fanout);
+	if (!strcmp(key, "gather_timeout_ms"))
+		return set_uint(value, 10, 600000, &c->gather_timeout_ms);
+	if (!strcmp(key, "node_name"))
+		return *value && strlen(value) < 64 ? set_string(&c->node_name, value) : -EINVAL;
 	if (!strcmp(key, "mpi_libraries"))
 		return set_libraries(c, value);
 	if (!strcmp(key, "log_level"))

@@ -24,6 +24,12 @@ struct pdi_config {
 	unsigned retention_mib;               /* and the oldest beyond this size; 0 = no limit */
 	unsigned checkpoint_s;                /* running steps are written this often */
 	unsigned hang_timeout_ms;             /* a task this long inside one MPI call is blocked */
+	unsigned peer_port;                   /* TCP port for the other pdimonds; 0: no listener */
+	char *peer_address;                   /* bind address; NULL: all */
+	char *munge_socket;                   /* NULL: MUNGE's default */
+	unsigned gather_fanout;               /* children per daemon in a step's gather tree */
+	unsigned gather_timeout_ms;           /* per tree level */
+	char *node_name;                      /* this node as Slurm and the other daemons name it */
 	struct pdi_model_config model;
 };
 

@@ -13,10 +13,20 @@
 struct pdi_tracer;
 struct pdi_objcache;
 struct pdi_store;
+struct pdi_peer;
+struct pdi_gather;
 typedef struct sd_bus sd_bus;
 
 /* epoll_event.data.u64: what became ready, and which one (a task's index). */
-enum pdi_source_kind { PDI_SRC_BUS = 1, PDI_SRC_SIGNAL, PDI_SRC_TIMER, PDI_SRC_RING, PDI_SRC_TASK };
+enum pdi_source_kind {
+	PDI_SRC_BUS = 1,
+	PDI_SRC_SIGNAL,
+	PDI_SRC_TIMER,
+	PDI_SRC_RING,
+	PDI_SRC_TASK,
+	PDI_SRC_PEER_LISTEN, /* the peer port: connections from other pdimonds */
+	PDI_SRC_PEER,        /* one of those connections (its slot in peer.c) */
+};
 #define PDI_SRC(kind, index) ((uint64_t)(kind) << 56 | (uint64_t)(index))
 #define PDI_SRC_KIND(u) ((unsigned)((u) >> 56))
 #define PDI_SRC_INDEX(u) ((unsigned)((u)&0xffffffffu))
@@ -40,6 +50,8 @@ struct pdi_daemon {
 	FILE *record;             /* the "record" setting's file, or NULL */
 	struct pdi_store *store;  /* NULL when nothing persists */
 	uint64_t last_checkpoint_ns, last_expire_ns;
+	struct pdi_peer *peer;     /* NULL: no peer listener (peer_port = 0, or the port is taken) */
+	struct pdi_gather *gather; /* a step's tree gather (gather.h); NULL without the listener */
 };
 
 uint64_t pdi_now_ns(void);

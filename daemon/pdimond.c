@@ -2,7 +2,8 @@
 /* pdimond.c -- the node-local pdimon daemon: set-up, the event loop, clean shutdown.
  *
  * One thread, one epoll: the BPF ring buffer, the D-Bus connection, a drain timer, a
- * signalfd, and one pidfd per monitored task. */
+ * signalfd, one pidfd per monitored task, and the peer port with its connections (other
+ * pdimonds asking for this node's part of a step: peer.c, gather.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
@@ -20,8 +21,10 @@
 
 #include "bus.h"
 #include "daemon.h"
+#include "gather.h"
 #include "log.h"
 #include "objcache.h"
+#include "peer.h"
 #include "persist.h"
 #include "tracer.h"
 
@@ -101,6 +104,50 @@ static int setup_loop(struct pdi_daemon *d)
 	return pdi_bus_open(d);
 }
 
+static void on_peer_frame(void *ctx, int fd, const char *peer, const struct pdi_wire_frame *f, uint64_t t0_ns)
+{
+	struct pdi_daemon *d = ctx;
+
+	pdi_gather_serve(d->gather, fd, peer, f, t0_ns);
+}
+
+/* The peer port. Not fatal: without it this node is only missing from other nodes'
+ * gathers (and several private pdimonds of tests share one machine). */
+static void setup_peer(struct pdi_daemon *d)
+{
+	const struct pdi_config *c = &d->cfg;
+	struct pdi_gather_options go = {.node_name = c->node_name, .bind_address = c->peer_address,
+					.port = (uint16_t)c->peer_port, .munge_socket = c->munge_socket,
+					.fanout = c->gather_fanout, .level_ms = c->gather_timeout_ms,
+					.service_uid = geteuid()};
+	struct pdi_peer_options po = {.address = c->peer_address, .port = (uint16_t)c->peer_port,
+				      .frame_ms = c->gather_timeout_ms};
+	int r;
+
+	if (c->peer_port == 0)
+		return;
+	r = pdi_gather_new(&go, &pdi_gather_step_ops, d, &d->gather);
+	if (r >= 0)
+		r = pdi_peer_new(&po, d->epoll_fd, PDI_SRC(PDI_SRC_PEER_LISTEN, 0), PDI_SRC(PDI_SRC_PEER, 0),
+				 on_peer_frame, d, &d->peer);
+	if (r < 0) {
+		log_warning_errno(r, "No peer listener, so gathers across nodes will miss this node: %m");
+		pdi_gather_free(d->gather);
+		d->gather = NULL;
+		return;
+	}
+	log_info("Listening for peers on %s port %u as node %s", c->peer_address ? c->peer_address : "all addresses",
+		 c->peer_port, c->node_name);
+}
+
+/* epoll's timeout: the bus's, or sooner when a peer connection's deadline comes first. */
+static int loop_timeout_ms(struct pdi_daemon *d)
+{
+	int b = pdi_bus_timeout_ms(d), p = pdi_peer_timeout_ms(d->peer);
+
+	return b < 0 ? p : p < 0 ? b : b < p ? b : p;
+}
+
 static void on_timer(struct pdi_daemon *d)
 {
 	uint64_t expirations, now = pdi_now_ns();
@@ -140,7 +187,7 @@ static int run_loop(struct pdi_daemon *d)
 	struct epoll_event evs[64];
 
 	while (!d->quit) {
-		int n = epoll_wait(d->epoll_fd, evs, ELEMENTSOF(evs), pdi_bus_timeout_ms(d));
+		int n = epoll_wait(d->epoll_fd, evs, ELEMENTSOF(evs), loop_timeout_ms(d));
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -166,8 +213,15 @@ static int run_loop(struct pdi_daemon *d)
 				if (PDI_SRC_INDEX(u) < d->reg.ntasks)
 					pdi_task_finish(d, d->reg.tasks[PDI_SRC_INDEX(u)]);
 				break;
+			case PDI_SRC_PEER_LISTEN:
+				pdi_peer_on_listen(d->peer);
+				break;
+			case PDI_SRC_PEER:
+				pdi_peer_on_conn(d->peer, PDI_SRC_INDEX(u));
+				break;
 			}
 		}
+		pdi_peer_expire(d->peer);
 		/* a bus timeout has no fd of its own: process the bus on every wake-up */
 		pdi_bus_process(d);
 	}
@@ -186,6 +240,8 @@ static void daemon_done(struct pdi_daemon *d)
 	pdi_tracer_free(d->tracer);
 	pdi_objcache_free(d->objs);
 	pdi_bus_close(d);
+	pdi_peer_free(d->peer);
+	pdi_gather_free(d->gather);
 	if (d->epoll_fd >= 0)
 		close(d->epoll_fd);
 	if (d->signal_fd >= 0)
@@ -329,6 +385,7 @@ int main(int argc, char **argv)
 			log_error_errno(r, "Cannot set up the event loop: %m");
 		goto out;
 	}
+	setup_peer(&d);
 	if (pdi_tracer_trap_init(d.tracer, d.objs, d.cfg.init_libraries, d.cfg.ninit_libraries) == 0)
 		log_warning("No MPI library found to trap MPI_Init in (setting mpi_libraries): "
 			    "pdimon run will not see new processes; pdimon attach still works");

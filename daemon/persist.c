@@ -107,7 +107,7 @@ static int write_step(struct pdi_daemon *d, struct pdi_step *s)
 		snprintf(st.state, sizeof(st.state), "watched");
 		r = pdi_store_put_task(d->store, s->name, &st);
 	}
-	if (r >= 0 && s->ended && (r = pdi_report_build(d, s, &json, &summary)) >= 0)
+	if (r >= 0 && s->ended && (r = pdi_report_build(d, s, s->uid, &json, &summary)) >= 0)
 		r = pdi_store_put_report(d->store, s->name, json);
 	free(json);
 	free(summary);

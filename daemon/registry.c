@@ -43,6 +43,10 @@ static void step_free(struct pdi_step *s)
 	free(s->tasks);
 	free(s->name);
 	free(s->executable);
+	for (unsigned i = 0; i < s->nnodes; i++)
+		free(s->nodes[i]);
+	free(s->nodes);
+	free(s->node);
 	free(s->report_json);
 	free(s->report_summary);
 	free(s);

@@ -65,6 +65,10 @@ struct pdi_step {
 	uint32_t nsites;
 	struct pdi_u64map site_idx;
 	char *executable;             /* the program of its first task: prior runs are found by it */
+	char **nodes;                 /* a Slurm step's nodes, in Slurm's order (the first roots the
+	                               * gather), as its first registration gave them; NULL if none */
+	unsigned nnodes;
+	char *node;                   /* this node as that list names it; NULL if not given */
 	unsigned nwatches;            /* processes whose MPI descendants will join */
 	bool ending;                  /* the launcher said the step is over */
 	bool announced;               /* its end has been signalled */

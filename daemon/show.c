@@ -234,6 +234,8 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	pdi_json_obj_begin(j);
 	pdi_json_kv_uint(j, "index", index);
 	pdi_json_kv_uint(j, "duration_ns", p->t_end - p->t_start);
+	pdi_json_kv_uint(j, "t_start_ns", p->t_start); /* CLOCK_MONOTONIC, as the BPF timestamps */
+	pdi_json_kv_uint(j, "t_end_ns", p->t_end);
 	pdi_json_key(j, "states");
 	pdi_json_arr_begin(j);
 	for (uint32_t i = 0; i < p->nstates; i++) {

@@ -12,7 +12,7 @@
 #include "automaded.h"
 
 #define NU_SAMPLES 12           /* phases nu is trained on, evenly spread */
-#define PERMANENT_RATIO 2.0     /* across-shift over within-side difference that makes a shift */
+#define PERMANENT_RATIO 3.0     /* across-shift over within-side difference (medians) that makes a shift */
 #define CLUSTER_JUMP 4.0        /* a merge height this much above the one below separates clusters */
 #define MAX_CLUSTERED 4096      /* models beyond which HAC (quadratic) is not run */
 #define LOG10_NEVER_SEEN (-20.0) /* a transition the normal phases never took */
@@ -192,9 +192,18 @@ static int cmp_double(const void *x, const void *y)
 	return (a > b) - (a < b);
 }
 
-/* A phase's score: the tasks' squared deviations (4.2), each taken above the task's median
- * deviation over the phases. Without that, the noise of thousands of normal tasks would
- * outweigh the one task a fault hit. */
+static double median(double *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A phase's score: the tasks' deviations (4.2), each taken above the task's median deviation
+ * over the phases. Without that, the noise of thousands of normal tasks would outweigh the
+ * one task a fault hit. Not squared, as the paper has it: on a busy node one scheduling
+ * hiccup squared outweighs a real stall. */
 static void phase_scores(const struct work *w, struct pdi_automaded *a)
 {
 	uint32_t m = w->end - w->first;
@@ -202,14 +211,12 @@ static void phase_scores(const struct work *w, struct pdi_automaded *a)
 
 	for (size_t t = 0; t < w->n; t++) {
 		const double *dev = &w->dev[t * w->np + w->first];
-		double median;
+		double mid;
 
 		memcpy(sorted, dev, m * sizeof(*dev));
-		qsort(sorted, m, sizeof(*sorted), cmp_double);
-		median = m % 2 ? sorted[m / 2] : (sorted[m / 2 - 1] + sorted[m / 2]) / 2;
+		mid = median(sorted, m);
 		for (uint32_t i = 0; i < m; i++) {
-			double excess = fmax(0.0, dev[i] - median);
-			a->phase_score[w->first + i] += weight(w->in, t) * excess * excess;
+			a->phase_score[w->first + i] += weight(w->in, t) * fmax(0.0, dev[i] - mid);
 		}
 	}
 }
@@ -269,47 +276,46 @@ size_t pdi_kmeans2(const double *v, size_t n, uint8_t *high)
 }
 
 /* Without sample runs: is there a task whose phases shift once, alike before, alike after
- * and unlike across? Returns the best ratio of across to within differences over the tasks,
- * and the later phase of that task's most different adjacent pair (the paper's pick). */
+ * and unlike across? Returns the best ratio of across to within differences over the tasks
+ * (medians: one noisy phase must not make a shift), and the later phase of that task's most
+ * different adjacent pair (the paper's pick). */
 static double best_shift(const struct work *w, uint32_t *ret_phase)
 {
-	double best = 0;
+	uint32_t m = w->end - w->first;
+	double best = 0, *within, *across;
 
 	*ret_phase = w->first;
-	if (w->end - w->first < 4)
+	if (m < 4)
 		return 0;
-	for (size_t t = 0; t < w->n; t++)
+	within = malloc(m * m * sizeof(*within));
+	across = malloc(m * m * sizeof(*across));
+	for (size_t t = 0; within && across && t < w->n; t++)
 		for (uint32_t s = w->first + 2; s + 2 <= w->end; s++) {
-			double within = 0, across = 0, adjacent = -1;
+			double adjacent = -1, ratio, mw;
 			size_t nw = 0, na = 0;
-			uint32_t pick = s;
 
 			for (uint32_t p = w->first; p < w->end; p++)
 				for (uint32_t q = p + 1; q < w->end; q++) {
-					double x = raw_diff(w, t, p, q);
-
-					if ((p < s) == (q < s)) {
-						within += x;
-						nw++;
-					} else {
-						across += x;
-						na++;
-					}
+					if ((p < s) == (q < s))
+						within[nw++] = raw_diff(w, t, p, q);
+					else
+						across[na++] = raw_diff(w, t, p, q);
 				}
-			within /= nw;
-			across /= na;
-			if (!(within > 0 && across / within > best))
+			mw = median(within, nw);
+			ratio = mw > 0 ? median(across, na) / mw : 0;
+			if (ratio <= best)
 				continue;
-			best = across / within;
+			best = ratio;
 			for (uint32_t p = w->first + 1; p < w->end; p++) {
 				double x = raw_diff(w, t, p - 1, p);
 				if (x > adjacent) {
 					adjacent = x;
-					pick = p;
+					*ret_phase = p;
 				}
 			}
-			*ret_phase = pick;
 		}
+	free(within);
+	free(across);
 	return best;
 }
 
@@ -527,6 +533,48 @@ static size_t normal_models(const struct work *w, const struct pdi_automaded *a,
 		if (normal_phase(w, a, q))
 			out[n++] = smm_of(w, t, q);
 	return n;
+}
+
+static void add_if_computation(void *ctx, uint64_t from, uint64_t to, double d)
+{
+	(void)to;
+	if (pdi_state_is_comp(from))
+		*(double *)ctx += d;
+}
+
+/* The faulty task by its computation only. A task that stalls makes every task that waits
+ * for it spend longer inside MPI, and a wait of 1 ms that grows to 1 s is a bigger relative
+ * change than the stalled computation itself: the victims would outscore the culprit. Time
+ * spent computing changes only in the task the fault hit (or where interference ran). Keeps
+ * the scores of all transitions when no task's computation changed. */
+static int computation_scores(const struct work *w, struct pdi_automaded *a)
+{
+	const struct pdi_smm **normal = malloc((w->in->nsamples + w->np) * sizeof(*normal));
+	double *score = calloc(w->n, sizeof(*score)), margin;
+	size_t best;
+
+	if (!normal || !score) {
+		free(normal);
+		free(score);
+		return -ENOMEM;
+	}
+	for (size_t t = 0; t < w->n; t++) {
+		size_t n = normal_models(w, a, t, normal);
+
+		for (size_t k = 0; k < n; k++)
+			(void)pdi_smm_diff_each(smm_of(w, t, a->faulty_phase), normal[k], nu_of(w, t, a->faulty_phase),
+						w->in->dist, add_if_computation, &score[t]);
+		score[t] = n ? score[t] / n : 0;
+	}
+	best = argmax(score, w->n, &margin);
+	if (score[best] > 0) {
+		memcpy(a->task_score, score, w->n * sizeof(*score));
+		a->faulty_task = best;
+		a->task_margin = margin;
+	}
+	free(normal);
+	free(score);
+	return 0;
 }
 
 /* The transitions that make the faulty task's faulty phase differ from normal (4.3). */
@@ -761,7 +809,7 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 	phase_scores(&w, &a);
 	faulty_phase(&w, &a);
 	task_scores(&w, &a);
-	if ((r = cluster_tasks(&w, &a)) < 0 || (r = characteristic(&w, &a)) < 0)
+	if ((r = computation_scores(&w, &a)) < 0 || (r = cluster_tasks(&w, &a)) < 0 || (r = characteristic(&w, &a)) < 0)
 		goto out;
 	if (a.effect == PDI_EFFECT_PERMANENT)
 		theta_change(&w, &a);

@@ -359,3 +359,138 @@ const struct pdi_request *pdi_model_find_request(const struct pdi_model *m, uint
 
 	return i == PDI_U64MAP_NONE ? NULL : &m->reqs[i];
 }
+
+/* ---- renaming sites ---- */
+
+/* KEY with its sites renamed by MAP; -EINVAL if it names a site MAP does not cover. */
+static int remap_key(uint64_t key, const uint32_t *map, uint32_t nmap, uint64_t *ret)
+{
+	uint32_t to = pdi_state_site(key), from = pdi_state_prev_site(key);
+
+	if (!pdi_state_is_comp(key)) {
+		if (key >> 32 || to >= nmap)
+			return -EINVAL;
+		*ret = pdi_state_comm(map[to]);
+		return 0;
+	}
+	if (from >= nmap || to >= nmap)
+		return -EINVAL;
+	*ret = pdi_state_comp(map[from], map[to]);
+	return 0;
+}
+
+/* Everything pdi_model_remap_sites() can refuse, checked before anything changes. */
+static int remap_check(const struct pdi_model *m, const uint32_t *map, uint32_t nmap)
+{
+	uint32_t ncoll = m->coll_sites && m->ncollectives < PERIOD_SAMPLE ? (uint32_t)m->ncollectives : 0;
+	uint64_t key;
+
+	for (uint32_t i = 0; i < nmap; i++)
+		if (map[i] > PDI_SITE_MAX)
+			return -EINVAL;
+	for (uint32_t i = 0; i < m->nphases; i++)
+		for (uint32_t s = 0; s < m->phases[i].nstates; s++)
+			if (remap_key(m->phases[i].states[s].key, map, nmap, &key) < 0)
+				return -EINVAL;
+	if (m->started && m->last_site >= nmap)
+		return -EINVAL;
+	for (uint32_t i = 0; i < m->nreqs; i++)
+		if (m->reqs[i].site >= nmap)
+			return -EINVAL;
+	for (uint32_t i = 0; i < ncoll; i++)
+		if (m->coll_sites[i] >= nmap)
+			return -EINVAL;
+	return 0;
+}
+
+/* P's states, then its edges, renamed into the fresh phase Q (same capacities, so that the
+ * model's byte count only moves by the maps' size). TO: scratch, P->nstates entries. */
+static int remap_phase(const struct pdi_phase *p, const uint32_t *map, uint32_t nmap, uint32_t *to,
+		       struct pdi_phase *q)
+{
+	*q = (struct pdi_phase){.t_start = p->t_start, .t_end = p->t_end, .cap_states = p->cap_states,
+				.cap_edges = p->cap_edges};
+	if ((p->cap_states && !(q->states = malloc((size_t)p->cap_states * sizeof(*q->states)))) ||
+	    (p->cap_edges && !(q->edges = malloc((size_t)p->cap_edges * sizeof(*q->edges)))))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->nstates; i++) {
+		uint64_t key = 0;
+		uint32_t j;
+
+		(void)remap_key(p->states[i].key, map, nmap, &key); /* checked by remap_check() */
+		j = pdi_u64map_get(&q->state_idx, key);
+		if (j == PDI_U64MAP_NONE) {
+			if (pdi_u64map_put(&q->state_idx, key, q->nstates) < 0)
+				return -ENOMEM;
+			j = q->nstates++;
+			q->states[j] = (struct pdi_state){.key = key};
+		}
+		q->states[j].visits += p->states[i].visits;
+		q->states[j].bytes += p->states[i].bytes;
+		to[i] = j;
+	}
+	for (uint32_t i = 0; i < p->nedges; i++) {
+		const struct pdi_edge *e = &p->edges[i];
+		uint64_t key = (uint64_t)to[e->from] << 32 | to[e->to];
+		uint32_t j = pdi_u64map_get(&q->edge_idx, key);
+
+		if (j != PDI_U64MAP_NONE) {
+			pdi_gauss_merge(&q->edges[j].time, &e->time);
+			pdi_hist_merge(&q->edges[j].hist, &e->hist);
+			continue;
+		}
+		if (pdi_u64map_put(&q->edge_idx, key, q->nedges) < 0)
+			return -ENOMEM;
+		q->edges[q->nedges] = *e;
+		q->edges[q->nedges].from = to[e->from];
+		q->edges[q->nedges].to = to[e->to];
+		q->nedges++;
+	}
+	return 0;
+}
+
+static size_t phase_map_bytes(const struct pdi_phase *p)
+{
+	return pdi_u64map_bytes(&p->state_idx) + pdi_u64map_bytes(&p->edge_idx);
+}
+
+int pdi_model_remap_sites(struct pdi_model *m, const uint32_t *map, uint32_t nmap)
+{
+	uint32_t ncoll = m->coll_sites && m->ncollectives < PERIOD_SAMPLE ? (uint32_t)m->ncollectives : 0;
+	uint32_t maxstates = 0, *to = NULL;
+	struct pdi_phase *q = NULL;
+	int r;
+
+	if ((r = remap_check(m, map, nmap)) < 0)
+		return r;
+	for (uint32_t i = 0; i < m->nphases; i++)
+		if (m->phases[i].nstates > maxstates)
+			maxstates = m->phases[i].nstates;
+	/* the phases are built aside and swapped in at the end: on failure M is as it was */
+	q = calloc(m->nphases ? m->nphases : 1, sizeof(*q));
+	to = malloc((maxstates ? maxstates : 1) * sizeof(*to));
+	r = q && to ? 0 : -ENOMEM;
+	for (uint32_t i = 0; r == 0 && i < m->nphases; i++)
+		r = remap_phase(&m->phases[i], map, nmap, to, &q[i]);
+	if (r < 0) {
+		for (uint32_t i = 0; q && i < m->nphases; i++)
+			phase_done(&q[i]); /* those not reached are zeroed */
+		goto out;
+	}
+	for (uint32_t i = 0; i < m->nphases; i++) {
+		m->bytes += phase_map_bytes(&q[i]);
+		m->bytes -= phase_map_bytes(&m->phases[i]);
+		phase_done(&m->phases[i]);
+		m->phases[i] = q[i];
+	}
+	if (m->started)
+		m->last_site = map[m->last_site];
+	for (uint32_t i = 0; i < m->nreqs; i++)
+		m->reqs[i].site = map[m->reqs[i].site];
+	for (uint32_t i = 0; i < ncoll; i++)
+		m->coll_sites[i] = map[m->coll_sites[i]];
+out:
+	free(q);
+	free(to);
+	return r;
+}

@@ -148,3 +148,15 @@ static inline uint32_t pdi_phase_state(const struct pdi_phase *p, uint64_t key)
 {
 	return pdi_u64map_get(&p->state_idx, key);
 }
+
+/* The largest site a state key can name: a computation state keeps 31 bits of its previous site. */
+#define PDI_SITE_MAX 0x7fffffffu
+
+/* Rename the call sites M refers to (states, the current site, requests, the collective
+ * sample): site X becomes MAP[X]. Site numbers are local to a step, so a model of another
+ * run of the same program must be renamed into this step's numbering before the two can be
+ * compared. States the map makes one are merged (visits and bytes added), and so are their
+ * edges (time distributions merged); state and edge order is that of first occurrence.
+ * 0; or, M untouched, -EINVAL (M names a site >= NMAP, or MAP a site > PDI_SITE_MAX) or
+ * -ENOMEM. */
+int pdi_model_remap_sites(struct pdi_model *m, const uint32_t *map, uint32_t nmap);

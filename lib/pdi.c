@@ -134,11 +134,13 @@ double pdi_mm_reach(const struct pdi_mm *mm, uint64_t from, uint64_t to)
 	if (!h)
 		return 0;
 	/* h[s]: the probability of reaching T from S; T absorbs with 1. Monotone from 0, so
-	 * value iteration converges from below. */
+	 * value iteration converges from below. States are numbered in order of first visit,
+	 * so a state's successors mostly come after it: sweeping backwards carries a value
+	 * along a whole chain in one sweep instead of one state per sweep. */
 	for (int sweep = 0; sweep < SWEEPS; sweep++) {
 		double change = 0;
 
-		for (uint32_t s = 0; s < mm->n; s++) {
+		for (uint32_t s = mm->n; s-- > 0;) {
 			double v = 0;
 
 			if (s == t)
@@ -186,74 +188,158 @@ static enum pdi_dep dependence(const struct pdi_position *x, const struct pdi_po
 	return PDI_DEP_UNDEFINED;
 }
 
-static int group_of(const struct pdi_pdg *g, uint64_t state, bool inside)
+/* Where tasks are grouped: one map per side of a call (inside it, or computing after it),
+ * from the state to its group; and, for point-to-point peers, from a rank to its group. */
+struct grouping {
+	struct pdi_u64map by_state[2];
+	struct pdi_u64map by_rank;
+	uint32_t *of_task; /* per task: its group, PDI_U64MAP_NONE when finished */
+	int *rep;          /* per group: a task standing for it, for the visit-count order */
+};
+
+static void grouping_done(struct grouping *gr)
 {
-	for (size_t i = 0; i < g->ngroups; i++)
-		if (g->groups[i].state == state && g->groups[i].inside == inside)
-			return (int)i;
-	return -1;
+	pdi_u64map_free(&gr->by_state[0]);
+	pdi_u64map_free(&gr->by_state[1]);
+	pdi_u64map_free(&gr->by_rank);
+	free(gr->of_task);
+	free(gr->rep);
 }
 
-static int group_of_rank(const struct pdi_pdg *g, int rank)
+/* Groups of TASKS by position, each with exactly the room its ranks need. */
+static int make_groups(const struct pdi_position *tasks, size_t n, struct pdi_pdg *g, struct grouping *gr)
 {
-	for (size_t i = 0; i < g->ngroups; i++)
-		for (size_t k = 0; k < g->groups[i].n; k++)
-			if (g->groups[i].ranks[k] == rank)
-				return (int)i;
-	return -1;
+	gr->of_task = malloc(sizeof(*gr->of_task) * (n ? n : 1));
+	gr->rep = malloc(sizeof(*gr->rep) * (n ? n : 1));
+	g->groups = calloc(n ? n : 1, sizeof(*g->groups));
+	if (!gr->of_task || !gr->rep || !g->groups)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct pdi_u64map *map = &gr->by_state[tasks[i].inside];
+		uint32_t k;
+
+		gr->of_task[i] = PDI_U64MAP_NONE;
+		if (tasks[i].finished)
+			continue;
+		k = pdi_u64map_get(map, tasks[i].state);
+		if (k == PDI_U64MAP_NONE) {
+			k = (uint32_t)g->ngroups++;
+			if (pdi_u64map_put(map, tasks[i].state, k) < 0)
+				return -ENOMEM;
+			g->groups[k] = (struct pdi_group){.state = tasks[i].state, .inside = tasks[i].inside};
+			gr->rep[k] = (int)i;
+		}
+		gr->of_task[i] = k;
+		g->groups[k].n++; /* counted now, filled below */
+	}
+	for (size_t k = 0; k < g->ngroups; k++) {
+		g->groups[k].ranks = malloc(sizeof(int) * g->groups[k].n);
+		if (!g->groups[k].ranks)
+			return -ENOMEM;
+		g->groups[k].n = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t k = gr->of_task[i];
+		uint64_t rank = (uint32_t)tasks[i].rank;
+
+		if (k == PDI_U64MAP_NONE)
+			continue;
+		g->groups[k].ranks[g->groups[k].n++] = tasks[i].rank;
+		if (pdi_u64map_get(&gr->by_rank, rank) == PDI_U64MAP_NONE && pdi_u64map_put(&gr->by_rank, rank, k) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Tasks of one group that judge with one model judge alike: is this the pair's first task?
+ * 1, 0, or -ENOMEM. Thousands of tasks of a class of equal models (eqclass.h) share one. */
+struct judges {
+	struct pdi_u64map model_id; /* model's address -> a small number */
+	struct pdi_u64map seen;     /* group << 32 | model number */
+};
+
+static int first_judge(struct judges *j, uint32_t group, const struct pdi_mm *mm)
+{
+	uint32_t id = pdi_u64map_get(&j->model_id, (uintptr_t)mm);
+	uint64_t pair;
+
+	if (id == PDI_U64MAP_NONE) {
+		id = j->model_id.used;
+		if (pdi_u64map_put(&j->model_id, (uintptr_t)mm, id) < 0)
+			return -ENOMEM;
+	}
+	pair = (uint64_t)group << 32 | id;
+	if (pdi_u64map_get(&j->seen, pair) != PDI_U64MAP_NONE)
+		return 0;
+	return pdi_u64map_put(&j->seen, pair, 0) < 0 ? -ENOMEM : 1;
+}
+
+/* Task I's view of every other group, OR-ed into the matrix (Table 2); and whether a
+ * blocked receive or wait of it waits for a peer in another group. */
+static int judge(const struct pdi_position *tasks, size_t i, const struct grouping *gr, struct judges *j,
+		 struct pdi_pdg *g)
+{
+	uint32_t gi = gr->of_task[i];
+	int r = first_judge(j, gi, tasks[i].mm);
+
+	if (r < 0)
+		return r;
+	for (size_t h = 0; r == 1 && h < g->ngroups; h++) {
+		enum pdi_dep d;
+
+		if (h == gi)
+			continue;
+		d = dependence(&tasks[i], &tasks[gr->rep[h]]);
+		g->dep[gi * g->ngroups + h] |= (uint8_t)d;
+		g->dep[h * g->ngroups + gi] |= (uint8_t)(d == PDI_DEP_ON ? PDI_DEP_BY : d == PDI_DEP_BY ? PDI_DEP_ON : d);
+	}
+	for (size_t p = 0; tasks[i].inside && p < tasks[i].npeers; p++) {
+		uint32_t gp = pdi_u64map_get(&gr->by_rank, (uint32_t)tasks[i].peers[p]);
+
+		if (gp != PDI_U64MAP_NONE && gp != gi)
+			g->groups[gi].p2p_dependent = true;
+	}
+	return 0;
+}
+
+/* Point-to-point dependence (4.2): a task blocked in a receive, send or wait on a peer waits
+ * for that peer's group, whatever the models say: it is what the task is doing, where the
+ * probabilities are only what its past suggests. Applied after the union, so that it wins. */
+static void p2p_edges(const struct pdi_position *tasks, size_t i, const struct grouping *gr, struct pdi_pdg *g)
+{
+	uint32_t gi = gr->of_task[i];
+
+	for (size_t p = 0; tasks[i].inside && p < tasks[i].npeers; p++) {
+		uint32_t gp = pdi_u64map_get(&gr->by_rank, (uint32_t)tasks[i].peers[p]);
+
+		if (gp == PDI_U64MAP_NONE || gp == gi)
+			continue;
+		g->dep[gi * g->ngroups + gp] = PDI_DEP_ON;
+		g->dep[gp * g->ngroups + gi] = PDI_DEP_BY;
+	}
 }
 
 int pdi_pdg_build(const struct pdi_position *tasks, size_t n, struct pdi_pdg *ret)
 {
 	struct pdi_pdg g = {0};
-	int *rep; /* a task standing for each group, for the visit-count order */
+	struct grouping gr = {0};
+	struct judges j = {0};
+	int r;
 
-	g.groups = calloc(n ? n : 1, sizeof(*g.groups));
-	rep = calloc(n ? n : 1, sizeof(*rep));
-	if (!g.groups || !rep)
-		goto oom;
-	for (size_t i = 0; i < n; i++) {
-		int k;
-
-		if (tasks[i].finished)
-			continue;
-		k = group_of(&g, tasks[i].state, tasks[i].inside);
-		if (k < 0) {
-			k = (int)g.ngroups++;
-			g.groups[k] = (struct pdi_group){.state = tasks[i].state, .inside = tasks[i].inside,
-							 .ranks = calloc(n, sizeof(int))};
-			if (!g.groups[k].ranks)
-				goto oom;
-			rep[k] = (int)i;
-		}
-		g.groups[k].ranks[g.groups[k].n++] = tasks[i].rank;
-	}
+	if ((r = make_groups(tasks, n, &g, &gr)) < 0)
+		goto fail;
 	g.dep = calloc(g.ngroups * g.ngroups + 1, 1);
-	if (!g.dep)
-		goto oom;
-	/* each task judges with its own model; the union is a bitwise OR (Table 2) */
-	for (size_t i = 0; i < n; i++) {
-		int gi;
-
-		if (tasks[i].finished || (gi = group_of(&g, tasks[i].state, tasks[i].inside)) < 0)
-			continue;
-		for (size_t h = 0; h < g.ngroups; h++) {
-			enum pdi_dep d;
-
-			if ((int)h == gi)
-				continue;
-			d = dependence(&tasks[i], &tasks[rep[h]]);
-			g.dep[gi * g.ngroups + h] |= (uint8_t)d;
-			g.dep[h * g.ngroups + gi] |= (uint8_t)(d == PDI_DEP_ON ? PDI_DEP_BY : d == PDI_DEP_BY ? PDI_DEP_ON : d);
-		}
-		/* point-to-point: a blocked receive or wait depends on its peers */
-		for (size_t p = 0; tasks[i].inside && p < tasks[i].npeers; p++) {
-			int gp = group_of_rank(&g, tasks[i].peers[p]);
-
-			if (gp >= 0 && gp != gi)
-				g.groups[gi].p2p_dependent = true;
-		}
+	if (!g.dep) {
+		r = -ENOMEM;
+		goto fail;
 	}
+	/* each task judges with its own model; the union is a bitwise OR (Table 2) */
+	for (size_t i = 0; i < n; i++)
+		if (gr.of_task[i] != PDI_U64MAP_NONE && (r = judge(tasks, i, &gr, &j, &g)) < 0)
+			goto fail;
+	for (size_t i = 0; i < n; i++)
+		if (gr.of_task[i] != PDI_U64MAP_NONE)
+			p2p_edges(tasks, i, &gr, &g);
 	/* LP: waits for no other group, and is waited for; then drop those that wait for a
 	 * peer elsewhere (PDI 4.3) */
 	for (size_t a = 0; a < g.ngroups; a++) {
@@ -266,13 +352,14 @@ int pdi_pdg_build(const struct pdi_position *tasks, size_t n, struct pdi_pdg *re
 		g.groups[a].lp = !waits && (waited || g.ngroups == 1) && !g.groups[a].p2p_dependent;
 		g.nlp += g.groups[a].lp;
 	}
-	free(rep);
 	*ret = g;
-	return 0;
-oom:
-	free(rep);
+	g = (struct pdi_pdg){0};
+fail:
+	grouping_done(&gr);
+	pdi_u64map_free(&j.model_id);
+	pdi_u64map_free(&j.seen);
 	pdi_pdg_done(&g);
-	return -ENOMEM;
+	return r;
 }
 
 void pdi_pdg_done(struct pdi_pdg *g)

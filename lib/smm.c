@@ -17,6 +17,7 @@
 
 #define ABSENT 10.0        /* D of a state or transition present in one model only (3.2) */
 #define SIGMA_FLOOR 0.05   /* in units of the mean */
+#define NU_FLOOR 0.25      /* the least noise nu assumes: D of one sigma's shift is about 1.6 */
 #define GRID 96            /* points of the numeric L2 of histogram densities */
 
 int pdi_smm_build(const struct pdi_phase *p, struct pdi_smm *ret)
@@ -90,23 +91,30 @@ static double hist_mean(const struct pdi_hist *h)
 }
 
 /* The histogram as a density (sec. 3.1): bucket counts joined by straight lines, and the
- * halves of Gaussians beyond the first and last bucket. Unnormalized; X in units of SCALE. */
-static double hist_height(const struct pdi_hist *h, double scale, double tail, double x)
+ * halves of Gaussians beyond the first and last bucket. Unnormalized; X in units of SCALE.
+ * Sampled at GRID points from LO by STEP into Y, in one walk along the buckets: the L2 of
+ * two histograms is computed for every transition of every pair of phases compared. */
+static void hist_sample(const struct pdi_hist *h, double scale, double tail, double lo, double step, double *y)
 {
-	double lo = h->mean[0] / scale, hi = h->mean[h->n - 1] / scale;
+	double first = h->mean[0] / scale, last = h->mean[h->n - 1] / scale;
+	unsigned i = 0;
 
-	if (x <= lo)
-		return h->count[0] * exp(-(x - lo) * (x - lo) / (2 * tail * tail));
-	if (x >= hi)
-		return h->count[h->n - 1] * exp(-(x - hi) * (x - hi) / (2 * tail * tail));
-	for (unsigned i = 0; i + 1 < h->n; i++) {
-		double a = h->mean[i] / scale, b = h->mean[i + 1] / scale;
+	for (int k = 0; k < GRID; k++) {
+		double x = lo + k * step, a, b;
 
-		if (x <= b)
-			return b > a ? h->count[i] + (h->count[i + 1] - (double)h->count[i]) * (x - a) / (b - a)
-				     : h->count[i + 1];
+		if (x <= first || x >= last) {
+			double edge = x <= first ? first : last;
+			uint32_t count = x <= first ? h->count[0] : h->count[h->n - 1];
+
+			y[k] = count * exp(-(x - edge) * (x - edge) / (2 * tail * tail));
+			continue;
+		}
+		while (i + 2 < h->n && x > h->mean[i + 1] / scale)
+			i++;
+		a = h->mean[i] / scale;
+		b = h->mean[i + 1] / scale;
+		y[k] = b > a ? h->count[i] + (h->count[i + 1] - (double)h->count[i]) * (x - a) / (b - a) : h->count[i + 1];
 	}
-	return h->count[h->n - 1];
 }
 
 static double hist_tail(const struct pdi_hist *h, double scale)
@@ -123,11 +131,11 @@ static double hist_l2(const struct pdi_hist *a, const struct pdi_hist *b, double
 	double hi = fmax(a->mean[a->n - 1], b->mean[b->n - 1]) / scale + 4 * t;
 	double step = (hi - lo) / (GRID - 1), ya[GRID], yb[GRID], ia = 0, ib = 0, l2 = 0;
 
+	hist_sample(a, scale, ta, lo, step, ya);
+	hist_sample(b, scale, tb, lo, step, yb);
 	for (int i = 0; i < GRID; i++) {
-		double x = lo + i * step, w = (i == 0 || i == GRID - 1) ? 0.5 : 1.0;
+		double w = (i == 0 || i == GRID - 1) ? 0.5 : 1.0;
 
-		ya[i] = hist_height(a, scale, ta, x);
-		yb[i] = hist_height(b, scale, tb, x);
 		ia += w * ya[i] * step;
 		ib += w * yb[i] * step;
 	}
@@ -196,8 +204,10 @@ static double nu_of(const struct pdi_nu *nu, uint64_t from, uint64_t to)
 	if (!nu)
 		return 1.0;
 	i = pdi_u64map_get(&nu->idx, transition_key(from, to));
-	/* a transition that never varied among the samples: any change is news */
-	return i == PDI_U64MAP_NONE || nu->rms[i] <= 1e-9 ? 1.0 : nu->rms[i];
+	/* a transition that never varied among the samples: any change is news, but no more
+	 * news than NU_FLOOR makes it, or the jitter of a call whose times overlap from phase to
+	 * phase (its D near 0) would outweigh a real change elsewhere */
+	return i == PDI_U64MAP_NONE || nu->rms[i] <= 1e-9 ? 1.0 : fmax(nu->rms[i], NU_FLOOR);
 }
 
 double pdi_smm_diff_each(const struct pdi_smm *a, const struct pdi_smm *b, const struct pdi_nu *nu,

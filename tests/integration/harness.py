@@ -124,8 +124,9 @@ class Daemon:
         self.log_path = os.path.join(self.dir, "pdimond.log")
         self.database = database or os.path.join(self.dir, "pdimon.db")
         # a short hang timeout: tests wait for blocked tasks, not for the site default
+        # no peer port: a one-node daemon of a test serves no gather, and binds nothing
         args = [PDIMOND, "--foreground", "--config", "/dev/null", "--set", f"database={self.database}",
-                "--set", f"hang_timeout_ms={HANG_MS}"]
+                "--set", f"hang_timeout_ms={HANG_MS}", "--set", "peer_port=0"]
         for s in settings:
             args += ["--set", s]
         self.log = open(self.log_path, "w")
@@ -194,6 +195,12 @@ class DaemonTest(unittest.TestCase):
                              start_new_session=True, env=self.d.env, **kw)
         self.children.append(p)
         return p
+
+    def assert_refused(self, args, says):
+        """pdimon ARGS fails with exit status 1 and a message containing SAYS."""
+        r = self.d.pdimon(*args, check=False)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn(says, r.stderr)
 
     @staticmethod
     def transitions(phase):

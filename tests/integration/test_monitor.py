@@ -158,6 +158,33 @@ class Monitor(DaemonTest):
         self.assertEqual(rep["verdict"]["least_progressed"], "[2]", json.dumps(rep["verdict"]))
         self.assertIn("least progressed: [2]", summary)
         self.assertIn("MPI_Waitall@ring.c", victim["current"]["computing_after"])
+        # pdimon analyze, live: PDI's verdict, the prefix tree, and the same in every format
+        a = json.loads(self.d.pdimon("analyze", "killed", "--json").stdout)
+        self.assertEqual(a["diagnosis"]["method"], "pdi", json.dumps(a["diagnosis"]))
+        self.assertEqual(a["diagnosis"]["faulty_ranks"], [2])
+        self.assertEqual(a["diagnosis"]["stopped_at"][0]["where"], f"after {site['waitall']}")
+        tree = a["prefix_tree"]
+        self.assertEqual((tree["ranks"], tree["count"]), ("[0-3]", RANKS))
+
+        def paths(node, above=()):
+            here = above + (node["frame"],)
+            return [(here, node["ranks"])] if "children" not in node else \
+                [p for c in node["children"] for p in paths(c, here)]
+        leaves = {p[-1]: (p, ranks) for p, ranks in paths(tree)}
+        self.assertEqual({k: v[1] for k, v in leaves.items()},
+                         {site["barrier"]: "[0-1,3]", f"after {site['waitall']}": "[2]"}, json.dumps(tree))
+        # the blocked ranks' live stacks (STAT), through pdimond's uretprobe, up to main
+        self.assertTrue(any(f.startswith("main@ring.c:") for f in leaves[site["barrier"]][0]), leaves)
+        self.assertTrue(any(f.startswith("__libc_start_main") for f in leaves[site["barrier"]][0]), leaves)
+        text = self.d.pdimon("analyze", "killed").stdout
+        self.assertIn("[2] after MPI_Waitall@ring.c", text)
+        self.assertIn("<- least progressed", text)
+        self.assertIn("Where the tasks are", text)
+        dot = self.d.pdimon("analyze", "killed", "--dot").stdout
+        self.assertTrue(dot.startswith("digraph pdg {"), dot)
+        self.assertIn("digraph prefix_tree", dot)
+        self.assert_refused(["analyze", "killed", "--svg"], "unknown option '--svg'")
+        self.assert_refused(["analyze", "nosuchstep"], "no step named 'nosuchstep'")
         os.kill(victim["pid"], signal.SIGKILL)
         p.wait(timeout=120)
         self.assertNotEqual(p.returncode, 0, "the job lost a rank")
@@ -211,6 +238,25 @@ class Monitor(DaemonTest):
         r = self.d.pdimon("run", "--", "/nonexistent/program", check=False)
         self.assertEqual(r.returncode, 127)
         self.assertIn("cannot run /nonexistent/program", r.stderr)
+
+    def test_analyze_says_what_it_cannot_conclude(self):
+        # no MPI task at all
+        self.assertEqual(self.d.pdimon("run", "--step", "nompi", "--", "true", check=False).returncode, 0)
+        a = json.loads(self.d.pdimon("analyze", "nompi", "--json").stdout)
+        self.assertEqual(a["diagnosis"]["method"], "none")
+        self.assertIn("no MPI task was monitored: nothing to analyse", a["diagnosis"]["limits"])
+        # a single task with a single phase: nothing to compare, and it says so
+        r = self.d.pdimon("run", "--step", "single", "--", *mpirun("openmpi", 1, "ring", 20), check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        a = json.loads(self.d.pdimon("analyze", "single", "--json").stdout)
+        self.assertEqual(a["verdict"]["kind"], "completed")
+        self.assertFalse(a["diagnosis"]["abnormal"])
+        limits = " | ".join(a["diagnosis"]["limits"])
+        self.assertIn("a single task", limits)
+        self.assertIn("AutomaDeD: fewer than two phases to compare", limits)
+        text = self.d.pdimon("analyze", "single").stdout
+        self.assertIn("nothing abnormal found", text)
+        self.assertIn("Not concluded:", text)
 
     def test_two_steps_do_not_mix(self):
         a = self.spawn([PDIMON, "run", "--step", "a", "--", *mpirun("openmpi", RANKS, "ring", 200, 500)])
@@ -290,6 +336,9 @@ class Monitor(DaemonTest):
             ["RegisterTask", "uuuuus", 1, 0, 0, 4000000, 0, ""],  # no such process
             ["RegisterTask", "uuuuus", 1, 0, 0, 1, 0, "phases=bogus"],  # bad options
             ["EndStep", "uu", 99, 99],                    # unknown step
+            ["Analyze", "ss", "nosuchstep", "text"],      # unknown step
+            ["Analyze", "ss", "x", "svg"],                # unknown format
+            ["Analyze", "s", "x"],                        # missing format
             ["Frobnicate", ""],                           # unknown method
         ]
         for call in bad:

@@ -3,9 +3,11 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
+#include "model_io.h"
 #include "mpi_funcs.h"
 
 /* A task replaying a synthetic program: the clock only moves forward. */
@@ -832,4 +834,187 @@ Test(model, bytes_of_1000_site_loop)
 		    SITES, k.m.bytes, k.m.bytes / 1024.0, (double)k.m.bytes / SITES, k.m.phases[0].nstates,
 		    k.m.phases[0].nedges, k.m.phases[0].cap_states, k.m.phases[0].cap_edges);
 	pdi_model_done(&k.m);
+}
+
+/* ---- renaming sites (another run's models into this step's numbering) ---- */
+
+enum { LSITES = 7 }; /* the call sites of the programs below, numbered 0..LSITES-1 */
+
+/* Init, then ITERS iterations of Irecv/Isend/Waitall/Allreduce (fewer than the period sample,
+ * so the collective sites are still kept), with SITE[] naming the sites. */
+static void loop_program(struct task *k, const uint32_t *site, unsigned iters)
+{
+	const uint16_t init = fn_id("MPI_Init"), irecv = fn_id("MPI_Irecv"), isend = fn_id("MPI_Isend"),
+		       waitall = fn_id("MPI_Waitall"), allreduce = fn_id("MPI_Allreduce");
+
+	call(k, site[0], init, 100, 50);
+	for (unsigned i = 0; i < iters; i++) {
+		call_full(k, site[1], irecv, 20 + i, 3, 1, 0x100 + i % 4);
+		call_full(k, site[2], isend, 5, 4, 1, 0x200 + i % 4);
+		call(k, site[3], waitall, 7, 300 + 10 * i);
+		call(k, site[4], allreduce, 1000 + i, 40);
+	}
+}
+
+/* Init, then three Pcontrol phases of Send/Recv loops that differ per phase, with SITE[]. */
+static void phased_program(struct task *k, const uint32_t *site)
+{
+	const uint16_t init = fn_id("MPI_Init"), pcontrol = fn_id("MPI_Pcontrol"), send = fn_id("MPI_Send"),
+		       recv = fn_id("MPI_Recv"), barrier = fn_id("MPI_Barrier");
+
+	call(k, site[0], init, 100, 50);
+	for (unsigned p = 0; p < 3; p++) {
+		call(k, site[5], pcontrol, 10, 1);
+		for (unsigned i = 0; i < 10 + p; i++) {
+			call(k, site[1 + (i + p) % 2], send, 30, 5 + i);
+			call(k, site[3], recv, 40, 7);
+		}
+		call(k, site[6], barrier, 3, 90);
+	}
+}
+
+static void encode_ok(const struct pdi_model *m, void **buf, size_t *len)
+{
+	cr_assert_eq(pdi_model_encode(m, buf, len), 0);
+}
+
+static void assert_same_blob(const struct pdi_model *a, const struct pdi_model *b, const char *what)
+{
+	void *x, *y;
+	size_t nx, ny;
+
+	encode_ok(a, &x, &nx);
+	encode_ok(b, &y, &ny);
+	cr_assert_eq(nx, ny, "%s: %zu and %zu bytes encoded", what, nx, ny);
+	cr_assert_eq(memcmp(x, y, nx), 0, "%s: the encoded models differ", what);
+	free(x);
+	free(y);
+}
+
+/* What a renamed model must be: the one the same calls make under the new numbering. */
+static void assert_remap_is_renumbering(void (*program)(struct task *, const uint32_t *))
+{
+	static const uint32_t here[LSITES] = {0, 1, 2, 3, 4, 5, 6}, there[LSITES] = {9, 2, 7, 0, 4, 11, 3};
+	uint32_t map[LSITES];
+	struct task a, b;
+
+	for (unsigned i = 0; i < LSITES; i++)
+		map[here[i]] = there[i];
+	task_init(&a, NULL);
+	task_init(&b, NULL);
+	program(&a, here);
+	program(&b, there);
+	cr_assert_eq(pdi_model_remap_sites(&a.m, map, LSITES), 0);
+	check_model(&a.m);
+	cr_assert_eq(a.m.bytes, b.m.bytes);
+	assert_same_blob(&a.m, &b.m, "renamed");
+	for (uint32_t i = 0; i < a.m.nphases; i++) {
+		assert_same_shape(&a.m.phases[i], &b.m.phases[i], i, i);
+		assert_same_shape(&b.m.phases[i], &a.m.phases[i], i, i);
+	}
+	/* and it goes on taking calls in the new numbering exactly as the other */
+	call(&a, there[3], fn_id("MPI_Barrier"), 5, 5);
+	call(&b, there[3], fn_id("MPI_Barrier"), 5, 5);
+	check_model(&a.m);
+	assert_same_blob(&a.m, &b.m, "renamed, then one more call");
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}
+
+static void loop_program_20(struct task *k, const uint32_t *site)
+{
+	loop_program(k, site, 20);
+}
+
+Test(model, remap_is_renumbering)
+{
+	assert_remap_is_renumbering(loop_program_20);
+}
+
+Test(model, remap_is_renumbering_with_phases)
+{
+	assert_remap_is_renumbering(phased_program);
+}
+
+Test(model, remap_merges_sites_it_makes_one)
+{
+	static const uint32_t here[LSITES] = {0, 1, 2, 3, 4, 5, 6}, merged[LSITES] = {0, 1, 1, 3, 4, 5, 6};
+	struct task a, b;
+
+	task_init(&a, NULL);
+	task_init(&b, NULL);
+	phased_program(&a, here);
+	phased_program(&b, merged);
+	cr_assert_gt(a.m.phases[1].nstates, b.m.phases[1].nstates);
+	cr_assert_eq(pdi_model_remap_sites(&a.m, merged, LSITES), 0);
+	check_model(&a.m);
+	cr_assert_eq(a.m.nphases, b.m.nphases);
+	cr_assert_eq(model_transitions(&a.m), model_transitions(&b.m));
+	cr_assert_eq(model_visits(&a.m, false), model_visits(&b.m, false));
+	cr_assert_eq(model_visits(&a.m, true), model_visits(&b.m, true));
+	for (uint32_t i = 0; i < a.m.nphases; i++) {
+		cr_assert_eq(a.m.phases[i].nstates, b.m.phases[i].nstates, "phase %u", i);
+		cr_assert_eq(a.m.phases[i].nedges, b.m.phases[i].nedges, "phase %u", i);
+		assert_same_shape(&a.m.phases[i], &b.m.phases[i], i, i);
+		assert_same_shape(&b.m.phases[i], &a.m.phases[i], i, i);
+	}
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}
+
+Test(model, remap_to_foreign_sites_keeps_states_apart)
+{
+	static const uint32_t here[LSITES] = {0, 1, 2, 3, 4, 5, 6};
+	const uint32_t far = PDI_SITE_MAX - 10;
+	uint32_t map[LSITES] = {0, 1, 2, 3, 4, 5, 6};
+	struct task a;
+
+	task_init(&a, NULL);
+	loop_program(&a, here, 20);
+	map[2] = far; /* a site the other numbering lacks */
+	cr_assert_eq(pdi_model_remap_sites(&a.m, map, LSITES), 0);
+	check_model(&a.m);
+	cr_assert_eq(state_visits(&a.m.phases[0], COMM(far)), 20);
+	cr_assert_eq(state_visits(&a.m.phases[0], COMM(2)), 0);
+	cr_assert_eq(edge_count(&a.m.phases[0], COMP(1, far), COMM(far)), 20);
+	cr_assert_eq(edge_count(&a.m.phases[0], COMM(far), COMP(far, 3)), 20);
+	cr_assert_eq(pdi_state_prev_site(COMP(far, 3)), far);
+	pdi_model_done(&a.m);
+}
+
+Test(model, remap_refuses_what_it_cannot_name)
+{
+	static const uint32_t here[LSITES] = {0, 1, 2, 3, 4, 5, 6};
+	uint32_t map[LSITES] = {0, 1, 2, 3, 4, 5, 6};
+	struct task a;
+	void *before, *after;
+	size_t nb, na, bytes;
+
+	task_init(&a, NULL);
+	phased_program(&a, here);
+	encode_ok(&a.m, &before, &nb);
+	bytes = a.m.bytes;
+	/* the model names site 6: a map of 6 sites does not cover it */
+	cr_assert_eq(pdi_model_remap_sites(&a.m, map, LSITES - 1), -EINVAL);
+	map[4] = PDI_SITE_MAX + 1u; /* a computation state could not name it */
+	cr_assert_eq(pdi_model_remap_sites(&a.m, map, LSITES), -EINVAL);
+	encode_ok(&a.m, &after, &na);
+	cr_assert_eq(nb, na);
+	cr_assert_eq(memcmp(before, after, nb), 0, "the model is untouched");
+	cr_assert_eq(a.m.bytes, bytes);
+	check_model(&a.m);
+	free(before);
+	free(after);
+	pdi_model_done(&a.m);
+}
+
+Test(model, remap_of_empty_model)
+{
+	struct pdi_model m;
+
+	pdi_model_init(&m, NULL);
+	cr_assert_eq(pdi_model_remap_sites(&m, NULL, 0), 0);
+	cr_assert_eq(m.nphases, 0);
+	check_model(&m);
+	pdi_model_done(&m);
 }

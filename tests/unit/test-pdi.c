@@ -142,6 +142,37 @@ Test(pdi, point_to_point_waits_are_not_least_progressed)
 	}
 }
 
+/* A master that computes while its workers wait for it in a receive from rank 0: models of
+ * different codes say nothing about each other, the peers say it all. */
+Test(pdi, point_to_point_peers_make_the_edge)
+{
+	struct pdi_model m[3];
+	struct pdi_mm mm[3];
+	struct pdi_position pos[3];
+	const int32_t master[] = {0};
+	struct pdi_pdg g;
+	uint64_t t = 0;
+
+	for (int r = 0; r < 3; r++) {
+		pdi_model_init(&m[r], NULL);
+		for (int i = 0; i < 5; i++)
+			call(&m[r], r == 0 ? IRECV : ISEND + 10, "MPI_Recv", &t);
+		cr_assert_eq(pdi_mm_build(&m[r], &mm[r]), 0);
+		pos[r] = (struct pdi_position){.rank = r, .mm = &mm[r], .state = pdi_state_comm(r == 0 ? IRECV : ISEND + 10),
+					       .inside = r != 0, .peers = r ? master : NULL, .npeers = r ? 1 : 0};
+	}
+	cr_assert_eq(pdi_pdg_build(pos, 3, &g), 0);
+	cr_assert_eq(g.ngroups, 2);
+	cr_assert_eq(g.nlp, 1);
+	for (size_t i = 0; i < g.ngroups; i++)
+		cr_assert_eq(g.groups[i].lp, g.groups[i].ranks[0] == 0, "group of rank %d", g.groups[i].ranks[0]);
+	pdi_pdg_done(&g);
+	for (int r = 0; r < 3; r++) {
+		pdi_mm_done(&mm[r]);
+		pdi_model_done(&m[r]);
+	}
+}
+
 Test(pdi, finished_tasks_take_no_part)
 {
 	struct pdi_model m;

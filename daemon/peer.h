@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* peer.h -- pdimond's TCP listener for the other pdimonds: connections, limits, frames.
+ *
+ * Non-blocking, driven by the caller's epoll loop. A connection carries one request: the
+ * first complete frame goes to the handler, then the connection is closed. Bad input of
+ * any kind (garbage, a truncated or oversized frame, an unknown version, too many
+ * connections from one address, a peer too slow to send its request) closes that
+ * connection with one log line naming the peer and the reason; the others are served. */
+#pragma once
+
+#include <stdint.h>
+
+#include "wire.h"
+
+#define PDI_PEER_DEFAULT_PORT 7087
+#define PDI_PEER_MAX_CONNS 128  /* open connections in all */
+#define PDI_PEER_MAX_PER_ADDR 8 /* from one address: a parent holds one per gather */
+
+struct pdi_peer_options {
+	const char *address;   /* bind address; NULL or "": all (IPv6 and IPv4) */
+	uint16_t port;
+	unsigned max_conns;    /* 0: PDI_PEER_MAX_CONNS */
+	unsigned max_per_addr; /* 0: PDI_PEER_MAX_PER_ADDR */
+	unsigned frame_ms;     /* a connection must deliver its request within this */
+	uint32_t max_body;     /* 0: PDI_WIRE_DEFAULT_MAX_BODY */
+};
+
+/* A complete frame F from PEER ("address:port") on FD (non-blocking), accepted at T0_NS
+ * (CLOCK_MONOTONIC). The handler may answer on FD; the connection is closed after it. */
+typedef void (*pdi_peer_frame_fn)(void *ctx, int fd, const char *peer, const struct pdi_wire_frame *f,
+				  uint64_t t0_ns);
+
+struct pdi_peer;
+
+/* Listen, and register the listener on EPOLL_FD with data LISTEN_SRC and each connection
+ * with CONN_SRC | its index (below 2^32). */
+int pdi_peer_new(const struct pdi_peer_options *o, int epoll_fd, uint64_t listen_src, uint64_t conn_src,
+		 pdi_peer_frame_fn fn, void *ctx, struct pdi_peer **ret);
+void pdi_peer_free(struct pdi_peer *p);
+
+/* The listener is readable: accept what waits. */
+void pdi_peer_on_listen(struct pdi_peer *p);
+/* Connection INDEX is readable. */
+void pdi_peer_on_conn(struct pdi_peer *p, unsigned index);
+/* Close the connections past their deadline. */
+void pdi_peer_expire(struct pdi_peer *p);
+/* ms until the next deadline, -1 for none: an upper bound for epoll_wait. */
+int pdi_peer_timeout_ms(const struct pdi_peer *p);
+/* Open connections (tests). */
+unsigned pdi_peer_nconns(const struct pdi_peer *p);

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* view_local.c -- this daemon's view of one of its steps (analysis.h): its tasks, where each
+ * one is now (or was when it ended), and the live call stacks of the blocked ones, taken the
+ * way STAT does. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "daemon.h"
+#include "log.h"
+#include "mpi_funcs.h"
+#include "sites.h"
+#include "stackwalk.h"
+#include "tracer.h"
+
+#define PDI_MAX_WALKS 64 /* live stacks taken per view: each stops a task for a moment */
+
+/* Where task T is now, or was when it ended. */
+static void locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *w)
+{
+	struct pdi_step *s = t->step;
+	struct pdi_inflight f;
+	pid_t tid;
+	uint32_t site;
+	uint64_t now = pdi_now_ns();
+
+	*w = (struct pdi_where){.site = -1};
+	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
+		unsigned fn = PDI_COOKIE_FN(f.cookie);
+		/* inside MPI for a moment is what MPI programs do; past the timeout it is a hang
+		 * suspect (PDI 4.1) */
+		w->for_ns = now > f.t_enter ? now - f.t_enter : 0;
+		w->kind = w->for_ns >= (uint64_t)d->cfg.hang_timeout_ms * 1000000 ? PDI_WHERE_BLOCKED : PDI_WHERE_IN_MPI;
+		w->callsite = f.callsite;
+		w->tid = tid;
+		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0) {
+			snprintf(w->text, sizeof(w->text), "%s", s->sites[site].name);
+			w->site = site;
+		} else {
+			snprintf(w->text, sizeof(w->text), "%s", fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?");
+		}
+		w->npeers = pdi_task_peers(t, &f, w->peers, ELEMENTSOF(w->peers));
+	} else if (t->ended_in) {
+		w->kind = PDI_WHERE_BLOCKED;
+		w->site = t->ended_site;
+		snprintf(w->text, sizeof(w->text), "%s", t->ended_in);
+		memcpy(w->peers, t->ended_peers, sizeof(w->peers));
+		w->npeers = t->nended_peers;
+	} else if (!t->model.started) {
+		w->kind = PDI_WHERE_NO_MPI;
+	} else if (pdi_mpi_funcs[t->model.last_fn].cls == PDI_FC_FINALIZE) {
+		w->kind = PDI_WHERE_FINISHED;
+	} else {
+		w->kind = PDI_WHERE_COMPUTING;
+		w->site = t->model.last_site;
+		snprintf(w->text, sizeof(w->text), "after %s", s->sites[t->model.last_site].name);
+		if (t->state == PDI_TASK_RUNNING && now > t->model.last_exit)
+			w->for_ns = now - t->model.last_exit;
+	}
+}
+
+/* The live stack of blocked task T, outermost first, down to the application's MPI call (the
+ * library's frames below it say nothing about the program), then the call site. -errno when
+ * it could not be taken. */
+static int live_stack(struct pdi_daemon *d, struct pdi_task *t, struct pdi_view_task *vt)
+{
+	const struct pdi_where *w = &vt->where;
+	const char *fn = pdi_mpi_funcs[t->step->sites[w->site].fn].name;
+	size_t fnlen = strlen(fn), n, keep = 0;
+	char **frames;
+	int r;
+
+	r = pdi_stack_walk(w->tid, w->callsite, d->objs, &t->maps, &frames, &n);
+	if (r < 0)
+		return r;
+	while (keep < n && strncmp(frames[keep], fn, fnlen) &&
+	       !(frames[keep][0] == 'P' && !strncmp(frames[keep] + 1, fn, fnlen)) && strcmp(frames[keep], "[uprobes]"))
+		keep++;
+	/* the frames kept, then the call site (in place of the first one dropped, or after all
+	 * of them when the walk never reached the MPI function) */
+	for (size_t k = keep; k < n; k++)
+		free(frames[k]);
+	if (keep == n) {
+		char **more = realloc(frames, (n + 1) * sizeof(*frames));
+
+		if (!more) {
+			pdi_stack_frames_free(frames, keep);
+			return -ENOMEM;
+		}
+		frames = more;
+	}
+	frames[keep] = strdup(w->text);
+	if (!frames[keep]) {
+		pdi_stack_frames_free(frames, keep);
+		return -ENOMEM;
+	}
+	vt->stack = frames;
+	vt->nstack = keep + 1;
+	return 0;
+}
+
+int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret)
+{
+	struct pdi_view v = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid, .running = pdi_step_running(s),
+			     .started = s->started, .ended = s->ended, .sites = s->sites, .nsites = s->nsites,
+			     .ntasks = s->ntasks, .local = s, .nodes = 1, .nodes_answered = 1};
+	unsigned walked = 0;
+
+	v.name = strdup(s->name);
+	v.tasks = calloc(s->ntasks + 1, sizeof(*v.tasks));
+	if (!v.name || !v.tasks) {
+		pdi_view_done(&v);
+		return -ENOMEM;
+	}
+	(void)pdi_tracer_drain(d->tracer);
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		struct pdi_task *t = s->tasks[i];
+		struct pdi_view_task *vt = &v.tasks[i];
+
+		*vt = (struct pdi_view_task){.rank = t->rank, .pid = t->pid, .running = t->state == PDI_TASK_RUNNING,
+					     .model = &t->model, .gap = t->gap};
+		vt->lost = vt->running ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
+		locate(d, t, &vt->where);
+		if (vt->where.site >= 0)
+			vt->progress = pdi_model_visits(&t->model, pdi_state_comm((uint32_t)vt->where.site));
+		if (vt->where.kind == PDI_WHERE_BLOCKED && vt->where.callsite && vt->where.site >= 0 &&
+		    walked++ < PDI_MAX_WALKS && live_stack(d, t, vt) == -ENOMEM) {
+			pdi_view_done(&v);
+			return -ENOMEM;
+		}
+	}
+	*ret = v;
+	return 0;
+}
+

@@ -392,8 +392,10 @@ static int join(struct pdi_view *a, struct pdi_view *b, struct pdi_view *ret)
 		r = -ENOMEM;
 		goto out;
 	}
-	memcpy(ret->tasks, a->tasks, a->ntasks * sizeof(*a->tasks));
-	memcpy(ret->tasks + a->ntasks, b->tasks, b->ntasks * sizeof(*b->tasks));
+	if (a->ntasks) /* a node with no task of the step has no array */
+		memcpy(ret->tasks, a->tasks, a->ntasks * sizeof(*a->tasks));
+	if (b->ntasks)
+		memcpy(ret->tasks + a->ntasks, b->tasks, b->ntasks * sizeof(*b->tasks));
 	r = 0;
 out:
 	free(map);

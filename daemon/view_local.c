@@ -104,8 +104,8 @@ static int live_stack(struct pdi_daemon *d, struct pdi_task *t, struct pdi_view_
 int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret)
 {
 	struct pdi_view v = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid, .running = pdi_step_running(s),
-			     .started = s->started, .ended = s->ended, .sites = s->sites, .nsites = s->nsites,
-			     .ntasks = s->ntasks, .local = s, .nodes = 1, .nodes_answered = 1};
+			     .started = s->started, .ended = s->ended, .ntasks = s->ntasks, .local = s, .nodes = 1,
+			     .nodes_answered = 1};
 	unsigned walked = 0;
 
 	v.name = strdup(s->name);
@@ -131,6 +131,9 @@ int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *re
 			return -ENOMEM;
 		}
 	}
+	/* last: draining and locating name new sites, and the array moves when it grows */
+	v.sites = s->sites;
+	v.nsites = s->nsites;
 	*ret = v;
 	return 0;
 }

@@ -595,7 +595,8 @@ static int characteristic(const struct work *w, struct pdi_automaded *a)
 		(void)pdi_smm_diff_each(fp, normal[k], nu, w->in->dist, add_contribution, &acc);
 	free(normal);
 	if ((r = acc.err) == 0) {
-		qsort(acc.v, acc.n, sizeof(*acc.v), cmp_score_desc);
+		if (acc.n)
+			qsort(acc.v, acc.n, sizeof(*acc.v), cmp_score_desc);
 		a->ntop = acc.n < PDI_TOP_TRANSITIONS ? acc.n : PDI_TOP_TRANSITIONS;
 		if (a->ntop)
 			memcpy(a->top, acc.v, a->ntop * sizeof(*acc.v));

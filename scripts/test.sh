@@ -24,6 +24,12 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 	meson test -C build-asan --print-errorlogs --num-processes 1 --timeout-multiplier 3 \
 	--suite unit --suite sanitize || status=1
 results="$results build-asan/meson-logs/testlog.json"
+# the 4-node Slurm test again, its pdimonds built with the sanitizers (they gather from each other)
+PDIMON_PDIMOND="$PWD/build-asan/daemon/pdimond" ASAN_OPTIONS=detect_leaks=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 3 --no-rebuild \
+	--logbase multinode-asan MultiNode || status=1
+results="$results build/meson-logs/multinode-asan.json"
 
 python3 - $results <<'PY'
 import json, sys

@@ -89,15 +89,23 @@ def log(f, *a):
 # reading pdimon's output: the member names live here only
 
 def read_analysis(doc):
-    """What the scoring needs from the analysis JSON (pdimon analyze/report --json)."""
+    """What the scoring needs from the analysis JSON (pdimon analyze/report --json): its
+    "diagnosis", the verdict whichever analysis made it (PDI for a hang: the phase and place
+    the least-progressed task stopped in; AutomaDeD otherwise); the "automaded" member of a
+    CLI that has no diagnosis yet."""
     a = doc.get("automaded") or {}
+    d = doc.get("diagnosis") or {}
     v = doc.get("verdict") or {}
+    ranks = d.get("faulty_ranks", a.get("faulty_ranks"))
+    # where a hang's least-progressed task stopped is the transition it never completed
+    stopped = [(x.get("where", ""), "") for x in d.get("stopped_at") or []]
     return {
-        "faulty_phase": a.get("faulty_phase"),
-        "faulty_rank": a.get("faulty_rank"),
-        "faulty_ranks": a.get("faulty_ranks"),
+        "faulty_phase": d.get("faulty_phase", a.get("faulty_phase")),
+        "faulty_rank": ranks[0] if ranks else a.get("faulty_rank"),
+        "faulty_ranks": ranks,
         "phase_scores": a.get("phase_scores"),
-        "transitions": [(t.get("from", ""), t.get("to", "")) for t in a.get("transitions") or []],
+        "transitions": stopped + [(t.get("from", ""), t.get("to", ""))
+                                  for t in d.get("transitions", a.get("transitions")) or []],
         "verdict": v.get("kind"),
         "lp": parse_ranges(v.get("least_progressed") or ""),
     }

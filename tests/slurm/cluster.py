@@ -693,10 +693,17 @@ class SlurmCluster:
         os.chmod(self.path("nodes"), 0o755)
         # nsenter --net, not ip netns exec: that remounts /sys and hides the cgroup mounts
         # slurmd needs. unshare --mount makes the bind mount private to the node.
+        # a checkout or build under /tmp (a CI clone may be there) would vanish behind the
+        # node's own /tmp: bind it into the node's /tmp at the same path first
+        under_tmp = sorted({"/tmp/" + os.path.relpath(p, "/tmp").split("/")[0]
+                            for p in map(os.path.realpath, [SRC] + [x for x in (self.pdimond_path, self.pdimon_path) if x])
+                            if p.startswith("/tmp/")})
         h = self._spawn("holder-" + node, [
             "nsenter", "--net=/var/run/netns/" + self._netns[node], "unshare", "--mount", "--uts",
-            "sh", "-c", 'mount --bind "$1" /tmp && hostname "$2" && exec sleep infinity', "sh",
-            self.node_dir(node, "tmp"), node], out=self.node_dir(node, "holder.out"))
+            "sh", "-c", 'tmp=$1 name=$2; shift 2; for d; do mkdir -p "$tmp/${d#/tmp/}" && '
+            'mount --bind "$d" "$tmp/${d#/tmp/}" || exit 1; done; '
+            'mount --rbind "$tmp" /tmp && hostname "$name" && exec sleep infinity', "sh",
+            self.node_dir(node, "tmp"), node, *under_tmp], out=self.node_dir(node, "holder.out"))
 
         def held():
             try:

@@ -21,7 +21,12 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "../integration")]
 from cluster import NODE_BUS, SlurmCluster, ensure_user, reap_stale  # noqa: E402
-from harness import BUILD, HANG_MS, PDIMON, PDIMOND, marker_line, wait_for  # noqa: E402
+from harness import BUILD, HANG_MS, PDIMON, marker_line, wait_for  # noqa: E402
+from harness import PDIMOND as BUILT_PDIMOND  # noqa: E402
+
+# the daemons under test: test.sh also runs this with the sanitizer build's pdimond (the
+# plugin must stay the plain build's: slurmd has no sanitizer runtime)
+PDIMOND = os.environ.get("PDIMON_PDIMOND", BUILT_PDIMOND)
 
 PLUGIN = os.path.join(BUILD, "slurm/spank_pdimon.so")
 RING = os.path.join(BUILD, "tests/mpi/ring.openmpi")
@@ -70,6 +75,19 @@ class MultiNode(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.c.stop()
+        # every pdimond exits 0 on SIGTERM: under the sanitizers, a leak makes that fail
+        if cls.c.pdimond_exit != {n: 0 for n in NODES}:
+            raise AssertionError(f"pdimond exit statuses: {cls.c.pdimond_exit}")
+
+    def test_9_every_pdimond_exits_cleanly(self):
+        # last: no daemon crashed serving the others' gathers (a crash shows as a missing node),
+        # and none has a sanitizer report in its log
+        for n in NODES:
+            p = self.c._daemons.get("pdimond-" + n)
+            self.assertIsNotNone(p, n)
+            self.assertIsNone(p.poll(), f"pdimond of {n} died:\n{self.c.node_log(n)[-3000:]}")
+            report = re.search(r"(AddressSanitizer|LeakSanitizer|runtime error:)", self.c.node_log(n))
+            self.assertIsNone(report, report and f"{n}: {self.c.node_log(n)[report.start() - 300:][:3000]}")
 
     def srun(self, *args, timeout=90):
         return self.c.run(["srun", "--pdi-monitor", "-N", 4, "-n", 8, "--mpi=pmix", *args],
@@ -205,7 +223,8 @@ class MultiNode(unittest.TestCase):
                 t0 = time.monotonic()
                 a = self.c.pdimon_json("n2", "analyze", step["step"], "--json")
                 self.assertLess(time.monotonic() - t0, 30)
-                self.assertEqual((a["nodes"]["count"], a["nodes"]["answered"], a["nodes"]["partial"]), (4, 3, True))
+                self.assertEqual((a["nodes"]["count"], a["nodes"]["answered"], a["nodes"]["partial"]), (4, 3, True),
+                                 a["nodes"]["missing"])
                 self.assertEqual([m["node"] for m in a["nodes"]["missing"]], ["n4"])
                 self.assertTrue(any(x.startswith("partial: 3 of 4 nodes answered; missing n4")
                                     for x in a["diagnosis"]["limits"]), a["diagnosis"]["limits"])
@@ -225,7 +244,7 @@ class Teardown(unittest.TestCase):
     def test_stop_and_reap_leave_nothing(self):
         before = network_state()
         # stop(): everything goes, pdimonds exit cleanly, /etc/hosts byte for byte
-        c = SlurmCluster(nodes=2, cpus=2, pdimond=PDIMOND, pdimon=PDIMON, lock_timeout=120)
+        c = SlurmCluster(nodes=2, cpus=2, pdimond=BUILT_PDIMOND, pdimon=PDIMON, lock_timeout=120)
         c.start()
         d = c.dir
         self.assertNotEqual(network_state(), before)
@@ -234,7 +253,8 @@ class Teardown(unittest.TestCase):
         self.assertEqual(network_state(), before)
         self.assertFalse(os.path.exists(d))
         # an owner killed outright: the next start (here reap_stale) cleans up after it
-        p = subprocess.Popen([sys.executable, os.path.join(HERE, "cluster.py"), "up", "2", PDIMOND],
+        # (the plain build: cluster.py loads the plugin next to it into slurmd)
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "cluster.py"), "up", "2", BUILT_PDIMOND],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             ready, _, _ = select.select([p.stdout], [], [], 60)

@@ -294,12 +294,15 @@ int pdi_analysis_build(struct pdi_store *store, const struct pdi_view *s, struct
 	*a = (struct pdi_analysis){.view = s};
 	pdi_eqclasses_init(&a->classes, PDI_CLASS_TOLERANCE);
 	if (s->nmissing) {
+		char lost[160];
 		size_t len = 0;
 
 		for (unsigned i = 0; i < s->nmissing && len + 1 < sizeof(ranks); i++)
 			len += (size_t)snprintf(ranks + len, sizeof(ranks) - len, "%s%s (%s)", i ? ", " : "", s->missing[i],
 						s->missing_why[i]);
-		add_limit(a, "partial: %u of %u nodes answered; missing %s", s->nodes_answered, s->nodes, ranks);
+		pdi_analysis_missing_ranks(a, lost, sizeof(lost));
+		add_limit(a, "partial: %u of %u nodes answered; missing %s%s%s", s->nodes_answered, s->nodes, ranks,
+			  lost[0] ? "; ranks not heard from " : "", lost);
 	}
 	if ((r = group_tasks(a)) < 0)
 		goto fail;
@@ -345,6 +348,34 @@ static int cmp_int(const void *x, const void *y)
 	int a = *(const int *)x, b = *(const int *)y;
 
 	return (a > b) - (a < b);
+}
+
+void pdi_analysis_missing_ranks(const struct pdi_analysis *a, char *buf, size_t len)
+{
+	const struct pdi_view *v = a->view;
+	int *seen = malloc((v->ntasks + 1) * sizeof(*seen)), *lost;
+	size_t nlost = 0, k = 0;
+
+	buf[0] = '\0';
+	if (!seen || !v->expected_tasks || v->ntasks >= v->expected_tasks) {
+		free(seen);
+		return;
+	}
+	for (unsigned i = 0; i < v->ntasks; i++)
+		seen[i] = v->tasks[i].rank;
+	qsort(seen, v->ntasks, sizeof(*seen), cmp_int);
+	lost = malloc((v->expected_tasks - v->ntasks + 1) * sizeof(*lost));
+	/* the ranks 0..expected-1 the sorted list of those seen skips */
+	for (int r = 0; lost && r < (int)v->expected_tasks && nlost < v->expected_tasks - v->ntasks; r++) {
+		while (k < v->ntasks && seen[k] < r)
+			k++;
+		if (k == v->ntasks || seen[k] != r)
+			lost[nlost++] = r;
+	}
+	if (nlost)
+		pdi_ranges_format(lost, nlost, buf, len);
+	free(lost);
+	free(seen);
 }
 
 static size_t class_ranks(const struct pdi_analysis *a, size_t c, int *ranks)

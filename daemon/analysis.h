@@ -68,6 +68,7 @@ struct pdi_view {
 					 holds sample runs */
 	/* a multi-node view */
 	unsigned nodes, nodes_answered;
+	uint32_t expected_tasks;      /* all the step's tasks, as Slurm counts them; 0: unknown */
 	char **missing, **missing_why; /* nodes that did not answer, and why */
 	unsigned nmissing;
 	/* what the view owns */
@@ -140,6 +141,9 @@ void pdi_analysis_done(struct pdi_analysis *a);
 
 /* The ranks of AutomaDeD's model (class) I, formatted as "[0-3,5]". */
 void pdi_analysis_class_ranks(const struct pdi_analysis *a, size_t i, char *buf, size_t len);
+/* The ranks below the step's task count that no node reported, as "[6-7]" into BUF (""
+ * when none, or the count is unknown). */
+void pdi_analysis_missing_ranks(const struct pdi_analysis *a, char *buf, size_t len);
 /* The ranks AutomaDeD blames: the faulty cluster when it is a minority, else the faulty
  * class. Into RANKS (room for view->ntasks); returns how many, sorted. */
 size_t pdi_analysis_faulty_ranks(const struct pdi_analysis *a, int *ranks);

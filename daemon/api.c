@@ -5,6 +5,7 @@
  * strong as ptrace, so it takes root; registering Slurm tasks takes root or SlurmUser;
  * a user reads only their own steps, root and the admin group read all. */
 #include <errno.h>
+#include <inttypes.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -248,12 +249,14 @@ static bool may_launch(struct pdi_daemon *d, const struct pdi_caller *c)
  *   nodes=A+B+...          the step's nodes in Slurm's order (the first roots the gather),
  *                          expanded by the plugin with Slurm's own hostlist code; '+' is in
  *                          no host name. Sent until a registration with it succeeded.
+ *   ntasks=N               the step's tasks on all its nodes (with nodes=)
  * Unknown keys are refused: a plugin and a daemon out of step should say so. */
 struct step_options {
 	enum pdi_phases phases;
 	char **nodes;
 	unsigned nnodes;
 	char *node;
+	uint32_t ntasks;
 };
 
 #define STEP_OPTIONS_MAX (16u << 20) /* a million nodes with names of 15 characters */
@@ -308,6 +311,19 @@ static int split_nodes(const char *list, struct step_options *o)
 	}
 }
 
+static int parse_ntasks(const char *s, uint32_t *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v == 0 || v > INT32_MAX || *s == '-' || *s == '+')
+		return -EINVAL;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
 static int parse_step_options(const char *options, struct step_options *ret)
 {
 	char *buf, *save = NULL;
@@ -328,6 +344,8 @@ static int parse_step_options(const char *options, struct step_options *ret)
 			r = (ret->node = strdup(o + 5)) ? 0 : -ENOMEM;
 		else if (!strncmp(o, "nodes=", 6) && !ret->nodes)
 			r = split_nodes(o + 6, ret);
+		else if (!strncmp(o, "ntasks=", 7) && !ret->ntasks)
+			r = parse_ntasks(o + 7, &ret->ntasks);
 		else
 			r = -EINVAL;
 	}
@@ -375,7 +393,7 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 		return fail(r, "cannot parse options: %s", strerror(-r));
 	if (r < 0)
 		return fail(-EINVAL, "invalid options '%.64s': use phases=auto or phases=pcontrol, node=NAME, "
-				     "nodes=NAME+NAME... (NAME of [A-Za-z0-9._-], NAME in the nodes)", options);
+				     "nodes=NAME+NAME... (NAME of [A-Za-z0-9._-], NAME in the nodes), ntasks=N", options);
 	if (pid <= 0 || rank > INT32_MAX) {
 		reply = fail(-EINVAL, "invalid pid %d or rank %u", (int)pid, rank);
 		goto out;
@@ -412,6 +430,8 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 		o.nodes = NULL;
 		o.nnodes = 0;
 	}
+	if (o.ntasks && !s->total_tasks)
+		s->total_tasks = o.ntasks;
 	if (o.node && !s->node) {
 		s->node = o.node;
 		o.node = NULL;
@@ -510,9 +530,23 @@ struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *
 {
 	struct pdi_reply failed;
 	struct pdi_step *s = readable_step(d, c, step, format, &failed);
-	char *text;
+	uint32_t job, stepid;
+	char *text, tail;
 	int r;
 
+	/* a Slurm step with no task here: gathered from its nodes, as Slurm names them */
+	if (!s && failed.status == -ENOENT && !pdi_api_find_step(d, step) &&
+	    sscanf(step, "%" SCNu32 ".%" SCNu32 "%c", &job, &stepid, &tail) == 2) {
+		r = pdi_report_analyze_elsewhere(d, job, stepid, c->uid, format, &text);
+		if (r == 0) {
+			free(failed.text);
+			return (struct pdi_reply){0, text};
+		}
+		if (r != -ENOENT) {
+			free(failed.text);
+			return fail(r, "cannot analyse step '%.*s' from its nodes: %s", STEP_NAME_MAX, step, strerror(-r));
+		}
+	}
 	if (!s)
 		return failed;
 	r = pdi_report_analyze(d, s, c->uid, format, &text);

@@ -899,8 +899,14 @@ int pdi_gather_run(struct pdi_gather *g, uint32_t job, uint32_t step, const char
 	r = check_nodes(nodes, nnodes);
 	if (r < 0)
 		return r;
-	/* the caller's right to the step, here first: nobody is bothered for a refusal */
+	/* the caller's right to the step, here first: nobody is bothered for a refusal. A node
+	 * without the step roots its gather too (pdimon analyze from anywhere in the cluster):
+	 * its own part is empty, and the step's nodes judge the caller's right */
 	r = local_part(&probe, &self);
+	if (r == -ENOENT && nnodes > 1) {
+		self = (struct pdi_gather_result){0};
+		r = 0;
+	}
 	if (r < 0)
 		return r;
 	r = pdi_auth_nonce(&q.nonce);

@@ -65,9 +65,11 @@ void pdi_gather_result_done(struct pdi_gather_result *r);
 
 /* At the root: gather JOB.STEP for UID from NODES (position 0 must be this node), blocking
  * with poll() up to the total deadline (pdi_gather_total_ms). 0 with a result (partial when
- * nmissing > 0), or a negative errno: -EACCES or -ENOENT from this node's own part (the
- * caller may not read the step / it is not here), -EINVAL for a bad node list (empty,
- * position 0 not this node, a name empty, over PDI_GATHER_NAME_MAX or listed twice).
+ * nmissing > 0), or a negative errno: -EACCES from this node's own part (the caller may not
+ * read the step), -ENOENT when the step is not here and no other node is named, -EINVAL for
+ * a bad node list (empty, position 0 not this node, a name empty, over PDI_GATHER_NAME_MAX
+ * or listed twice). A root without the step contributes nothing and does not count as an
+ * answering node: a node outside a step may gather it.
  * FANOUT 0: the configured one. */
 int pdi_gather_run(struct pdi_gather *g, uint32_t job, uint32_t step, const char *name, uid_t uid,
 		   const char *const *nodes, unsigned nnodes, unsigned fanout, struct pdi_gather_result *ret);

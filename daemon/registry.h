@@ -69,6 +69,8 @@ struct pdi_step {
 	                               * gather), as its first registration gave them; NULL if none */
 	unsigned nnodes;
 	char *node;                   /* this node as that list names it; NULL if not given */
+	uint32_t total_tasks;         /* the step's tasks on all its nodes, as Slurm counts them; 0:
+					 unknown */
 	unsigned nwatches;            /* processes whose MPI descendants will join */
 	bool ending;                  /* the launcher said the step is over */
 	bool announced;               /* its end has been signalled */

@@ -16,6 +16,7 @@
 #include "prefix_tree.h"
 #include "ranges.h"
 #include "report.h"
+#include "slurm_nodes.h"
 #include "tracer.h"
 
 static const char *const effect_names[] = {
@@ -277,13 +278,18 @@ static void json_task(struct pdi_json *j, const struct pdi_view_task *t)
 	pdi_json_obj_end(j);
 }
 
-static void json_nodes(struct pdi_json *j, const struct pdi_view *s)
+static void json_nodes(struct pdi_json *j, const struct pdi_analysis *a)
 {
+	const struct pdi_view *s = a->view;
+	char ranks[4096];
+
+	pdi_analysis_missing_ranks(a, ranks, sizeof(ranks));
 	pdi_json_key(j, "nodes");
 	pdi_json_obj_begin(j);
 	pdi_json_kv_uint(j, "count", s->nodes);
 	pdi_json_kv_uint(j, "answered", s->nodes_answered);
 	pdi_json_kv_bool(j, "partial", s->nmissing > 0);
+	pdi_json_kv_str(j, "missing_ranks", ranks);
 	pdi_json_key(j, "missing");
 	pdi_json_arr_begin(j);
 	for (unsigned i = 0; i < s->nmissing; i++) {
@@ -315,7 +321,7 @@ static char *render_json(const struct pdi_analysis *a)
 		pdi_json_int(&j, s->ended);
 	else
 		pdi_json_null(&j);
-	json_nodes(&j, s);
+	json_nodes(&j, a);
 	pdi_json_key(&j, "verdict");
 	pdi_json_obj_begin(&j);
 	pdi_json_kv_str(&j, "kind", a->kind);
@@ -535,31 +541,34 @@ static char *render_dot(const struct pdi_analysis *a)
 	return pdi_json_steal(&j);
 }
 
-/* The view of a step of several nodes, gathered up a tree rooted here (DESIGN "Across
- * nodes"), for UID. */
-static int gathered_view(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, struct pdi_view *v)
+/* The view of step JOB.STEP (NAME) on NODES, gathered up a tree rooted here (DESIGN "Across
+ * nodes"), for UID. This node may be one of NODES or not. */
+static int gather_view(struct pdi_daemon *d, uint32_t job, uint32_t step, const char *name, uid_t uid,
+		       char *const *nodes, unsigned nnodes, uint32_t expected_tasks, struct pdi_view *v)
 {
-	const char **nodes = calloc(s->nnodes + 1, sizeof(*nodes));
+	const char **tree = calloc(nnodes + 2, sizeof(*tree));
 	struct pdi_gather_result res = {0};
-	unsigned n = 0;
+	unsigned n = 0, members = 0;
 	int r;
 
-	if (!nodes)
+	if (!tree)
 		return -ENOMEM;
 	/* this node roots the tree: position 0, then the others in Slurm's order */
-	nodes[n++] = d->cfg.node_name;
-	for (unsigned i = 0; i < s->nnodes; i++)
-		if (strcmp(s->nodes[i], d->cfg.node_name))
-			nodes[n++] = s->nodes[i];
-	r = pdi_gather_run(d->gather, s->job_id, s->step_id, s->name, uid, nodes, n, 0, &res);
+	tree[n++] = d->cfg.node_name;
+	for (unsigned i = 0; i < nnodes; i++)
+		if (strcmp(nodes[i], d->cfg.node_name))
+			tree[n++] = nodes[i];
+	members = n - (n > nnodes);
+	r = pdi_gather_run(d->gather, job, step, name, uid, tree, n, 0, &res);
 	if (r == 0) {
-		r = pdi_view_from_gather(&res, n, v);
+		r = pdi_view_from_gather(&res, members, v);
 		pdi_gather_result_done(&res);
 	}
+	if (r == 0)
+		v->expected_tasks = expected_tasks;
 	if (r < 0)
-		log_warning("Step %s: gathering from its %u nodes failed (%s): this node's part only", s->name, n,
-			    strerror(-r));
-	free(nodes);
+		log_warning("Step %s: gathering from its %u nodes failed: %s", name, members, strerror(-r));
+	free(tree);
 	return r;
 }
 
@@ -571,7 +580,7 @@ static int analyse(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, bool gat
 	int r = -ENOENT;
 
 	if (gather && s->nnodes > 1 && d->gather && d->cfg.node_name)
-		r = gathered_view(d, s, uid, v);
+		r = gather_view(d, s->job_id, s->step_id, s->name, uid, s->nodes, s->nnodes, s->total_tasks, v);
 	if (r < 0 && (r = pdi_view_local(d, s, v)) < 0)
 		return r;
 	r = pdi_analysis_build(d->store, v, a);
@@ -631,6 +640,46 @@ int pdi_report_build(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, char *
 	return build_once(d, s, uid, ret_json, ret_summary);
 }
 
+static char *render(const struct pdi_analysis *a, const char *format)
+{
+	return !strcmp(format, "json") ? render_json(a) : !strcmp(format, "dot") ? render_dot(a) : render_text(a);
+}
+
+int pdi_report_analyze_elsewhere(struct pdi_daemon *d, uint32_t job, uint32_t step, uid_t uid, const char *format,
+				 char **ret_text)
+{
+	struct pdi_analysis a;
+	struct pdi_view v;
+	char name[32], **nodes;
+	unsigned n;
+	int r;
+
+	if (!d->gather)
+		return -ENOENT;
+	snprintf(name, sizeof(name), "%u.%u", job, step);
+	r = pdi_slurm_step_nodes(job, step, d->cfg.gather_timeout_ms, &nodes, &n);
+	if (r < 0)
+		return r == -ETIMEDOUT ? r : -ENOENT;
+	r = gather_view(d, job, step, name, uid, nodes, n, 0, &v);
+	for (unsigned i = 0; i < n; i++)
+		free(nodes[i]);
+	free(nodes);
+	if (r < 0)
+		return r;
+	/* no node gave its part: none has the step, or none lets UID read it */
+	if (v.nodes_answered == 0) {
+		pdi_view_done(&v);
+		return -ENOENT;
+	}
+	if ((r = pdi_analysis_build(NULL, &v, &a)) == 0) {
+		*ret_text = render(&a, format);
+		pdi_analysis_done(&a);
+		r = *ret_text ? 0 : -ENOMEM;
+	}
+	pdi_view_done(&v);
+	return r;
+}
+
 int pdi_report_analyze(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, const char *format, char **ret_text)
 {
 	struct pdi_analysis a;
@@ -648,7 +697,7 @@ int pdi_report_analyze(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, cons
 	/* asked for by a user: the whole step, from whichever of its nodes */
 	if ((r = analyse(d, s, uid, true, &v, &a)) < 0)
 		return r;
-	*ret_text = !strcmp(format, "json") ? render_json(&a) : !strcmp(format, "dot") ? render_dot(&a) : render_text(&a);
+	*ret_text = render(&a, format);
 	pdi_analysis_done(&a);
 	pdi_view_done(&v);
 	return *ret_text ? 0 : -ENOMEM;

@@ -3,6 +3,7 @@
  * where the step went wrong. */
 #pragma once
 
+#include <stdint.h>
 #include <sys/types.h>
 
 struct pdi_daemon;
@@ -16,3 +17,9 @@ int pdi_report_build(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, char *
 /* `pdimon analyze`: the report's JSON ("json"), the full analysis as text ("text"), or
  * the progress dependence graph and the prefix tree as Graphviz ("dot"). 0, or -ENOMEM. */
 int pdi_report_analyze(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, const char *format, char **ret_text);
+
+/* The same for Slurm step JOB.STEP that has no task on this node: its nodes from Slurm, its
+ * parts gathered from them. -ENOENT when Slurm knows no such running step, or no node gives
+ * its part to UID; -ETIMEDOUT, -ENOMEM. */
+int pdi_report_analyze_elsewhere(struct pdi_daemon *d, uint32_t job, uint32_t step, uid_t uid, const char *format,
+				 char **ret_text);

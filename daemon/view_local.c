@@ -105,7 +105,7 @@ int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *re
 {
 	struct pdi_view v = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid, .running = pdi_step_running(s),
 			     .started = s->started, .ended = s->ended, .ntasks = s->ntasks, .local = s, .nodes = 1,
-			     .nodes_answered = 1};
+			     .nodes_answered = 1, .expected_tasks = s->total_tasks};
 	unsigned walked = 0;
 
 	v.name = strdup(s->name);

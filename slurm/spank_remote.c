@@ -59,7 +59,7 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s)
 }
 
 /* The RegisterTask options: the user's ("phases=..."), then node=THIS and, with WITH_NODES,
- * nodes=A+B+... expanded with Slurm's own hostlist code (slurmstepd exports it) so that
+ * ntasks=N and nodes=A+B+... expanded with Slurm's own hostlist code (slurmstepd exports it) so that
  * pdimond need not link libslurm; '+' is in no host name. A million nodes are a few MB,
  * sent once per node and step. Without a node list (not in the task's environment) only
  * the user's options; malloc'd, NULL when out of memory. */
@@ -67,7 +67,7 @@ static char *register_options(spank_t sp, bool with_nodes)
 {
 	char *out = NULL, *list, *host;
 	size_t len = 0, cap = 0;
-	uint32_t nodeid, i = 0;
+	uint32_t nodeid, ntasks, i = 0;
 	hostlist_t hl;
 	int r;
 
@@ -99,6 +99,13 @@ static char *register_options(spank_t sp, bool with_nodes)
 		}
 		if (hl)
 			slurm_hostlist_destroy(hl);
+	}
+	/* the step's task count: a gather that misses a node can then say which ranks it lacks */
+	if (r >= 0 && with_nodes && spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) == ESPANK_SUCCESS) {
+		char num[32];
+
+		snprintf(num, sizeof(num), ",ntasks=%u", ntasks);
+		r = append(&out, &len, &cap, num);
 	}
 done:
 	free(list);

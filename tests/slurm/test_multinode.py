@@ -197,7 +197,7 @@ class MultiNode(unittest.TestCase):
         # what pdimond accepts from the plugin: node= one of nodes=, names of [A-Za-z0-9._-]
         holder = self.c._daemons["holder-n2"].pid
         for opt in ("node=x,nodes=n1+n2", "nodes=n1++n2", "nodes=n1+n 2", "nodes=", "node=n2,node=n1",
-                    "color=red"):
+                    "color=red", "ntasks=0", "ntasks=-3", "ntasks=8x"):
             r = self.c.run(["busctl", "--system", "call", "org.pdimon.Monitor1", "/org/pdimon/Monitor1",
                             "org.pdimon.Monitor1", "RegisterTask", "uuuuus", 1, 0, 0, holder, 0, opt],
                            node="n2", env={"DBUS_SYSTEM_BUS_ADDRESS": NODE_BUS})
@@ -226,7 +226,10 @@ class MultiNode(unittest.TestCase):
                 self.assertEqual((a["nodes"]["count"], a["nodes"]["answered"], a["nodes"]["partial"]), (4, 3, True),
                                  a["nodes"]["missing"])
                 self.assertEqual([m["node"] for m in a["nodes"]["missing"]], ["n4"])
-                self.assertTrue(any(x.startswith("partial: 3 of 4 nodes answered; missing n4")
+                # the ranks it held, from Slurm's task count (ntasks= from the plugin)
+                self.assertEqual(a["nodes"]["missing_ranks"], "[6-7]")
+                self.assertTrue(any(x.startswith("partial: 3 of 4 nodes answered; missing n4") and
+                                    x.endswith("; ranks not heard from [6-7]")
                                     for x in a["diagnosis"]["limits"]), a["diagnosis"]["limits"])
                 self.assertEqual(a["verdict"]["least_progressed"], "[4]")
                 self.assertIn("partial: 3 of 4 nodes answered", self.c.pdimon("n1", "analyze", step["step"]).stdout)
@@ -238,6 +241,40 @@ class MultiNode(unittest.TestCase):
             if p.poll() is None:
                 p.kill()
                 p.communicate()
+
+
+    def test_6_analyze_from_a_node_outside_the_step(self):
+        # a 2-node step on n1 and n2, rank 2 (on n2) hung: n4 has no part in it, asks Slurm
+        # for its nodes and gathers from them
+        p = self.c.popen(["srun", "--pdi-monitor", "-N", 2, "-w", "n1,n2", "-n", 4, "--mpi=pmix",
+                          RING, 100000, 1000, 2, 5], node="n1")
+        try:
+            def hung():
+                running = [s for s in self.steps("n1") if s["state"] == "running"]
+                if not running:
+                    return None
+                a = self.c.pdimon_json("n4", "analyze", running[0]["step"], "--json")
+                return (running[0], a) if a["verdict"].get("least_progressed") == "[2]" else None
+            step, a = wait_for(hung, 60, "n4's gathered verdict to find the hung rank 2")
+            self.assertNotIn(step["step"], [s["step"] for s in self.steps("n4")], "n4 monitors nothing of it")
+            self.assertEqual((a["nodes"]["count"], a["nodes"]["answered"], a["nodes"]["partial"]), (2, 2, False))
+            self.assertEqual(sorted(t["rank"] for t in a["tasks"]), [0, 1, 2, 3])
+            # another user is told there is no such step, from outside as from inside
+            ensure_user("pdimontest")
+            for n in ("n4", "n1"):
+                r = self.c.pdimon(n, "analyze", step["step"], user="pdimontest", check=False)
+                self.assertEqual(r.returncode, 1, (n, r.stdout))
+                self.assertIn(f"no step named '{step['step']}'", r.stderr, n)
+            self.c.run(["scancel", str(step["job_id"])], check=True)
+            p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        # a step Slurm does not know, from a node without it
+        r = self.c.pdimon("n4", "analyze", "999999.0", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no step named '999999.0'", r.stderr)
 
 
 class Teardown(unittest.TestCase):

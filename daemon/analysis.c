@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "mpi_funcs.h"
 #include "prefix_tree.h"
 #include "ranges.h"
 #include "samples.h"
@@ -108,7 +109,9 @@ static int least_progressed(struct pdi_analysis *a)
 		pos[n] = (struct pdi_position){.rank = t->rank, .state = pdi_state_comm((uint32_t)w->site),
 					       .inside = w->kind == PDI_WHERE_BLOCKED || w->kind == PDI_WHERE_IN_MPI,
 					       .finished = w->kind == PDI_WHERE_FINISHED, .mm = &mm[n],
-					       .peers = w->peers, .npeers = w->npeers};
+					       .peers = w->peers, .npeers = w->npeers,
+					       .collective = (uint64_t)w->site < s->nsites &&
+							     pdi_mpi_funcs[s->sites[w->site].fn].cls == PDI_FC_COLL};
 		n++;
 	}
 	if ((r = pdi_pdg_build(pos, n, &a->pdg)) < 0)

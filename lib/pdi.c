@@ -226,7 +226,8 @@ static int make_groups(const struct pdi_position *tasks, size_t n, struct pdi_pd
 			k = (uint32_t)g->ngroups++;
 			if (pdi_u64map_put(map, tasks[i].state, k) < 0)
 				return -ENOMEM;
-			g->groups[k] = (struct pdi_group){.state = tasks[i].state, .inside = tasks[i].inside};
+			g->groups[k] = (struct pdi_group){.state = tasks[i].state, .inside = tasks[i].inside,
+							  .collective = tasks[i].inside && tasks[i].collective};
 			gr->rep[k] = (int)i;
 		}
 		gr->of_task[i] = k;
@@ -274,8 +275,7 @@ static int first_judge(struct judges *j, uint32_t group, const struct pdi_mm *mm
 	return pdi_u64map_put(&j->seen, pair, 0) < 0 ? -ENOMEM : 1;
 }
 
-/* Task I's view of every other group, OR-ed into the matrix (Table 2); and whether a
- * blocked receive or wait of it waits for a peer in another group. */
+/* Task I's view of every other group, OR-ed into the matrix (Table 2). */
 static int judge(const struct pdi_position *tasks, size_t i, const struct grouping *gr, struct judges *j,
 		 struct pdi_pdg *g)
 {
@@ -293,30 +293,148 @@ static int judge(const struct pdi_position *tasks, size_t i, const struct groupi
 		g->dep[gi * g->ngroups + h] |= (uint8_t)d;
 		g->dep[h * g->ngroups + gi] |= (uint8_t)(d == PDI_DEP_ON ? PDI_DEP_BY : d == PDI_DEP_BY ? PDI_DEP_ON : d);
 	}
-	for (size_t p = 0; tasks[i].inside && p < tasks[i].npeers; p++) {
-		uint32_t gp = pdi_u64map_get(&gr->by_rank, (uint32_t)tasks[i].peers[p]);
-
-		if (gp != PDI_U64MAP_NONE && gp != gi)
-			g->groups[gi].p2p_dependent = true;
-	}
 	return 0;
+}
+
+static void depends(struct pdi_pdg *g, size_t a, size_t b)
+{
+	g->dep[a * g->ngroups + b] = PDI_DEP_ON;
+	g->dep[b * g->ngroups + a] = PDI_DEP_BY;
+}
+
+/* Collective dependence: tasks blocked inside a collective wait for every task that is not
+ * inside it with them, for it cannot complete without them. The probabilities cannot see
+ * it where a task sits in a state the others' models never had (a stray receive before
+ * the collective); what the tasks are doing says it. Applied after the union. */
+static void collective_edges(struct pdi_pdg *g)
+{
+	for (size_t a = 0; a < g->ngroups; a++)
+		for (size_t b = 0; g->groups[a].collective && b < g->ngroups; b++)
+			if (b != a && !(g->groups[b].collective && g->groups[b].state == g->groups[a].state))
+				depends(g, a, b);
 }
 
 /* Point-to-point dependence (4.2): a task blocked in a receive, send or wait on a peer waits
  * for that peer's group, whatever the models say: it is what the task is doing, where the
- * probabilities are only what its past suggests. Applied after the union, so that it wins. */
-static void p2p_edges(const struct pdi_position *tasks, size_t i, const struct grouping *gr, struct pdi_pdg *g)
+ * probabilities are only what its past suggests. Not towards a group inside a collective:
+ * that one waits for this one, and a Wait's peers include requests already complete. Two
+ * groups that wait for each other so (a deadlock: a message lost) keep both waits. Applied
+ * after the union, so that it wins. */
+static int p2p_edges(const struct pdi_position *tasks, size_t n, const struct grouping *gr, struct pdi_pdg *g)
 {
-	uint32_t gi = gr->of_task[i];
+	size_t ng = g->ngroups;
+	uint8_t *p2p = calloc(ng * ng + 1, 1);
 
-	for (size_t p = 0; tasks[i].inside && p < tasks[i].npeers; p++) {
-		uint32_t gp = pdi_u64map_get(&gr->by_rank, (uint32_t)tasks[i].peers[p]);
+	if (!p2p)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t gi = gr->of_task[i];
 
-		if (gp == PDI_U64MAP_NONE || gp == gi)
-			continue;
-		g->dep[gi * g->ngroups + gp] = PDI_DEP_ON;
-		g->dep[gp * g->ngroups + gi] = PDI_DEP_BY;
+		for (size_t p = 0; gi != PDI_U64MAP_NONE && tasks[i].inside && p < tasks[i].npeers; p++) {
+			uint32_t gp = pdi_u64map_get(&gr->by_rank, (uint32_t)tasks[i].peers[p]);
+
+			if (gp == PDI_U64MAP_NONE || gp == gi || g->groups[gp].collective)
+				continue;
+			p2p[gi * ng + gp] = 1;
+			g->groups[gi].p2p_dependent = true;
+		}
 	}
+	for (size_t a = 0; a < ng; a++)
+		for (size_t b = 0; b < ng; b++)
+			if (p2p[a * ng + b]) {
+				g->dep[a * ng + b] = PDI_DEP_ON;
+				if (!p2p[b * ng + a])
+					g->dep[b * ng + a] = PDI_DEP_BY;
+			}
+	free(p2p);
+	return 0;
+}
+
+static bool waits_for(const struct pdi_pdg *g, size_t a, size_t b)
+{
+	return g->dep[a * g->ngroups + b] == PDI_DEP_ON;
+}
+
+#define PDI_MAX_CYCLE_GROUPS 512 /* the deadlock search is cubic in the groups: none beyond */
+
+/* REACH[a * ng + b]: a waits for b, directly or through others. */
+static int reachability(const struct pdi_pdg *g, uint8_t **ret)
+{
+	size_t ng = g->ngroups;
+	uint8_t *reach = calloc(ng * ng + 1, 1);
+	size_t *stack = malloc((ng + 1) * sizeof(*stack));
+
+	if (!reach || !stack) {
+		free(reach);
+		free(stack);
+		return -ENOMEM;
+	}
+	for (size_t a = 0; a < ng; a++) {
+		size_t top = 0;
+
+		stack[top++] = a;
+		while (top) {
+			size_t x = stack[--top];
+
+			for (size_t y = 0; y < ng; y++)
+				if (waits_for(g, x, y) && !reach[a * ng + y]) {
+					reach[a * ng + y] = 1;
+					stack[top++] = y;
+				}
+		}
+	}
+	free(stack);
+	*ret = reach;
+	return 0;
+}
+
+/* Is A in a cycle of waits that waits for nothing outside it (a deadlock: each waits for a
+ * message of the other), that another group waits for or that holds every group? */
+static bool in_deadlock(const struct pdi_pdg *g, const uint8_t *reach, size_t a)
+{
+	size_t ng = g->ngroups, members = 1;
+	bool waited = false;
+
+	if (!reach[a * ng + a])
+		return false; /* in no cycle */
+	for (size_t x = 0; x < ng; x++) {
+		if (x == a)
+			continue;
+		if (reach[a * ng + x] && !reach[x * ng + a])
+			return false; /* waits for something beyond its cycle */
+		members += reach[a * ng + x];
+		waited |= !reach[a * ng + x] && reach[x * ng + a];
+	}
+	return waited || members == ng;
+}
+
+/* LP (4.3): the groups that wait for nobody and are waited for, and not for a peer elsewhere;
+ * where none does, the groups of a deadlock that the others wait for. */
+static int least_progressed(struct pdi_pdg *g)
+{
+	size_t ng = g->ngroups;
+	uint8_t *reach;
+
+	for (size_t a = 0; a < ng; a++) {
+		bool waits = false, waited = false;
+
+		for (size_t b = 0; b < ng; b++) {
+			waits |= waits_for(g, a, b);
+			waited |= g->dep[a * ng + b] == PDI_DEP_BY;
+		}
+		g->groups[a].lp = !waits && (waited || ng == 1) && !g->groups[a].p2p_dependent;
+		g->nlp += g->groups[a].lp;
+	}
+	if (g->nlp || ng > PDI_MAX_CYCLE_GROUPS)
+		return 0;
+	if (reachability(g, &reach) < 0)
+		return -ENOMEM;
+	for (size_t a = 0; a < ng; a++) {
+		g->groups[a].lp = in_deadlock(g, reach, a);
+		g->nlp += g->groups[a].lp;
+	}
+	free(reach);
+	return 0;
 }
 
 int pdi_pdg_build(const struct pdi_position *tasks, size_t n, struct pdi_pdg *ret)
@@ -337,21 +455,9 @@ int pdi_pdg_build(const struct pdi_position *tasks, size_t n, struct pdi_pdg *re
 	for (size_t i = 0; i < n; i++)
 		if (gr.of_task[i] != PDI_U64MAP_NONE && (r = judge(tasks, i, &gr, &j, &g)) < 0)
 			goto fail;
-	for (size_t i = 0; i < n; i++)
-		if (gr.of_task[i] != PDI_U64MAP_NONE)
-			p2p_edges(tasks, i, &gr, &g);
-	/* LP: waits for no other group, and is waited for; then drop those that wait for a
-	 * peer elsewhere (PDI 4.3) */
-	for (size_t a = 0; a < g.ngroups; a++) {
-		bool waits = false, waited = false;
-
-		for (size_t b = 0; b < g.ngroups; b++) {
-			waits |= g.dep[a * g.ngroups + b] == PDI_DEP_ON;
-			waited |= g.dep[a * g.ngroups + b] == PDI_DEP_BY;
-		}
-		g.groups[a].lp = !waits && (waited || g.ngroups == 1) && !g.groups[a].p2p_dependent;
-		g.nlp += g.groups[a].lp;
-	}
+	collective_edges(&g);
+	if ((r = p2p_edges(tasks, n, &gr, &g)) < 0 || (r = least_progressed(&g)) < 0)
+		goto fail;
 	*ret = g;
 	g = (struct pdi_pdg){0};
 fail:

@@ -6,7 +6,8 @@
  * reaching one state from another; Table 1 turns the pair of probabilities into a
  * dependence. Where the table cannot decide (two tasks inside one loop: both 1.0), the
  * tasks' visit counts of their states order them, a dynamic stand-in for STAT-TO's loop
- * order variables. Blocked point-to-point calls add the dependence on their peers. */
+ * order variables. Blocked point-to-point calls add the dependence on their peers, and
+ * tasks blocked in a collective depend on every task that has not entered it. */
 #pragma once
 
 #include <stdbool.h>
@@ -49,6 +50,7 @@ struct pdi_position {
 	uint64_t state;     /* a communication state (pdi_state_comm) */
 	bool inside;        /* blocked inside that call; false: computing after it */
 	bool finished;      /* past MPI_Finalize: takes no part */
+	bool collective;    /* the call it is inside is a blocking collective (of all the tasks) */
 	const struct pdi_mm *mm;
 	const int32_t *peers; /* ranks a blocked point-to-point call waits for */
 	size_t npeers;
@@ -58,6 +60,7 @@ struct pdi_position {
 struct pdi_group {
 	uint64_t state;
 	bool inside;
+	bool collective;    /* inside a blocking collective */
 	int *ranks;
 	size_t n;
 	bool p2p_dependent; /* some task of it waits for a peer in another group */

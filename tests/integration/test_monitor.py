@@ -123,6 +123,23 @@ class Monitor(DaemonTest):
         # where the time went: rank 2 computing before its Barrier, or the others waiting in it
         self.assertIn(site["barrier"], a["transitions"][0]["from"] + a["transitions"][0]["to"])
 
+    def test_sample_runs(self):
+        # two normal runs of the ring, then one where rank 2 stalls once: the earlier runs
+        # are AutomaDeD's sample runs (same program, same task count, completed, nothing lost)
+        for k in range(2):
+            r = self.run_step(f"normal{k}", mpirun("mpich", RANKS, "ring", 400, 300))
+            self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.run_step("stalled", mpirun("mpich", RANKS, "ring", 400, 300, 2, 250, 500000))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        a = json.loads(self.d.pdimon("analyze", "stalled", "--json").stdout)
+        self.assertEqual(a["automaded"]["sample_runs"], 2, json.dumps(a["automaded"]))
+        self.assertIn("against earlier runs", self.d.pdimon("analyze", "stalled").stdout)
+        # a run of another size is no sample of this one
+        r = self.run_step("smaller", mpirun("mpich", RANKS - 1, "ring", 400, 300))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        a = json.loads(self.d.pdimon("analyze", "smaller", "--json").stdout)
+        self.assertEqual(a["automaded"]["sample_runs"], 0)
+
     def test_killed_rank(self):
         # rank 2 stops computing forever in iteration 5; the others wait in the barrier
         p = self.spawn([PDIMON, "run", "--step", "killed", "--",

@@ -173,6 +173,66 @@ Test(pdi, point_to_point_peers_make_the_edge)
 	}
 }
 
+/* A stray receive before a collective: the others wait inside the collective for the one
+ * task that never entered it, though no model has ever seen its state. */
+Test(pdi, tasks_in_a_collective_wait_for_those_outside_it)
+{
+	struct pdi_model m[3];
+	struct pdi_mm mm[3];
+	struct pdi_position pos[3];
+	struct pdi_pdg g;
+	uint64_t t = 0;
+
+	for (int r = 0; r < 3; r++) {
+		ring(&m[r], 5, 3);
+		if (r == 2)
+			call(&m[r], 99, "MPI_Recv", &t);
+		cr_assert_eq(pdi_mm_build(&m[r], &mm[r]), 0);
+		pos[r] = (struct pdi_position){.rank = r, .mm = &mm[r], .inside = true,
+					       .state = pdi_state_comm(r == 2 ? 99 : BARRIER), .collective = r != 2};
+	}
+	cr_assert_eq(pdi_pdg_build(pos, 3, &g), 0);
+	cr_assert_eq(g.ngroups, 2);
+	cr_assert_eq(g.nlp, 1);
+	for (size_t i = 0; i < g.ngroups; i++)
+		cr_assert_eq(g.groups[i].lp, g.groups[i].ranks[0] == 2, "group of rank %d", g.groups[i].ranks[0]);
+	pdi_pdg_done(&g);
+	for (int r = 0; r < 3; r++) {
+		pdi_mm_done(&mm[r]);
+		pdi_model_done(&m[r]);
+	}
+}
+
+/* A message lost: rank 2 waits for rank 3's, rank 3 for rank 2's, the others in a
+ * collective for both. The pair is the deadlock the others wait for. */
+Test(pdi, a_deadlock_the_others_wait_for_is_least_progressed)
+{
+	struct pdi_model m[4];
+	struct pdi_mm mm[4];
+	struct pdi_position pos[4];
+	const int32_t to3[] = {3}, to2[] = {2};
+	struct pdi_pdg g;
+
+	for (int r = 0; r < 4; r++) {
+		ring(&m[r], 5, r < 2 ? 3 : 1);
+		cr_assert_eq(pdi_mm_build(&m[r], &mm[r]), 0);
+		pos[r] = (struct pdi_position){.rank = r, .mm = &mm[r], .inside = true,
+					       .state = pdi_state_comm(r < 2 ? BARRIER : r == 2 ? IRECV : ISEND),
+					       .collective = r < 2, .peers = r == 2 ? to3 : r == 3 ? to2 : NULL,
+					       .npeers = r >= 2};
+	}
+	cr_assert_eq(pdi_pdg_build(pos, 4, &g), 0);
+	cr_assert_eq(g.ngroups, 3);
+	cr_assert_eq(g.nlp, 2);
+	for (size_t i = 0; i < g.ngroups; i++)
+		cr_assert_eq(g.groups[i].lp, g.groups[i].ranks[0] >= 2, "group of rank %d", g.groups[i].ranks[0]);
+	pdi_pdg_done(&g);
+	for (int r = 0; r < 4; r++) {
+		pdi_mm_done(&mm[r]);
+		pdi_model_done(&m[r]);
+	}
+}
+
 Test(pdi, finished_tasks_take_no_part)
 {
 	struct pdi_model m;

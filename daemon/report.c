@@ -145,6 +145,7 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_kv_double(j, "phase_margin", am->phase_margin);
 	pdi_json_kv_double(j, "phase_confidence", confidence(am->phase_margin));
 	pdi_json_kv_double(j, "split_ratio", am->split_ratio);
+	pdi_json_kv_double(j, "step_t", am->step_t);
 	pdi_json_kv_int(j, "faulty_rank", first_rank(a, am->faulty_task));
 	json_rank_list(j, "faulty_ranks", ranks, n);
 	pdi_ranges_format(ranks, n, buf, sizeof(buf));
@@ -372,9 +373,8 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_view_state_name(a->view, am->top[0].to, to, sizeof(to));
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
 	if (am->effect == PDI_EFFECT_PERMANENT)
-		pdi_json_printf(j, "pdimon: behaviour shifted in phase %u and stayed (%.1fx across than within), in rank%s %s, "
-				   "at %s => %s\n",
-				am->faulty_phase, am->split_ratio, strpbrk(ranks, ",-") ? "s" : "", ranks, from, to);
+		pdi_json_printf(j, "pdimon: behaviour shifted in phase %u and stayed so, in rank%s %s, at %s => %s\n",
+				am->faulty_phase, strpbrk(ranks, ",-") ? "s" : "", ranks, from, to);
 	else
 		pdi_json_printf(j, "pdimon: behaviour changed most in phase %u (%.1fx the next), in rank%s %s (%.1fx the next), "
 				   "at %s => %s\n",

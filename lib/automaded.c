@@ -13,6 +13,9 @@
 
 #define NU_SAMPLES 12           /* phases nu is trained on, evenly spread */
 #define PERMANENT_RATIO 3.0     /* across-shift over within-side difference (medians) that makes a shift */
+#define STEP_MIN_T 6.0          /* Welch's t of a step in a task's computation time that makes a shift */
+#define STEP_MIN_RISE 1.15      /* and by how much it must have risen */
+#define TEMPORARY_MARGIN 3.0    /* a phase this far above the next is a temporary effect */
 #define CLUSTER_JUMP 4.0        /* a merge height this much above the one below separates clusters */
 #define MAX_CLUSTERED 4096      /* models beyond which HAC (quadratic) is not run */
 #define LOG10_NEVER_SEEN (-20.0) /* a transition the normal phases never took */
@@ -319,10 +322,75 @@ static double best_shift(const struct work *w, uint32_t *ret_phase)
 	return best;
 }
 
+/* Task T's computation in phase P: the mean time of its computation transitions. */
+static double computation_time(const struct work *w, size_t t, uint32_t p)
+{
+	const struct pdi_phase *ph = smm_of(w, t, p)->phase;
+	double sum = 0, n = 0;
+
+	for (uint32_t e = 0; e < ph->nedges; e++)
+		if (pdi_state_is_comp(ph->states[ph->edges[e].from].key)) {
+			sum += ph->edges[e].time.mean * (double)ph->edges[e].time.n;
+			n += (double)ph->edges[e].time.n;
+		}
+	return n > 0 ? sum / n : 0;
+}
+
+/* A step in one task's computation time: longer from some phase on, and stays so (a thread
+ * or process that interferes from then on). Welch's t of the phases after the step against
+ * those before, best over the tasks and the steps with two phases or more on each side; a
+ * one-phase stall makes the after side spread and scores low. */
+static double computation_step(const struct work *w, uint32_t *ret_phase, size_t *ret_task)
+{
+	uint32_t m = w->end - w->first, best_s = 0;
+	double best = 0, x[m], best_m1 = 0, best_sd1 = 0;
+
+	*ret_phase = w->first;
+	*ret_task = 0;
+	if (m < 4)
+		return 0;
+	for (size_t t = 0; t < w->n; t++) {
+		for (uint32_t i = 0; i < m; i++)
+			x[i] = computation_time(w, t, w->first + i);
+		for (uint32_t s = 2; s + 2 <= m; s++) {
+			double m1 = 0, m2 = 0, v1 = 0, v2 = 0, se, tstat;
+
+			for (uint32_t i = 0; i < m; i++)
+				*(i < s ? &m1 : &m2) += x[i];
+			m1 /= s;
+			m2 /= m - s;
+			for (uint32_t i = 0; i < m; i++)
+				*(i < s ? &v1 : &v2) += (x[i] - (i < s ? m1 : m2)) * (x[i] - (i < s ? m1 : m2));
+			v1 /= s - 1;
+			v2 /= m - s - 1;
+			/* jitter of a few percent is no step: floor the spread */
+			se = sqrt(fmax(v1, 0.0025 * m1 * m1) / s + fmax(v2, 0.0025 * m1 * m1) / (m - s));
+			tstat = se > 0 && m1 > 0 && m2 >= STEP_MIN_RISE * m1 ? (m2 - m1) / se : 0;
+			if (tstat > best) {
+				best = tstat;
+				best_s = s;
+				best_m1 = m1;
+				best_sd1 = sqrt(fmax(v1, 0.0025 * m1 * m1));
+				*ret_task = t;
+			}
+		}
+	}
+	if (best > 0) {
+		/* the interference began inside a phase: that phase is part-way up already, and the
+		 * best split falls after it. Walk back over phases clearly above the level before. */
+		for (uint32_t i = 0; i < m; i++)
+			x[i] = computation_time(w, *ret_task, w->first + i);
+		while (best_s > 1 && x[best_s - 1] > best_m1 + 3 * best_sd1)
+			best_s--;
+		*ret_phase = w->first + best_s;
+	}
+	return best;
+}
+
 /* The faulty phase, temporary or permanent (4.2). */
 static void faulty_phase(struct work *w, struct pdi_automaded *a)
 {
-	uint32_t m = w->end - w->first, shift;
+	uint32_t m = w->end - w->first, shift, step;
 	uint8_t high[m];
 
 	a->effect = PDI_EFFECT_TEMPORARY;
@@ -342,7 +410,13 @@ static void faulty_phase(struct work *w, struct pdi_automaded *a)
 		return;
 	}
 	a->split_ratio = best_shift(w, &shift);
-	if (a->split_ratio >= PERMANENT_RATIO && a->split_ratio > a->phase_margin) {
+	a->step_t = computation_step(w, &step, &a->step_task);
+	/* one phase far above the rest is a temporary effect, whatever follows it */
+	if (a->step_t >= STEP_MIN_T && a->phase_margin < TEMPORARY_MARGIN) {
+		a->effect = PDI_EFFECT_PERMANENT;
+		a->faulty_phase = step;
+		a->stepped = true;
+	} else if (a->split_ratio >= PERMANENT_RATIO && a->split_ratio > a->phase_margin) {
 		a->effect = PDI_EFFECT_PERMANENT;
 		a->faulty_phase = shift;
 	}
@@ -567,6 +641,11 @@ static int computation_scores(const struct work *w, struct pdi_automaded *a)
 		score[t] = n ? score[t] / n : 0;
 	}
 	best = argmax(score, w->n, &margin);
+	/* a step in one task's computation names that task: the others only wait for it */
+	if (a->stepped && best != a->step_task && score[a->step_task] > 0) {
+		margin = score[a->step_task] / score[best];
+		best = a->step_task;
+	}
 	if (score[best] > 0) {
 		memcpy(a->task_score, score, w->n * sizeof(*score));
 		a->faulty_task = best;

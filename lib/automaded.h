@@ -10,7 +10,8 @@
  * - Faulty phase (4.2): a deviation score per phase. A temporary effect is the phase that
  *   deviates most; a permanent one (a runaway thread, interference from then on) is the
  *   phase where behaviour shifted: the first of the high-deviation phases (k-means on the
- *   scores) with sample runs, the later phase of the most different adjacent pair without.
+ *   scores) with sample runs; without, the first phase of a lasting step in one task's
+ *   computation time, or the later phase of the most different adjacent pair.
  * - Faulty task(s) (4.3): HAC on the tasks' models of the faulty phase, with a threshold
  *   trained on a normal phase to the number of clusters its merge heights show; the
  *   cluster of the task that changed most, and the characteristic transitions.
@@ -47,6 +48,9 @@ struct pdi_automaded {
 	uint32_t faulty_phase;
 	double phase_margin;      /* faulty score over the next highest: 1 = no contrast */
 	double split_ratio;       /* permanent: differences across the shift over those within */
+	double step_t;            /* Welch's t of the largest lasting step in a task's computation */
+	size_t step_task;         /* the task of that step */
+	bool stepped;             /* the permanent effect is that step */
 
 	double *task_score;       /* per model, in the faulty phase */
 	size_t faulty_task;       /* index into the models given */

@@ -17,7 +17,6 @@
 #include "ranges.h"
 #include "report.h"
 #include "slurm_nodes.h"
-#include "tracer.h"
 
 static const char *const effect_names[] = {
 	[PDI_EFFECT_NONE] = "none", [PDI_EFFECT_TEMPORARY] = "temporary", [PDI_EFFECT_PERMANENT] = "permanent"};

@@ -9,6 +9,7 @@ step's tasks on that node (PIDs and BPF are shared by all four) and know the ste
 list; a rank hung on n3 must show on every node's own view. Root only; about 40 s:
 python3 tests/slurm/test_multinode.py
 """
+import contextlib
 import os
 import re
 import select
@@ -204,18 +205,31 @@ class MultiNode(unittest.TestCase):
             self.assertEqual(r.returncode, 1, opt)
             self.assertIn(f"invalid options '{opt}'", r.stderr)
 
-
-    def test_5_node_gone_partial_verdict(self):
-        p = self.c.popen(["srun", "--pdi-monitor", "-N", 4, "-n", 8, "--mpi=pmix",
-                          RING, 100000, 1000, STALL_RANK, 5], node="n1")
+    @contextlib.contextmanager
+    def hung_step(self, srun_args, stall_rank, ask):
+        """A ring step (srun SRUN_ARGS, from n1) in which STALL_RANK hangs: yields the step
+        and its analysis once node ASK's gathered verdict names the rank least progressed;
+        cancelled at the end."""
+        p = self.c.popen(["srun", "--pdi-monitor", *srun_args, "--mpi=pmix", RING, 100000, 1000, stall_rank, 5],
+                         node="n1")
         try:
             def hung():
-                running = [s for s in self.steps("n2") if s["state"] == "running"]
+                running = [s for s in self.steps("n1") if s["state"] == "running"]
                 if not running:
                     return None
-                a = self.c.pdimon_json("n2", "analyze", running[0]["step"], "--json")
-                return running[0] if a["verdict"].get("least_progressed") == "[4]" else None
-            step = wait_for(hung, 60, "the gathered verdict to find the hung rank 4")
+                a = self.c.pdimon_json(ask, "analyze", running[0]["step"], "--json")
+                return (running[0], a) if a["verdict"].get("least_progressed") == f"[{stall_rank}]" else None
+            step, a = wait_for(hung, 60, f"{ask}'s gathered verdict to find the hung rank {stall_rank}")
+            yield step, a
+            self.c.run(["scancel", str(step["job_id"])], check=True)
+            p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+
+    def test_5_node_gone_partial_verdict(self):
+        with self.hung_step(["-N", 4, "-n", 8], STALL_RANK, "n2") as (step, _):
             self.c.stop_pdimond("n4")
             try:
                 # a node whose pdimond is gone: the verdict is partial and names it, and is
@@ -235,27 +249,11 @@ class MultiNode(unittest.TestCase):
                 self.assertIn("partial: 3 of 4 nodes answered", self.c.pdimon("n1", "analyze", step["step"]).stdout)
             finally:
                 self.c.start_pdimond("n4")
-            self.c.run(["scancel", str(step["job_id"])], check=True)
-            p.communicate(timeout=60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
-
 
     def test_6_analyze_from_a_node_outside_the_step(self):
         # a 2-node step on n1 and n2, rank 2 (on n2) hung: n4 has no part in it, asks Slurm
         # for its nodes and gathers from them
-        p = self.c.popen(["srun", "--pdi-monitor", "-N", 2, "-w", "n1,n2", "-n", 4, "--mpi=pmix",
-                          RING, 100000, 1000, 2, 5], node="n1")
-        try:
-            def hung():
-                running = [s for s in self.steps("n1") if s["state"] == "running"]
-                if not running:
-                    return None
-                a = self.c.pdimon_json("n4", "analyze", running[0]["step"], "--json")
-                return (running[0], a) if a["verdict"].get("least_progressed") == "[2]" else None
-            step, a = wait_for(hung, 60, "n4's gathered verdict to find the hung rank 2")
+        with self.hung_step(["-N", 2, "-w", "n1,n2", "-n", 4], 2, "n4") as (step, a):
             self.assertNotIn(step["step"], [s["step"] for s in self.steps("n4")], "n4 monitors nothing of it")
             self.assertEqual((a["nodes"]["count"], a["nodes"]["answered"], a["nodes"]["partial"]), (2, 2, False))
             self.assertEqual(sorted(t["rank"] for t in a["tasks"]), [0, 1, 2, 3])
@@ -265,12 +263,6 @@ class MultiNode(unittest.TestCase):
                 r = self.c.pdimon(n, "analyze", step["step"], user="pdimontest", check=False)
                 self.assertEqual(r.returncode, 1, (n, r.stdout))
                 self.assertIn(f"no step named '{step['step']}'", r.stderr, n)
-            self.c.run(["scancel", str(step["job_id"])], check=True)
-            p.communicate(timeout=60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
         # a step Slurm does not know, from a node without it
         r = self.c.pdimon("n4", "analyze", "999999.0", check=False)
         self.assertEqual(r.returncode, 1)

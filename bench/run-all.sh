@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # run-all.sh -- builds, runs every benchmark once and prints a compact summary of every figure.
+# The fault-injection campaign (faults.sh, several minutes) is run on its own.
 #
 # Usage (as root, from anywhere): sh bench/run-all.sh
 # The full outputs are kept in a temporary directory named at the end.
@@ -40,6 +41,10 @@ step record_lammps sh "$here/record_lammps.sh" "$out/crack.rec"
 rm -f "$out/crack.rec"
 echo "== bench-ingest (synthetic streams, memory)"
 step ingest "$build/bench/bench-ingest"
+echo "== bench-diagnosis (the whole diagnosis at 100,000 and 32,768 tasks)"
+step diagnosis "$build/bench/bench-diagnosis"
+echo "== bench-gather (tree against flat gather, 8 to 128 daemons on loopback)"
+step gather "$build/bench/bench-gather" --rounds 7
 
 echo
 echo "== summary"
@@ -53,6 +58,8 @@ grep -E '^ingest' "$out/ingest.txt" |
 	sed -E 's/^ingest (stream=[^ ]+ bound=[^ ]+) .*(events_per_s=[0-9]+ \([^)]*\)).*(dropped_states=[0-9]+).*/\1 \2 \3/' |
 	sed 's/^/ingest      /'
 grep -E '^memory' "$out/ingest.txt" | sed 's/^/ingest      /'
+grep -E '^summary' "$out/diagnosis.txt" | sed 's/^/diagnosis   /'
+grep -E '^(ratio|summary)' "$out/gather.txt" | sed 's/^/gather      /'
 echo "(full outputs in $out; the machine is shared: see the load averages there)"
 if [ -n "$failed" ]; then
 	echo "run-all: failed:$failed" >&2

@@ -28,6 +28,7 @@
 #include <zlib.h>
 
 #include "model_io.h"
+#include "wire.h"
 #include "mpi_funcs.h"
 
 #define HEADER_SIZE 24
@@ -70,85 +71,23 @@ static uint64_t le_get(const uint8_t *p, unsigned n)
 
 /* ---- writing ---- */
 
-/* A growing buffer that remembers its first error, so that encoders need not check each put. */
-struct wbuf {
-	uint8_t *p;
-	size_t len, cap;
-	int err;
-};
+/* Written with the peer protocol's writer (wire.h): a growing buffer that remembers its first
+ * error, so that encoders need not check each put. */
 
-static uint8_t *w_room(struct wbuf *w, size_t n)
-{
-	uint8_t *r;
-
-	if (w->err)
-		return NULL;
-	if (w->cap - w->len < n) {
-		size_t cap = w->cap ? w->cap : 4096;
-		uint8_t *p;
-
-		while (cap - w->len < n) {
-			if (cap > SIZE_MAX / 2) {
-				w->err = -ENOMEM;
-				return NULL;
-			}
-			cap *= 2;
-		}
-		p = realloc(w->p, cap);
-		if (!p) {
-			w->err = -ENOMEM;
-			return NULL;
-		}
-		w->p = p;
-		w->cap = cap;
-	}
-	r = w->p + w->len;
-	w->len += n;
-	return r;
-}
-
-static void w_le(struct wbuf *w, uint64_t v, unsigned n)
-{
-	uint8_t *p = w_room(w, n);
-
-	if (p)
-		le_put(p, v, n);
-}
-
-static void w_u8(struct wbuf *w, uint8_t v)
-{
-	w_le(w, v, 1);
-}
-
-static void w_u16(struct wbuf *w, uint16_t v)
-{
-	w_le(w, v, 2);
-}
-
-static void w_u32(struct wbuf *w, uint32_t v)
-{
-	w_le(w, v, 4);
-}
-
-static void w_u64(struct wbuf *w, uint64_t v)
-{
-	w_le(w, v, 8);
-}
-
-static void w_f32(struct wbuf *w, float f)
+static void w_f32(struct pdi_wire_writer *w, float f)
 {
 	uint32_t u;
 
 	memcpy(&u, &f, sizeof(u));
-	w_u32(w, u);
+	pdi_wire_put_u32(w, u);
 }
 
-static void w_f64(struct wbuf *w, double d)
+static void w_f64(struct pdi_wire_writer *w, double d)
 {
 	uint64_t u;
 
 	memcpy(&u, &d, sizeof(u));
-	w_u64(w, u);
+	pdi_wire_put_u64(w, u);
 }
 
 /* The MPI functions a blob refers to, by name: indices into pdi_mpi_funcs are not stable
@@ -186,92 +125,92 @@ static int fn_table_build(struct fn_table *t, const struct pdi_model *m)
 	return 0;
 }
 
-static void enc_fn_table(struct wbuf *w, const struct fn_table *t)
+static void enc_fn_table(struct pdi_wire_writer *w, const struct fn_table *t)
 {
-	w_u16(w, t->n);
+	pdi_wire_put_u16(w, t->n);
 	for (uint16_t i = 0; i < t->n; i++) {
 		const char *name = pdi_mpi_funcs[t->fns[i]].name;
 		size_t len = strlen(name);
 		uint8_t *p;
 
-		w_u8(w, (uint8_t)len);
-		if ((p = w_room(w, len)))
+		pdi_wire_put_u8(w, (uint8_t)len);
+		if ((p = pdi_wire_reserve(w, len)))
 			memcpy(p, name, len);
 	}
 }
 
-static void enc_scalars(struct wbuf *w, const struct pdi_model *m, const struct fn_table *t)
+static void enc_scalars(struct pdi_wire_writer *w, const struct pdi_model *m, const struct fn_table *t)
 {
-	w_u64(w, m->calls);
-	w_u64(w, m->dropped_states);
-	w_u64(w, m->dropped_edges);
-	w_u64(w, m->dropped_requests);
-	w_u64(w, m->folded_phase_cuts);
-	w_u64(w, m->ncollectives);
-	w_u64(w, m->auto_next_cut);
-	w_u64(w, m->last_enter);
-	w_u64(w, m->last_exit);
-	w_u32(w, m->auto_len);
-	w_u32(w, m->last_site);
-	w_u16(w, (uint16_t)(t->ref[m->last_fn] - 1));
-	w_u8(w, (m->started ? FLAG_STARTED : 0) | (m->saw_pcontrol ? FLAG_SAW_PCONTROL : 0));
+	pdi_wire_put_u64(w, m->calls);
+	pdi_wire_put_u64(w, m->dropped_states);
+	pdi_wire_put_u64(w, m->dropped_edges);
+	pdi_wire_put_u64(w, m->dropped_requests);
+	pdi_wire_put_u64(w, m->folded_phase_cuts);
+	pdi_wire_put_u64(w, m->ncollectives);
+	pdi_wire_put_u64(w, m->auto_next_cut);
+	pdi_wire_put_u64(w, m->last_enter);
+	pdi_wire_put_u64(w, m->last_exit);
+	pdi_wire_put_u32(w, m->auto_len);
+	pdi_wire_put_u32(w, m->last_site);
+	pdi_wire_put_u16(w, (uint16_t)(t->ref[m->last_fn] - 1));
+	pdi_wire_put_u8(w, (m->started ? FLAG_STARTED : 0) | (m->saw_pcontrol ? FLAG_SAW_PCONTROL : 0));
 }
 
 /* The sample only exists while the first collectives are being counted. */
-static void enc_coll_sites(struct wbuf *w, const struct pdi_model *m)
+static void enc_coll_sites(struct pdi_wire_writer *w, const struct pdi_model *m)
 {
 	uint32_t n = m->coll_sites && m->ncollectives < PDI_MODEL_PERIOD_SAMPLE ? (uint32_t)m->ncollectives : 0;
 
-	w_u32(w, n);
+	pdi_wire_put_u32(w, n);
 	for (uint32_t i = 0; i < n; i++)
-		w_u32(w, m->coll_sites[i]);
+		pdi_wire_put_u32(w, m->coll_sites[i]);
 }
 
-static void enc_edge(struct wbuf *w, const struct pdi_edge *e)
+static void enc_edge(struct pdi_wire_writer *w, const struct pdi_edge *e)
 {
 	uint8_t nb = e->hist.n < PDI_HIST_BUCKETS ? e->hist.n : PDI_HIST_BUCKETS;
 
-	w_u32(w, e->from);
-	w_u32(w, e->to);
-	w_u64(w, e->time.n);
+	pdi_wire_put_u32(w, e->from);
+	pdi_wire_put_u32(w, e->to);
+	pdi_wire_put_u64(w, e->time.n);
 	w_f64(w, e->time.mean);
 	w_f64(w, e->time.m2);
-	w_u8(w, nb);
+	pdi_wire_put_u8(w, nb);
 	for (uint8_t i = 0; i < nb; i++) {
 		w_f32(w, e->hist.mean[i]);
-		w_u32(w, e->hist.count[i]);
+		pdi_wire_put_u32(w, e->hist.count[i]);
 	}
 }
 
-static void enc_phase(struct wbuf *w, const struct pdi_phase *p)
+static void enc_phase(struct pdi_wire_writer *w, const struct pdi_phase *p)
 {
-	w_u64(w, p->t_start);
-	w_u64(w, p->t_end);
-	w_u32(w, p->nstates);
-	w_u32(w, p->cap_states);
+	pdi_wire_put_u64(w, p->t_start);
+	pdi_wire_put_u64(w, p->t_end);
+	pdi_wire_put_u32(w, p->nstates);
+	pdi_wire_put_u32(w, p->cap_states);
 	for (uint32_t i = 0; i < p->nstates; i++) {
-		w_u64(w, p->states[i].key);
-		w_u64(w, p->states[i].visits);
-		w_u64(w, p->states[i].bytes);
+		pdi_wire_put_u64(w, p->states[i].key);
+		pdi_wire_put_u64(w, p->states[i].visits);
+		pdi_wire_put_u64(w, p->states[i].bytes);
 	}
-	w_u32(w, p->nedges);
-	w_u32(w, p->cap_edges);
+	pdi_wire_put_u32(w, p->nedges);
+	pdi_wire_put_u32(w, p->cap_edges);
 	for (uint32_t i = 0; i < p->nedges; i++)
 		enc_edge(w, &p->edges[i]);
 }
 
-static void enc_requests(struct wbuf *w, const struct pdi_model *m, const struct fn_table *t)
+static void enc_requests(struct pdi_wire_writer *w, const struct pdi_model *m, const struct fn_table *t)
 {
-	w_u32(w, m->nreqs);
-	w_u32(w, m->cap_reqs);
+	pdi_wire_put_u32(w, m->nreqs);
+	pdi_wire_put_u32(w, m->cap_reqs);
 	for (uint32_t i = 0; i < m->nreqs; i++) {
 		const struct pdi_request *q = &m->reqs[i];
 
-		w_u64(w, q->handle);
-		w_u32(w, (uint32_t)q->peer);
-		w_u32(w, (uint32_t)q->tag);
-		w_u32(w, q->site);
-		w_u16(w, (uint16_t)(t->ref[q->fn] - 1));
+		pdi_wire_put_u64(w, q->handle);
+		pdi_wire_put_u32(w, (uint32_t)q->peer);
+		pdi_wire_put_u32(w, (uint32_t)q->tag);
+		pdi_wire_put_u32(w, q->site);
+		pdi_wire_put_u16(w, (uint16_t)(t->ref[q->fn] - 1));
 	}
 }
 
@@ -287,28 +226,28 @@ static void seal(uint8_t *p, size_t len)
 int pdi_model_encode(const struct pdi_model *m, void **ret_buf, size_t *ret_len)
 {
 	struct fn_table t = {0};
-	struct wbuf w = {0};
+	struct pdi_wire_writer w = {0};
 	int r;
 
 	if ((r = fn_table_build(&t, m)) < 0)
 		goto out;
-	w_room(&w, HEADER_SIZE);
+	pdi_wire_reserve(&w, HEADER_SIZE);
 	enc_fn_table(&w, &t);
 	enc_scalars(&w, m, &t);
 	enc_coll_sites(&w, m);
-	w_u32(&w, m->nphases);
-	w_u32(&w, m->cap_phases);
+	pdi_wire_put_u32(&w, m->nphases);
+	pdi_wire_put_u32(&w, m->cap_phases);
 	for (uint32_t i = 0; i < m->nphases; i++)
 		enc_phase(&w, &m->phases[i]);
 	enc_requests(&w, m, &t);
 	if ((r = w.err) < 0)
 		goto out;
-	seal(w.p, w.len);
-	*ret_buf = w.p;
+	seal(w.buf, w.len);
+	*ret_buf = w.buf;
 	*ret_len = w.len;
-	w.p = NULL;
+	w.buf = NULL;
 out:
-	free(w.p);
+	free(w.buf);
 	free(t.ref);
 	free(t.fns);
 	return r;

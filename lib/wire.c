@@ -213,7 +213,7 @@ int pdi_wire_frame_cred(const struct pdi_wire_frame *f, char *buf, size_t len)
 
 /* ---- writer ---- */
 
-static uint8_t *w_room(struct pdi_wire_writer *w, size_t n)
+uint8_t *pdi_wire_reserve(struct pdi_wire_writer *w, size_t n)
 {
 	size_t cap = w->cap ? w->cap : 256;
 	uint8_t *p;
@@ -242,7 +242,7 @@ static uint8_t *w_room(struct pdi_wire_writer *w, size_t n)
 
 static void w_le(struct pdi_wire_writer *w, uint64_t v, unsigned n)
 {
-	uint8_t *p = w_room(w, n);
+	uint8_t *p = pdi_wire_reserve(w, n);
 
 	if (p)
 		le_put(p, v, n);
@@ -257,6 +257,11 @@ void pdi_wire_writer_done(struct pdi_wire_writer *w)
 void pdi_wire_put_u8(struct pdi_wire_writer *w, uint8_t v)
 {
 	w_le(w, v, 1);
+}
+
+void pdi_wire_put_u16(struct pdi_wire_writer *w, uint16_t v)
+{
+	w_le(w, v, 2);
 }
 
 void pdi_wire_put_u32(struct pdi_wire_writer *w, uint32_t v)
@@ -279,7 +284,7 @@ void pdi_wire_put_bytes(struct pdi_wire_writer *w, const void *p, uint32_t n)
 		return;
 	}
 	pdi_wire_put_u32(w, n);
-	dst = w_room(w, n);
+	dst = pdi_wire_reserve(w, n);
 	if (dst && n)
 		memcpy(dst, p, n);
 }

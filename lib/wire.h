@@ -88,7 +88,10 @@ struct pdi_wire_writer {
 
 /* Zero-initialised is ready; done frees the buffer and resets the writer. */
 void pdi_wire_writer_done(struct pdi_wire_writer *w);
+/* N bytes more at the end, for the caller to fill; NULL after an error (sticky). */
+uint8_t *pdi_wire_reserve(struct pdi_wire_writer *w, size_t n);
 void pdi_wire_put_u8(struct pdi_wire_writer *w, uint8_t v);
+void pdi_wire_put_u16(struct pdi_wire_writer *w, uint16_t v);
 void pdi_wire_put_u32(struct pdi_wire_writer *w, uint32_t v);
 void pdi_wire_put_u64(struct pdi_wire_writer *w, uint64_t v);
 /* u32 length, then N bytes */

@@ -54,21 +54,6 @@ _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: en
 _Static_assert(sizeof(struct pdi_model) == 200, "struct pdi_model changed: encode the new field");
 #endif
 
-static void le_put(uint8_t *p, uint64_t v, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t le_get(const uint8_t *p, unsigned n)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < n; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 /* ---- writing ---- */
 
 /* Written with the peer protocol's writer (wire.h): a growing buffer that remembers its first
@@ -217,10 +202,10 @@ static void enc_requests(struct pdi_wire_writer *w, const struct pdi_model *m, c
 static void seal(uint8_t *p, size_t len)
 {
 	memcpy(p, PDI_MODEL_MAGIC, 4);
-	le_put(p + 8, PDI_MODEL_FORMAT, 4);
-	le_put(p + 12, 0, 4);
-	le_put(p + 16, len, 8);
-	le_put(p + 4, crc32_z(0, p + 8, len - 8), 4);
+	pdi_le_put(p + 8, PDI_MODEL_FORMAT, 4);
+	pdi_le_put(p + 12, 0, 4);
+	pdi_le_put(p + 16, len, 8);
+	pdi_le_put(p + 4, crc32_z(0, p + 8, len - 8), 4);
 }
 
 int pdi_model_encode(const struct pdi_model *m, void **ret_buf, size_t *ret_len)
@@ -271,7 +256,7 @@ static uint64_t r_le(struct rbuf *r, unsigned n)
 		r->left = 0;
 		return 0;
 	}
-	v = le_get(r->p, n);
+	v = pdi_le_get(r->p, n);
 	r->p += n;
 	r->left -= n;
 	return v;
@@ -560,14 +545,14 @@ static int check_header(const uint8_t *p, size_t len)
 {
 	uint32_t version;
 
-	if (len < HEADER_SIZE || memcmp(p, PDI_MODEL_MAGIC, 4) != 0 || le_get(p + 16, 8) != len)
+	if (len < HEADER_SIZE || memcmp(p, PDI_MODEL_MAGIC, 4) != 0 || pdi_le_get(p + 16, 8) != len)
 		return -EBADMSG;
-	if (le_get(p + 4, 4) != crc32_z(0, p + 8, len - 8))
+	if (pdi_le_get(p + 4, 4) != crc32_z(0, p + 8, len - 8))
 		return -EBADMSG;
-	version = (uint32_t)le_get(p + 8, 4);
+	version = (uint32_t)pdi_le_get(p + 8, 4);
 	if (version > PDI_MODEL_FORMAT)
 		return -EPROTONOSUPPORT;
-	if (version == 0 || le_get(p + 12, 4) != 0)
+	if (version == 0 || pdi_le_get(p + 12, 4) != 0)
 		return -EBADMSG;
 	return 0;
 }

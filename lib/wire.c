@@ -15,13 +15,13 @@
  * for the life of the connection. */
 #define DECODER_KEEP_CAP (64u << 10)
 
-static void le_put(uint8_t *p, uint64_t v, unsigned n)
+void pdi_le_put(uint8_t *p, uint64_t v, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint64_t le_get(const uint8_t *p, unsigned n)
+uint64_t pdi_le_get(const uint8_t *p, unsigned n)
 {
 	uint64_t v = 0;
 
@@ -48,12 +48,12 @@ int pdi_wire_encode(uint8_t type, uint16_t flags, const char *cred, uint32_t cre
 	p = malloc(total);
 	if (!p)
 		return -ENOMEM;
-	le_put(p, PDI_WIRE_MAGIC, 4);
+	pdi_le_put(p, PDI_WIRE_MAGIC, 4);
 	p[4] = PDI_WIRE_VERSION;
 	p[5] = type;
-	le_put(p + 6, flags, 2);
-	le_put(p + 8, cred_len, 4);
-	le_put(p + 12, body_len, 4);
+	pdi_le_put(p + 6, flags, 2);
+	pdi_le_put(p + 8, cred_len, 4);
+	pdi_le_put(p + 12, body_len, 4);
 	if (cred_len)
 		memcpy(p + PDI_WIRE_HEADER, cred, cred_len);
 	if (body_len)
@@ -143,7 +143,7 @@ static int magic_prefix_ok(const uint8_t *p, size_t avail)
 {
 	uint8_t magic[4];
 
-	le_put(magic, PDI_WIRE_MAGIC, 4);
+	pdi_le_put(magic, PDI_WIRE_MAGIC, 4);
 	return !memcmp(p, magic, avail < 4 ? avail : 4);
 }
 
@@ -151,14 +151,14 @@ static int magic_prefix_ok(const uint8_t *p, size_t avail)
  * "unsupported" rather than "garbage" whatever its other fields hold. */
 static int header_check(const uint8_t *p, uint32_t max_body, struct pdi_wire_frame *h)
 {
-	if (le_get(p, 4) != PDI_WIRE_MAGIC)
+	if (pdi_le_get(p, 4) != PDI_WIRE_MAGIC)
 		return -EBADMSG;
 	*h = (struct pdi_wire_frame){
 		.version = p[4],
 		.type = p[5],
-		.flags = (uint16_t)le_get(p + 6, 2),
-		.cred_len = (uint32_t)le_get(p + 8, 4),
-		.body_len = (uint32_t)le_get(p + 12, 4),
+		.flags = (uint16_t)pdi_le_get(p + 6, 2),
+		.cred_len = (uint32_t)pdi_le_get(p + 8, 4),
+		.body_len = (uint32_t)pdi_le_get(p + 12, 4),
 	};
 	if (h->version != PDI_WIRE_VERSION)
 		return -EPROTONOSUPPORT;
@@ -245,7 +245,7 @@ static void w_le(struct pdi_wire_writer *w, uint64_t v, unsigned n)
 	uint8_t *p = pdi_wire_reserve(w, n);
 
 	if (p)
-		le_put(p, v, n);
+		pdi_le_put(p, v, n);
 }
 
 void pdi_wire_writer_done(struct pdi_wire_writer *w)
@@ -327,7 +327,7 @@ static uint64_t r_le(struct pdi_wire_reader *r, unsigned n)
 {
 	const uint8_t *p = r_take(r, n);
 
-	return p ? le_get(p, n) : 0;
+	return p ? pdi_le_get(p, n) : 0;
 }
 
 uint8_t pdi_wire_get_u8(struct pdi_wire_reader *r)

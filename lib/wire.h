@@ -88,6 +88,10 @@ struct pdi_wire_writer {
 
 /* Zero-initialised is ready; done frees the buffer and resets the writer. */
 void pdi_wire_writer_done(struct pdi_wire_writer *w);
+/* N-byte little-endian integers, as everything pdimon writes for another host or for later. */
+void pdi_le_put(uint8_t *p, uint64_t v, unsigned n);
+uint64_t pdi_le_get(const uint8_t *p, unsigned n);
+
 /* N bytes more at the end, for the caller to fill; NULL after an error (sticky). */
 uint8_t *pdi_wire_reserve(struct pdi_wire_writer *w, size_t n);
 void pdi_wire_put_u8(struct pdi_wire_writer *w, uint8_t v);

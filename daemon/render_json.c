@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* render_json.c -- an analysis as the JSON document of `pdimon report --json` and `pdimon
+ * analyze --json` (its schema is in pdimon(1)). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "ranges.h"
+#include "prefix_tree.h"
+#include "render.h"
+
+const char *pdi_effect_name(enum pdi_effect e)
+{
+	static const char *const names[] = {
+		[PDI_EFFECT_NONE] = "none", [PDI_EFFECT_TEMPORARY] = "temporary", [PDI_EFFECT_PERMANENT] = "permanent"};
+
+	return names[e];
+}
+
+double pdi_confidence(double margin)
+{
+	return margin > 1 ? 1.0 - 1.0 / margin : 0.0;
+}
+
+static int first_rank(const struct pdi_analysis *a, size_t class)
+{
+	return a->view->tasks[a->classes.classes[class].members[0]].rank;
+}
+
+/* A transition with the ranks of the class it was found in, and the call it leads to. */
+static void json_transition(struct pdi_json *j, const struct pdi_analysis *a, const struct pdi_transition_score *t,
+			    const char *score_key)
+{
+	const struct pdi_view *s = a->view;
+	uint32_t site = pdi_state_site(t->to);
+	char from[1100], to[1100];
+
+	pdi_view_state_name(s, t->from, from, sizeof(from));
+	pdi_view_state_name(s, t->to, to, sizeof(to));
+	pdi_json_obj_begin(j);
+	pdi_json_kv_str(j, "from", from);
+	pdi_json_kv_str(j, "to", to);
+	pdi_json_kv_double(j, score_key, t->score);
+	pdi_json_kv_int(j, "rank", first_rank(a, t->task));
+	pdi_analysis_class_ranks(a, t->task, from, sizeof(from));
+	pdi_json_kv_str(j, "ranks", from);
+	if (site < s->nsites) {
+		pdi_json_key(j, "site");
+		pdi_json_obj_begin(j);
+		pdi_json_kv_str(j, "name", s->sites[site].name);
+		pdi_json_kv_str(j, "caller", s->sites[site].caller ? s->sites[site].caller : "");
+		pdi_json_kv_str(j, "file", s->sites[site].file ? s->sites[site].file : "");
+		pdi_json_kv_int(j, "line", s->sites[site].line);
+		pdi_json_obj_end(j);
+	}
+	pdi_json_obj_end(j);
+}
+
+static void json_transitions(struct pdi_json *j, const struct pdi_analysis *a, const char *key,
+			     const struct pdi_transition_score *v, size_t n, const char *score_key)
+{
+	pdi_json_key(j, key);
+	pdi_json_arr_begin(j);
+	for (size_t k = 0; k < n; k++)
+		json_transition(j, a, &v[k], score_key);
+	pdi_json_arr_end(j);
+}
+
+/* PDI's progress dependence graph: groups of tasks and who waits for whom. */
+static void json_pdg(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_pdg *g = &a->pdg;
+	char buf[4096];
+
+	pdi_json_key(j, "pdg");
+	pdi_json_obj_begin(j);
+	pdi_json_key(j, "groups");
+	pdi_json_arr_begin(j);
+	for (size_t k = 0; k < g->ngroups; k++) {
+		pdi_ranges_format(g->groups[k].ranks, g->groups[k].n, buf, sizeof(buf));
+		pdi_json_obj_begin(j);
+		pdi_json_kv_str(j, "ranks", buf);
+		pdi_json_kv_str(j, "at", pdi_view_site_name(a->view, pdi_state_site(g->groups[k].state)));
+		pdi_json_kv_bool(j, "inside", g->groups[k].inside);
+		pdi_json_kv_bool(j, "point_to_point_dependent", g->groups[k].p2p_dependent);
+		pdi_json_kv_bool(j, "least_progressed", g->groups[k].lp);
+		pdi_json_obj_end(j);
+	}
+	pdi_json_arr_end(j);
+	/* "waits_for": the first group waits for the second; "undefined": PDI cannot tell */
+	pdi_json_key(j, "edges");
+	pdi_json_arr_begin(j);
+	for (size_t x = 0; x < g->ngroups; x++)
+		for (size_t y = 0; y < g->ngroups; y++) {
+			uint8_t dep = g->dep[x * g->ngroups + y];
+
+			if (dep != PDI_DEP_ON && !(dep == PDI_DEP_UNDEFINED && x < y))
+				continue;
+			pdi_json_obj_begin(j);
+			pdi_json_kv_uint(j, "from", x);
+			pdi_json_kv_uint(j, "to", y);
+			pdi_json_kv_str(j, "dependence", dep == PDI_DEP_ON ? "waits_for" : "undefined");
+			pdi_json_obj_end(j);
+		}
+	pdi_json_arr_end(j);
+	pdi_json_obj_end(j);
+}
+
+static void json_rank_list(struct pdi_json *j, const char *key, const int *ranks, size_t n)
+{
+	pdi_json_key(j, key);
+	pdi_json_arr_begin(j);
+	for (size_t i = 0; i < n; i++)
+		pdi_json_int(j, ranks[i]);
+	pdi_json_arr_end(j);
+}
+
+static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_automaded *am = &a->am;
+	int ranks[a->view->ntasks + 1];
+	size_t n = pdi_analysis_faulty_ranks(a, ranks);
+	char buf[4096];
+
+	pdi_json_key(j, "automaded");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "phases", am->nphases);
+	pdi_json_kv_uint(j, "first_phase", am->first_phase);
+	pdi_json_kv_uint(j, "end_phase", am->end_phase);
+	pdi_json_kv_uint(j, "sample_runs", a->sample_runs);
+	pdi_json_kv_uint(j, "classes", a->classes.n);
+	pdi_json_key(j, "phase_scores");
+	pdi_json_arr_begin(j);
+	for (uint32_t p = 0; p < am->nphases; p++)
+		pdi_json_double(j, am->phase_score[p]);
+	pdi_json_arr_end(j);
+	pdi_json_kv_str(j, "effect", pdi_effect_name(am->effect));
+	pdi_json_kv_uint(j, "faulty_phase", am->faulty_phase);
+	pdi_json_kv_double(j, "phase_margin", am->phase_margin);
+	pdi_json_kv_double(j, "phase_confidence", pdi_confidence(am->phase_margin));
+	pdi_json_kv_double(j, "split_ratio", am->split_ratio);
+	pdi_json_kv_double(j, "step_t", am->step_t);
+	pdi_json_kv_int(j, "faulty_rank", first_rank(a, am->faulty_task));
+	json_rank_list(j, "faulty_ranks", ranks, n);
+	pdi_ranges_format(ranks, n, buf, sizeof(buf));
+	pdi_json_kv_str(j, "faulty_ranks_text", buf);
+	pdi_json_kv_double(j, "task_margin", am->task_margin);
+	pdi_json_kv_double(j, "task_confidence", pdi_confidence(am->task_margin));
+	pdi_json_key(j, "clusters");
+	pdi_json_arr_begin(j);
+	for (uint32_t k = 0; k < am->nclusters; k++) {
+		int members[a->view->ntasks + 1];
+		size_t m = 0;
+
+		for (size_t c = 0; c < a->classes.n; c++)
+			for (uint32_t x = 0; am->cluster[c] == k && x < a->classes.classes[c].n; x++)
+				members[m++] = a->view->tasks[a->classes.classes[c].members[x]].rank;
+		pdi_ranges_format(members, m, buf, sizeof(buf));
+		pdi_json_obj_begin(j);
+		pdi_json_kv_str(j, "ranks", buf);
+		pdi_json_kv_uint(j, "count", m);
+		pdi_json_kv_bool(j, "faulty", k == am->faulty_cluster);
+		pdi_json_obj_end(j);
+	}
+	pdi_json_arr_end(j);
+	pdi_json_kv_double(j, "threshold", am->threshold);
+	json_transitions(j, a, "transitions", am->top, am->ntop, "score");
+	json_transitions(j, a, "unusual_transitions", am->unusual, am->nunusual, "log10_probability");
+	if (am->has_change) {
+		pdi_json_key(j, "shift");
+		pdi_json_obj_begin(j);
+		pdi_json_kv_uint(j, "phase", am->change_phase);
+		json_transitions(j, a, "transitions", &am->change, 1, "theta_increase");
+		pdi_json_obj_end(j);
+	}
+	pdi_json_kv_bool(j, "abnormal", a->abnormal);
+	pdi_json_obj_end(j);
+}
+
+/* The ranks of PDI's least-progressed groups, and the phase the first of them is in. */
+static size_t lp_ranks(const struct pdi_analysis *a, int *ranks, int64_t *ret_phase)
+{
+	size_t n = 0;
+
+	*ret_phase = -1;
+	for (size_t k = 0; a->has_pdg && k < a->pdg.ngroups; k++)
+		for (size_t x = 0; a->pdg.groups[k].lp && x < a->pdg.groups[k].n; x++)
+			ranks[n++] = a->pdg.groups[k].ranks[x];
+	for (unsigned i = 0; n && i < a->view->ntasks; i++)
+		if (a->view->tasks[i].rank == ranks[0] && a->view->tasks[i].model->nphases)
+			*ret_phase = a->view->tasks[i].model->nphases - 1;
+	return n;
+}
+
+/* The verdict in one place, whichever analysis made it: PDI for a hang (the phase the
+ * least-progressed task stopped in, and where it stopped), AutomaDeD otherwise. */
+static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	int ranks[a->view->ntasks + 1];
+	int64_t phase;
+	size_t n;
+
+	pdi_json_key(j, "diagnosis");
+	pdi_json_obj_begin(j);
+	if (!strcmp(a->kind, "hang") && (n = lp_ranks(a, ranks, &phase)) > 0) {
+		pdi_json_kv_str(j, "method", "pdi");
+		pdi_json_kv_str(j, "effect", "hang");
+		pdi_json_key(j, "faulty_phase");
+		if (phase >= 0)
+			pdi_json_int(j, phase);
+		else
+			pdi_json_null(j);
+		json_rank_list(j, "faulty_ranks", ranks, n);
+		pdi_json_kv_double(j, "confidence", 1.0);
+		pdi_json_key(j, "stopped_at");
+		pdi_json_arr_begin(j);
+		for (unsigned i = 0; i < a->view->ntasks; i++) {
+			const struct pdi_where *w = &a->view->tasks[i].where;
+
+			for (size_t k = 0; k < n; k++)
+				if (ranks[k] == a->view->tasks[i].rank) {
+					pdi_json_obj_begin(j);
+					pdi_json_kv_int(j, "rank", ranks[k]);
+					pdi_json_kv_str(j, "status", pdi_where_names[w->kind]);
+					pdi_json_kv_str(j, "where", w->text);
+					pdi_json_obj_end(j);
+				}
+		}
+		pdi_json_arr_end(j);
+	} else if (a->has_automaded) {
+		n = pdi_analysis_faulty_ranks(a, ranks);
+		pdi_json_kv_str(j, "method", "automaded");
+		pdi_json_kv_str(j, "effect", pdi_effect_name(a->am.effect));
+		pdi_json_kv_int(j, "faulty_phase", a->am.faulty_phase);
+		json_rank_list(j, "faulty_ranks", ranks, n);
+		pdi_json_kv_double(j, "confidence", pdi_confidence(a->am.phase_margin) * pdi_confidence(a->am.task_margin));
+	} else {
+		pdi_json_kv_str(j, "method", "none");
+	}
+	pdi_json_kv_bool(j, "abnormal", !strcmp(a->kind, "hang") || a->abnormal);
+	if (a->has_automaded)
+		json_transitions(j, a, "transitions", a->am.top, a->am.ntop, "score");
+	pdi_json_key(j, "limits");
+	pdi_json_arr_begin(j);
+	for (size_t i = 0; i < a->nlimits; i++)
+		pdi_json_str(j, a->limits[i]);
+	pdi_json_arr_end(j);
+	pdi_json_obj_end(j);
+}
+
+static void json_task(struct pdi_json *j, const struct pdi_view_task *t)
+{
+	const struct pdi_model *m = t->model;
+	uint32_t nstates = 0, nedges = 0;
+
+	for (uint32_t k = 0; k < m->nphases; k++) {
+		nstates += m->phases[k].nstates;
+		nedges += m->phases[k].nedges;
+	}
+	pdi_json_obj_begin(j);
+	pdi_json_kv_int(j, "rank", t->rank);
+	pdi_json_kv_int(j, "pid", t->pid);
+	pdi_json_kv_str(j, "state", t->running ? "running" : "ended");
+	pdi_json_kv_str(j, "status", pdi_where_names[t->where.kind]);
+	pdi_json_kv_str(j, "where", t->where.text);
+	pdi_json_kv_uint(j, "for_ns", t->where.for_ns);
+	pdi_json_kv_uint(j, "calls", m->calls);
+	pdi_json_kv_uint(j, "phases", m->nphases);
+	pdi_json_kv_uint(j, "states", nstates);
+	pdi_json_kv_uint(j, "transitions", nedges);
+	pdi_json_kv_uint(j, "events_lost", t->lost);
+	pdi_json_kv_bool(j, "incomplete", t->lost || m->dropped_states || m->dropped_edges);
+	pdi_json_obj_end(j);
+}
+
+static void json_nodes(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_view *s = a->view;
+	char ranks[4096];
+
+	pdi_analysis_missing_ranks(a, ranks, sizeof(ranks));
+	pdi_json_key(j, "nodes");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "count", s->nodes);
+	pdi_json_kv_uint(j, "answered", s->nodes_answered);
+	pdi_json_kv_bool(j, "partial", s->nmissing > 0);
+	pdi_json_kv_str(j, "missing_ranks", ranks);
+	pdi_json_key(j, "missing");
+	pdi_json_arr_begin(j);
+	for (unsigned i = 0; i < s->nmissing; i++) {
+		pdi_json_obj_begin(j);
+		pdi_json_kv_str(j, "node", s->missing[i]);
+		pdi_json_kv_str(j, "why", s->missing_why[i]);
+		pdi_json_obj_end(j);
+	}
+	pdi_json_arr_end(j);
+	pdi_json_obj_end(j);
+}
+
+char *pdi_render_json(const struct pdi_analysis *a)
+{
+	const struct pdi_view *s = a->view;
+	struct pdi_json j;
+	char ranks[4096];
+
+	pdi_json_init(&j);
+	pdi_json_obj_begin(&j);
+	pdi_json_kv_str(&j, "step", s->name);
+	pdi_json_kv_uint(&j, "job_id", s->job_id);
+	pdi_json_kv_uint(&j, "step_id", s->step_id);
+	pdi_json_kv_uint(&j, "uid", s->uid);
+	pdi_json_kv_str(&j, "state", pdi_view_running(s) ? "running" : "ended");
+	pdi_json_kv_int(&j, "started", s->started);
+	pdi_json_key(&j, "ended");
+	if (s->ended)
+		pdi_json_int(&j, s->ended);
+	else
+		pdi_json_null(&j);
+	json_nodes(&j, a);
+	pdi_json_key(&j, "verdict");
+	pdi_json_obj_begin(&j);
+	pdi_json_kv_str(&j, "kind", a->kind);
+	if (a->has_pdg) {
+		json_pdg(&j, a);
+		pdi_json_kv_str(&j, "least_progressed", a->lp);
+	}
+	pdi_json_key(&j, "groups");
+	pdi_json_arr_begin(&j);
+	for (size_t i = 0; i < a->ngroups; i++) {
+		pdi_ranges_format(a->groups[i].ranks, a->groups[i].n, ranks, sizeof(ranks));
+		pdi_json_obj_begin(&j);
+		pdi_json_kv_str(&j, "status", pdi_where_names[a->groups[i].kind]);
+		pdi_json_kv_str(&j, "where", a->groups[i].text);
+		pdi_json_kv_str(&j, "ranks", ranks);
+		pdi_json_kv_uint(&j, "count", a->groups[i].n);
+		pdi_json_obj_end(&j);
+	}
+	pdi_json_arr_end(&j);
+	pdi_json_obj_end(&j);
+	json_diagnosis(&j, a);
+	if (a->has_automaded)
+		json_automaded(&j, a);
+	if (a->tree) {
+		pdi_json_key(&j, "prefix_tree");
+		(void)pdi_ptree_render_json(a->tree, &j);
+	}
+	pdi_json_key(&j, "tasks");
+	pdi_json_arr_begin(&j);
+	for (unsigned i = 0; i < s->ntasks; i++)
+		json_task(&j, &s->tasks[i]);
+	pdi_json_arr_end(&j);
+	pdi_json_obj_end(&j);
+	return pdi_json_steal(&j);
+}

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* render_text.c -- an analysis for people: the few lines srun prints, the longer text of
+ * `pdimon analyze`, and Graphviz for `pdimon analyze --dot`. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "ranges.h"
+#include "prefix_tree.h"
+#include "render.h"
+
+/* AutomaDeD's line of the summary, when its contrast is clear and the step did not hang
+ * (a hang is PDI's: the hung phase is the last one, which AutomaDeD leaves out). */
+static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_automaded *am = &a->am;
+	char from[1100], to[1100], ranks[1024];
+	int v[a->view->ntasks + 1];
+
+	if (!a->has_automaded || !a->abnormal || !strcmp(a->kind, "hang"))
+		return;
+	pdi_view_state_name(a->view, am->top[0].from, from, sizeof(from));
+	pdi_view_state_name(a->view, am->top[0].to, to, sizeof(to));
+	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
+	if (am->effect == PDI_EFFECT_PERMANENT)
+		pdi_json_printf(j, "pdimon: behaviour shifted in phase %u and stayed so, in rank%s %s, at %s => %s\n",
+				am->faulty_phase, strpbrk(ranks, ",-") ? "s" : "", ranks, from, to);
+	else
+		pdi_json_printf(j, "pdimon: behaviour changed most in phase %u (%.1fx the next), in rank%s %s (%.1fx the next), "
+				   "at %s => %s\n",
+				am->faulty_phase, am->phase_margin, strpbrk(ranks, ",-") ? "s" : "", ranks, am->task_margin,
+				from, to);
+}
+
+static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_view *s = a->view;
+	char ranks[256];
+
+	if (!strcmp(a->kind, "not_monitored")) {
+		pdi_json_printf(j, "pdimon: step %s: no MPI task was monitored\n", s->name);
+		return;
+	}
+	if (!strcmp(a->kind, "completed")) {
+		uint64_t calls = 0;
+
+		for (unsigned i = 0; i < s->ntasks; i++)
+			calls += s->tasks[i].model->calls;
+		pdi_json_printf(j, "pdimon: step %s: all %u tasks completed (%" PRIu64 " MPI calls)%s\n", s->name,
+				s->ntasks, calls, a->abnormal ? "" : "; nothing abnormal found");
+		summary_automaded(j, a);
+		return;
+	}
+	if (!strcmp(a->kind, "hang"))
+		pdi_json_printf(j, "pdimon: step %s: tasks %s blocked in MPI%s — %u tasks:\n", s->name,
+				pdi_view_running(s) ? "are" : "were", pdi_view_running(s) ? "" : " when it ended", s->ntasks);
+	else
+		pdi_json_printf(j, "pdimon: step %s: %s — %u tasks:\n", s->name,
+				pdi_view_running(s) ? "still running" : "it did not complete", s->ntasks);
+	for (size_t i = 0; i < a->ngroups && i < 6; i++) {
+		const struct pdi_where_group *g = &a->groups[i];
+
+		pdi_ranges_format(g->ranks, g->n, ranks, sizeof(ranks));
+		switch (g->kind) {
+		case PDI_WHERE_BLOCKED: pdi_json_printf(j, "pdimon:   %s blocked in %s\n", ranks, g->text); break;
+		case PDI_WHERE_IN_MPI: pdi_json_printf(j, "pdimon:   %s in %s\n", ranks, g->text); break;
+		case PDI_WHERE_COMPUTING: pdi_json_printf(j, "pdimon:   %s computing %s (not in MPI)\n", ranks, g->text); break;
+		case PDI_WHERE_FINISHED: pdi_json_printf(j, "pdimon:   %s finished\n", ranks); break;
+		case PDI_WHERE_NO_MPI: pdi_json_printf(j, "pdimon:   %s made no MPI call\n", ranks); break;
+		}
+	}
+	if (a->lp[0])
+		pdi_json_printf(j, "pdimon: least progressed: %s — the others wait, directly or not, for %s (PDI)\n", a->lp,
+				strpbrk(a->lp, ",-") ? "them" : "it");
+	else if (!strcmp(a->kind, "hang") && a->ngroups > 1 && a->groups[0].kind == PDI_WHERE_COMPUTING) {
+		pdi_ranges_format(a->groups[0].ranks, a->groups[0].n, ranks, sizeof(ranks));
+		pdi_json_printf(j, "pdimon: suspect %s: the others wait in MPI while it computes\n", ranks);
+	}
+	summary_automaded(j, a);
+}
+
+char *pdi_render_summary(const struct pdi_analysis *a)
+{
+	struct pdi_json j;
+
+	pdi_json_init(&j);
+	summary_lines(&j, a);
+	return pdi_json_steal(&j);
+}
+
+static void text_transitions(struct pdi_json *j, const struct pdi_analysis *a, const char *title,
+			     const struct pdi_transition_score *v, size_t n, const char *score_name)
+{
+	char from[1100], to[1100], ranks[1024];
+
+	if (!n)
+		return;
+	pdi_json_printf(j, "\n%s\n", title);
+	for (size_t k = 0; k < n; k++) {
+		pdi_view_state_name(a->view, v[k].from, from, sizeof(from));
+		pdi_view_state_name(a->view, v[k].to, to, sizeof(to));
+		pdi_analysis_class_ranks(a, v[k].task, ranks, sizeof(ranks));
+		pdi_json_printf(j, "  %zu. %s => %s\n     ranks %s, %s %.3g\n", k + 1, from, to, ranks, score_name, v[k].score);
+	}
+}
+
+static void text_automaded(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_automaded *am = &a->am;
+	char ranks[1024];
+	int v[a->view->ntasks + 1];
+
+	pdi_json_printf(j, "\nPhases (AutomaDeD: %u compared, %s; effect %s):\n", am->end_phase - am->first_phase,
+			a->sample_runs ? "against earlier runs" : "against each other", pdi_effect_name(am->effect));
+	for (uint32_t p = am->first_phase; p < am->end_phase; p++)
+		pdi_json_printf(j, "  phase %-3u score %-10.3g%s\n", p, am->phase_score[p],
+				p == am->faulty_phase ? (am->effect == PDI_EFFECT_PERMANENT ? "  <- behaviour shifted here"
+											   : "  <- most deviant")
+						      : "");
+	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
+	pdi_json_printf(j, "\nFaulty task(s): %s (phase confidence %.2f, task confidence %.2f; %zu cluster%s of %zu "
+			   "model class%s)\n",
+			ranks, pdi_confidence(am->phase_margin), pdi_confidence(am->task_margin), am->nclusters,
+			am->nclusters == 1 ? "" : "s", a->classes.n, a->classes.n == 1 ? "" : "es");
+	text_transitions(j, a, "Characteristic transitions (most different from normal first):", am->top, am->ntop,
+			 "score");
+	text_transitions(j, a, "Unusual transitions (least probable times first):", am->unusual, am->nunusual,
+			 "log10 p");
+	if (am->has_change)
+		text_transitions(j, a, "Where behaviour shifted (largest rise in variation, earliest first):", &am->change,
+				 1, "theta rise");
+}
+
+char *pdi_render_text(const struct pdi_analysis *a)
+{
+	struct pdi_json j;
+
+	pdi_json_init(&j);
+	summary_lines(&j, a);
+	if (a->has_pdg && a->pdg.ngroups) {
+		char ranks[4096];
+
+		pdi_json_printf(&j, "\nProgress dependence (PDI):\n");
+		for (size_t k = 0; k < a->pdg.ngroups; k++) {
+			pdi_ranges_format(a->pdg.groups[k].ranks, a->pdg.groups[k].n, ranks, sizeof(ranks));
+			pdi_json_printf(&j, "  %s %s %s%s\n", ranks, a->pdg.groups[k].inside ? "in" : "after",
+					pdi_view_site_name(a->view, pdi_state_site(a->pdg.groups[k].state)),
+					a->pdg.groups[k].lp ? "  <- least progressed" : "");
+		}
+	}
+	if (a->has_automaded)
+		text_automaded(&j, a);
+	if (a->tree) {
+		pdi_json_printf(&j, "\nWhere the tasks are (prefix tree, least progressed first):\n");
+		(void)pdi_ptree_render_text(a->tree, &j);
+	}
+	if (a->nlimits) {
+		pdi_json_printf(&j, "\nNot concluded:\n");
+		for (size_t i = 0; i < a->nlimits; i++)
+			pdi_json_printf(&j, "  - %s\n", a->limits[i]);
+	}
+	return pdi_json_steal(&j);
+}
+
+/* The progress dependence graph, then the prefix tree: two graphs `dot` draws one after
+ * the other. */
+char *pdi_render_dot(const struct pdi_analysis *a)
+{
+	struct pdi_json j;
+	char ranks[4096];
+
+	pdi_json_init(&j);
+	if (a->has_pdg) {
+		const struct pdi_pdg *g = &a->pdg;
+
+		pdi_json_printf(&j, "digraph pdg {\n  label=\"progress dependence (PDI): an edge waits for its target\";\n");
+		for (size_t k = 0; k < g->ngroups; k++) {
+			pdi_ranges_format(g->groups[k].ranks, g->groups[k].n, ranks, sizeof(ranks));
+			pdi_json_printf(&j, "  g%zu [label=\"%s\\n%s %s\"%s];\n", k, ranks, g->groups[k].inside ? "in" : "after",
+					pdi_view_site_name(a->view, pdi_state_site(g->groups[k].state)),
+					g->groups[k].lp ? ", style=filled, fillcolor=salmon" : "");
+		}
+		for (size_t x = 0; x < g->ngroups; x++)
+			for (size_t y = 0; y < g->ngroups; y++)
+				if (g->dep[x * g->ngroups + y] == PDI_DEP_ON)
+					pdi_json_printf(&j, "  g%zu -> g%zu;\n", x, y);
+		pdi_json_printf(&j, "}\n");
+	}
+	if (a->tree)
+		(void)pdi_ptree_render_dot(a->tree, &j);
+	return pdi_json_steal(&j);
+}

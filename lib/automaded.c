@@ -609,18 +609,38 @@ static size_t normal_models(const struct work *w, const struct pdi_automaded *a,
 	return n;
 }
 
-static void add_if_computation(void *ctx, uint64_t from, uint64_t to, double d)
+static bool normal_times(const struct pdi_smm *const *normal, size_t n, uint64_t from, uint64_t to,
+			 struct pdi_gauss *g, struct pdi_hist *h);
+
+/* The time task T computed in the faulty phase beyond what its normal models computed for
+ * the same transitions (their mean, times the transitions it made): seconds a fault added. */
+static double excess_computation(const struct work *w, const struct pdi_automaded *a, size_t t,
+				 const struct pdi_smm *const *normal, size_t nnormal)
 {
-	(void)to;
-	if (pdi_state_is_comp(from))
-		*(double *)ctx += d;
+	const struct pdi_phase *ph = smm_of(w, t, a->faulty_phase)->phase;
+	double excess = 0;
+
+	for (uint32_t e = 0; e < ph->nedges; e++) {
+		const struct pdi_edge *x = &ph->edges[e];
+		uint64_t from = ph->states[x->from].key, to = ph->states[x->to].key;
+		struct pdi_gauss g;
+		struct pdi_hist h;
+		double usual;
+
+		if (!pdi_state_is_comp(from))
+			continue;
+		usual = normal_times(normal, nnormal, from, to, &g, &h) ? g.mean : 0;
+		excess += fmax(0.0, x->time.mean - usual) * (double)x->time.n;
+	}
+	return excess;
 }
 
-/* The faulty task by its computation only. A task that stalls makes every task that waits
- * for it spend longer inside MPI, and a wait of 1 ms that grows to 1 s is a bigger relative
- * change than the stalled computation itself: the victims would outscore the culprit. Time
- * spent computing changes only in the task the fault hit (or where interference ran). Keeps
- * the scores of all transitions when no task's computation changed. */
+/* The faulty task by its computation only, in time added. A task that stalls makes every
+ * task that waits for it spend longer inside MPI, and a wait of 1 ms that grows to 1 s is a
+ * bigger relative change than the stalled computation itself: the victims would outscore the
+ * culprit. And relative changes favour the smallest computations, which a scheduling
+ * hiccup multiplies. Time spent computing grows only in the task the fault hit (or where
+ * interference ran). Keeps the scores of all transitions when no task's computation grew. */
 static int computation_scores(const struct work *w, struct pdi_automaded *a)
 {
 	const struct pdi_smm **normal = malloc((w->in->nsamples + w->np) * sizeof(*normal));
@@ -632,14 +652,8 @@ static int computation_scores(const struct work *w, struct pdi_automaded *a)
 		free(score);
 		return -ENOMEM;
 	}
-	for (size_t t = 0; t < w->n; t++) {
-		size_t n = normal_models(w, a, t, normal);
-
-		for (size_t k = 0; k < n; k++)
-			(void)pdi_smm_diff_each(smm_of(w, t, a->faulty_phase), normal[k], nu_of(w, t, a->faulty_phase),
-						w->in->dist, add_if_computation, &score[t]);
-		score[t] = n ? score[t] / n : 0;
-	}
+	for (size_t t = 0; t < w->n; t++)
+		score[t] = excess_computation(w, a, t, normal, normal_models(w, a, t, normal));
 	best = argmax(score, w->n, &margin);
 	/* a step in one task's computation names that task: the others only wait for it */
 	if (a->stepped && best != a->step_task && score[a->step_task] > 0) {

@@ -137,15 +137,6 @@ static int check_verdict(struct loader *l, const char *step)
 
 /* ---- matching sites ---- */
 
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
 static int names_build(struct names *n, const struct pdi_step *s)
 {
 	n->next = malloc((s->nsites ? s->nsites : 1) * sizeof(*n->next));
@@ -153,7 +144,7 @@ static int names_build(struct names *n, const struct pdi_step *s)
 		return -ENOMEM;
 	/* backwards, so that each chain starts at the lowest index */
 	for (uint32_t i = s->nsites; i-- > 0;) {
-		uint64_t h = name_hash(site_name(s, i));
+		uint64_t h = pdi_hash_str(site_name(s, i));
 
 		n->next[i] = pdi_u64map_get(&n->head, h);
 		if (pdi_u64map_put(&n->head, h, i) < 0)
@@ -203,7 +194,7 @@ static int match_name(void *ctx, const struct pdi_store_site *x)
 		return -EBADMSG;
 	if (l->map[j] != PDI_U64MAP_NONE)
 		return 0;
-	for (uint32_t i = pdi_u64map_get(&l->names.head, name_hash(x->name)); i != PDI_U64MAP_NONE;
+	for (uint32_t i = pdi_u64map_get(&l->names.head, pdi_hash_str(x->name)); i != PDI_U64MAP_NONE;
 	     i = l->names.next[i]) {
 		if (!l->claimed[i] && strcmp(site_name(l->s, i), x->name) == 0) {
 			l->claimed[i] = true;

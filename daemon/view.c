@@ -310,15 +310,6 @@ fail:
 	return err;
 }
 
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s)
-		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
-	return h;
-}
-
 /* B's sites renamed to A's by name; the ones A lacks appended to A. MAP gets B's renaming. */
 static int merge_sites(struct pdi_view *a, const struct pdi_view *b, uint32_t *map)
 {
@@ -331,11 +322,11 @@ static int merge_sites(struct pdi_view *a, const struct pdi_view *b, uint32_t *m
 	a->sites = sites;
 	/* names hash to their first site; a collision of two names just misses a match */
 	for (uint32_t i = 0; i < a->nsites; i++)
-		if (pdi_u64map_get(&by_name, name_hash(a->sites[i].name)) == PDI_U64MAP_NONE &&
-		    pdi_u64map_put(&by_name, name_hash(a->sites[i].name), i) < 0)
+		if (pdi_u64map_get(&by_name, pdi_hash_str(a->sites[i].name)) == PDI_U64MAP_NONE &&
+		    pdi_u64map_put(&by_name, pdi_hash_str(a->sites[i].name), i) < 0)
 			goto out;
 	for (uint32_t i = 0; i < b->nsites; i++) {
-		uint32_t j = pdi_u64map_get(&by_name, name_hash(b->sites[i].name));
+		uint32_t j = pdi_u64map_get(&by_name, pdi_hash_str(b->sites[i].name));
 
 		if (j == PDI_U64MAP_NONE || strcmp(a->sites[j].name, b->sites[i].name)) {
 			struct pdi_site *s = &a->sites[a->nsites];
@@ -343,7 +334,7 @@ static int merge_sites(struct pdi_view *a, const struct pdi_view *b, uint32_t *m
 			*s = (struct pdi_site){.fn = b->sites[i].fn, .line = b->sites[i].line, .name = strdup(b->sites[i].name),
 					      .caller = strdup(b->sites[i].caller), .file = strdup(b->sites[i].file)};
 			j = a->nsites++;
-			if (!s->name || !s->caller || !s->file || pdi_u64map_put(&by_name, name_hash(s->name), j) < 0)
+			if (!s->name || !s->caller || !s->file || pdi_u64map_put(&by_name, pdi_hash_str(s->name), j) < 0)
 				goto out;
 		}
 		map[i] = j;

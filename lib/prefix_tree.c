@@ -44,15 +44,6 @@ static int reserve(void *v, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h ^ (h >> 29);
-}
-
 static uint64_t rehash(uint64_t h)
 {
 	h = (h + 0x9E3779B97F4A7C15ull) * 0xff51afd7ed558ccdull;
@@ -63,7 +54,7 @@ static uint64_t rehash(uint64_t h)
  * the next hash of the same sequence, so lookups retrace insertions exactly. */
 static int intern(struct pdi_ptree *t, const char *s, uint32_t *ret)
 {
-	for (uint64_t h = hash_str(s);; h = rehash(h)) {
+	for (uint64_t h = pdi_hash_str(s);; h = rehash(h)) {
 		uint32_t i = pdi_u64map_get(&t->str_idx, h);
 		char *copy;
 

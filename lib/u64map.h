@@ -32,6 +32,17 @@ static inline uint32_t pdi_u64map_get(const struct pdi_u64map *m, uint64_t key)
 	}
 }
 
+/* A string as a key (FNV-1a): equal strings, equal keys; different ones may collide, so
+ * the caller compares what it finds. */
+static inline uint64_t pdi_hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
 /* Insert or overwrite. 0, or -ENOMEM (the map is unchanged). */
 int pdi_u64map_put(struct pdi_u64map *m, uint64_t key, uint32_t val);
 void pdi_u64map_free(struct pdi_u64map *m);

@@ -6,8 +6,8 @@
  *                     [--model-bytes 4096] [--level-ms 2000] [--port P]
  *
  * Starts a private munged (in a temporary directory), then forks the largest number of
- * daemons minus one as gather nodes (tests/gather/gnode.c: the real daemon/peer.c and
- * daemon/gather.c) on 127.0.X.2.., one port; this process is node 0, the root. Each node
+ * daemons minus one as gather nodes (tests/gather/gnode.c: the real daemon/cluster/peer.c and
+ * daemon/cluster/gather.c) on 127.0.X.2.., one port; this process is node 0, the root. Each node
  * holds TASKS synthetic tasks in 4 classes: per class an encoded model of MODEL_BYTES and
  * the class's rank list. A gather over N daemons uses nodes 0..N-1. Rounds interleave
  * (tree N1, flat N1, tree N2, flat N2, ...) and medians are printed with the ratios

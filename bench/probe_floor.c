@@ -71,7 +71,7 @@ static int add_link(struct floor *f, struct bpf_link *l)
 	return 0;
 }
 
-/* Return probes first, in the order pdimond attaches them (daemon/tracer.c). */
+/* Return probes first, in the order pdimond attaches them (daemon/probe/tracer.c). */
 static int attach_multi(struct floor *f, const struct pdi_probe_targets *pt, pid_t pid)
 {
 	for (int ret = 1; ret >= 0; ret--) {

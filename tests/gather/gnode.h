@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* gnode.h -- a stand-in pdimond for gather tests and bench-gather: the real peer listener
- * and tree gather (daemon/peer.c, daemon/gather.c) around a synthetic step.
+ * and tree gather (daemon/cluster/peer.c, daemon/cluster/gather.c) around a synthetic step.
  *
  * Each node holds NTASKS synthetic tasks, ranks RANK0.., in NCLASSES classes (rank % NCLASSES);
  * its payload is, per class, an encoded model of MODEL_BYTES (the same bytes on every node for

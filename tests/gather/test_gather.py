@@ -4,7 +4,7 @@
 #
 # Usage: test_gather.py PATH/TO/gather-node
 #
-# Each node is a gather-node process (the real daemon/peer.c and daemon/gather.c) on its
+# Each node is a gather-node process (the real daemon/cluster/peer.c and daemon/cluster/gather.c) on its
 # own 127.0.X.N address, all on one port; node names are the addresses. Checks: a full
 # gather; a node killed mid-gather; a node that accepts and never answers; a slow node;
 # garbage, a truncated frame, a bad version, a huge length and a slow sender to a node;

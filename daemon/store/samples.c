@@ -245,7 +245,7 @@ static int take_task(void *ctx, const struct pdi_store_task *x)
 	m = &l->run.models[l->order[l->taken++].task];
 	if ((r = pdi_model_decode(x->model, x->model_len, NULL, m)) < 0)
 		return r;
-	if (m->dropped_states || m->dropped_edges) {
+	if (pdi_model_incomplete(m, x->events_lost)) {
 		l->why = "a model is incomplete";
 		return NOT_NORMAL;
 	}

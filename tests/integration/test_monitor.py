@@ -108,16 +108,19 @@ class Monitor(DaemonTest):
             self.assertEqual(sum(self.transitions(p)[key]["count"] for p in t["phases"]), iters)
 
     def test_transient_stall_phase(self):
-        # rank 1 stalls 0.5 s once, in iteration 500: automatic phases hold 32 iterations
+        # rank 1 stalls 3 s once, in iteration 500: automatic phases hold 32 iterations
         # each after the first 96, so the stall falls in phase 1 + (500 - 96) // 32 = 13.
-        # Two ranks on the two cores: MPICH ranks busy-poll, and more of them than cores
-        # stall each other for as long as that, at random
-        r = self.run_step("stall", mpirun("mpich", 2, "ring", 800, 300, 1, 500, 500000))
+        # What the design guarantees under a loaded 2-core machine is a stall well above the
+        # scheduling noise (MPICH ranks busy-poll and stall each other for up to ~0.5 s at
+        # random, which made a 0.5 s stall lose to noise: phase 17 or 14 found, 13 injected);
+        # the campaign (bench/) measures how small a stall is still found.
+        r = self.run_step("stall", mpirun("mpich", 2, "ring", 800, 300, 1, 500, 3000000))
         self.assertEqual(r.returncode, 0, r.stderr)
         rep = json.loads(self.d.pdimon("report", "stall", "--json").stdout)
         self.assertEqual(rep["verdict"]["kind"], "completed")
         a = rep["automaded"]
         self.assertEqual((a["faulty_phase"], a["effect"]), (13, "temporary"), json.dumps(a))
+        self.assertTrue(rep["diagnosis"]["abnormal"], json.dumps(rep["diagnosis"]))
         site = ring_sites()
         # where the time went: rank 1 computing before its Barrier, or the other waiting in it
         self.assertIn(site["barrier"], a["transitions"][0]["from"] + a["transitions"][0]["to"])

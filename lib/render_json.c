@@ -178,15 +178,14 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_obj_end(j);
 }
 
-/* The ranks of PDI's least-progressed groups, and the phase the first of them is in. */
+/* The least-progressed ranks, and the phase the first of them is in. */
 static size_t lp_ranks(const struct pdi_analysis *a, int *ranks, int64_t *ret_phase)
 {
-	size_t n = 0;
+	size_t n = a->nlp;
 
 	*ret_phase = -1;
-	for (size_t k = 0; a->has_pdg && k < a->pdg.ngroups; k++)
-		for (size_t x = 0; a->pdg.groups[k].lp && x < a->pdg.groups[k].n; x++)
-			ranks[n++] = a->pdg.groups[k].ranks[x];
+	if (n)
+		memcpy(ranks, a->lp_ranks, n * sizeof(*ranks));
 	for (unsigned i = 0; n && i < a->view->ntasks; i++)
 		if (a->view->tasks[i].rank == ranks[0] && a->view->tasks[i].model->nphases)
 			*ret_phase = a->view->tasks[i].model->nphases - 1;
@@ -198,13 +197,14 @@ static size_t lp_ranks(const struct pdi_analysis *a, int *ranks, int64_t *ret_ph
 static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	int ranks[a->view->ntasks + 1];
+	char doing[300];
 	int64_t phase;
 	size_t n;
 
 	pdi_json_key(j, "diagnosis");
 	pdi_json_obj_begin(j);
 	if (!strcmp(a->kind, "hang") && (n = lp_ranks(a, ranks, &phase)) > 0) {
-		pdi_json_kv_str(j, "method", "pdi");
+		pdi_json_kv_str(j, "method", a->lp_by);
 		pdi_json_kv_str(j, "effect", "hang");
 		pdi_json_key(j, "faulty_phase");
 		if (phase >= 0)
@@ -224,6 +224,9 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 					pdi_json_kv_int(j, "rank", ranks[k]);
 					pdi_json_kv_str(j, "status", pdi_where_names[w->kind]);
 					pdi_json_kv_str(j, "where", w->text);
+					pdi_json_kv_str(j, "activity", pdi_activity_names[w->act.kind]);
+					pdi_where_doing(w, doing, sizeof(doing));
+					pdi_json_kv_str(j, "doing", doing);
 					pdi_json_obj_end(j);
 				}
 		}
@@ -234,7 +237,11 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_json_kv_str(j, "effect", pdi_effect_name(a->am.effect));
 		pdi_json_kv_int(j, "faulty_phase", a->am.faulty_phase);
 		json_rank_list(j, "faulty_ranks", ranks, n);
-		pdi_json_kv_double(j, "confidence", pdi_confidence(a->am.phase_margin) * pdi_confidence(a->am.task_margin));
+		pdi_json_kv_double(j, "confidence", a->abnormal ? pdi_confidence(a->am.phase_margin) *
+										   pdi_confidence(a->am.task_margin)
+								 : 0.0);
+		pdi_json_kv_str(j, "confidence_words", a->confidence);
+		pdi_json_kv_double(j, "noise_z", a->noise_z);
 	} else {
 		pdi_json_kv_str(j, "method", "none");
 	}
@@ -270,7 +277,7 @@ static void json_task(struct pdi_json *j, const struct pdi_view_task *t)
 	pdi_json_kv_uint(j, "states", nstates);
 	pdi_json_kv_uint(j, "transitions", nedges);
 	pdi_json_kv_uint(j, "events_lost", t->lost);
-	pdi_json_kv_bool(j, "incomplete", t->lost || m->dropped_states || m->dropped_edges);
+	pdi_json_kv_bool(j, "incomplete", pdi_view_task_incomplete(t));
 	pdi_json_obj_end(j);
 }
 

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* analysis.h -- the diagnosis of one step's view (view.h), computed once and rendered by
+ * render.h: where every task is, PDI's least-progressed task(s) of a hang, AutomaDeD on the per-phase models
+ * (tasks with identical models collapsed into classes first, earlier normal runs of the
+ * program as sample runs), the STAT prefix tree of the tasks' current call paths, and what
+ * could not be concluded and why. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "automaded.h"
+#include "eqclass.h"
+#include "pdi.h"
+#include "view.h"
+
+/* Earlier normal runs of the step's program, loaded by the caller (the daemon's store):
+ * AutomaDeD's sample runs. rows[r][i] is run r's model of the view's task i. */
+struct pdi_analysis_samples {
+	const struct pdi_model *const *const *rows;
+	unsigned nruns;
+};
+
+/* Tasks that are at the same place. */
+struct pdi_where_group {
+	enum pdi_where_kind kind;
+	const char *text;
+	int *ranks;
+	size_t n;
+};
+
+#define PDI_ANALYSIS_MAX_LIMITS 8
+
+struct pdi_analysis {
+	const struct pdi_view *view;
+	const char *kind;            /* completed, hang, running, incomplete, not_monitored */
+	struct pdi_where_group *groups; /* smallest first: the odd ones out lead */
+	size_t ngroups;
+
+	/* PDI, for a hang */
+	bool has_pdg;
+	struct pdi_pdg pdg;
+	char lp[1024];               /* the least-progressed ranks, "[2]"; "" when PDI cannot tell */
+	int *lp_ranks;               /* the same, sorted; NULL when none */
+	size_t nlp;
+	const char *lp_by;           /* what singled them out: "pdi", or "kernel" when the node saw them
+					stopped or in uninterruptible sleep while the others wait */
+
+	/* AutomaDeD, on classes of tasks with identical models */
+	bool has_automaded;
+	struct pdi_automaded am;
+	struct pdi_eqclasses classes; /* members are indices into view->tasks */
+	unsigned sample_runs;
+	bool abnormal;               /* AutomaDeD's contrast beats the step's own noise: reported */
+	double noise_z;              /* how far the faulty phase's score stands above the others', in
+					robust standard deviations (median, MAD) */
+	const char *confidence;      /* in words: "none", "low", "medium", "high" */
+
+	struct pdi_ptree *tree;      /* NULL when it could not be built */
+
+	char limits[PDI_ANALYSIS_MAX_LIMITS][240]; /* what could not be concluded, and why */
+	size_t nlimits;
+};
+
+/* The analysis of V (which must outlive it), with SAMPLES (may be NULL: none) as AutomaDeD's
+ * sample runs. Pure and reentrant: it reads V and SAMPLES only. 0, or -ENOMEM. */
+int pdi_analysis_build(const struct pdi_view *v, const struct pdi_analysis_samples *samples,
+		       struct pdi_analysis *ret);
+void pdi_analysis_done(struct pdi_analysis *a);
+
+/* The ranks of AutomaDeD's model (class) I, formatted as "[0-3,5]". */
+void pdi_analysis_class_ranks(const struct pdi_analysis *a, size_t i, char *buf, size_t len);
+/* The ranks below the step's task count that no node reported, as "[6-7]" into BUF (""
+ * when none, or the count is unknown). */
+void pdi_analysis_missing_ranks(const struct pdi_analysis *a, char *buf, size_t len);
+/* The ranks AutomaDeD blames: the faulty cluster when it is a minority, else the faulty
+ * class. Into RANKS (room for view->ntasks); returns how many, sorted. */
+size_t pdi_analysis_faulty_ranks(const struct pdi_analysis *a, int *ranks);

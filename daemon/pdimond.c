@@ -155,6 +155,7 @@ static void on_timer(struct pdi_daemon *d)
 	if (read(d->timer_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
 		log_warning("Cannot read the drain timer: %m");
 	(void)pdi_tracer_drain(d->tracer);
+	pdi_log_ratelimit_flush(); /* what the rate limits held back, once their interval is over */
 	if (now - d->last_checkpoint_ns >= (uint64_t)d->cfg.checkpoint_s * 1000000000ull) {
 		pdi_persist_checkpoint(d);
 		d->last_checkpoint_ns = now;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analysis.h"
 #include "mpi_funcs.h"
@@ -366,6 +367,94 @@ out:
 	return r;
 }
 
+const char *const pdi_phase_kind_names[] = {
+	[PDI_PHASE_SETUP] = "setup", [PDI_PHASE_STEADY] = "steady", [PDI_PHASE_TEARDOWN] = "teardown"};
+
+/* Every phase's wall-clock window over the tasks that have it, and its kind: set-up and
+ * tear-down are the prologue and epilogue AutomaDeD leaves out of its comparison (the first
+ * and last phase from 3 phases on when it did not run). */
+static int phase_windows(struct pdi_analysis *a)
+{
+	const struct pdi_view *s = a->view;
+	uint32_t n = 0, first, end;
+	int64_t t0 = 0;
+
+	for (unsigned i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].model->nphases > n)
+			n = s->tasks[i].model->nphases;
+	if (!n)
+		return 0;
+	a->phases = calloc(n, sizeof(*a->phases));
+	if (!a->phases)
+		return -ENOMEM;
+	a->nphases = n;
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		const struct pdi_view_task *t = &s->tasks[i];
+
+		for (uint32_t p = 0; t->wall_offset_ns && p < t->model->nphases; p++) {
+			const struct pdi_phase *ph = &t->model->phases[p];
+			int64_t b = (int64_t)ph->t_start + t->wall_offset_ns, e = (int64_t)ph->t_end + t->wall_offset_ns;
+
+			if (!a->phases[p].start_ns || b < a->phases[p].start_ns)
+				a->phases[p].start_ns = b;
+			if (e > a->phases[p].end_ns)
+				a->phases[p].end_ns = e;
+		}
+	}
+	/* the step began when it was registered (whole seconds), or at its first MPI call if earlier */
+	t0 = s->started * 1000000000ll;
+	if (a->phases[0].start_ns && (!t0 || a->phases[0].start_ns < t0))
+		t0 = a->phases[0].start_ns;
+	if (a->has_automaded) {
+		first = a->am.first_phase;
+		end = a->am.end_phase;
+	} else {
+		first = n >= 3 ? 1 : 0;
+		end = n >= 3 ? n - 1 : n;
+	}
+	for (uint32_t p = 0; p < n; p++) {
+		struct pdi_phase_window *w = &a->phases[p];
+
+		w->kind = p < first ? PDI_PHASE_SETUP : p >= end ? PDI_PHASE_TEARDOWN : PDI_PHASE_STEADY;
+		if (w->start_ns) {
+			w->start_s = (double)(w->start_ns - t0) / 1e9;
+			w->end_s = (double)(w->end_ns - t0) / 1e9;
+		}
+	}
+	return 0;
+}
+
+void pdi_time_iso(int64_t epoch_ns, char *buf, size_t len)
+{
+	time_t sec = (time_t)(epoch_ns / 1000000000);
+	struct tm tm;
+
+	if (!epoch_ns || !gmtime_r(&sec, &tm)) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(epoch_ns % 1000000000 / 1000000));
+}
+
+void pdi_analysis_phase_text(const struct pdi_analysis *a, uint32_t p, char *buf, size_t len)
+{
+	const struct pdi_phase_window *w;
+	char b[40], e[40];
+
+	if (p >= a->nphases || !a->phases[p].start_ns) {
+		snprintf(buf, len, "%s", "");
+		return;
+	}
+	w = &a->phases[p];
+	pdi_time_iso(w->start_ns, b, sizeof(b));
+	pdi_time_iso(w->end_ns, e, sizeof(e));
+	/* the time of day only: the date is the report's */
+	snprintf(buf, len, "%.1f s – %.1f s after start (%.12s – %.12s UTC), %s", w->start_s, w->end_s,
+		 strchr(b, 'T') ? strchr(b, 'T') + 1 : b, strchr(e, 'T') ? strchr(e, 'T') + 1 : e,
+		 w->kind == PDI_PHASE_SETUP ? "set-up" : w->kind == PDI_PHASE_TEARDOWN ? "tear-down" : "steady state");
+}
+
 /* STAT's view: the tasks' current call paths merged, ordered by progress: the live stacks of
  * blocked tasks, the calling function and call site of the others. */
 static int prefix_tree(struct pdi_analysis *a)
@@ -431,7 +520,7 @@ int pdi_analysis_build(const struct pdi_view *s, const struct pdi_analysis_sampl
 		add_limit(a, "ranks %s made calls while pdimond was down: their models miss them", ranks);
 	if (!strcmp(a->kind, "hang") && (r = least_progressed(a)) < 0)
 		goto fail;
-	if ((r = automaded(samples, a)) < 0 || (r = prefix_tree(a)) < 0)
+	if ((r = automaded(samples, a)) < 0 || (r = phase_windows(a)) < 0 || (r = prefix_tree(a)) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -449,6 +538,7 @@ void pdi_analysis_done(struct pdi_analysis *a)
 	if (a->has_automaded)
 		pdi_automaded_done(&a->am);
 	free(a->lp_ranks);
+	free(a->phases);
 	pdi_eqclasses_done(&a->classes);
 	pdi_ptree_free(a->tree);
 	*a = (struct pdi_analysis){0};

@@ -32,6 +32,18 @@ struct pdi_where_group {
 
 #define PDI_ANALYSIS_MAX_LIMITS 8
 
+enum pdi_phase_kind { PDI_PHASE_SETUP, PDI_PHASE_STEADY, PDI_PHASE_TEARDOWN };
+extern const char *const pdi_phase_kind_names[];
+
+/* Where phase K sits in time, across the tasks that have it (the same index is the same
+ * stretch of the program on every task): its wall-clock window, and whether it is set-up
+ * (before the first regular phase), the steady state, or tear-down (after the last). */
+struct pdi_phase_window {
+	int64_t start_ns, end_ns;    /* the time of day, ns since the epoch; 0 when unknown */
+	double start_s, end_s;       /* seconds since the step began */
+	enum pdi_phase_kind kind;
+};
+
 struct pdi_analysis {
 	const struct pdi_view *view;
 	const char *kind;            /* completed, hang, running, incomplete, not_monitored */
@@ -59,6 +71,9 @@ struct pdi_analysis {
 
 	struct pdi_ptree *tree;      /* NULL when it could not be built */
 
+	struct pdi_phase_window *phases; /* per phase index, over all tasks; NULL when none */
+	uint32_t nphases;
+
 	char limits[PDI_ANALYSIS_MAX_LIMITS][240]; /* what could not be concluded, and why */
 	size_t nlimits;
 };
@@ -68,6 +83,12 @@ struct pdi_analysis {
 int pdi_analysis_build(const struct pdi_view *v, const struct pdi_analysis_samples *samples,
 		       struct pdi_analysis *ret);
 void pdi_analysis_done(struct pdi_analysis *a);
+
+/* Phase P's window as people read it into BUF: "16.1 s – 16.9 s after start (05:12:44.1 –
+ * 05:12:44.9 UTC), steady state"; "" when unknown. */
+void pdi_analysis_phase_text(const struct pdi_analysis *a, uint32_t p, char *buf, size_t len);
+/* A time of day (ns since the epoch) as ISO 8601 UTC with milliseconds into BUF. */
+void pdi_time_iso(int64_t epoch_ns, char *buf, size_t len);
 
 /* The ranks of AutomaDeD's model (class) I, formatted as "[0-3,5]". */
 void pdi_analysis_class_ranks(const struct pdi_analysis *a, size_t i, char *buf, size_t len);

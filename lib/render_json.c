@@ -178,6 +178,48 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_obj_end(j);
 }
 
+/* Phase P's window as an object (nothing when P has no known window). */
+static void json_phase_window(struct pdi_json *j, const struct pdi_analysis *a, uint32_t p)
+{
+	const struct pdi_phase_window *w = &a->phases[p];
+	char t[40];
+
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "phase", p);
+	pdi_json_kv_str(j, "kind", pdi_phase_kind_names[w->kind]);
+	if (w->start_ns) {
+		pdi_json_kv_double(j, "start_s", w->start_s);
+		pdi_json_kv_double(j, "end_s", w->end_s);
+		pdi_time_iso(w->start_ns, t, sizeof(t));
+		pdi_json_kv_str(j, "start", t);
+		pdi_time_iso(w->end_ns, t, sizeof(t));
+		pdi_json_kv_str(j, "end", t);
+	}
+	pdi_json_obj_end(j);
+}
+
+static void json_phases(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	pdi_json_key(j, "phases");
+	pdi_json_arr_begin(j);
+	for (uint32_t p = 0; p < a->nphases; p++)
+		json_phase_window(j, a, p);
+	pdi_json_arr_end(j);
+}
+
+/* The faulty phase's window and its text, beside the phase number. */
+static void json_faulty_window(struct pdi_json *j, const struct pdi_analysis *a, int64_t p)
+{
+	char text[200];
+
+	if (p < 0 || (uint64_t)p >= a->nphases)
+		return;
+	pdi_json_key(j, "faulty_phase_window");
+	json_phase_window(j, a, (uint32_t)p);
+	pdi_analysis_phase_text(a, (uint32_t)p, text, sizeof(text));
+	pdi_json_kv_str(j, "faulty_phase_text", text);
+}
+
 /* The least-progressed ranks, and the phase the first of them is in. */
 static size_t lp_ranks(const struct pdi_analysis *a, int *ranks, int64_t *ret_phase)
 {
@@ -211,6 +253,7 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 			pdi_json_int(j, phase);
 		else
 			pdi_json_null(j);
+		json_faulty_window(j, a, phase);
 		json_rank_list(j, "faulty_ranks", ranks, n);
 		pdi_json_kv_double(j, "confidence", 1.0);
 		pdi_json_key(j, "stopped_at");
@@ -236,6 +279,7 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_json_kv_str(j, "method", "automaded");
 		pdi_json_kv_str(j, "effect", pdi_effect_name(a->am.effect));
 		pdi_json_kv_int(j, "faulty_phase", a->am.faulty_phase);
+		json_faulty_window(j, a, a->am.faulty_phase);
 		json_rank_list(j, "faulty_ranks", ranks, n);
 		pdi_json_kv_double(j, "confidence", a->abnormal ? pdi_confidence(a->am.phase_margin) *
 										   pdi_confidence(a->am.task_margin)
@@ -346,6 +390,7 @@ char *pdi_render_json(const struct pdi_analysis *a)
 	pdi_json_arr_end(&j);
 	pdi_json_obj_end(&j);
 	json_diagnosis(&j, a);
+	json_phases(&j, a);
 	if (a->has_automaded)
 		json_automaded(&j, a);
 	if (a->tree) {

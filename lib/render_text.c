@@ -16,22 +16,24 @@
 static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_automaded *am = &a->am;
-	char from[1100], to[1100], ranks[1024];
+	char from[1100], to[1100], ranks[1024], when[200], phase[240];
 	int v[a->view->ntasks + 1];
 
 	if (!a->has_automaded || !a->abnormal || !strcmp(a->kind, "hang"))
 		return;
+	pdi_analysis_phase_text(a, am->faulty_phase, when, sizeof(when));
+	snprintf(phase, sizeof(phase), "%u%s%s%s", am->faulty_phase, when[0] ? " (" : "", when, when[0] ? ")" : "");
 	pdi_view_state_name(a->view, am->top[0].from, from, sizeof(from));
 	pdi_view_state_name(a->view, am->top[0].to, to, sizeof(to));
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
 	if (am->effect == PDI_EFFECT_PERMANENT)
-		pdi_json_printf(j, "pdimon: behaviour shifted in phase %u and stayed so, in rank%s %s, at %s => %s "
+		pdi_json_printf(j, "pdimon: behaviour shifted in phase %s and stayed so, in rank%s %s, at %s => %s "
 				   "(confidence %s)\n",
-				am->faulty_phase, strpbrk(ranks, ",-") ? "s" : "", ranks, from, to, a->confidence);
+				phase, strpbrk(ranks, ",-") ? "s" : "", ranks, from, to, a->confidence);
 	else
-		pdi_json_printf(j, "pdimon: behaviour changed most in phase %u (%.1fx the next), in rank%s %s (%.1fx the next), "
-				   "at %s => %s (confidence %s)\n",
-				am->faulty_phase, am->phase_margin, strpbrk(ranks, ",-") ? "s" : "", ranks, am->task_margin,
+		pdi_json_printf(j, "pdimon: behaviour changed most in phase %s (%.1fx the next), in rank%s %s (%.1fx the "
+				   "next), at %s => %s (confidence %s)\n",
+				phase, am->phase_margin, strpbrk(ranks, ",-") ? "s" : "", ranks, am->task_margin,
 				from, to, a->confidence);
 }
 
@@ -125,11 +127,18 @@ static void text_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 
 	pdi_json_printf(j, "\nPhases (AutomaDeD: %u compared, %s; effect %s):\n", am->end_phase - am->first_phase,
 			a->sample_runs ? "against earlier runs" : "against each other", pdi_effect_name(am->effect));
-	for (uint32_t p = am->first_phase; p < am->end_phase; p++)
-		pdi_json_printf(j, "  phase %-3u score %-10.3g%s\n", p, am->phase_score[p],
-				p == am->faulty_phase ? (am->effect == PDI_EFFECT_PERMANENT ? "  <- behaviour shifted here"
-											   : "  <- most deviant")
-						      : "");
+	for (uint32_t p = 0; p < am->nphases; p++) {
+		char when[200];
+
+		pdi_analysis_phase_text(a, p, when, sizeof(when));
+		if (p < am->first_phase || p >= am->end_phase)
+			pdi_json_printf(j, "  phase %-3u (not compared)  %s\n", p, when);
+		else
+			pdi_json_printf(j, "  phase %-3u score %-10.3g %s%s\n", p, am->phase_score[p], when,
+					p == am->faulty_phase ? (am->effect == PDI_EFFECT_PERMANENT ? "  <- behaviour shifted here"
+												   : "  <- most deviant")
+							      : "");
+	}
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
 	pdi_json_printf(j, "\nFaulty task(s): %s (phase confidence %.2f, task confidence %.2f; %zu cluster%s of %zu "
 			   "model class%s)\n",

@@ -366,7 +366,7 @@ def table(tallies, out):
               f"{fmt(t.pct('top5')):>6} {fmt(t.pct('lp_recall')):>6} {fmt(t.pct('lp_precision')):>7}", file=out)
 
 
-def parse_floor(spec):
+def parse_floor(spec, metrics=METRICS):
     """"task=80, hang.lp_recall=100" (or a file of such lines) -> {(scope, metric): percent}."""
     if spec and os.path.isfile(spec):
         with open(spec) as f:
@@ -377,7 +377,7 @@ def parse_floor(spec):
             continue
         key, _, val = tok.partition("=")
         scope, _, metric = key.rpartition(".")
-        if metric not in METRICS:
+        if metric not in metrics:
             raise SystemExit(f"campaign: unknown metric in floor: {tok}")
         floor[(scope or "all", metric)] = float(val)
     return floor

@@ -165,7 +165,8 @@ static void build(const struct view_case *c, struct built *b)
 
 		ring_model(&b->models[i], (int)i, s->no_calls ? 0 : c->phases, s->stall_phase);
 		*t = (struct pdi_view_task){.rank = (int)i, .pid = 1000 + (int)i, .running = c->running && !s->ended,
-					    .model = &b->models[i], .lost = s->lost};
+					    .model = &b->models[i], .lost = s->lost,
+					    .wall_offset_ns = 1000 * 1000000000ll - 50000}; /* MPI_Init at 1000 s */
 		t->where = (struct pdi_where){.kind = s->kind, .site = s->site, .for_ns = 5000000000ull};
 		t->where.act = (struct pdi_task_activity){.kind = s->act, .cpu_pct = -1, .wait_pct = -1};
 		if (s->site >= 0)
@@ -303,6 +304,41 @@ Test(analysis, sample_runs_handed_in)
 	pdi_analysis_done(&a);
 	for (int i = 0; i < 4; i++)
 		pdi_model_done(&normal[i]);
+	unbuild(c, b);
+	free(b);
+}
+
+/* Every phase has its wall-clock window; the prologue and epilogue are set-up and tear-down;
+ * the faulty phase is named with its window. */
+Test(analysis, phases_a_person_can_place)
+{
+	const struct view_case *c = &cases[1]; /* the stall, 9 phases */
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	char *json, *summary;
+
+	cr_assert_not_null(b);
+	build(c, b);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_assert_eq(a.nphases, (uint32_t)c->phases + 1);
+	cr_expect_eq(a.phases[0].kind, PDI_PHASE_SETUP);
+	cr_expect_eq(a.phases[a.nphases - 1].kind, PDI_PHASE_TEARDOWN);
+	for (uint32_t p = 1; p + 1 < a.nphases; p++)
+		cr_expect_eq(a.phases[p].kind, PDI_PHASE_STEADY, "phase %u", p);
+	for (uint32_t p = 0; p < a.nphases; p++) {
+		cr_expect(a.phases[p].start_s >= 0 && a.phases[p].end_s > a.phases[p].start_s, "phase %u: %g - %g", p,
+			  a.phases[p].start_s, a.phases[p].end_s);
+		if (p) /* the union over tasks whose clocks differ: windows may overlap, never go back */
+			cr_expect(a.phases[p].start_s >= a.phases[p - 1].start_s, "phase %u", p);
+	}
+	json = pdi_render_json(&a);
+	summary = pdi_render_summary(&a);
+	cr_assert(json && summary);
+	cr_expect(strstr(json, "\"faulty_phase_window\"") && strstr(json, "\"start\":\"1970-01-01T00:16:40."), "%s", json);
+	cr_expect(strstr(summary, "phase 6 (") && strstr(summary, " s after start ("), "%s", summary);
+	free(json);
+	free(summary);
+	pdi_analysis_done(&a);
 	unbuild(c, b);
 	free(b);
 }

@@ -238,7 +238,9 @@ void pdi_html_graph_tree(struct pdi_html_page *p, const json_t *doc)
 		Agnode_t *n;
 		size_t i;
 
-		pdi_html_shorten(pdi_jstr(it.node, "frame") ?: "?", LABEL_CHARS, frame, sizeof(frame));
+		/* the root has no frame of its own: it stands for every task */
+		pdi_html_shorten(it.parent ? pdi_jstr(it.node, "frame") ?: "?" : "all tasks", LABEL_CHARS, frame,
+				 sizeof(frame));
 		ranks_label(pdi_jstr(it.node, "ranks"), pdi_jint(it.node, "count", 0), ranks, sizeof(ranks));
 		snprintf(label, sizeof(label), "%s\n%s", frame, ranks);
 		if (!(n = node(g, "tree", drawn++)) || set_label(n, label) < 0 ||

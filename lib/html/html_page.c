@@ -193,7 +193,7 @@ int pdi_html_page_finish(struct pdi_html_page *p, const char *title, const char 
 	struct pdi_json o;
 	char *page;
 
-	if (p->failed || pdi_json_failed(&p->body))
+	if (p->failed || pdi_json_failed(&p->body) || pdi_json_failed(&p->facts))
 		return -ENOMEM;
 	pdi_json_init(&o);
 	pdi_json_printf(&o, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -210,8 +210,10 @@ int pdi_html_page_finish(struct pdi_html_page *p, const char *title, const char 
 	pdi_json_raw(&o, pdi_html_report_css, pdi_html_report_css_len);
 	pdi_json_printf(&o, "</style>\n</head>\n<body>\n<header><h1>");
 	pdi_html_text(&o, title);
-	pdi_json_printf(&o, "</h1></header>\n<section id=\"verdict\"><p class=\"verdict\">%s</p></section>\n",
-			verdict_html);
+	pdi_json_printf(&o, "</h1></header>\n<section id=\"verdict\"><p class=\"verdict\">%s</p>", verdict_html);
+	if (p->facts.len)
+		pdi_json_printf(&o, "<p class=\"facts\">%.*s</p>", (int)p->facts.len, p->facts.buf);
+	pdi_json_printf(&o, "</section>\n");
 	if (p->nnotes) {
 		pdi_json_printf(&o, "<section id=\"notes\"><h2>What this page cannot show</h2><ul>\n");
 		for (size_t i = 0; i < p->nnotes; i++) {
@@ -242,6 +244,7 @@ int pdi_html_page_finish(struct pdi_html_page *p, const char *title, const char 
 void pdi_html_page_done(struct pdi_html_page *p)
 {
 	pdi_json_free(&p->body);
+	pdi_json_free(&p->facts);
 	json_decref(p->data);
 	for (size_t i = 0; i < p->nnotes; i++)
 		free(p->notes[i]);
@@ -326,6 +329,7 @@ int pdi_html_render(const char *doc, size_t len, const struct pdi_html_env *env,
 		return -ENOMEM;
 	}
 	pdi_json_init(&p.body);
+	pdi_json_init(&p.facts);
 	if (json_is_object(root) && pdi_jobj(root, "verdict"))
 		r = pdi_html_report(&p, root, ret_html);
 	else if (json_is_object(root) && pdi_jstr(root, "program") && pdi_jarr(root, "sites"))

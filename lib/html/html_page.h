@@ -16,6 +16,7 @@
 
 struct pdi_html_page {
 	const struct pdi_html_env *env;
+	struct pdi_json facts;   /* a line of facts under the verdict (when, where, how many) */
 	struct pdi_json body;    /* the sections, after the verdict and the notes */
 	json_t *data;            /* inlined as JSON for report.js: {"timeline": ..., "heatmap": ...} */
 	char *notes[PDI_HTML_MAX_NOTES]; /* what the page could not show, and why */

@@ -194,12 +194,11 @@ static void section_begin(struct pdi_json *o, const char *id, const char *title)
 
 static void facts(struct pdi_html_page *p, const json_t *doc)
 {
-	struct pdi_json *o = &p->body;
+	struct pdi_json *o = &p->facts;
 	const json_t *nodes = pdi_jobj(doc, "nodes");
 	char started[64], ended[64];
 
 	when(pdi_jint(doc, "started", 0), started, sizeof(started));
-	pdi_json_printf(o, "<section id=\"facts\"><p class=\"facts\">");
 	if (pdi_jint(doc, "job_id", 0))
 		pdi_json_printf(o, "Slurm job %" JSON_INTEGER_FORMAT ", step %" JSON_INTEGER_FORMAT " · ",
 				pdi_jint(doc, "job_id", 0), pdi_jint(doc, "step_id", 0));
@@ -213,7 +212,6 @@ static void facts(struct pdi_html_page *p, const json_t *doc)
 	if (pdi_jint(nodes, "count", 0) > 1)
 		pdi_html_textf(o, " on %" JSON_INTEGER_FORMAT " nodes (%" JSON_INTEGER_FORMAT " answered)",
 			       pdi_jint(nodes, "count", 0), pdi_jint(nodes, "answered", 0));
-	pdi_json_printf(o, "</p></section>\n");
 }
 
 /* The analysis's own limits: what it could not conclude, and why. */

@@ -122,7 +122,7 @@ int pdi_html_trends(struct pdi_html_page *p, const json_t *doc, char **ret)
 		pdi_html_note(p, "%zu measured points are zero or negative and cannot be drawn on a log scale", dropped);
 	if (!json_array_size(sites))
 		pdi_html_note(p, "No call site to show: the runs made no MPI call that pdimon saw");
-	pdi_html_data_set(p, "trends", json_pack("{sos?}", "sites", charts, "feature", json_string(feature_name(doc))));
+	pdi_html_data_set(p, "trends", json_pack("{soso}", "sites", charts, "feature", json_string(feature_name(doc))));
 
 	pdi_json_printf(o, "<section id=\"trend-table\"><h2>Call sites, least scalable first</h2>\n<table class=\"trends\">"
 			   "<thead><tr><th>#</th><th>call site</th><th>metric</th><th>model</th><th>exponent</th>"

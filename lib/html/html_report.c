@@ -292,43 +292,80 @@ static void timeline(struct pdi_html_page *p, const json_t *doc)
 			p->failed = true;
 	}
 	pdi_json_printf(o, "</tbody></table></section>\n");
-	pdi_html_data_set(p, "timeline", json_pack("{sosisbss}", "phases", phases, "faulty", faulty, "timed", timed,
+	pdi_html_data_set(p, "timeline", json_pack("{sosIsbss}", "phases", phases, "faulty", faulty, "timed", timed,
 						     "effect", pdi_jstr(am, "effect") ? pdi_jstr(am, "effect") : "none"));
+}
+
+/* For a hang, a last column "now": 1 for a row whose (first) rank sits in MPI, 0 computing,
+ * null otherwise. The blocked call is in no phase yet (a call enters the model when it
+ * returns), so without it the stuck rank would not stand out. */
+static json_t *now_value(const json_t *doc, const char *ranks)
+{
+	long first = ranks ? strtol(ranks + strspn(ranks, "["), NULL, 10) : -1;
+	json_t *t;
+	size_t i;
+
+	json_array_foreach(pdi_jarr(doc, "tasks"), i, t) {
+		const char *st = pdi_jstr(t, "status") ?: "";
+
+		if (pdi_jint(t, "rank", -2) != first)
+			continue;
+		if (!strcmp(st, "blocked") || !strcmp(st, "in_mpi"))
+			return json_real(1);
+		if (!strcmp(st, "computing"))
+			return json_real(0);
+		break;
+	}
+	return json_null();
 }
 
 /* Ranks x phases: the share of each phase a rank spent inside MPI (report.js draws it). */
 static void heatmap(struct pdi_html_page *p, const json_t *doc)
 {
 	const json_t *rp = pdi_jobj(doc, "rank_phases");
-	json_t *rows = pdi_jarr(rp, "rows"), *out = json_array(), *row;
+	json_t *rows = pdi_jarr(rp, "rows"), *out = json_array(), *labels = json_array(), *row;
+	bool now = !strcmp(pdi_jstr(pdi_jobj(doc, "verdict"), "kind") ?: "", "hang");
 	size_t i, nphases = 0;
+	char label[24];
 
 	section_begin(&p->body, "heatmap", "Ranks × phases: share of time in MPI");
+	json_array_foreach(rows, i, row)
+		if (json_array_size(pdi_jarr(row, "mpi")) > nphases)
+			nphases = json_array_size(pdi_jarr(row, "mpi"));
 	json_array_foreach(rows, i, row) {
-		json_t *mpi = pdi_jarr(row, "mpi");
+		json_t *mpi = json_deep_copy(pdi_jarr(row, "mpi") ?: json_array());
 
-		if (json_array_size(mpi) > nphases)
-			nphases = json_array_size(mpi);
-		if (json_array_append_new(out, json_pack("{sssIsO}", "ranks", pdi_jstr(row, "ranks") ?: "?", "count",
-							  pdi_jint(row, "count", 1), "mpi", mpi ? mpi : json_array())) < 0)
+		while (mpi && json_array_size(mpi) < nphases)
+			json_array_append_new(mpi, json_null());
+		if (mpi && now)
+			json_array_append_new(mpi, now_value(doc, pdi_jstr(row, "ranks")));
+		if (!mpi || json_array_append_new(out, json_pack("{sssIso}", "ranks", pdi_jstr(row, "ranks") ?: "?", "count",
+								  pdi_jint(row, "count", 1), "mpi", mpi)) < 0)
 			p->failed = true;
 	}
+	for (size_t k = 0; k < nphases; k++) {
+		snprintf(label, sizeof(label), "%zu", k);
+		json_array_append_new(labels, json_string(label));
+	}
+	if (now)
+		json_array_append_new(labels, json_string("now"));
 	if (!json_array_size(out) || !nphases) {
 		pdi_html_note(p, "No ranks × phases map: %s", rp ? "no task has a phase" : "this report has no per-rank phase "
 												       "times (rank_phases)");
 		pdi_json_printf(&p->body, "<p class=\"missing\">No per-rank phase times.</p></section>\n");
 		json_decref(out);
+		json_decref(labels);
 		return;
 	}
 	pdi_json_printf(&p->body, "<p class=\"hint\">Each row is a rank, or ranks that behaved alike (their ranges "
 				  "on the left)%s. A rank that waits little while the others wait much, or the "
-				  "reverse, stands out as a line.</p>\n<div class=\"chart\" id=\"heatmap-chart\"></div>"
+				  "reverse, stands out as a line.%s</p>\n<div class=\"chart\" id=\"heatmap-chart\"></div>"
 				  "</section>\n",
 			pdi_jstr(rp, "aggregated") && strcmp(pdi_jstr(rp, "aggregated"), "none")
 				? "; blocks of ranks show their most unusual member"
-				: "");
-	pdi_html_data_set(p, "heatmap", json_pack("{sosIsI}", "rows", out, "phases", (json_int_t)nphases, "faulty",
-						    faulty_phase(doc)));
+				: "",
+			now ? " The last column, now, is where each row's first rank is: in MPI (1) or computing (0)." : "");
+	pdi_html_data_set(p, "heatmap", json_pack("{sososI}", "rows", out, "labels", labels, "faulty", faulty_phase(doc)));
 }
 
 /* A hang: what each group of tasks is doing, and for how long. */

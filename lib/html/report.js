@@ -61,19 +61,18 @@
 
   /* one rect per (row, phase): the share of the phase the row's ranks spent in MPI */
   function heatmap(h) {
-    var cells = [], labels = [], phases = [];
-    h.rows.forEach(function (r, i) {
+    var cells = [], labels = [], phases = h.labels;
+    h.rows.forEach(function (r) {
       labels.push(r.ranks);
       r.mpi.forEach(function (v, k) {
-        if (v !== null) cells.push({ row: r.ranks, phase: k, v: v, count: r.count });
+        if (v !== null) cells.push({ row: r.ranks, phase: phases[k], v: v, count: r.count });
       });
     });
-    for (var k = 0; k < h.phases; k++) phases.push(k);
     var band = Math.max(3, Math.min(18, Math.floor(640 / Math.max(1, labels.length))));
     return {
       spec: {
-        width: Math.max(200, Math.min(860, h.phases * 24)), height: band * labels.length, padding: 5, autosize: 'pad',
-        data: [{ name: 'cells', values: cells }, { name: 'faulty', values: h.faulty >= 0 ? [{ phase: h.faulty }] : [] }],
+        width: Math.max(200, Math.min(860, phases.length * 24)), height: band * labels.length, padding: 5, autosize: 'pad',
+        data: [{ name: 'cells', values: cells }, { name: 'faulty', values: h.faulty >= 0 && h.faulty < phases.length ? [{ phase: phases[h.faulty] }] : [] }],
         scales: [
           { name: 'x', type: 'band', domain: phases, range: 'width' },
           { name: 'y', type: 'band', domain: labels, range: 'height' },

@@ -234,6 +234,10 @@ static int take_task(void *ctx, const struct pdi_store_task *x)
 	struct pdi_model *m;
 	int r;
 
+	/* a launcher the step still watched when it was written (persist.c keeps it so that a
+	 * restart can watch it again) is no task of the run */
+	if (!strcmp(x->state, "watched"))
+		return 0;
 	if (l->taken >= l->s->ntasks || x->rank != l->order[l->taken].rank) {
 		l->why = "its ranks are not the step's";
 		return NOT_NORMAL;

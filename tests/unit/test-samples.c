@@ -420,3 +420,22 @@ Test(samples, nothing_to_match_by)
 	pdi_samples_done(&v);
 	step_done(&f);
 }
+
+/* A launcher the run still watched when it was written (a row in state "watched", rank -1,
+ * no model) is no task of the run: the run stays a sample. */
+Test(samples, a_watched_launcher_is_no_task)
+{
+	struct pdi_store_task w = {.rank = -1, .pid = 999};
+	struct pdi_samples v;
+	struct fixture f;
+
+	step_init(&f, "now");
+	put_run(normal("normal", 200, num_step));
+	snprintf(w.state, sizeof(w.state), "watched");
+	cr_assert_eq(pdi_store_put_task(st, "normal", &w), 0);
+	cr_assert_eq(pdi_samples_load(st, &f.s, 8, &v), 0);
+	cr_assert_eq(v.nruns, 1);
+	assert_run_is(&v, 0, "normal", false, 0);
+	pdi_samples_done(&v);
+	step_done(&f);
+}

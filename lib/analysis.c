@@ -22,6 +22,7 @@
  * phases of pure noise reaches about 4 (fault-free runs of real programs in the campaign,
  * bench/apps.py); an injected 2-5 s stall stands at tens to thousands. */
 #define PDI_NOISE_Z 8.0
+#define PDI_EXCESS_MAD_FLOOR_S 0.05
 #define PDI_NOISE_Z_HIGH 30.0
 #define PDI_MIN_PHASES 6       /* compared phases below which no phase is singled out */
 #define PDI_CLASS_TOLERANCE 0.05 /* tasks whose times agree this closely share a class */
@@ -297,7 +298,7 @@ static int cmp_double(const void *x, const void *y)
 /* How far the faulty phase's score stands above the step's other compared phases, in robust
  * standard deviations: (score - median) / (1.4826 MAD). The step's own phases are its normal
  * variation; a MAD of 0 (identical phases) counts as a tiny fraction of the median. */
-static double noise_z(const struct pdi_automaded *am)
+static double noise_z(const struct pdi_automaded *am, const double *per_phase, double mad_floor)
 {
 	uint32_t n = 0, p;
 	double *v = malloc((am->end_phase - am->first_phase + 1) * sizeof(*v)), med, mad, top;
@@ -308,7 +309,7 @@ static double noise_z(const struct pdi_automaded *am)
 	}
 	for (p = am->first_phase; p < am->end_phase; p++)
 		if (p != am->faulty_phase)
-			v[n++] = am->phase_score[p];
+			v[n++] = per_phase[p];
 	qsort(v, n, sizeof(*v), cmp_double);
 	med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 	for (p = 0; p < n; p++)
@@ -316,8 +317,8 @@ static double noise_z(const struct pdi_automaded *am)
 	qsort(v, n, sizeof(*v), cmp_double);
 	mad = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 	free(v);
-	top = am->phase_score[am->faulty_phase];
-	mad = 1.4826 * mad;
+	top = per_phase[am->faulty_phase];
+	mad = fmax(1.4826 * mad, mad_floor);
 	if (mad < 1e-3 * fabs(med) || mad <= 0)
 		mad = fmax(1e-3 * fabs(med), 1e-12);
 	return (top - med) / mad;
@@ -350,16 +351,22 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 		add_limit(a, "AutomaDeD: only %u phases compared and no earlier run to compare with: too few to "
 			     "single out a phase with confidence",
 			  a->am.end_phase - a->am.first_phase);
-	a->noise_z = noise_z(&a->am);
+	/* the evidence against the step's own variation: the scores (dimensionless) when they
+	 * chose the phase, else the time lost (a MAD under 50 ms is taken as 50 ms) */
+	a->excess_s = a->am.phase_excess[a->am.faulty_phase];
+	a->noise_z = a->am.by_time ? noise_z(&a->am, a->am.phase_excess, PDI_EXCESS_MAD_FLOOR_S)
+				   : noise_z(&a->am, a->am.phase_score, 0);
 	a->abnormal = a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
 		      a->am.ntop > 0 && a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 &&
+		      (a->excess_s >= PDI_EXCESS_FLOOR_S || a->am.effect == PDI_EFFECT_PERMANENT) &&
 		      (a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES || a->sample_runs);
 	a->confidence = !a->abnormal ? "none" : a->noise_z >= PDI_NOISE_Z_HIGH && a->am.task_margin >= 2 ? "high"
 						: a->noise_z >= 2 * PDI_NOISE_Z ? "medium" : "low";
-	if (!a->abnormal && a->am.ntop > 0 && a->noise_z < PDI_NOISE_Z && a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES)
-		add_limit(a, "AutomaDeD: the most deviant phase (%u) stands %.1f robust deviations above the others, within "
-			     "this step's normal variation (abnormal from %.0f)",
-			  a->am.faulty_phase, a->noise_z, PDI_NOISE_Z);
+	if (!a->abnormal && a->am.ntop > 0 && a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES)
+		add_limit(a, "AutomaDeD: the most deviant phase (%u) stands %.1f robust deviations above the others and took "
+			     "%.2f s longer than usual: within this step's normal variation (abnormal from %.0f deviations "
+			     "and %.1f s)",
+			  a->am.faulty_phase, a->noise_z, a->excess_s, PDI_NOISE_Z, PDI_EXCESS_FLOOR_S);
 out:
 	free(models);
 	free(weights);

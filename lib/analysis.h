@@ -68,6 +68,8 @@ struct pdi_analysis {
 	double noise_z;              /* how far the faulty phase's score stands above the others', in
 					robust standard deviations (median, MAD) */
 	const char *confidence;      /* in words: "none", "low", "medium", "high" */
+	double excess_s;             /* the time the faulty phase took beyond its usual length, on the
+					task where it grew most (s): what a person would call the stall */
 
 	struct pdi_ptree *tree;      /* NULL when it could not be built */
 

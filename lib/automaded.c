@@ -387,6 +387,52 @@ static double computation_step(const struct work *w, uint32_t *ret_phase, size_t
 	return best;
 }
 
+/* How much longer than usual each compared phase took, on the model where it grew most. */
+static void phase_excess(const struct work *w, struct pdi_automaded *a)
+{
+	uint32_t m = w->end - w->first;
+	double d[m + 1];
+
+	for (size_t t = 0; t < w->n; t++) {
+		const struct pdi_model *x = w->in->models[t];
+		double med;
+
+		for (uint32_t i = 0; i < m; i++)
+			d[i] = (double)(x->phases[w->first + i].t_end - x->phases[w->first + i].t_start) / 1e9;
+		med = median(d, m);
+		for (uint32_t p = w->first; p < w->end; p++)
+			a->phase_excess[p] = fmax(a->phase_excess[p],
+						  (double)(x->phases[p].t_end - x->phases[p].t_start) / 1e9 - med);
+	}
+}
+
+/* A temporary effect whose scores point at a phase of usual length, while another phase took
+ * a stall's worth longer than usual: the scores weigh every transition's change alike, so
+ * a reshuffle of microsecond transitions (a loaded machine's noise) can outscore seconds
+ * lost in one. The phase that lost the time is the faulty one. So is it for a permanent
+ * shift found by splitting the scores (not a lasting step in computation time) when one
+ * phase lost at least twice the time of any other: one phase far above the rest. */
+static void prefer_lost_time(const struct work *w, struct pdi_automaded *a)
+{
+	uint32_t best = w->first;
+	double second = 0;
+
+	for (uint32_t p = w->first; p < w->end; p++)
+		if (a->phase_excess[p] > a->phase_excess[best])
+			best = p;
+	for (uint32_t p = w->first; p < w->end; p++)
+		if (p != best && a->phase_excess[p] > second)
+			second = a->phase_excess[p];
+	if (best == a->faulty_phase || a->phase_excess[best] < PDI_EXCESS_FLOOR_S ||
+	    (a->effect == PDI_EFFECT_TEMPORARY && a->phase_excess[a->faulty_phase] >= PDI_EXCESS_FLOOR_S / 2) ||
+	    (a->effect == PDI_EFFECT_PERMANENT && (a->stepped || a->phase_excess[best] < 2 * second)))
+		return;
+	a->effect = PDI_EFFECT_TEMPORARY;
+	a->faulty_phase = best;
+	a->by_time = true;
+	a->phase_margin = second > 0 ? a->phase_excess[best] / second : 1e9;
+}
+
 /* The faulty phase, temporary or permanent (4.2). */
 static void faulty_phase(struct work *w, struct pdi_automaded *a)
 {
@@ -888,7 +934,8 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 	w.dev = calloc(w.n * w.np, sizeof(*w.dev));
 	a.phase_score = calloc(w.np, sizeof(*a.phase_score));
 	a.task_score = calloc(w.n, sizeof(*a.task_score));
-	if (!w.smm || !w.nu || !w.d || !w.raw || !w.dev || !a.phase_score || !a.task_score)
+	a.phase_excess = calloc(w.np, sizeof(*a.phase_excess));
+	if (!w.smm || !w.nu || !w.d || !w.raw || !w.dev || !a.phase_score || !a.task_score || !a.phase_excess)
 		goto out;
 	for (size_t t = 0; t < w.n; t++)
 		if ((r = build_smms(in->models[t], w.np, &w.smm[t * w.np])) < 0)
@@ -901,7 +948,9 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 				goto out;
 	deviations(&w);
 	phase_scores(&w, &a);
+	phase_excess(&w, &a);
 	faulty_phase(&w, &a);
+	prefer_lost_time(&w, &a);
 	task_scores(&w, &a);
 	if ((r = computation_scores(&w, &a)) < 0 || (r = cluster_tasks(&w, &a)) < 0 || (r = characteristic(&w, &a)) < 0)
 		goto out;
@@ -921,6 +970,7 @@ out:
 void pdi_automaded_done(struct pdi_automaded *a)
 {
 	free(a->phase_score);
+	free(a->phase_excess);
 	free(a->task_score);
 	free(a->cluster);
 	*a = (struct pdi_automaded){0};

@@ -136,6 +136,12 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	for (uint32_t p = 0; p < am->nphases; p++)
 		pdi_json_double(j, am->phase_score[p]);
 	pdi_json_arr_end(j);
+	pdi_json_key(j, "phase_excess_s");
+	pdi_json_arr_begin(j);
+	for (uint32_t p = 0; p < am->nphases; p++)
+		pdi_json_double(j, am->phase_excess[p]);
+	pdi_json_arr_end(j);
+	pdi_json_kv_bool(j, "phase_by_time", am->by_time);
 	pdi_json_kv_str(j, "effect", pdi_effect_name(am->effect));
 	pdi_json_kv_uint(j, "faulty_phase", am->faulty_phase);
 	pdi_json_kv_double(j, "phase_margin", am->phase_margin);
@@ -287,6 +293,7 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 								 : 0.0);
 		pdi_json_kv_str(j, "confidence_words", a->confidence);
 		pdi_json_kv_double(j, "noise_z", a->noise_z);
+		pdi_json_kv_double(j, "excess_s", a->excess_s);
 	} else {
 		pdi_json_kv_str(j, "method", "none");
 	}

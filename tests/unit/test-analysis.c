@@ -20,9 +20,10 @@ enum { INIT, PCONTROL, IRECV, ISEND, WAITALL, BARRIER, NSITES };
 static const char *const fns[NSITES] = {"MPI_Init", "MPI_Pcontrol", "MPI_Irecv", "MPI_Isend", "MPI_Waitall",
 					"MPI_Barrier"};
 
-/* A ring program's task: the prologue (model phase 0), then PHASES Pcontrol phases of 40 Irecv, Isend, Waitall, compute,
- * Barrier iterations; in phase STALL_PHASE (-1: none) it computes 30 times longer in half
- * the iterations. Jitter is deterministic per rank. */
+/* A ring program's task: the prologue (model phase 0), then PHASES Pcontrol phases of 40
+ * Irecv, Isend, Waitall, compute, Barrier iterations (about 1.2 s); in phase STALL_PHASE (-1:
+ * none) it computes 30 times longer in half the iterations (a 12 s stall). Jitter is
+ * deterministic per rank. */
 static void ring_model(struct pdi_model *m, int rank, int phases, int stall_phase)
 {
 	uint64_t t = 0;
@@ -44,14 +45,14 @@ static void ring_model(struct pdi_model *m, int rank, int phases, int stall_phas
 			for (int s = IRECV; s <= BARRIER; s++) {
 				struct pdi_call x = {.site = (uint32_t)s, .fn = (uint16_t)pdi_mpi_func_find(fns[s]),
 						     .peer = PDI_NO_PEER};
-				double gap = s == BARRIER ? 20000 : 2000;
+				double gap = s == BARRIER ? 20e6 : 2e6; /* ns: 20 ms of computation */
 
 				seed = seed * 1103515245u + 12345u;
 				gap *= 0.9 + 0.2 * ((seed >> 16) % 1000) / 1000.0;
 				if (s == BARRIER && p == stall_phase && i >= 20)
 					gap *= 30;
 				x.t_enter = (t += (uint64_t)gap);
-				x.t_exit = (t += 3000);
+				x.t_exit = (t += 3000000);
 				cr_assert_eq(pdi_model_add_call(m, &x), 0);
 			}
 	}

@@ -27,9 +27,10 @@ int main(int argc, char **argv)
 	for (long i = 0; i < iters; i++) {
 		MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* @allreduce */
 #ifndef NO_GROWTH
-		for (int p = 1; p < n; p++)
-			MPI_Sendrecv(out, 16, MPI_DOUBLE, (rank + p) % n, 3, in, 16, MPI_DOUBLE, (rank + n - p) % n, 3,
-				     MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* @exchange */
+		for (int p = 1; p < n; p++) {
+			int to = (rank + p) % n, from = (rank + n - p) % n;
+			MPI_Sendrecv(out, 16, MPI_DOUBLE, to, 3, in, 16, MPI_DOUBLE, from, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* @exchange */
+		}
 #endif
 		for (long k = 0; k < size / SIZE_UNIT; k++)
 			MPI_Bcast(&x, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD); /* @bcast */

@@ -162,7 +162,7 @@ static int fit_power(const double *x, const double *y, size_t n, double xmax, do
 
 static void choose(const double *x, const double *y, size_t n, double xmin, double xmax, struct pdi_trend_fit *f)
 {
-	double mean = 0, sst = 0, sse_lin, sse_pow, lo, hi;
+	double mean = 0, sst = 0, sse_lin, sse_pow = INFINITY, lo, hi;
 
 	for (size_t i = 0; i < n; i++)
 		mean += y[i] / (double)n;

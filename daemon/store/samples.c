@@ -249,6 +249,9 @@ static int take_task(void *ctx, const struct pdi_store_task *x)
 	struct pdi_model *m;
 	int r;
 
+	/* a launcher pdimond watched (a checkpoint stored it while the step ran): no task */
+	if (!strcmp(x->state, "watched"))
+		return 0;
 	if (l->taken >= l->s->ntasks || x->rank != l->order[l->taken].rank) {
 		l->why = "its ranks are not the step's";
 		return NOT_NORMAL;

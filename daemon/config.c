@@ -46,6 +46,9 @@ void pdi_config_defaults(struct pdi_config *c)
 		.peer_port = 7087,
 		.gather_fanout = 32,
 		.gather_timeout_ms = 2000,
+		.peer_max_request_kib = 4096,
+		.peer_replay_entries = 65536,
+		.munge_timeout_ms = 1000,
 		.node_name = default_node_name(),
 	};
 	for (unsigned i = 0; i < ELEMENTSOF(default_libraries); i++)
@@ -186,6 +189,12 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_uint(value, 2, 65536, &c->gather_fanout);
 	if (!strcmp(key, "gather_timeout_ms"))
 		return set_uint(value, 10, 600000, &c->gather_timeout_ms);
+	if (!strcmp(key, "peer_max_request_kib"))
+		return set_uint(value, 4, 65536, &c->peer_max_request_kib);
+	if (!strcmp(key, "peer_replay_entries"))
+		return set_uint(value, 16, 1u << 24, &c->peer_replay_entries);
+	if (!strcmp(key, "munge_timeout_ms"))
+		return set_uint(value, 10, 60000, &c->munge_timeout_ms);
 	if (!strcmp(key, "node_name"))
 		return *value && strlen(value) < 64 ? set_string(&c->node_name, value) : -EINVAL;
 	if (!strcmp(key, "mpi_libraries"))

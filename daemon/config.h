@@ -33,6 +33,9 @@ struct pdi_config {
 	char *munge_socket;                   /* NULL: MUNGE's default */
 	unsigned gather_fanout;               /* children per daemon in a step's gather tree */
 	unsigned gather_timeout_ms;           /* per tree level */
+	unsigned peer_max_request_kib;        /* a peer request's body, before it is authenticated */
+	unsigned peer_replay_entries;         /* the peer credentials' replay cache */
+	unsigned munge_timeout_ms;            /* bound on each MUNGE encode or decode */
 	char *node_name;                      /* this node as Slurm and the other daemons name it */
 	struct pdi_model_config model;
 };

@@ -55,8 +55,8 @@ import campaign  # noqa: E402  (reading pdimon's output: one place)
 
 RANKS = 4
 BUILD = os.environ.get("PDIMON_BUILD", os.path.join(HERE, "../build"))
-AGENT = os.path.join(BUILD, "bench/libpdimon-spin-agent.so")
-HOG = os.path.join(BUILD, "bench/pdimon-hog")
+AGENT = os.path.join(BUILD, "tests/faults/libpdimon-spin-agent.so")  # built by tests/faults/meson.build
+HOG = os.path.join(BUILD, "tests/faults/pdimon-hog")
 SPIN_SIGNAL = signal.SIGRTMIN + 7
 FAULTS = ["none", "stop", "spin", "hang-stop", "hang-spin", "deadlock", "cpu", "mem"]
 HANGS = {"hang-stop", "hang-spin", "deadlock"}
@@ -330,17 +330,9 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
         if inj:
             inj.finish()
         if p is not None:
-            for pid in rank_pids(name).values():  # a stopped rank must not outlive its job
-                try:
-                    os.kill(pid, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
+            campaign.signal_all(rank_pids(name).values(), signal.SIGCONT)  # a stopped rank must not outlive its job
             harness.kill_tree(p)
-            for pid in rank_pids(name).values():
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            campaign.signal_all(rank_pids(name).values(), signal.SIGKILL)
         try:
             d.stop()
         except AssertionError as e:

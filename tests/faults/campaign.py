@@ -211,6 +211,15 @@ def job_processes(truth):
     return pids
 
 
+def signal_all(pids, sig):
+    """SIG to each of PIDS that still exists."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
 def new_bus():
     """A private system bus of our own (the Daemon's own would outlive a daemon that fails to start)."""
     directory = tempfile.mkdtemp(prefix="pdimon-faults-bus-")
@@ -267,11 +276,7 @@ def run_one(plan, impl, analyze_cmd, workdir, runlog, job_timeout):
     finally:
         if p is not None:
             harness.kill_tree(p)
-        for pid in job_processes(truth_path):  # ranks that left the job's process group
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        signal_all(job_processes(truth_path), signal.SIGKILL)  # ranks that left the job's process group
         try:
             d.stop()
         except AssertionError as e:

@@ -36,6 +36,7 @@ Usage: apps.py [--apps gromacs,hpcc,meep,mpb,halo] [--faults none,stop,...] [--s
 20-60 s each at 4 ranks on this 2-core machine. Run as root, under the heavy lock (shared).
 """
 import argparse
+import ctypes
 import json
 import os
 import random
@@ -69,7 +70,7 @@ METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet
 
 def mpirun_openmpi(*cmd):
     return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS), "-x", "LD_PRELOAD",
-            "-x", "PDIMON_SPIN_MS", *cmd]
+            "-x", "PDIMON_SPIN_MS", "-x", "PDIMON_SPIN_TRUTH", *cmd]
 
 
 def gromacs(d, short):
@@ -199,6 +200,12 @@ def rank_pids(marker):
     return out
 
 
+def tgkill(tgid, tid, sig):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(234, tgid, tid, int(sig)) < 0:  # SYS_tgkill on x86-64
+        raise ProcessLookupError(ctypes.get_errno(), "tgkill")
+
+
 def cpu_of(pid):
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[36])
@@ -235,7 +242,7 @@ class Injector(threading.Thread):
             if f in ("stop", "hang-stop"):
                 os.kill(pid, signal.SIGSTOP)
             elif f in ("spin", "hang-spin"):
-                os.kill(pid, SPIN_SIGNAL)
+                tgkill(pid, pid, SPIN_SIGNAL)  # the main thread: the program's, not MPI's helpers
             elif f in ("cpu", "mem"):
                 cpu = cpu_of(pid)
                 os.sched_setaffinity(pid, {cpu})
@@ -290,7 +297,9 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
     p, inj, end, doc, show = None, None, "timeout", None, None
     truth_file = os.path.join(workdir, "deadlock.truth")
     try:
-        env = dict(d.env, PDIMON_APPS_RUN=name, LD_PRELOAD=AGENT, PDIMON_SPIN_MS=str(plan.spin_ms()))
+        spin_truth = os.path.join(workdir, "spin.truth")
+        env = dict(d.env, PDIMON_APPS_RUN=name, LD_PRELOAD=AGENT, PDIMON_SPIN_MS=str(plan.spin_ms()),
+                   PDIMON_SPIN_TRUTH=spin_truth)
         if plan.fault == "deadlock":
             env.update(PDIMON_FAULT="deadlock", PDIMON_FAULT_RANK=str(plan.rank), PDIMON_FAULT_WHERE="mpi",
                        PDIMON_FAULT_ITER=str(int(plan.at_s / usual_s * HALO_ITERS[usual_s < 10])),
@@ -339,6 +348,12 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
             campaign.log(runlog, f"# {name}: pdimond did not stop cleanly: {str(e)[:300]}")
         bus.stop()
     truth = inj.truth if inj else None
+    if truth and plan.fault in ("spin", "hang-spin"):
+        try:  # the spin began when the rank left MPI (the agent spins outside MPI only)
+            with open(spin_truth) as f:
+                truth["t_ns"] = int(f.read())
+        except (OSError, ValueError):
+            truth = None  # it never spun: a miss
     if plan.fault == "deadlock" and os.path.exists(truth_file):
         with open(truth_file) as f:
             t = json.load(f)

@@ -353,9 +353,10 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 			  a->am.end_phase - a->am.first_phase);
 	/* the evidence against the step's own variation: the scores (dimensionless) when they
 	 * chose the phase, else the time lost (a MAD under 50 ms is taken as 50 ms) */
-	a->excess_s = a->am.phase_excess[a->am.faulty_phase];
-	a->noise_z = a->am.by_time ? noise_z(&a->am, a->am.phase_excess, PDI_EXCESS_MAD_FLOOR_S)
-				   : noise_z(&a->am, a->am.phase_score, 0);
+	a->excess_s = fmax(a->am.phase_excess[a->am.faulty_phase], a->am.phase_imbalance[a->am.faulty_phase]);
+	a->noise_z = !a->am.by_time ? noise_z(&a->am, a->am.phase_score, 0)
+		     : noise_z(&a->am, a->am.by_imbalance ? a->am.phase_imbalance : a->am.phase_excess,
+			       PDI_EXCESS_MAD_FLOOR_S);
 	a->abnormal = a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
 		      a->am.ntop > 0 && a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 &&
 		      (a->excess_s >= PDI_EXCESS_FLOOR_S || a->am.effect == PDI_EFFECT_PERMANENT) &&

@@ -50,8 +50,13 @@ struct pdi_automaded {
 	double *phase_score;      /* per phase (nphases): the tasks' weighted deviations; 0 outside */
 	double *phase_excess;     /* per phase: how much longer than usual it took on the task where it
 				     grew most (s; each task's median over the compared phases); 0 outside */
-	bool by_time;             /* the faulty phase is the one that took longest beyond its usual
-				     length: the scores pointed at a phase that took its usual time */
+	double *phase_imbalance;  /* per phase: the most computation time one task spent beyond the
+				     tasks' median in it (s): a stall of one task, which the machine's
+				     load, shared by all tasks, hardly makes; 0 outside */
+	bool by_time;             /* the faulty phase is the one that lost a stall's worth of time
+				     (imbalance, else length): the scores pointed at a phase that
+				     took its usual time */
+	bool by_imbalance;        /* ... and it lost it in one task's computation (phase_imbalance) */
 	enum pdi_effect effect;
 	uint32_t faulty_phase;
 	double phase_margin;      /* faulty score over the next highest: 1 = no contrast */

@@ -141,6 +141,11 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	for (uint32_t p = 0; p < am->nphases; p++)
 		pdi_json_double(j, am->phase_excess[p]);
 	pdi_json_arr_end(j);
+	pdi_json_key(j, "phase_imbalance_s");
+	pdi_json_arr_begin(j);
+	for (uint32_t p = 0; p < am->nphases; p++)
+		pdi_json_double(j, am->phase_imbalance[p]);
+	pdi_json_arr_end(j);
 	pdi_json_kv_bool(j, "phase_by_time", am->by_time);
 	pdi_json_kv_str(j, "effect", pdi_effect_name(am->effect));
 	pdi_json_kv_uint(j, "faulty_phase", am->faulty_phase);

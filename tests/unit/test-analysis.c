@@ -24,7 +24,7 @@ static const char *const fns[NSITES] = {"MPI_Init", "MPI_Pcontrol", "MPI_Irecv",
  * Irecv, Isend, Waitall, compute, Barrier iterations (about 1.2 s); in phase STALL_PHASE (-1:
  * none) it computes 30 times longer in half the iterations (a 12 s stall). Jitter is
  * deterministic per rank. */
-static void ring_model(struct pdi_model *m, int rank, int phases, int stall_phase)
+static void ring_model_noisy(struct pdi_model *m, int rank, int phases, int stall_phase, int noise_phase)
 {
 	uint64_t t = 0;
 	unsigned seed = (unsigned)rank * 7919u + 13u;
@@ -51,11 +51,18 @@ static void ring_model(struct pdi_model *m, int rank, int phases, int stall_phas
 				gap *= 0.9 + 0.2 * ((seed >> 16) % 1000) / 1000.0;
 				if (s == BARRIER && p == stall_phase && i >= 20)
 					gap *= 30;
+				if (s == BARRIER && p == noise_phase)
+					gap *= 25; /* every task: the machine, not the program */
 				x.t_enter = (t += (uint64_t)gap);
 				x.t_exit = (t += 3000000);
 				cr_assert_eq(pdi_model_add_call(m, &x), 0);
 			}
 	}
+}
+
+static void ring_model(struct pdi_model *m, int rank, int phases, int stall_phase)
+{
+	ring_model_noisy(m, rank, phases, stall_phase, -1);
 }
 
 struct task_spec {
@@ -339,6 +346,31 @@ Test(analysis, phases_a_person_can_place)
 	cr_expect(strstr(summary, "phase 6 (") && strstr(summary, " s after start ("), "%s", summary);
 	free(json);
 	free(summary);
+	pdi_analysis_done(&a);
+	unbuild(c, b);
+	free(b);
+}
+
+/* A phase the machine slowed for every task (19 s more each) against one task's 12 s stall
+ * in another: the stall is the faulty phase, by the time one task lost beyond the others. */
+Test(analysis, a_stall_of_one_task_beats_a_slowdown_of_all)
+{
+	const struct view_case *c = &cases[0]; /* 4 tasks, 8 phases, clean */
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	int ranks[MAX_TASKS];
+
+	cr_assert_not_null(b);
+	build(c, b);
+	for (unsigned i = 0; i < c->ntasks; i++) {
+		pdi_model_done(&b->models[i]);
+		ring_model_noisy(&b->models[i], (int)i, c->phases, i == 1 ? 5 : -1, 2);
+	}
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_eq(a.am.faulty_phase, 6, "phase %u (imbalance %g, excess %g in phase 3)", a.am.faulty_phase,
+		     a.am.phase_imbalance[6], a.am.phase_excess[3]);
+	cr_expect(pdi_analysis_faulty_ranks(&a, ranks) == 1 && ranks[0] == 1);
+	cr_expect(a.abnormal);
 	pdi_analysis_done(&a);
 	unbuild(c, b);
 	free(b);

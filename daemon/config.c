@@ -180,6 +180,13 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_libraries(c, value);
 	if (!strcmp(key, "log_level"))
 		return parse_level(value, &c->log_level);
+	if (!strcmp(key, "probe_placement")) {
+		/* "emulated": past single-stepped first instructions where safe (probe/entry_place.h) */
+		if (strcmp(value, "emulated") && strcmp(value, "function-start"))
+			return -EINVAL;
+		c->probe_at_start = !strcmp(value, "function-start");
+		return 0;
+	}
 	if (!strcmp(key, "auto_phases"))
 		return parse_bool(value, &c->model.auto_phases);
 	if (!strcmp(key, "drain_interval_ms")) {

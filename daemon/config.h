@@ -30,6 +30,7 @@ struct pdi_config {
 	unsigned gather_fanout;               /* children per daemon in a step's gather tree */
 	unsigned gather_timeout_ms;           /* per tree level */
 	char *node_name;                      /* this node as Slurm and the other daemons name it */
+	bool probe_at_start;                  /* entry probes on functions' first byte, never moved */
 	struct pdi_model_config model;
 };
 

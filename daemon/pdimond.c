@@ -25,6 +25,7 @@
 #include "log.h"
 #include "objcache.h"
 #include "peer.h"
+#include "probe_targets.h"
 #include "persist.h"
 #include "tracer.h"
 #include "worker.h"
@@ -388,7 +389,8 @@ int main(int argc, char **argv)
 	if (r < 0)
 		goto out;
 	r = pdi_tracer_new(&(struct pdi_tracer_options){.ring_bytes = d.cfg.ring_buffer_kib * 1024u,
-							.wakeup_bytes = d.cfg.wakeup_kib * 1024u},
+							.wakeup_bytes = d.cfg.wakeup_kib * 1024u,
+							.target_flags = d.cfg.probe_at_start ? PDI_TARGETS_AT_START : 0},
 			   pdi_ingest_event, &d, &d.tracer);
 	if (r < 0) {
 		explain_load_failure(r);

@@ -38,6 +38,7 @@ struct pdi_tracer {
 	struct stat *trapped; /* the library inodes whose MPI_Init is trapped */
 	unsigned ntrapped;
 	bool multi;           /* attach with uprobe_multi links */
+	unsigned target_flags; /* enum pdi_targets_flags */
 };
 
 /* libbpf's own messages only with -v: every failure they describe is reported by pdimond
@@ -72,6 +73,7 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 	libbpf_set_print(libbpf_print);
 	t->on_event = on_event;
 	t->ctx = ctx;
+	t->target_flags = opts->target_flags;
 	t->skel = mpitrace_bpf__open();
 	if (!t->skel) {
 		r = -errno;
@@ -121,7 +123,7 @@ int pdi_tracer_check(struct pdi_objcache *objs, pid_t pid)
 
 	if (!pt)
 		return -ENOMEM;
-	r = pdi_probe_targets_find(objs, pid, pt);
+	r = pdi_probe_targets_find(objs, pid, PDI_TARGETS_AT_START, pt);
 	free(pt);
 	return r;
 }
@@ -185,7 +187,7 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 
 	if (!pt)
 		return -ENOMEM;
-	r = pdi_probe_targets_find(objs, pid, pt);
+	r = pdi_probe_targets_find(objs, pid, t->target_flags, pt);
 	if (r < 0)
 		goto out;
 	if (t->multi) {
@@ -199,12 +201,19 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 		pdi_attachment_detach(&a);
 		goto out;
 	}
-	log_debug("pid %d: %u MPI functions probed in %s", (int)pid, pt->n, pt->object);
+	for (unsigned i = 0; i < pt->n; i++) {
+		a.nmoved += pt->skipped[i] > 0;
+		a.nstepped += pt->kinds[i] == PDI_INSN_STEPPED;
+	}
+	log_debug("pid %d: %u MPI functions probed in %s, %u entry probes moved to an emulated instruction, "
+		  "%u single-stepped", (int)pid, pt->n, pt->object, a.nmoved, a.nstepped);
 	a.nprobes = pt->n;
 	a.int_handles = pt->int_handles;
 	a.dtypes = pt->dtypes;
 	a.obj = pt->obj;
 	snprintf(a.object, sizeof(a.object), "%s", pt->object);
+	a.targets = pt;
+	pt = NULL;
 	*ret = a;
 out:
 	free(pt);
@@ -223,6 +232,8 @@ void pdi_attachment_detach(struct pdi_attachment *a)
 			close(a->multi_fds[i]);
 			a->multi_fds[i] = -1;
 		}
+	free(a->targets);
+	a->targets = NULL;
 }
 
 static bool is_trapped(const struct pdi_tracer *t, const struct stat *st)

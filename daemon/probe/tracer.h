@@ -12,12 +12,14 @@
 struct pdi_tracer;
 struct pdi_objcache;
 struct pdi_elfobj;
+struct pdi_probe_targets;
 
 typedef int (*pdi_event_fn)(void *ctx, const struct pdi_event *e);
 
 struct pdi_tracer_options {
 	uint32_t ring_bytes;   /* ring buffer size: a power of two, at least a page */
 	uint32_t wakeup_bytes; /* BPF wakes the daemon once this much is pending */
+	unsigned target_flags; /* enum pdi_targets_flags: PDI_TARGETS_AT_START turns placement off */
 };
 
 /* Load the BPF programs. -EPERM/-EACCES when not privileged, -EOPNOTSUPP without BPF. */
@@ -35,6 +37,9 @@ struct pdi_attachment {
 	struct pdi_dtypes dtypes;  /* sizes of the predefined datatypes, by handle */
 	char object[256];          /* where the MPI symbols come from */
 	struct pdi_elfobj *obj;
+	struct pdi_probe_targets *targets; /* what was probed where (offsets, cookies, placement) */
+	unsigned nmoved;           /* entry probes moved past a single-stepped first instruction */
+	unsigned nstepped;         /* entry probes left on an instruction the kernel single-steps */
 };
 
 /* Attach entry and return probes on every probed MPI function PID maps.

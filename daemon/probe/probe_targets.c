@@ -114,7 +114,11 @@ int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, unsigned flags,
 						  ? f->name
 						  : pname;
 
-			ret->offsets[at] = pdi_probe_place(ret->obj, sym, ret->offsets[at], flags, &pl);
+			/* MPI_Init stays where the trap that stops a starting process sits (tracer.c): a
+			 * process held there has run that first instruction and must not hit MPI_Init's
+			 * probe again further on. It runs once per process: its cost does not matter. */
+			ret->offsets[at] = pdi_probe_place(ret->obj, sym, ret->offsets[at],
+							   f->cls == PDI_FC_INIT ? flags | PDI_TARGETS_AT_START : flags, &pl);
 			ret->skipped[at] = pl.skip;
 			ret->kinds[at] = pl.kind;
 			ret->first_kinds[at] = pl.first_kind;

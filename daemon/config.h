@@ -31,6 +31,7 @@ struct pdi_config {
 	unsigned gather_timeout_ms;           /* per tree level */
 	char *node_name;                      /* this node as Slurm and the other daemons name it */
 	bool probe_at_start;                  /* entry probes on functions' first byte, never moved */
+	double max_overhead_pct;              /* the most a task's probes may cost it; 0: no budget */
 	struct pdi_model_config model;
 };
 

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "bus.h"
 #include "daemon.h"
 #include "gather.h"
@@ -110,6 +111,8 @@ static int setup_loop(struct pdi_daemon *d)
 	    (r = add_fd(d, pdi_tracer_epoll_fd(d->tracer), PDI_SRC(PDI_SRC_RING, 0))) < 0)
 		return r;
 	/* no thread exists before the first job: the pool may be made before daemonizing */
+	if ((r = pdi_budget_open(d)) < 0)
+		return r;
 	if ((r = pdi_workers_new("work", PDI_WORKER_THREADS, PDI_WORKER_QUEUE, &d->workers)) < 0 ||
 	    (r = add_fd(d, pdi_workers_fd(d->workers), PDI_SRC(PDI_SRC_WORKERS, 0))) < 0)
 		return r;
@@ -235,6 +238,9 @@ static int run_loop(struct pdi_daemon *d)
 			case PDI_SRC_WORKERS:
 				(void)pdi_workers_dispatch(d->workers);
 				break;
+			case PDI_SRC_BUDGET:
+				pdi_budget_on_timer(d);
+				break;
 			}
 		}
 		pdi_peer_expire(d->peer);
@@ -249,6 +255,7 @@ static void daemon_done(struct pdi_daemon *d)
 	/* first: the jobs still running finish (each is bounded) and hand their results in */
 	pdi_workers_free(d->workers);
 	d->workers = NULL;
+	pdi_budget_close(d);
 	/* the running steps to the store, so that the next pdimond takes them over */
 	if (d->tracer)
 		pdi_persist_checkpoint(d);
@@ -318,7 +325,7 @@ int main(int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},    {"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},    {0},
 	};
-	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1};
+	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .budget_fd = -1};
 	const char *config_path = PDI_CONFIG_PATH;
 	char *overrides[64];
 	unsigned noverrides = 0, line;
@@ -396,6 +403,13 @@ int main(int argc, char **argv)
 		explain_load_failure(r);
 		goto out;
 	}
+	r = pdi_probe_calibrate(d.tracer, &d.probe_costs);
+	if (r < 0)
+		log_warning_errno(r, "Cannot measure what a probe costs here, assuming a slow VM's figures: %m");
+	log_info("A probed call costs %.1f us here (%.1f us when its first instruction is single-stepped, %.1f us "
+		 "without its return probe); max_overhead_pct %g%s", d.probe_costs.full_emulated / 1e3,
+		 d.probe_costs.full_stepped / 1e3, d.probe_costs.entry_only_emulated / 1e3, d.cfg.max_overhead_pct,
+		 d.cfg.max_overhead_pct > 0 ? "" : " (off)");
 	r = pdi_persist_open(&d);
 	if (r < 0)
 		goto out;

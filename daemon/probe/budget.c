@@ -292,8 +292,8 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 	slot = (now - d->budget_epoch_ns) % PERIOD_NS / SLOT_NS;
 	new_period = period != (d->budget_last_ns - d->budget_epoch_ns) / PERIOD_NS;
 	d->budget_last_ns = now;
-	/* the calls of the slot that just ended, counted before levels move */
-	(void)pdi_tracer_drain(d->tracer);
+	/* calls are counted as they are drained (drain_interval_ms, or a full wake-up): a rate
+	 * lags by that much, which the period-long averages absorb */
 	for (unsigned i = 0; i < d->reg.ntasks; i++) {
 		struct pdi_task *t = d->reg.tasks[i];
 		struct pdi_budget_task *b = t->budget;

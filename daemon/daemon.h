@@ -17,6 +17,7 @@ struct pdi_store;
 struct pdi_peer;
 struct pdi_gather;
 struct pdi_workers;
+struct pdi_site_store;
 typedef struct sd_bus sd_bus;
 
 /* epoll_event.data.u64: what became ready, and which one (a task's index). */
@@ -30,6 +31,7 @@ enum pdi_source_kind {
 	PDI_SRC_PEER,        /* one of those connections (its slot in peer.c) */
 	PDI_SRC_WORKERS,     /* jobs finished off the loop (worker.h) */
 	PDI_SRC_BUDGET,      /* the overhead budget's slot timer (probe/budget.h) */
+	PDI_SRC_SITE_STORE,  /* the site store's lane finished a job (site_store.h) */
 };
 #define PDI_SRC(kind, index) ((uint64_t)(kind) << 56 | (uint64_t)(index))
 #define PDI_SRC_KIND(u) ((unsigned)((u) >> 56))
@@ -62,6 +64,7 @@ struct pdi_daemon {
 	int budget_fd;                      /* its slot timer; -1 when the budget is off */
 	bool budget_armed;                  /* the timer runs only while tasks do */
 	uint64_t budget_epoch_ns, budget_last_ns;
+	struct pdi_site_store *site; /* the site's PostgreSQL; NULL when none (site_store.h) */
 };
 
 uint64_t pdi_now_ns(void);

@@ -9,6 +9,7 @@
 
 #include "budget.h"
 #include "daemon.h"
+#include "site_store.h"
 #include "json.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -66,14 +67,17 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	for (unsigned i = 0; i < d->reg.nsteps; i++)
 		running_steps += !strcmp(step_state(d->reg.steps[i]), "running");
 	if (!json) {
+		char site[768];
+
+		pdi_site_store_status_line(d, site, sizeof(site));
 		if (asprintf(&text,
 			     "pdimond %s, up %.0f s\n"
 			     "steps:       %u (%u running)\n"
 			     "tasks:       %u (%u running)\n"
 			     "events:      %" PRIu64 " (%.0f/s), %" PRIu64 " lost\n"
-			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n",
+			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n%s",
 			     PDI_VERSION, uptime, d->reg.nsteps, running_steps, d->reg.ntasks, running_tasks,
-			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024) < 0)
+			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024, site) < 0)
 			return NULL;
 		return text;
 	}
@@ -90,6 +94,7 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	pdi_json_kv_uint(&j, "events_lost", lost);
 	pdi_json_kv_uint(&j, "memory_rss_bytes", rss_bytes());
 	pdi_json_kv_uint(&j, "memory_model_bytes", model_bytes);
+	pdi_site_store_status(d, &j);
 	pdi_json_obj_end(&j);
 	return pdi_json_steal(&j);
 }

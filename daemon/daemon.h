@@ -16,6 +16,7 @@ struct pdi_store;
 struct pdi_peer;
 struct pdi_gather;
 struct pdi_workers;
+struct pdi_subscribers;
 typedef struct sd_bus sd_bus;
 
 /* epoll_event.data.u64: what became ready, and which one (a task's index). */
@@ -55,6 +56,7 @@ struct pdi_daemon {
 	struct pdi_peer *peer;     /* NULL: no peer listener (peer_port = 0, or the port is taken) */
 	struct pdi_gather *gather; /* a step's tree gather (gather.h); NULL without the listener */
 	struct pdi_workers *workers; /* slow work off the loop (worker.h) */
+	struct pdi_subscribers *subscribers; /* who hears the step signals (bus/subscribe.c) */
 };
 
 uint64_t pdi_now_ns(void);

@@ -51,7 +51,13 @@ static void usage(FILE *f)
 		"                                       transitions; for a hang the least-progressed task(s)\n"
 		"  render DOCUMENT.json --html FILE     a report, analysis or trends document as one HTML page\n"
 		"  attach --pid PID... [--step NAME]    monitor running MPI processes\n"
-		"  run [--step NAME] -- COMMAND...      run COMMAND, monitoring every MPI process it starts\n\n"
+		"  run [--step NAME] [--size N] -- COMMAND...\n"
+		"                                       run COMMAND, monitoring every MPI process it starts;\n"
+		"                                       N: its input size, for trends\n"
+		"  trends PROGRAM [--json|--text|--svg FILE]\n"
+		"                                       how each call site's calls, bytes and time per task\n"
+		"                                       grow across stored runs at different task counts\n"
+		"                                       (and input sizes), least scalable first\n\n"
 		"Options:\n"
 		"  -h, --help          show this help\n"
 		"      --version       show the version\n\n"
@@ -308,6 +314,61 @@ static int cmd_report(int argc, char **argv)
 	return call("GetReport", fill_string, (void *)step, json ? 1 : 2);
 }
 
+/* Write TEXT to PATH whole, or say why not. */
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+	size_t len = strlen(text);
+
+	if (!f)
+		return die(-errno, "cannot write %s: %s", path, strerror(errno));
+	if (fwrite(text, 1, len, f) != len || fflush(f) != 0) {
+		int e = errno ? errno : EIO;
+
+		fclose(f);
+		return die(-e, "cannot write %s: %s", path, strerror(e));
+	}
+	if (fclose(f) != 0)
+		return die(-errno, "cannot write %s: %s", path, strerror(errno));
+	return 0;
+}
+
+static int cmd_trends(int argc, char **argv)
+{
+	const char *args[2] = {NULL, "text"}, *svg = NULL;
+	char *text;
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			args[1] = "json";
+		else if (!strcmp(argv[i], "--text"))
+			args[1] = "text";
+		else if (!strcmp(argv[i], "--svg")) {
+			if (++i == argc)
+				return die(-EINVAL, "trends: --svg needs a file to write the chart to");
+			args[1] = "svg";
+			svg = argv[i];
+		} else if (argv[i][0] == '-')
+			return die(-EINVAL, "trends: unknown option '%s' (use --json, --text or --svg FILE)", argv[i]);
+		else if (args[0])
+			return die(-EINVAL, "trends: one program at a time ('%s' and '%s')", args[0], argv[i]);
+		else
+			args[0] = argv[i];
+	}
+	if (!args[0])
+		return die(-EINVAL, "trends: which program? (its path, its file name or its build ID)");
+	if (!svg)
+		return call("Trends", fill_two_strings, args, 1);
+	if ((r = call_text("Trends", fill_two_strings, args, 1, &text)) < 0)
+		return r;
+	r = write_file(svg, text);
+	free(text);
+	if (r == 0)
+		fprintf(stderr, "pdimon: wrote %s\n", svg);
+	return r;
+}
+
 /* pdimon render DOC --html FILE: a JSON document (a report, an analysis, trends) of a file or
  * of standard output ("-") as an HTML page; no daemon needed. srun's plugin runs it. */
 static int cmd_render(int argc, char **argv)
@@ -405,11 +466,26 @@ static int cmd_attach(int argc, char **argv)
 	return r;
 }
 
+#define INPUT_SIZE_ENV "PDIMON_INPUT_SIZE" /* program.h's PDI_INPUT_SIZE_ENV */
+
+static bool valid_size(const char *v)
+{
+	unsigned long long x;
+	char *end;
+
+	if (*v < '0' || *v > '9')
+		return false;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	return !errno && !*end && x > 0 && x <= 1ull << 62;
+}
+
 /* Run COMMAND with pdimond watching its process tree from before exec, so that no MPI
  * process it spawns can make a call unseen. Exits with COMMAND's status. */
 static int cmd_run(int argc, char **argv)
 {
-	static const struct option opts[] = {{"step", required_argument, NULL, 's'}, {0}};
+	static const struct option opts[] = {
+		{"step", required_argument, NULL, 's'}, {"size", required_argument, NULL, 'n'}, {0}};
 	char step_buf[64];
 	struct step_pid sp = {0};
 	int c, go[2], status, r;
@@ -419,8 +495,12 @@ static int cmd_run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+s:", opts, NULL)) >= 0) {
 		if (c == 's')
 			sp.step = optarg;
+		else if (c == 'n' && valid_size(optarg))
+			setenv(INPUT_SIZE_ENV, optarg, 1); /* pdimond reads it from the MPI processes */
+		else if (c == 'n')
+			return die(-EINVAL, "run: --size '%s': give the input size as a whole number from 1 to 2^62", optarg);
 		else
-			return die(-EINVAL, "run: usage: pdimon run [--step NAME] -- COMMAND...");
+			return die(-EINVAL, "run: usage: pdimon run [--step NAME] [--size N] -- COMMAND...");
 	}
 	if (optind >= argc)
 		return die(-EINVAL, "run: no command given (pdimon run -- mpirun -np 4 ./app)");
@@ -503,6 +583,8 @@ int main(int argc, char **argv)
 		r = cmd_step_format("analyze", "Analyze", true, argc, argv);
 	else if (!strcmp(cmd, "report"))
 		r = cmd_report(argc, argv);
+	else if (!strcmp(cmd, "trends"))
+		r = cmd_trends(argc, argv);
 	else if (!strcmp(cmd, "render"))
 		r = cmd_render(argc, argv);
 	else if (!strcmp(cmd, "attach"))

@@ -34,6 +34,8 @@ void pdi_config_defaults(struct pdi_config *c)
 		.database = strdup(PDI_STORE_DEFAULT_PATH),
 		.retention_days = 90,
 		.retention_mib = 1024,
+		.site_store_queue = 64,
+		.site_store_retry_s = 30,
 		.checkpoint_s = 30,
 		.hang_timeout_ms = 2000,
 		.drain_interval_ms = 100,
@@ -62,6 +64,8 @@ void pdi_config_done(struct pdi_config *c)
 	free(c->peer_address);
 	free(c->munge_socket);
 	free(c->node_name);
+	free(c->site_store);
+	free(c->site_store_credentials);
 	for (unsigned i = 0; i < c->ninit_libraries; i++)
 		free(c->init_libraries[i]);
 	*c = (struct pdi_config){0};
@@ -157,6 +161,14 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_string(&c->admin_group, value);
 	if (!strcmp(key, "database"))
 		return set_string(&c->database, value);
+	if (!strcmp(key, "site_store"))
+		return set_string(&c->site_store, value);
+	if (!strcmp(key, "site_store_credentials"))
+		return set_string(&c->site_store_credentials, value);
+	if (!strcmp(key, "site_store_queue"))
+		return set_uint(value, 1, 65536, &c->site_store_queue);
+	if (!strcmp(key, "site_store_retry_s"))
+		return set_uint(value, 1, 86400, &c->site_store_retry_s);
 	if (!strcmp(key, "retention_days"))
 		return set_uint(value, 0, 100000, &c->retention_days);
 	if (!strcmp(key, "retention_mib"))

@@ -84,13 +84,14 @@ static int call_until(sd_bus *bus, sd_bus_message *m, uint64_t deadline, struct 
 		uint64_t now = now_usec(), t = UINT64_MAX;
 		struct pollfd pfd;
 
-		r = sd_bus_process(bus, NULL);
-		if (r != 0)
-			continue; /* something happened (or an error): look again */
+		/* first: a bus that always has something to process must not keep us past it */
 		if (now >= deadline) {
 			r = -ETIMEDOUT;
 			break;
 		}
+		r = sd_bus_process(bus, NULL);
+		if (r != 0)
+			continue; /* something happened (or an error): look again */
 		r = sd_bus_get_events(bus);
 		if (r < 0)
 			break;

@@ -209,6 +209,12 @@ static bool missed_calls(const struct pdi_view_task *t)
 	return t->gap;
 }
 
+/* the overhead budget thinned its probes for a while (unobserved.h) */
+static bool observed_in_part(const struct pdi_view_task *t)
+{
+	return t->model->unobserved.n > 0;
+}
+
 /* Classes of the tasks that made MPI calls (members index the view's tasks). Tasks that share
  * one model object (a gathered view holds one model per class of each node) are classed
  * once: digesting 100,000 copies of a few models would cost seconds. */
@@ -526,6 +532,10 @@ int pdi_analysis_build(const struct pdi_view *s, const struct pdi_analysis_sampl
 			     "understate them", ranks);
 	if (ranks_where(s, missed_calls, ranks, sizeof(ranks)))
 		add_limit(a, "ranks %s made calls while pdimond was down: their models miss them", ranks);
+	if (ranks_where(s, observed_in_part, ranks, sizeof(ranks)))
+		add_limit(a, "ranks %s were probed in part to keep them within max_overhead_pct (their \"unobserved\" "
+			     "intervals): calls of the functions named there are missing from their models for that "
+			     "time, so transitions around them, and where a rank was inside them, may be unseen", ranks);
 	if (!strcmp(a->kind, "hang") && (r = least_progressed(a)) < 0)
 		goto fail;
 	if ((r = automaded(samples, a)) < 0 || (r = phase_windows(a)) < 0 || (r = prefix_tree(a)) < 0)

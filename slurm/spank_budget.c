@@ -16,7 +16,7 @@
 
 #include "spank_pdimon.h"
 
-static uint64_t now_ms(void)
+uint64_t pdimon_now_ms(void)
 {
 	struct timespec ts;
 
@@ -29,12 +29,12 @@ void pdimon_budget_start(void)
 	struct pdimon_budget *b = &pdimon_ctx.budget;
 
 	if (!b->end_ms)
-		b->end_ms = now_ms() + pdimon_ctx.budget_ms;
+		b->end_ms = pdimon_now_ms() + pdimon_ctx.budget_ms;
 }
 
 unsigned pdimon_budget_left_ms(void)
 {
-	uint64_t now = now_ms();
+	uint64_t now = pdimon_now_ms();
 
 	pdimon_budget_start();
 	return now >= pdimon_ctx.budget.end_ms ? 0 : (unsigned)(pdimon_ctx.budget.end_ms - now);

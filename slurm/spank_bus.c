@@ -16,12 +16,10 @@
 #define BUS_NAME "org.pdimon.Monitor1"
 #define BUS_PATH "/org/pdimon/Monitor1"
 
+/* sd-bus counts in CLOCK_MONOTONIC microseconds */
 static uint64_t now_usec(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	return pdimon_now_ms() * 1000u;
 }
 
 static int bus_open(sd_bus **ret)

@@ -68,21 +68,13 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* The report once pdimond has seen the step end (slurmstepd tells it, maybe after srun
  * got here), or the latest one when that takes longer than wait_ms: real time, calls
  * included, and never past the plugin's budget (a call that finds it spent, or pdimond
  * silent, ends the wait with the latest report, if any). */
 static int fetch_report(const char *step, void **ret_reply, char *why, size_t whylen)
 {
-	uint64_t until = now_ms() + pdimon_ctx.wait_ms;
+	uint64_t until = pdimon_now_ms() + pdimon_ctx.wait_ms;
 	void *last = NULL;
 	int r;
 
@@ -103,7 +95,7 @@ static int fetch_report(const char *step, void **ret_reply, char *why, size_t wh
 		}
 		pdimon_bus_reply_free(last);
 		last = reply;
-		now = now_ms();
+		now = pdimon_now_ms();
 		if (now >= until || strstr(json, "\"state\":\"ended\""))
 			break;
 		sleep_ms(until - now < 100 ? (unsigned)(until - now) : 100);

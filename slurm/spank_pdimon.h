@@ -39,6 +39,8 @@ extern struct pdimon_ctx pdimon_ctx;
 /* The step's budget (spank_budget.c): it starts with the first call of this process (or
  * here), and each call takes at most what is left of it and at most timeout_ms. */
 void pdimon_budget_start(void);
+/* CLOCK_MONOTONIC in ms: every deadline of the plugin. */
+uint64_t pdimon_now_ms(void);
 unsigned pdimon_budget_left_ms(void);
 /* The time the next call may take, ms; 0 when no call may be made (budget spent, or
  * pdimond gave no answer before), with the reason in WHY. */

@@ -14,6 +14,7 @@
 
 #include <libpq-fe.h>
 
+#include "errline.h"
 #include "mpi_funcs.h"
 #include "site_pg.h"
 
@@ -79,19 +80,6 @@ struct pdi_site_pg {
 	bool schema_ok; /* checked since this connection was made */
 };
 
-__attribute__((format(printf, 4, 5))) static int fail(char *why, size_t len, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	/* libpq's messages span lines: one line, as every message of ours */
-	for (char *p = why; *p; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = p[1] ? ' ' : '\0';
-	return r;
-}
 
 /* ---- payloads ---- */
 
@@ -240,14 +228,14 @@ static int connect_db(struct pdi_site_pg *p, char *why, size_t len)
 	}
 	p->conn = PQconnectdbParams(keys, values, 1);
 	if (!p->conn)
-		return fail(why, len, -ENOMEM, "out of memory");
+		return pdi_errline(why, len, -ENOMEM, "out of memory");
 	if (PQstatus(p->conn) == CONNECTION_OK)
 		return 0;
 	msg = PQerrorMessage(p->conn);
 	r = PQconnectionNeedsPassword(p->conn) || strstr(msg, "authentication failed") || strstr(msg, "no password")
 		    ? -EACCES
 		    : strstr(msg, "does not exist") ? -EIO : -ECONNREFUSED;
-	fail(why, len, r, "%s", msg);
+	pdi_errline(why, len, r, "%s", msg);
 	disconnect(p);
 	return r;
 }
@@ -263,7 +251,7 @@ static PGresult *checked(struct pdi_site_pg *p, PGresult *res, ExecStatusType wa
 	*r = !res ? -ENOMEM : PQstatus(p->conn) != CONNECTION_OK ? -ECONNREFUSED : -EIO;
 	if (state && !strncmp(state, "28", 2))
 		*r = -EACCES; /* invalid authorization */
-	fail(why, len, *r, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(p->conn));
+	pdi_errline(why, len, *r, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(p->conn));
 	PQclear(res);
 	if (PQstatus(p->conn) != CONNECTION_OK)
 		disconnect(p);
@@ -318,7 +306,7 @@ static int migrate(struct pdi_site_pg *p, char *why, size_t len)
 	if (r >= 0)
 		r = schema_version(p, &v, why, len);
 	if (r >= 0 && v > SCHEMA_VERSION)
-		r = fail(why, len, -EPROTONOSUPPORT,
+		r = pdi_errline(why, len, -EPROTONOSUPPORT,
 			 "its schema is version %d, newer than this pdimond knows (%d): upgrade pdimon on this node", v,
 			 SCHEMA_VERSION);
 	for (; r >= 0 && v < SCHEMA_VERSION; v++) {
@@ -592,7 +580,7 @@ int pdi_site_pg_trend_runs(struct pdi_site_pg *p, const char *program, uid_t uid
 		rollback(p);
 		pdi_trend_runs_done(&rs);
 		if (r == -ENOMEM)
-			fail(why, len, r, "out of memory");
+			pdi_errline(why, len, r, "out of memory");
 		return r;
 	}
 	*ret = rs;
@@ -648,7 +636,7 @@ static int sample_children(struct pdi_site_pg *p, const char *id, const char *ra
 		r = -ENOMEM;
 	PQclear(res);
 	if (r < 0)
-		return fail(why, len, r, "out of memory");
+		return pdi_errline(why, len, r, "out of memory");
 	p_str(&q, ranks);
 	if (!(res = checked(p, run(p, SAMPLE_TASKS_Q, &q), PGRES_TUPLES_OK, &r, why, len)))
 		return r;
@@ -679,7 +667,7 @@ static int sample_children(struct pdi_site_pg *p, const char *id, const char *ra
 	if (!s->tasks)
 		r = -ENOMEM;
 	PQclear(res);
-	return r < 0 ? fail(why, len, r, "out of memory") : 0;
+	return r < 0 ? pdi_errline(why, len, r, "out of memory") : 0;
 }
 
 /* "{4,5,6,7}": an integer[] parameter. */
@@ -706,7 +694,7 @@ static int sample_row(struct pdi_site_pg *p, const PGresult *res, int i, const c
 	int r;
 
 	if (!s)
-		return fail(why, len, -ENOMEM, "out of memory");
+		return pdi_errline(why, len, -ENOMEM, "out of memory");
 	st = &s->step;
 	/* named by node too: the same step name has a part on every node */
 	snprintf(st->name, sizeof(st->name), "%.60s:%.60s", PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
@@ -724,7 +712,7 @@ static int sample_row(struct pdi_site_pg *p, const PGresult *res, int i, const c
 	st->ntasks = (uint32_t)nranks; /* the part of it that matters here */
 	if (!PQgetisnull(res, i, 14) && !(s->report = strdup(PQgetvalue(res, i, 14)))) {
 		pdi_site_step_free(s);
-		return fail(why, len, -ENOMEM, "out of memory");
+		return pdi_errline(why, len, -ENOMEM, "out of memory");
 	}
 	if ((r = sample_children(p, PQgetvalue(res, i, 0), ranks, s, why, len)) < 0) {
 		pdi_site_step_free(s);
@@ -743,7 +731,7 @@ int pdi_site_pg_sample_runs(struct pdi_site_pg *p, const char *executable, uint3
 	struct params q = {0};
 	PGresult *res = NULL;
 	size_t n = 0;
-	int r = array ? pdi_site_pg_ready(p, why, len) : fail(why, len, -ENOMEM, "out of memory");
+	int r = array ? pdi_site_pg_ready(p, why, len) : pdi_errline(why, len, -ENOMEM, "out of memory");
 
 	if (r >= 0)
 		r = exec(p, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", why, len);
@@ -757,7 +745,7 @@ int pdi_site_pg_sample_runs(struct pdi_site_pg *p, const char *executable, uint3
 		res = checked(p, run(p, SAMPLE_RUNS_Q, &q), PGRES_TUPLES_OK, &r, why, len);
 	}
 	if (res && !(v = calloc((size_t)PQntuples(res) + 1, sizeof(*v))))
-		r = fail(why, len, -ENOMEM, "out of memory");
+		r = pdi_errline(why, len, -ENOMEM, "out of memory");
 	for (int i = 0; res && v && r >= 0 && i < PQntuples(res); i++)
 		if ((r = sample_row(p, res, i, array, nranks, &v[n], why, len)) >= 0)
 			n++;

@@ -142,7 +142,8 @@ int pdi_site_store_open(struct pdi_daemon *d)
 		return -EINVAL;
 	}
 	if ((r = check_uri(c->site_store, shown, sizeof(shown), why, sizeof(why))) < 0 ||
-	    (c->site_store_credentials && (r = read_credentials(c->site_store_credentials, &password, why, sizeof(why))) < 0)) {
+	    (c->site_store_credentials &&
+	     (r = read_credentials(c->site_store_credentials, &password, why, sizeof(why))) < 0)) {
 		log_error("%s; going on without the site store (ended steps stay in the local store)", why);
 		return r;
 	}
@@ -391,12 +392,15 @@ static void fetch_done(struct pdi_job *j, bool cancelled)
 	else if (!cancelled && f->r < 0)
 		log_warning("Step %s: cannot fetch sample runs from the site store, using this node's: %s", f->step,
 			    f->why);
-	if (!cancelled && f->r >= 0 && s && s->ntasks == f->ntasks && (v = pdi_site_samples_new(f->runs, f->nruns, f->ntasks))) {
-		f->runs = NULL; /* taken over */
-		if (s->site_samples)
-			s->site_samples->free(s->site_samples);
-		s->site_samples = v;
-		log_debug("Step %s: %zu sample run(s) from the site store", f->step, f->nruns);
+	if (!cancelled && f->r >= 0 && s && s->ntasks == f->ntasks) {
+		v = pdi_site_samples_new(f->runs, f->nruns, f->ntasks);
+		f->runs = NULL; /* taken over, even when out of memory */
+		if (v) {
+			if (s->site_samples)
+				s->site_samples->free(s->site_samples);
+			s->site_samples = v;
+			log_debug("Step %s: %zu sample run(s) from the site store", f->step, f->nruns);
+		}
 	}
 	for (size_t i = 0; f->runs && i < f->nruns; i++)
 		pdi_site_step_free(f->runs[i]);

@@ -101,6 +101,15 @@ void pdi_site_step_free(struct pdi_site_step *s)
 	free(s);
 }
 
+size_t pdi_site_step_bytes(const struct pdi_site_step *s)
+{
+	size_t n = sizeof(*s) + (s->report ? strlen(s->report) : 0) + s->nsites * sizeof(*s->sites);
+
+	for (size_t i = 0; i < s->ntasks; i++)
+		n += sizeof(s->tasks[i]) + s->tasks[i].t.model_len;
+	return n;
+}
+
 static int read_site(void *ctx, const struct pdi_store_site *x)
 {
 	struct pdi_site_step *s = ctx;

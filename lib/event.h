@@ -35,12 +35,21 @@ enum pdi_req_mode {
 enum pdi_event_kind {
 	PDI_EV_CALL = 1, /* a completed MPI call */
 	PDI_EV_INIT = 2, /* a process of a watched tree entered MPI_Init: attach to it */
+	PDI_EV_EXEC = 3, /* a process of a watched tree executed a program: attach ahead of MPI_Init */
 };
+
+/* The MPI_Init trap's cookie: the function, and which of the trapped libraries it sits in. */
+#define PDI_TRAP_COOKIE(fn, lib) ((__u64)(fn) | ((__u64)(lib) << 32))
+#define PDI_TRAP_LIB(c) ((__u32)((c) >> 32))
 
 #define PDI_EVF_NO_EXIT 1 /* the call's end was not seen: t_exit is its entry (an entry-only probe)
 			   * or when its end was noticed (its return probe went while it ran) */
+#define PDI_EVF_NOT_HELD 2 /* PDI_EV_INIT: the process's probes, attached ahead, saw this MPI_Init
+			    * enter, so it was not stopped there */
 
-/* One completed MPI call, emitted at return. */
+/* One completed MPI call, emitted at return. PDI_EV_INIT and PDI_EV_EXEC use the same record:
+ * pid, tid, t_enter (when), args[0] (the watched process it descends from); for PDI_EV_INIT
+ * also fn, callsite, args[1] (the trapped library, PDI_TRAP_LIB) and flags. */
 struct pdi_event {
 	__u32 kind;      /* enum pdi_event_kind */
 	__u32 pid;       /* thread group id: the task */

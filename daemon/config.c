@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "objcache.h"
 #include "store.h"
 #include "log.h"
 
@@ -45,6 +46,8 @@ void pdi_config_defaults(struct pdi_config *c)
 		.gather_fanout = 32,
 		.gather_timeout_ms = 2000,
 		.node_name = default_node_name(),
+		.object_cache_max = PDI_OBJCACHE_MAX_OBJECTS,
+		.object_cache_mib = (unsigned)(PDI_OBJCACHE_MAX_BYTES >> 20),
 	};
 	for (unsigned i = 0; i < ELEMENTSOF(default_libraries); i++)
 		c->init_libraries[c->ninit_libraries++] = strdup(default_libraries[i]);
@@ -200,6 +203,10 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 			c->wakeup_kib = (unsigned)x;
 		return r;
 	}
+	if (!strcmp(key, "object_cache_max"))
+		return set_uint(value, 2, 65536, &c->object_cache_max);
+	if (!strcmp(key, "object_cache_mib"))
+		return set_uint(value, 1, 1u << 24, &c->object_cache_mib);
 	if (!strcmp(key, "max_task_memory")) {
 		if ((r = parse_uint(value, 4096, 1ul << 34, &x)) == 0)
 			c->model.max_bytes = x;

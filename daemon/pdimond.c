@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <syslog.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
@@ -253,6 +254,19 @@ static void daemon_done(struct pdi_daemon *d)
 	pdi_config_done(&d->cfg);
 }
 
+/* Every task costs fds (its pidfd, its probes' links) and so do the objects it maps (bounded by
+ * the object cache): take all the hard limit allows, as systemd's LimitNOFILE= sets it. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warning("Cannot raise the open files limit to %llu, ignoring: %m", (unsigned long long)rl.rlim_max);
+	}
+}
+
 /* The capabilities pdimond needs that this process lacks, as "CAP_BPF, CAP_PERFMON". */
 static void missing_capabilities(char *buf, size_t len)
 {
@@ -352,6 +366,7 @@ int main(int argc, char **argv)
 		}
 	}
 	resolve_accounts(&d);
+	raise_fd_limit();
 	pdi_log_level = verbose ? PDI_LOG_DEBUG : d.cfg.log_level;
 	pdi_registry_init(&d.reg, &d.cfg.model);
 
@@ -369,6 +384,7 @@ int main(int argc, char **argv)
 	r = pdi_objcache_new(&d.objs);
 	if (r < 0)
 		goto out;
+	pdi_objcache_set_limits(d.objs, d.cfg.object_cache_max, (uint64_t)d.cfg.object_cache_mib << 20);
 	r = pdi_tracer_new(&(struct pdi_tracer_options){.ring_bytes = d.cfg.ring_buffer_kib * 1024u,
 							.wakeup_bytes = d.cfg.wakeup_kib * 1024u},
 			   pdi_ingest_event, &d, &d.tracer);

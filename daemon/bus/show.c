@@ -11,6 +11,7 @@
 #include "json.h"
 #include "log.h"
 #include "mpi_funcs.h"
+#include "objcache.h"
 #include "sites.h"
 #include "tracer.h"
 
@@ -53,9 +54,11 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	uint64_t lost = 0, model_bytes = 0;
 	unsigned running_steps = 0, running_tasks = 0;
 	double uptime = (double)(pdi_now_ns() - d->started_ns) / 1e9;
+	struct pdi_objcache_stats oc;
 	struct pdi_json j;
 	char *text = NULL;
 
+	pdi_objcache_stats(d->objs, &oc);
 	for (unsigned i = 0; i < d->reg.ntasks; i++) {
 		struct pdi_task *t = d->reg.tasks[i];
 		lost += task_lost(d, t);
@@ -70,9 +73,11 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 			     "steps:       %u (%u running)\n"
 			     "tasks:       %u (%u running)\n"
 			     "events:      %" PRIu64 " (%.0f/s), %" PRIu64 " lost\n"
-			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n",
+			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n"
+			     "objects:     %zu open (%" PRIu64 " MiB of files), %" PRIu64 " closed to stay within limits\n",
 			     PDI_VERSION, uptime, d->reg.nsteps, running_steps, d->reg.ntasks, running_tasks,
-			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024) < 0)
+			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024, oc.objects,
+			     oc.bytes >> 20, oc.evicted) < 0)
 			return NULL;
 		return text;
 	}
@@ -89,6 +94,9 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	pdi_json_kv_uint(&j, "events_lost", lost);
 	pdi_json_kv_uint(&j, "memory_rss_bytes", rss_bytes());
 	pdi_json_kv_uint(&j, "memory_model_bytes", model_bytes);
+	pdi_json_kv_uint(&j, "objects_open", oc.objects);
+	pdi_json_kv_uint(&j, "objects_bytes", oc.bytes);
+	pdi_json_kv_uint(&j, "objects_evicted", oc.evicted);
 	pdi_json_obj_end(&j);
 	return pdi_json_steal(&j);
 }

@@ -8,7 +8,7 @@
  * The file is read with ELF_C_READ rather than mmap: a library rewritten in place while we
  * hold it would make a mapping fault (SIGBUS) where a read just fails. */
 #include <errno.h>
-#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +20,7 @@
 #include <libelf.h>
 
 #include "elfobj.h"
+#include "objopen.h"
 
 #define BUILD_ID_MAX 64 /* bytes; GNU ld makes 20 (SHA-1) */
 #define DEBUG_BUILD_ID_DIR "/usr/lib/debug/.build-id/"
@@ -43,6 +44,7 @@ struct symvec {
 struct pdi_elfobj {
 	char *path;
 	int fd;
+	uint64_t size;
 	Elf *elf;
 	/* the separate debug file in /usr/lib/debug/.build-id, for stripped objects */
 	bool dbg_tried;
@@ -147,9 +149,9 @@ static int open_debug_file(struct pdi_elfobj *o)
 	if (strlen(o->build_id) < 4)
 		return -ENOENT;
 	snprintf(fn, sizeof(fn), DEBUG_BUILD_ID_DIR "%.2s/%s.debug", o->build_id, o->build_id + 2);
-	o->dbg_fd = open(fn, O_RDONLY | O_CLOEXEC);
-	if (o->dbg_fd < 0)
-		return -errno;
+	r = pdi_objopen_path(fn, 0, &o->dbg_fd);
+	if (r < 0)
+		return r;
 	r = elf_open_fd(o->dbg_fd, &o->dbg_elf);
 	if (r < 0) {
 		close(o->dbg_fd);
@@ -350,22 +352,23 @@ static int load_symbols(struct pdi_elfobj *o)
 	return r;
 }
 
-int pdi_elfobj_open(const char *path, struct pdi_elfobj **ret)
+int pdi_elfobj_open_fd(int fd, const char *name, struct pdi_elfobj **ret)
 {
 	struct pdi_elfobj *o = calloc(1, sizeof(*o));
+	struct stat st;
 	int r;
 
-	if (!o)
+	if (!o) {
+		close(fd);
 		return -ENOMEM;
-	o->fd = o->dbg_fd = -1;
-	o->path = strdup(path);
+	}
+	o->fd = fd;
+	o->dbg_fd = -1;
+	if (fstat(fd, &st) == 0)
+		o->size = (uint64_t)st.st_size;
+	o->path = strdup(name);
 	if (!o->path) {
 		r = -ENOMEM;
-		goto fail;
-	}
-	o->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (o->fd < 0) {
-		r = -errno;
 		goto fail;
 	}
 	r = elf_open_fd(o->fd, &o->elf);
@@ -382,6 +385,15 @@ int pdi_elfobj_open(const char *path, struct pdi_elfobj **ret)
 fail:
 	pdi_elfobj_free(o);
 	return r;
+}
+
+int pdi_elfobj_open(const char *path, struct pdi_elfobj **ret)
+{
+	int fd, r = pdi_objopen_path(path, 0, &fd);
+
+	if (r < 0)
+		return r;
+	return pdi_elfobj_open_fd(fd, path, ret);
 }
 
 void pdi_elfobj_free(struct pdi_elfobj *o)
@@ -410,6 +422,11 @@ const char *pdi_elfobj_path(const struct pdi_elfobj *o)
 int pdi_elfobj_fd(const struct pdi_elfobj *o)
 {
 	return o->fd;
+}
+
+uint64_t pdi_elfobj_file_size(const struct pdi_elfobj *o)
+{
+	return o->size;
 }
 
 const char *pdi_elfobj_build_id(const struct pdi_elfobj *o)

@@ -195,7 +195,7 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 			r = attach_pair(t->skel, &a, pid, pt->path, pt->offsets[i], pt->cookies[i]);
 	}
 	if (r < 0) {
-		log_warning_errno(r, "Cannot probe MPI functions in %s for pid %d: %m", pt->path, (int)pid);
+		log_warning_errno(r, "Cannot probe MPI functions in %s for pid %d: %m", pt->object, (int)pid);
 		pdi_attachment_detach(&a);
 		goto out;
 	}
@@ -203,7 +203,6 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 	a.nprobes = pt->n;
 	a.int_handles = pt->int_handles;
 	a.dtypes = pt->dtypes;
-	a.obj = pt->obj;
 	snprintf(a.object, sizeof(a.object), "%s", pt->object);
 	*ret = a;
 out:

@@ -34,7 +34,6 @@ struct pdi_attachment {
 	bool int_handles;          /* MPICH-style integer MPI handles */
 	struct pdi_dtypes dtypes;  /* sizes of the predefined datatypes, by handle */
 	char object[256];          /* where the MPI symbols come from */
-	struct pdi_elfobj *obj;
 };
 
 /* Attach entry and return probes on every probed MPI function PID maps.

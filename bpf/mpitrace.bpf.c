@@ -224,6 +224,8 @@ int BPF_KPROBE(mpi_init_trap)
 	e->t_enter = bpf_ktime_get_ns();
 	bpf_probe_read_user(&e->callsite, sizeof(e->callsite), (void *)PT_REGS_SP(ctx));
 	e->args[0] = pid; /* the watched process it descends from */
+	/* when the trapped process started: pdimond acts on it only if its pid still names it */
+	e->args[1] = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), group_leader, start_boottime);
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	bpf_send_signal(SIGSTOP);
 	return 0;

@@ -60,6 +60,8 @@ void pdi_registry_done(struct pdi_registry *r)
 		step_free(r->steps[i]);
 	free(r->tasks);
 	free(r->steps);
+	for (unsigned i = 0; i < r->nwatches; i++)
+		pdi_ident_release(&r->watches[i].ident);
 	free(r->watches);
 	pdi_u64map_free(&r->task_by_pid);
 	*r = (struct pdi_registry){0};
@@ -119,17 +121,18 @@ static void reopen(struct pdi_step *s)
 	s->report_json = s->report_summary = NULL;
 }
 
-int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, pid_t root, int rank)
+int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, struct pdi_ident *root, int rank)
 {
 	struct pdi_watch *v;
 
-	if (pdi_registry_find_watch(r, root))
+	if (pdi_registry_find_watch(r, root->pid))
 		return -EEXIST;
 	v = realloc(r->watches, sizeof(*v) * (r->nwatches + 1));
 	if (!v)
 		return -ENOMEM;
 	r->watches = v;
-	r->watches[r->nwatches++] = (struct pdi_watch){.root = root, .step = s, .rank = rank};
+	r->watches[r->nwatches++] = (struct pdi_watch){.root = root->pid, .ident = *root, .step = s, .rank = rank};
+	root->pidfd = -1;
 	s->nwatches++;
 	reopen(s);
 	return 0;
@@ -157,6 +160,7 @@ void pdi_registry_remove_watch(struct pdi_registry *r, pid_t root)
 	if (!w)
 		return;
 	s = w->step;
+	pdi_ident_release(&w->ident);
 	*w = r->watches[--r->nwatches];
 	s->nwatches--;
 	maybe_end_step(s);

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "ident.h"
 #include "model.h"
 #include "procmaps.h"
 #include "tracer.h"
@@ -35,6 +36,7 @@ struct pdi_task {
 	pid_t pid;
 	int rank;            /* -1 when the process does not say */
 	int pidfd;           /* readable when the process exits */
+	uint64_t start_ticks; /* with the pid and the boot id: the process, across restarts */
 	enum pdi_task_state state;
 	struct pdi_attachment att;
 	struct pdi_model model;
@@ -82,6 +84,7 @@ struct pdi_step {
  * of "pdimon run", or a Slurm task registered before it executes the program. */
 struct pdi_watch {
 	pid_t root;
+	struct pdi_ident ident;       /* the root, pinned: a reused pid is not it */
 	struct pdi_step *step;
 	int rank;                     /* the rank the launcher gave, -1 to read it from the environment */
 };
@@ -104,7 +107,8 @@ struct pdi_step *pdi_registry_find_step(struct pdi_registry *r, const char *name
 /* The step called NAME, created (owned by UID) if new. */
 int pdi_registry_get_step(struct pdi_registry *r, const char *name, uid_t uid, struct pdi_step **ret);
 
-int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, pid_t root, int rank);
+/* Watch the pinned ROOT, whose pidfd the watch takes over (ROOT's is -1 after). */
+int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, struct pdi_ident *root, int rank);
 struct pdi_watch *pdi_registry_find_watch(struct pdi_registry *r, pid_t root);
 /* Forget the watch of ROOT; ends its step if that was all it waited for. */
 void pdi_registry_remove_watch(struct pdi_registry *r, pid_t root);

@@ -4,6 +4,7 @@
  * This is the daemon's hot path: per event one pid lookup, one call-site cache lookup
  * and the model update. Everything slow (symbols, maps) happens once per new site. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -76,20 +77,61 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	return pdi_model_add_call(&t->model, &c);
 }
 
+/* May the trapped process ID join step S as a descendant of watch W? Only if W's root is
+ * still the process that was registered (a dead root's pid may have been reused, and its
+ * "descendants" are anyone's), and the process is the step's user's. NULL if so, or why not. */
+static const char *join_refusal(const struct pdi_watch *w, const struct pdi_ident *id)
+{
+	const struct pdi_step *s = w->step;
+
+	if (!pdi_ident_alive(&w->ident))
+		return "the process it descends from has exited (its pid may be reused)";
+	/* a root's step (pdimon run) may hold any user's processes: root reads them all anyway */
+	if (s->uid != 0 && (id->uid != s->uid || id->euid != s->uid))
+		return "it does not belong to the step's user";
+	return NULL;
+}
+
+/* Pin the process the trap stopped: the pid must still be that process (the event may have
+ * waited in the ring buffer while it was killed and its pid reused). */
+static int pin_trapped(const struct pdi_event *e, struct pdi_ident *ret)
+{
+	int r = pdi_ident_pin((pid_t)e->pid, ret);
+
+	if (r < 0)
+		return r;
+	if (e->args[1] && ret->start_ticks != pdi_ns_to_ticks(e->args[1])) {
+		pdi_ident_release(ret);
+		return -ESRCH;
+	}
+	return 0;
+}
+
 static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 {
 	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
 	struct pdi_step *s = w ? w->step : NULL;
+	const char *refusal;
+	struct pdi_ident id;
 	struct pdi_task *t;
 	int r;
 
+	/* gone, or not the process trapped: nothing to join, and nothing of ours to continue */
+	if (pin_trapped(e, &id) < 0)
+		return;
 	/* a launcher's rank belongs to the watched process itself, not to its descendants */
-	if (s && !pdi_registry_find_task(&d->reg, (pid_t)e->pid)) {
+	if (s && !pdi_registry_find_task(&d->reg, id.pid)) {
 		pid_t root = w->root;
 
-		r = pdi_task_begin(d, s, (pid_t)e->pid, root == (pid_t)e->pid ? w->rank : -1, &t);
+		refusal = join_refusal(w, &id);
+		if (refusal) {
+			log_warning("Not monitoring pid %d (uid %u) in step %s: %s", (int)id.pid, (unsigned)id.uid,
+				    s->name, refusal);
+			goto cont;
+		}
+		r = pdi_task_begin(d, s, &id, root == id.pid ? w->rank : -1, &t);
 		/* a registered task that joined is watched by its pidfd from now on */
-		if (r == 0 && root == (pid_t)e->pid) {
+		if (r == 0 && root == id.pid) {
 			pdi_tracer_unwatch(d->tracer, root);
 			pdi_registry_remove_watch(&d->reg, root);
 		}
@@ -102,9 +144,12 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 			t->init_pending = true;
 		}
 	}
-	/* stopped by the trap: whatever happened, let it go on */
-	if (kill((pid_t)e->pid, SIGCONT) < 0 && errno != ESRCH)
-		log_warning("Cannot continue pid %u: %m", e->pid);
+cont:
+	/* stopped by the trap: whatever happened, let it go on (it, and no successor of its pid) */
+	r = pdi_ident_signal(&id, SIGCONT);
+	if (r < 0 && r != -ESRCH)
+		log_warning_errno(r, "Cannot continue pid %u: %m", e->pid);
+	pdi_ident_release(&id);
 }
 
 int pdi_ingest_event(void *daemon, const struct pdi_event *e)
@@ -130,17 +175,20 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	return 0;
 }
 
-int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank, struct pdi_task **ret)
+int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, struct pdi_ident *id, int rank, struct pdi_task **ret)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct pdi_attachment att = {0};
+	pid_t pid = id->pid;
 	struct pdi_task *t;
 	int r, pidfd;
 
-	/* pidfd first: from here on a recycled pid cannot fool us */
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	/* pinned first: from here on a recycled pid cannot fool us */
+	if (!pdi_ident_alive(id))
+		return -ESRCH;
+	pidfd = fcntl(id->pidfd, F_DUPFD_CLOEXEC, 3);
 	if (pidfd < 0)
-		return errno == ESRCH || errno == EINVAL ? -ESRCH : -errno;
+		return -errno;
 	r = pdi_tracer_attach(d->tracer, d->objs, pid, &att);
 	if (r < 0) {
 		close(pidfd);
@@ -156,6 +204,7 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 	}
 	t->att = att;
 	t->pidfd = pidfd;
+	t->start_ticks = id->start_ticks;
 	ev.data.u64 = PDI_SRC(PDI_SRC_TASK, d->reg.ntasks - 1);
 	if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0) {
 		r = -errno;

@@ -47,7 +47,7 @@ static const char *task_state_name(const struct pdi_task *t)
 
 static int put_task(struct pdi_daemon *d, const struct pdi_step *s, const struct pdi_task *t)
 {
-	struct pdi_store_task st = {.rank = t->rank, .pid = t->pid};
+	struct pdi_store_task st = {.rank = t->rank, .pid = t->pid, .start_ticks = t->start_ticks};
 	void *blob = NULL;
 	size_t len = 0;
 	int r;
@@ -60,6 +60,7 @@ static int put_task(struct pdi_daemon *d, const struct pdi_step *s, const struct
 	st.model = blob;
 	st.model_len = len;
 	snprintf(st.ended_in, sizeof(st.ended_in), "%s", t->ended_in ? t->ended_in : "");
+	snprintf(st.boot_id, sizeof(st.boot_id), "%s", pdi_boot_id());
 	r = pdi_store_put_task(d->store, s->name, &st);
 	free(blob);
 	return r;
@@ -100,11 +101,12 @@ static int write_step(struct pdi_daemon *d, struct pdi_step *s)
 	 * restart must watch them again */
 	for (unsigned i = 0; i < d->reg.nwatches && r >= 0; i++) {
 		const struct pdi_watch *w = &d->reg.watches[i];
-		struct pdi_store_task st = {.rank = w->rank, .pid = w->root};
+		struct pdi_store_task st = {.rank = w->rank, .pid = w->root, .start_ticks = w->ident.start_ticks};
 
 		if (w->step != s)
 			continue;
 		snprintf(st.state, sizeof(st.state), "watched");
+		snprintf(st.boot_id, sizeof(st.boot_id), "%s", pdi_boot_id());
 		r = pdi_store_put_task(d->store, s->name, &st);
 	}
 	if (r >= 0 && s->ended && (r = pdi_report_build(d, s, s->uid, &json, &summary)) >= 0)
@@ -199,14 +201,30 @@ static int add_ended_task(struct pdi_daemon *d, struct pdi_step *s, const struct
 	pdi_model_done(&t->model);
 	t->model = *model;
 	t->lost = x->events_lost;
+	t->start_ticks = x->start_ticks;
 	if (x->ended_in[0])
 		t->ended_in = strdup(x->ended_in);
 	return 0;
 }
 
-static bool alive(pid_t pid)
+/* The stored task's process, pinned, if it still runs: the same boot, pid and start time. A
+ * pid alone may be anyone's by now. */
+static int pin_stored(const struct pdi_store_task *x, struct pdi_ident *ret)
 {
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+	struct pdi_ident id;
+	int r;
+
+	if (!pdi_ident_matches(x->pid, x->start_ticks, x->boot_id))
+		return -ESRCH;
+	r = pdi_ident_pin(x->pid, &id);
+	if (r < 0)
+		return r;
+	if (id.start_ticks != x->start_ticks) {
+		pdi_ident_release(&id);
+		return -ESRCH;
+	}
+	*ret = id;
+	return 0;
 }
 
 static int load_task(void *ctx, const struct pdi_store_task *x)
@@ -214,18 +232,21 @@ static int load_task(void *ctx, const struct pdi_store_task *x)
 	struct load *l = ctx;
 	struct pdi_daemon *d = l->d;
 	struct pdi_model model;
+	struct pdi_ident id;
 	struct pdi_task *t;
 	int r;
 
 	if (!strcmp(x->state, "watched")) {
-		if (!l->resume || !alive(x->pid))
+		if (!l->resume || pin_stored(x, &id) < 0)
 			return 0;
 		/* it may have reached MPI_Init while we were away */
 		if (pdi_tracer_check(d->objs, x->pid) == 0) {
-			(void)pdi_task_begin(d, l->s, x->pid, x->rank, &t);
+			(void)pdi_task_begin(d, l->s, &id, x->rank, &t);
+			pdi_ident_release(&id);
 			return 0;
 		}
-		r = pdi_registry_add_watch(&d->reg, l->s, x->pid, x->rank);
+		r = pdi_registry_add_watch(&d->reg, l->s, &id, x->rank);
+		pdi_ident_release(&id);
 		return r < 0 ? r : pdi_tracer_watch(d->tracer, x->pid);
 	}
 	r = x->model_len ? pdi_model_decode(x->model, x->model_len, &d->cfg.model, &model) : -ENODATA;
@@ -238,8 +259,13 @@ static int load_task(void *ctx, const struct pdi_store_task *x)
 				  l->s->name, x->rank);
 		return 0;
 	}
-	if (l->resume && !strcmp(x->state, "running") && alive(x->pid) &&
-	    pdi_task_begin(d, l->s, x->pid, x->rank, &t) == 0) {
+	if (l->resume && !strcmp(x->state, "running") && pin_stored(x, &id) == 0) {
+		r = pdi_task_begin(d, l->s, &id, x->rank, &t);
+		pdi_ident_release(&id);
+	} else {
+		r = -ESRCH;
+	}
+	if (r == 0) {
 		pdi_model_done(&t->model);
 		t->model = model;
 		/* the calls made while we were down are lost: no transition across the gap */

@@ -455,8 +455,8 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 	}
 	why = task_refusal(c, &id, job, stepid, uid);
 	if (why) {
-		log_warning("Refused to register pid %d for step %u.%u of uid %u (asked by uid %u): %s", (int)pid, job,
-			    stepid, (unsigned)uid, (unsigned)c->uid, why);
+		log_warning_limited(c->uid, "Refused to register pid %d for step %u.%u of uid %u (asked by uid %u): %s",
+				    (int)pid, job, stepid, (unsigned)uid, (unsigned)c->uid, why);
 		reply = fail(-EPERM, "pid %d: %s", (int)pid, why);
 		goto out;
 	}

@@ -125,8 +125,8 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 
 		refusal = join_refusal(w, &id);
 		if (refusal) {
-			log_warning("Not monitoring pid %d (uid %u) in step %s: %s", (int)id.pid, (unsigned)id.uid,
-				    s->name, refusal);
+			log_warning_limited(id.uid, "Not monitoring pid %d (uid %u) in step %s: %s", (int)id.pid,
+					    (unsigned)id.uid, s->name, refusal);
 			goto cont;
 		}
 		r = pdi_task_begin(d, s, &id, root == id.pid ? w->rank : -1, &t);

@@ -190,7 +190,8 @@ int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping
 	r = open_mapped(pid, m, &o);
 	if (r < 0) {
 		if (refusal_lasts(r) && put(c, m, NULL, r) == 0 && r != -ENOEXEC)
-			log_warning("pid %d maps %s: %s, not reading it", (int)pid, m->path, pdi_objopen_strerror(r));
+			log_warning_limited((uint64_t)pid, "pid %d maps %s: %s, not reading it", (int)pid, m->path,
+					    pdi_objopen_strerror(r));
 		return r;
 	}
 	r = put(c, m, o, 0);

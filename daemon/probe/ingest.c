@@ -238,7 +238,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 	/* its last events may still be in the ring buffer */
 	(void)pdi_tracer_drain(d->tracer);
 	t->lost = pdi_tracer_lost(d->tracer, t->pid);
-	if (pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
+	if (pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1 || pdi_tracer_exited_in(d->tracer, t->pid, &f) == 0) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
 		uint32_t site;
 

@@ -35,6 +35,7 @@ struct pdi_tracer {
 	void *ctx;
 	struct bpf_link **init_links;
 	unsigned ninit_links;
+	struct bpf_link *exit_link; /* thread_exit: no inflight entry outlives its thread */
 	struct stat *trapped; /* the library inodes whose MPI_Init is trapped */
 	unsigned ntrapped;
 	bool multi;           /* attach with uprobe_multi links */
@@ -89,6 +90,11 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 	r = mpitrace_bpf__load(t->skel);
 	if (r < 0)
 		goto fail;
+	t->exit_link = bpf_program__attach(t->skel->progs.thread_exit);
+	if (!t->exit_link) {
+		r = -errno;
+		goto fail;
+	}
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), handle_sample, t, NULL);
 	if (!t->rb) {
 		r = -errno;
@@ -108,6 +114,7 @@ void pdi_tracer_free(struct pdi_tracer *t)
 	for (unsigned i = 0; i < t->ninit_links; i++)
 		bpf_link__destroy(t->init_links[i]);
 	free(t->init_links);
+	bpf_link__destroy(t->exit_link);
 	free(t->trapped);
 	ring_buffer__free(t->rb);
 	mpitrace_bpf__destroy(t->skel);
@@ -356,6 +363,13 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ou
 	return n;
 }
 
+int pdi_tracer_exited_in(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret)
+{
+	__u32 k = (__u32)pid;
+
+	return bpf_map__lookup_elem(t->skel->maps.exited_in, &k, sizeof(k), ret, sizeof(*ret), 0) < 0 ? -ENOENT : 0;
+}
+
 void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid)
 {
 	int fd = bpf_map__fd(t->skel->maps.inflight);
@@ -380,4 +394,5 @@ void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid)
 			break;
 	}
 	(void)bpf_map__delete_elem(t->skel->maps.lost, &k, sizeof(k), 0);
+	(void)bpf_map__delete_elem(t->skel->maps.exited_in, &k, sizeof(k), 0);
 }

@@ -64,5 +64,9 @@ uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid);
 int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,
 			int max);
 
+/* The call a thread of PID was inside when it exited (its main thread's first): where an
+ * ended task died. Live threads are read with pdi_tracer_inflight(). -ENOENT if none. */
+int pdi_tracer_exited_in(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret);
+
 /* Forget PID's BPF state once its task has ended. */
 void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid);

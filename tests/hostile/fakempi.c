@@ -5,7 +5,8 @@
  * A hostile user can ship their own "MPI library": pdimond must treat whatever it maps as
  * untrusted. MPI_Recv with a negative count ends the calling thread inside the call, the way
  * a thread cancelled or killed inside MPI never returns from it. */
-#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static volatile int sink;
 
@@ -53,8 +54,9 @@ int MPI_Recv(void *buf, int count, int type, int source, int tag, int comm, void
 	(void)tag;
 	(void)comm;
 	(void)status;
+	/* the thread ends here, at once: no unwinding through the probe's return trampoline */
 	if (count < 0)
-		pthread_exit(NULL);
+		syscall(SYS_exit, 0);
 	return touch() & 0;
 }
 

@@ -21,7 +21,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../integration"))
-from harness import BUILD, Daemon, wait_for  # noqa: E402
+from harness import BUILD, HANG_MS, Daemon, wait_for  # noqa: E402
 
 HOSTILE_DIR = os.path.join(BUILD, "tests/hostile")
 HOSTILE = os.path.join(HOSTILE_DIR, "hostile")
@@ -69,18 +69,24 @@ def spawn_with_pid(pid, cmd, **kw):
 
 
 def wait_line(p, text, timeout):
-    """Read P's stdout until a line containing TEXT; the line, or fail after TIMEOUT seconds."""
+    """Read P's stdout until a line containing TEXT; the line, or fail after TIMEOUT seconds.
+    Reads the pipe unbuffered (what is read stays in p.pending), so that select() tells the truth."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([p.stdout], [], [], max(0, deadline - time.monotonic()))
-        if not ready:
-            break
-        line = p.stdout.readline()
-        if not line:
+    fd = p.stdout.fileno()
+    while True:
+        pending = getattr(p, "pending", "")
+        while "\n" in pending:
+            line, pending = pending.split("\n", 1)
+            p.pending = pending
+            if text in line:
+                return line
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            raise AssertionError(f"timed out after {timeout}s waiting for {text!r}")
+        chunk = os.read(fd, 65536).decode()
+        if not chunk:
             raise AssertionError(f"the program ended before saying {text!r}: {p.stderr.read()}")
-        if text in line:
-            return line
-    raise AssertionError(f"timed out after {timeout}s waiting for {text!r}")
+        p.pending = pending + chunk
 
 
 def busctl(d, *args, user=None):
@@ -268,6 +274,30 @@ class Probe(unittest.TestCase):
         log = d.read_log()
         self.assertIn("the process does not belong to the uid given", log)
         self.assertIn("the process is not a task of that job step", log)
+
+
+    # 5: a thread of a monitored task ends inside MPI; its tid goes to another user's process,
+    # which the stack walk of "pdimon analyze" must not seize (nor show its frames)
+    def test_reused_tid_not_walked(self):
+        d = self.daemon()
+        p = self.run_watched(d, "tid", as_user(USER, HOSTILE, "threadexit"))
+        tid = int(wait_line(p, "thread ", 30).split()[1])
+        wait_line(p, "thread exited", 30)
+        sleeper = spawn_with_pid(tid, as_user(OTHER, "sleep", 600), start_new_session=True)
+        self.procs.append(sleeper)
+        hang_ns = HANG_MS * 2 * 1000000
+        wait_for(lambda: d.show("tid")["tasks"][0]["current"].get("for_ns", 0) > hang_ns, 30,
+                 "the task to look blocked (or computing) for twice the hang timeout")
+        current = d.show("tid")["tasks"][0]["current"]
+        out = d.pdimon("analyze", "tid", "--json").stdout
+        with open(f"/proc/{tid}/status") as f:
+            tracer = [line for line in f if line.startswith("TracerPid:")][0].split()[1]
+        self.assertEqual(proc_state(tid), "S", "the other user's process is left as it was")
+        self.assertEqual(tracer, "0")
+        self.assertNotIn("nanosleep", out, f"another user's frames in the analysis of tid {tid}")
+        self.assertNotEqual(current.get("tid"), tid, f"a thread gone for good is shown in MPI: {current}")
+        p.stdin.close()
+        self.finish(d, p, "threadexit")
 
 
 if __name__ == "__main__":

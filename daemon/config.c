@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "objcache.h"
+#include "trapped.h"
 #include "store.h"
 #include "log.h"
 
@@ -46,6 +47,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.gather_fanout = 32,
 		.gather_timeout_ms = 2000,
 		.node_name = default_node_name(),
+		.runtime_dir = strdup(PDI_RUNTIME_DIR),
 		.object_cache_max = PDI_OBJCACHE_MAX_OBJECTS,
 		.object_cache_mib = (unsigned)(PDI_OBJCACHE_MAX_BYTES >> 20),
 	};
@@ -56,6 +58,7 @@ void pdi_config_defaults(struct pdi_config *c)
 void pdi_config_done(struct pdi_config *c)
 {
 	free(c->slurm_user);
+	free(c->runtime_dir);
 	free(c->admin_group);
 	free(c->database);
 	free(c->record_path);
@@ -203,6 +206,8 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 			c->wakeup_kib = (unsigned)x;
 		return r;
 	}
+	if (!strcmp(key, "runtime_dir"))
+		return *value == '/' ? set_string(&c->runtime_dir, value) : -EINVAL;
 	if (!strcmp(key, "object_cache_max"))
 		return set_uint(value, 2, 65536, &c->object_cache_max);
 	if (!strcmp(key, "object_cache_mib"))

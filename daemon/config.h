@@ -30,6 +30,7 @@ struct pdi_config {
 	unsigned gather_fanout;               /* children per daemon in a step's gather tree */
 	unsigned gather_timeout_ms;           /* per tree level */
 	char *node_name;                      /* this node as Slurm and the other daemons name it */
+	char *runtime_dir;                    /* records of watched roots (trapped.h) */
 	unsigned object_cache_max;            /* ELF objects kept open (objcache.h) */
 	unsigned object_cache_mib;            /* and the sum of their file sizes */
 	struct pdi_model_config model;

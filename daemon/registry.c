@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "registry.h"
+#include "trapped.h"
 
 #define DEAD_TASK (PDI_U64MAP_NONE - 1)
 
@@ -133,6 +134,7 @@ int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, struct pd
 	r->watches = v;
 	r->watches[r->nwatches++] = (struct pdi_watch){.root = root->pid, .ident = *root, .step = s, .rank = rank};
 	root->pidfd = -1;
+	pdi_trapped_note(r->runtime_dir, &r->watches[r->nwatches - 1].ident);
 	s->nwatches++;
 	reopen(s);
 	return 0;
@@ -160,6 +162,7 @@ void pdi_registry_remove_watch(struct pdi_registry *r, pid_t root)
 	if (!w)
 		return;
 	s = w->step;
+	pdi_trapped_forget(r->runtime_dir, &w->ident);
 	pdi_ident_release(&w->ident);
 	*w = r->watches[--r->nwatches];
 	s->nwatches--;

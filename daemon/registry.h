@@ -97,6 +97,7 @@ struct pdi_registry {
 	struct pdi_task **tasks;      /* every task, ended ones too, in registration order */
 	unsigned ntasks;
 	struct pdi_u64map task_by_pid; /* pid -> index into tasks, of running tasks */
+	const char *runtime_dir;      /* where watched roots are recorded (trapped.h); NULL: nowhere */
 	struct pdi_model_config model_cfg;
 };
 

@@ -107,49 +107,74 @@ static int pin_trapped(const struct pdi_event *e, struct pdi_ident *ret)
 	return 0;
 }
 
+/* Join the pinned process ID, stopped in MPI_Init under watch W, to W's step if it may; the
+ * new task or NULL. The caller continues it either way. */
+static struct pdi_task *join_watch(struct pdi_daemon *d, struct pdi_watch *w, const struct pdi_ident *id)
+{
+	struct pdi_step *s = w->step;
+	pid_t root = w->root;
+	const char *refusal;
+	struct pdi_task *t;
+	int r;
+
+	/* a launcher's rank belongs to the watched process itself, not to its descendants */
+	if (pdi_registry_find_task(&d->reg, id->pid))
+		return NULL;
+	refusal = join_refusal(w, id);
+	if (refusal) {
+		log_warning_limited(id->uid, "Not monitoring pid %d (uid %u) in step %s: %s", (int)id->pid,
+				    (unsigned)id->uid, s->name, refusal);
+		return NULL;
+	}
+	r = pdi_task_begin(d, s, id, root == id->pid ? w->rank : -1, &t);
+	if (r < 0) {
+		log_warning_errno_limited(id->uid, r, "Cannot monitor pid %d of step %s: %m", (int)id->pid, s->name);
+		return NULL;
+	}
+	/* a registered task that joined is watched by its pidfd from now on */
+	if (root == id->pid) {
+		pdi_tracer_unwatch(d->tracer, root);
+		pdi_registry_remove_watch(&d->reg, root);
+	}
+	return t;
+}
+
+static void continue_trapped(const struct pdi_ident *id)
+{
+	int r = pdi_ident_signal(id, SIGCONT);
+
+	if (r < 0 && r != -ESRCH)
+		log_warning_errno(r, "Cannot continue pid %d: %m", (int)id->pid);
+}
+
 static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 {
 	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
-	struct pdi_step *s = w ? w->step : NULL;
-	const char *refusal;
 	struct pdi_ident id;
 	struct pdi_task *t;
-	int r;
 
 	/* gone, or not the process trapped: nothing to join, and nothing of ours to continue */
 	if (pin_trapped(e, &id) < 0)
 		return;
-	/* a launcher's rank belongs to the watched process itself, not to its descendants */
-	if (s && !pdi_registry_find_task(&d->reg, id.pid)) {
-		pid_t root = w->root;
-
-		refusal = join_refusal(w, &id);
-		if (refusal) {
-			log_warning_limited(id.uid, "Not monitoring pid %d (uid %u) in step %s: %s", (int)id.pid,
-					    (unsigned)id.uid, s->name, refusal);
-			goto cont;
-		}
-		r = pdi_task_begin(d, s, &id, root == id.pid ? w->rank : -1, &t);
-		/* a registered task that joined is watched by its pidfd from now on */
-		if (r == 0 && root == id.pid) {
-			pdi_tracer_unwatch(d->tracer, root);
-			pdi_registry_remove_watch(&d->reg, root);
-		}
-		if (r < 0)
-			log_warning_errno(r, "Cannot monitor pid %u of step %s: %m", e->pid, s->name);
-		else if (pdi_site_lookup(t, d->objs, e->callsite, e->fn, &t->init_call.site) == 0) {
-			t->init_call.fn = e->fn;
-			t->init_call.t_enter = e->t_enter;
-			t->init_call.peer = PDI_NO_PEER;
-			t->init_pending = true;
-		}
+	t = w ? join_watch(d, w, &id) : NULL;
+	if (t && pdi_site_lookup(t, d->objs, e->callsite, e->fn, &t->init_call.site) == 0) {
+		t->init_call.fn = e->fn;
+		t->init_call.t_enter = e->t_enter;
+		t->init_call.peer = PDI_NO_PEER;
+		t->init_pending = true;
 	}
-cont:
 	/* stopped by the trap: whatever happened, let it go on (it, and no successor of its pid) */
-	r = pdi_ident_signal(&id, SIGCONT);
-	if (r < 0 && r != -ESRCH)
-		log_warning_errno(r, "Cannot continue pid %u: %m", e->pid);
+	continue_trapped(&id);
 	pdi_ident_release(&id);
+}
+
+void pdi_join_stopped(void *daemon, pid_t root, const struct pdi_ident *id)
+{
+	struct pdi_daemon *d = daemon;
+	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, root);
+
+	if (w)
+		(void)join_watch(d, w, id);
 }
 
 int pdi_ingest_event(void *daemon, const struct pdi_event *e)
@@ -175,7 +200,7 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	return 0;
 }
 
-int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, struct pdi_ident *id, int rank, struct pdi_task **ret)
+int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct pdi_attachment att = {0};

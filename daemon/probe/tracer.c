@@ -111,9 +111,7 @@ void pdi_tracer_free(struct pdi_tracer *t)
 {
 	if (!t)
 		return;
-	for (unsigned i = 0; i < t->ninit_links; i++)
-		bpf_link__destroy(t->init_links[i]);
-	free(t->init_links);
+	pdi_tracer_untrap(t);
 	bpf_link__destroy(t->exit_link);
 	free(t->trapped);
 	ring_buffer__free(t->rb);
@@ -305,6 +303,16 @@ int pdi_tracer_trap_init(struct pdi_tracer *t, struct pdi_objcache *objs, char *
 		globfree(&gl);
 	}
 	return ntrapped;
+}
+
+void pdi_tracer_untrap(struct pdi_tracer *t)
+{
+	for (unsigned i = 0; i < t->ninit_links; i++)
+		bpf_link__destroy(t->init_links[i]);
+	free(t->init_links);
+	t->init_links = NULL;
+	t->ninit_links = 0;
+	t->ntrapped = 0;
 }
 
 int pdi_tracer_watch(struct pdi_tracer *t, pid_t pid)

@@ -50,6 +50,8 @@ int pdi_tracer_check(struct pdi_objcache *objs, pid_t pid);
  * of libraries trapped. */
 int pdi_tracer_trap_init(struct pdi_tracer *t, struct pdi_objcache *objs, char *const *globs,
 			 unsigned nglobs);
+/* Remove every MPI_Init trap: no process stops for pdimond any more (at shutdown, first). */
+void pdi_tracer_untrap(struct pdi_tracer *t);
 int pdi_tracer_watch(struct pdi_tracer *t, pid_t pid);
 void pdi_tracer_unwatch(struct pdi_tracer *t, pid_t pid);
 

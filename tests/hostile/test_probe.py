@@ -167,10 +167,14 @@ class Probe(unittest.TestCase):
         try:
             return p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            with open(f"/proc/{d.proc.pid}/wchan") as f:
-                wchan = f.read()
+            d = self.daemons[-1] if self.daemons else d
+            try:
+                with open(f"/proc/{d.proc.pid}/wchan") as f:
+                    wchan = f"waiting in {f.read()}"
+            except OSError:
+                wchan = "not running"
             self.fail(f"{what}: the user's process did not finish within {timeout} s; pdimond "
-                      f"{'answers' if self.responsive(d, 5) else 'does not answer'} (waiting in {wchan})")
+                      f"{'answers' if self.responsive(d, 5) else 'does not answer'} ({wchan})")
 
     # 1: a FIFO (or a symlink to one) where the mapped executable was
     def test_fifo_and_symlink_at_mapped_path(self):
@@ -298,6 +302,46 @@ class Probe(unittest.TestCase):
         self.assertNotEqual(current.get("tid"), tid, f"a thread gone for good is shown in MPI: {current}")
         p.stdin.close()
         self.finish(d, p, "threadexit")
+
+
+    def trap_while_stopped(self):
+        """A user's process trapped in MPI_Init while pdimond is stopped, then pdimond killed:
+        (the daemon, the pdimon run, the trapped pid)."""
+        d = self.daemon()
+        p = self.run_watched(d, "trap", as_user(USER, "sh", "-c", f"read x; exec {HOSTILE} init"))
+        wait_for(lambda: any(s["step"] == "trap" for s in json.loads(d.pdimon("steps", "--json").stdout)), 30,
+                 "the command to be watched")
+        pid = wait_for(lambda: int(open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()[0] or 0), 10,
+                       "the command's process")
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        wait_for(lambda: proc_state(pid) == "T" and "hostile" in os.readlink(f"/proc/{pid}/exe"), 30,
+                 "the process to be trapped in MPI_Init")
+        os.kill(d.proc.pid, signal.SIGKILL)
+        d.proc.wait()
+        d.log.close()
+        self.daemons.remove(d)
+        self.addCleanup(d.bus.stop)
+        self.assertEqual(proc_state(pid), "T", "trapped, with no pdimond left to continue it")
+        return d, p, pid
+
+    # 4: trapped processes are never left stopped: a pdimond killed meanwhile, then restarted
+    def test_trapped_survive_sigkill_and_restart(self):
+        d, p, pid = self.trap_while_stopped()
+        self.daemon(bus=d.bus, database=d.database)
+        out, err = self.finish(d, p, f"pid {pid}, stopped (state {proc_state(pid)}) after the restart")
+        self.assertIn("init done", out, err)
+
+    # 4: ... or with no restart: the unit's ExecStopPost (pdimond --release-stopped) continues it
+    def test_trapped_released_by_stop_post(self):
+        d, p, pid = self.trap_while_stopped()
+        r = subprocess.run([os.path.join(BUILD, "daemon/pdimond"), "--config", "/dev/null", "--release-stopped"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out, err = self.finish(d, p, f"pid {pid}, stopped (state {proc_state(pid)}) after pdimond --release-stopped")
+        self.assertIn("init done", out, err)
+        self.assertIn("continued 1 stopped process", r.stdout)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.database = strdup(PDI_STORE_DEFAULT_PATH),
 		.retention_days = 90,
 		.retention_mib = 1024,
+		.database_max_mib = 4096,
 		.checkpoint_s = 30,
 		.hang_timeout_ms = 2000,
 		.drain_interval_ms = 100,
@@ -162,6 +163,8 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_string(&c->database, value);
 	if (!strcmp(key, "retention_days"))
 		return set_uint(value, 0, 100000, &c->retention_days);
+	if (!strcmp(key, "database_max_mib"))
+		return set_uint(value, 0, 1u << 30, &c->database_max_mib);
 	if (!strcmp(key, "retention_mib"))
 		return set_uint(value, 0, 1u << 30, &c->retention_mib);
 	if (!strcmp(key, "hang_timeout_ms"))

@@ -22,6 +22,7 @@ struct pdi_config {
 	char *database;                       /* SQLite store; NULL or "" keeps nothing */
 	unsigned retention_days;              /* ended steps older than this are deleted; 0 keeps */
 	unsigned retention_mib;               /* and the oldest beyond this size; 0 = no limit */
+	unsigned database_max_mib;            /* hard cap of the database's size; 0 = none */
 	unsigned checkpoint_s;                /* running steps are written this often */
 	unsigned hang_timeout_ms;             /* a task this long inside one MPI call is blocked */
 	unsigned peer_port;                   /* TCP port for the other pdimonds; 0: no listener */

@@ -48,6 +48,9 @@ struct pdi_task {
 	bool init_pending;            /* stopped in MPI_Init before we attached: see ingest.c */
 	bool gap;                     /* the model missed calls: the daemon was down for a while */
 	struct pdi_call init_call;
+	uint64_t dropped_sites;       /* calls whose new site did not fit in max_task_memory */
+	bool stored_final;            /* ended, and written so: checkpoints skip it */
+	bool store_pending;           /* written in the transaction under way */
 	char *ended_in;               /* the MPI call the task was in when it ended, if any */
 	int64_t ended_site;           /* its site, -1 when unknown */
 	int32_t ended_peers[PDI_NREQS + 1]; /* the ranks that call waited for */
@@ -65,6 +68,7 @@ struct pdi_step {
 	unsigned ntasks;
 	struct pdi_site *sites;
 	uint32_t nsites;
+	uint32_t nsites_stored;       /* sites [0, nsites_stored) are in the store: never rewritten */
 	struct pdi_u64map site_idx;
 	char *executable;             /* the program of its first task: prior runs are found by it */
 	char **nodes;                 /* a Slurm step's nodes, in Slurm's order (the first roots the

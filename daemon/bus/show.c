@@ -304,6 +304,7 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_kv_uint(j, "states", m->dropped_states);
 	pdi_json_kv_uint(j, "transitions", m->dropped_edges);
 	pdi_json_kv_uint(j, "requests", m->dropped_requests);
+	pdi_json_kv_uint(j, "sites", t->dropped_sites);
 	pdi_json_kv_uint(j, "phase_cuts", m->folded_phase_cuts);
 	pdi_json_obj_end(j);
 	pdi_json_kv_uint(j, "model_bytes", m->bytes);

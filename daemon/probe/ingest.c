@@ -63,6 +63,12 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 		c.bytes = (uint64_t)(uint32_t)e->args[f->count_arg - 1] * pdi_dtype_size(&t->att.dtypes, e->args[f->type_arg - 1]);
 
 	r = pdi_site_lookup(t, d->objs, e->callsite, e->fn, &c.site);
+	if (r == -ENOSPC) {
+		/* past max_task_memory: the call is dropped and counted, as states are */
+		t->dropped_sites++;
+		t->model.dropped_states++;
+		return 0;
+	}
 	if (r < 0)
 		return r;
 	if (t->init_pending) {

@@ -9,6 +9,7 @@
 struct pdi_objcache;
 
 /* The step-wide site index of the call of FN that returns to ADDR in task T. Resolves
- * symbols and source lines the first time a site is seen, and never again. */
+ * symbols and source lines the first time a site is seen, and never again. A new site, and a
+ * new address in T's cache, are charged to T's max_task_memory: -ENOSPC past it. */
 int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr, uint16_t fn,
 		    uint32_t *ret_site);

@@ -31,6 +31,11 @@ int pdi_persist_open(struct pdi_daemon *d)
 	if (r < 0)
 		return log_error_errno(r, "Cannot use the database %s: %s; refusing to run rather than "
 					  "lose data (move it away to start afresh)", d->cfg.database, why[0] ? why : "%m");
+	/* a hard cap beside retention: what users' jobs write (sites, models) cannot fill the disk */
+	r = pdi_store_limit(d->store, (uint64_t)d->cfg.database_max_mib << 20);
+	if (r < 0)
+		log_warning_errno(r, "Cannot limit the database to %u MiB, ignoring: %s", d->cfg.database_max_mib,
+				  pdi_store_errmsg(d->store));
 	return 0;
 }
 
@@ -66,18 +71,26 @@ static int put_task(struct pdi_daemon *d, const struct pdi_step *s, const struct
 	return r;
 }
 
+/* The sites new since the last write: a site never changes once named, and a step may have
+ * hundreds of thousands, which every checkpoint would rewrite. */
 static int put_sites(struct pdi_daemon *d, const struct pdi_step *s)
 {
-	struct pdi_store_site *v = calloc(s->nsites ? s->nsites : 1, sizeof(*v));
+	uint32_t from = s->nsites_stored <= s->nsites ? s->nsites_stored : 0, n = s->nsites - from;
+	struct pdi_store_site *v;
 	int r;
 
+	if (!n)
+		return 0;
+	v = calloc(n, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < s->nsites; i++)
-		v[i] = (struct pdi_store_site){.index = i, .fn = s->sites[i].fn, .name = s->sites[i].name,
-					       .caller = s->sites[i].caller, .file = s->sites[i].file,
-					       .line = s->sites[i].line, .key = s->sites[i].key};
-	r = pdi_store_put_sites(d->store, s->name, v, s->nsites);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct pdi_site *x = &s->sites[from + i];
+
+		v[i] = (struct pdi_store_site){.index = from + i, .fn = x->fn, .name = x->name, .caller = x->caller,
+					       .file = x->file, .line = x->line, .key = x->key};
+	}
+	r = pdi_store_put_sites(d->store, s->name, v, n);
 	free(v);
 	return r;
 }
@@ -95,8 +108,15 @@ static int write_step(struct pdi_daemon *d, struct pdi_step *s)
 	r = pdi_store_put_step(d->store, &st);
 	if (r >= 0)
 		r = put_sites(d, s);
-	for (unsigned i = 0; i < s->ntasks && r >= 0; i++)
-		r = put_task(d, s, s->tasks[i]);
+	for (unsigned i = 0; i < s->ntasks && r >= 0; i++) {
+		struct pdi_task *t = s->tasks[i];
+
+		/* an ended task written once has nothing new */
+		if (t->stored_final)
+			continue;
+		r = put_task(d, s, t);
+		t->store_pending = r >= 0 && t->state == PDI_TASK_ENDED;
+	}
 	/* registered tasks still to come, and the commands of pdimon run: no model, but a
 	 * restart must watch them again */
 	for (unsigned i = 0; i < d->reg.nwatches && r >= 0; i++) {
@@ -127,6 +147,13 @@ int pdi_persist_step(struct pdi_daemon *d, struct pdi_step *s)
 		r = write_step(d, s);
 	if (r >= 0)
 		r = pdi_store_commit(d->store);
+	/* what this transaction wrote is stored only once it committed */
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		s->tasks[i]->stored_final |= r >= 0 && s->tasks[i]->store_pending;
+		s->tasks[i]->store_pending = false;
+	}
+	if (r >= 0)
+		s->nsites_stored = s->nsites;
 	if (r < 0) {
 		pdi_store_rollback(d->store);
 		return log_error_errno(r, "Cannot store step %s: %s; what was stored before is intact",
@@ -302,6 +329,7 @@ static int load_step(struct pdi_daemon *d, const struct pdi_store_step *st, bool
 		return r;
 	if (!l.s->ended && !pdi_step_running(l.s))
 		l.s->ended = time(NULL); /* everything ended while we were away */
+	l.s->nsites_stored = l.s->nsites;
 	*ret = l.s;
 	return 0;
 }

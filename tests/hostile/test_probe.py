@@ -344,5 +344,25 @@ class Probe(unittest.TestCase):
         self.assertIn("continued 1 stopped process", r.stdout)
 
 
+    # 7: 200,000 distinct return addresses (generated code) must stay within max_task_memory
+    def test_sites_bounded(self):
+        d = self.daemon("max_task_memory=1048576")
+        rss0 = d.status()["memory_rss_bytes"]
+        p = self.run_watched(d, "sites", as_user(USER, HOSTILE, "sites", 200000))
+        wait_line(p, "sites done", 120)
+        wait_for(lambda: d.show("sites")["tasks"][0]["calls"] + d.show("sites")["tasks"][0]["dropped"].get("sites", 0)
+                 >= 200001, 120, "200,001 calls ingested or dropped")
+        s = d.show("sites")
+        t = s["tasks"][0]
+        grown = (d.status()["memory_rss_bytes"] - rss0) >> 20
+        self.assertLess(len(s["sites"]), 20000, f"{len(s['sites'])} sites kept, pdimond grew {grown} MiB")
+        self.assertGreater(t["dropped"]["sites"], 150000)
+        self.assertTrue(t["incomplete"])
+        self.assertLessEqual(t["model_bytes"], 1048576)
+        self.assertLess(grown, 40, "pdimond's memory stays bounded")
+        p.stdin.close()
+        self.finish(d, p, "sites")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -29,6 +29,8 @@ struct {
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
+/* One entry per thread of the node that ever called a probed function and still runs; its size
+ * is the setting inflight_threads. When full, calls of new threads are counted as lost. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -120,8 +122,11 @@ int BPF_KPROBE(mpi_enter)
 
 	barrier_var(sp);
 	f = thread_entry(id);
-	if (!f)
+	if (!f) {
+		/* the node-wide map is full: the call is lost, and said so, never silently */
+		count_lost(id >> 32);
 		return 0;
+	}
 	/* an MPI call made by an MPI call: only the outermost one is the application's */
 	if (f->active++ > 0)
 		return 0;

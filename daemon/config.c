@@ -42,6 +42,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.drain_interval_ms = 100,
 		.ring_buffer_kib = 8192,
 		.wakeup_kib = 256,
+		.inflight_threads = 65536,
 		.log_level = PDI_LOG_INFO,
 		.model = pdi_model_config_default,
 		.peer_port = 7087,
@@ -204,6 +205,8 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 			c->ring_buffer_kib = (unsigned)x;
 		return r;
 	}
+	if (!strcmp(key, "inflight_threads"))
+		return set_uint(value, 1, 1u << 22, &c->inflight_threads);
 	if (!strcmp(key, "wakeup_kib")) {
 		if ((r = parse_uint(value, 0, 1 << 20, &x)) == 0)
 			c->wakeup_kib = (unsigned)x;

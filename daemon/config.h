@@ -17,6 +17,7 @@ struct pdi_config {
 	unsigned drain_interval_ms;           /* ring buffer drained at least this often */
 	unsigned ring_buffer_kib;             /* power of two */
 	unsigned wakeup_kib;                  /* pending data that wakes the daemon early */
+	unsigned inflight_threads;            /* size of the node-wide BPF in-flight map */
 	int log_level;
 	char *record_path;                    /* write every ingested call here (benchmarks) */
 	char *database;                       /* SQLite store; NULL or "" keeps nothing */

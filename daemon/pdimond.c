@@ -419,7 +419,8 @@ int main(int argc, char **argv)
 		goto out;
 	pdi_objcache_set_limits(d.objs, d.cfg.object_cache_max, (uint64_t)d.cfg.object_cache_mib << 20);
 	r = pdi_tracer_new(&(struct pdi_tracer_options){.ring_bytes = d.cfg.ring_buffer_kib * 1024u,
-							.wakeup_bytes = d.cfg.wakeup_kib * 1024u},
+							.wakeup_bytes = d.cfg.wakeup_kib * 1024u,
+							.inflight_threads = d.cfg.inflight_threads},
 			   pdi_ingest_event, &d, &d.tracer);
 	if (r < 0) {
 		explain_load_failure(r);

@@ -79,6 +79,8 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 		goto fail;
 	}
 	r = bpf_map__set_max_entries(t->skel->maps.events, opts->ring_bytes);
+	if (r == 0 && opts->inflight_threads)
+		r = bpf_map__set_max_entries(t->skel->maps.inflight, opts->inflight_threads);
 	if (r < 0)
 		goto fail;
 	t->skel->rodata->wakeup_bytes = opts->wakeup_bytes;

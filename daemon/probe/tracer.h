@@ -18,6 +18,7 @@ typedef int (*pdi_event_fn)(void *ctx, const struct pdi_event *e);
 struct pdi_tracer_options {
 	uint32_t ring_bytes;   /* ring buffer size: a power of two, at least a page */
 	uint32_t wakeup_bytes; /* BPF wakes the daemon once this much is pending */
+	uint32_t inflight_threads; /* threads of the node inside (or once inside) MPI at once; 0: default */
 };
 
 /* Load the BPF programs. -EPERM/-EACCES when not privileged, -EOPNOTSUPP without BPF. */

@@ -171,13 +171,15 @@ static int sites(long n)
 	return 0;
 }
 
-static pthread_barrier_t all_in;
+static pthread_barrier_t all_in, all_called;
 
+/* every thread has called before any ends: their in-flight entries all exist at once */
 static void *call_once(void *arg)
 {
 	(void)arg;
 	pthread_barrier_wait(&all_in);
 	MPI_Barrier(0);
+	pthread_barrier_wait(&all_called);
 	return NULL;
 }
 
@@ -187,6 +189,7 @@ static int threads(int n)
 
 	MPI_Init(NULL, NULL);
 	pthread_barrier_init(&all_in, NULL, (unsigned)n);
+	pthread_barrier_init(&all_called, NULL, (unsigned)n);
 	for (int i = 0; i < n; i++)
 		if (pthread_create(&th[i], NULL, call_once, NULL))
 			die("pthread_create");

@@ -89,25 +89,31 @@ static void copy_file(const char *from, const char *to)
 	close(out);
 }
 
+static int call_stub(const char *fn)
+{
+	int (*call)(void);
+	void *h = dlopen(fn, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h) {
+		fprintf(stderr, "hostile: dlopen %s: %s\n", fn, dlerror());
+		return -1;
+	}
+	call = (int (*)(void))dlsym(h, "stub_call");
+	if (!call)
+		return -1;
+	return call();
+}
+
 static int copies(int n, const char *dir, const char *stub)
 {
 	MPI_Init(NULL, NULL);
 	for (int i = 0; i < n; i++) {
 		char fn[4096];
-		int (*call)(void);
-		void *h;
 
 		snprintf(fn, sizeof(fn), "%s/stub-%d.so", dir, i);
 		copy_file(stub, fn);
-		h = dlopen(fn, RTLD_NOW | RTLD_LOCAL);
-		if (!h) {
-			fprintf(stderr, "hostile: dlopen %s: %s\n", fn, dlerror());
+		if (call_stub(fn) < 0)
 			return 1;
-		}
-		call = (int (*)(void))dlsym(h, "stub_call");
-		if (!call)
-			return 1;
-		call();
 	}
 	printf("copies done\n");
 	fflush(stdout);

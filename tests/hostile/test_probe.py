@@ -378,6 +378,5 @@ class Probe(unittest.TestCase):
         p.stdin.close()
         self.finish(d, p, "threads")
 
-
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -12,7 +12,7 @@ struct pdi_objcache;
 
 /* Defaults of the limits: each object holds one or two fds (the file, its debug file). */
 #define PDI_OBJCACHE_MAX_OBJECTS 256
-#define PDI_OBJCACHE_MAX_BYTES (4ull << 30)
+#define PDI_OBJCACHE_MAX_BYTES (1ull << 30)
 
 struct pdi_objcache_stats {
 	size_t objects;    /* held now, refusals included */

@@ -16,6 +16,7 @@ struct pdi_store;
 struct pdi_peer;
 struct pdi_gather;
 struct pdi_workers;
+struct pdi_site_store;
 typedef struct sd_bus sd_bus;
 
 /* epoll_event.data.u64: what became ready, and which one (a task's index). */
@@ -28,6 +29,7 @@ enum pdi_source_kind {
 	PDI_SRC_PEER_LISTEN, /* the peer port: connections from other pdimonds */
 	PDI_SRC_PEER,        /* one of those connections (its slot in peer.c) */
 	PDI_SRC_WORKERS,     /* jobs finished off the loop (worker.h) */
+	PDI_SRC_SITE_STORE,  /* the site store's lane finished a job (site_store.h) */
 };
 #define PDI_SRC(kind, index) ((uint64_t)(kind) << 56 | (uint64_t)(index))
 #define PDI_SRC_KIND(u) ((unsigned)((u) >> 56))
@@ -55,6 +57,7 @@ struct pdi_daemon {
 	struct pdi_peer *peer;     /* NULL: no peer listener (peer_port = 0, or the port is taken) */
 	struct pdi_gather *gather; /* a step's tree gather (gather.h); NULL without the listener */
 	struct pdi_workers *workers; /* slow work off the loop (worker.h) */
+	struct pdi_site_store *site; /* the site's PostgreSQL; NULL when none (site_store.h) */
 };
 
 uint64_t pdi_now_ns(void);

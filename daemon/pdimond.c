@@ -27,6 +27,7 @@
 #include "objcache.h"
 #include "peer.h"
 #include "persist.h"
+#include "site_store.h"
 #include "tracer.h"
 #include "trapped.h"
 #include "worker.h"
@@ -171,6 +172,7 @@ static void on_timer(struct pdi_daemon *d)
 		log_warning("Cannot read the drain timer: %m");
 	(void)pdi_tracer_drain(d->tracer);
 	pdi_log_ratelimit_flush(); /* what the rate limits held back, once their interval is over */
+	pdi_site_store_tick(d);
 	if (now - d->last_checkpoint_ns >= (uint64_t)d->cfg.checkpoint_s * 1000000000ull) {
 		pdi_persist_checkpoint(d);
 		d->last_checkpoint_ns = now;
@@ -238,6 +240,9 @@ static int run_loop(struct pdi_daemon *d)
 			case PDI_SRC_WORKERS:
 				(void)pdi_workers_dispatch(d->workers);
 				break;
+			case PDI_SRC_SITE_STORE:
+				pdi_site_store_dispatch(d);
+				break;
 			}
 		}
 		pdi_peer_expire(d->peer);
@@ -255,6 +260,7 @@ static void daemon_done(struct pdi_daemon *d)
 	/* the running steps to the store, so that the next pdimond takes them over */
 	if (d->tracer)
 		pdi_persist_checkpoint(d);
+	pdi_site_store_close(d); /* before the local store: its last write's outcome goes there */
 	pdi_persist_close(d);
 	for (unsigned i = 0; i < d->reg.ntasks; i++)
 		pdi_attachment_detach(&d->reg.tasks[i]->att);
@@ -437,6 +443,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	setup_peer(&d);
+	/* not fatal: monitoring goes on, ended steps wait in the local store */
+	if (pdi_site_store_open(&d) == 0 && d.site &&
+	    (r = add_fd(&d, pdi_site_store_fd(&d), PDI_SRC(PDI_SRC_SITE_STORE, 0))) < 0) {
+		log_error_errno(r, "Cannot watch the site store's lane: %m");
+		goto out;
+	}
 	if (pdi_tracer_trap_init(d.tracer, d.objs, d.cfg.init_libraries, d.cfg.ninit_libraries) == 0)
 		log_warning("No MPI library found to trap MPI_Init in (setting mpi_libraries): "
 			    "pdimon run will not see new processes; pdimon attach still works");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "site_store.h"
 #include "json.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -68,16 +69,19 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	for (unsigned i = 0; i < d->reg.nsteps; i++)
 		running_steps += !strcmp(step_state(d->reg.steps[i]), "running");
 	if (!json) {
+		char site[768];
+
+		pdi_site_store_status_line(d, site, sizeof(site));
 		if (asprintf(&text,
 			     "pdimond %s, up %.0f s\n"
 			     "steps:       %u (%u running)\n"
 			     "tasks:       %u (%u running)\n"
 			     "events:      %" PRIu64 " (%.0f/s), %" PRIu64 " lost\n"
 			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n"
-			     "objects:     %zu open (%" PRIu64 " MiB of files), %" PRIu64 " closed to stay within limits\n",
+			     "objects:     %zu open (%" PRIu64 " MiB of files), %" PRIu64 " closed to stay within limits\n%s",
 			     PDI_VERSION, uptime, d->reg.nsteps, running_steps, d->reg.ntasks, running_tasks,
 			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024, oc.objects,
-			     oc.bytes >> 20, oc.evicted) < 0)
+			     oc.bytes >> 20, oc.evicted, site) < 0)
 			return NULL;
 		return text;
 	}
@@ -97,6 +101,7 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	pdi_json_kv_uint(&j, "objects_open", oc.objects);
 	pdi_json_kv_uint(&j, "objects_bytes", oc.bytes);
 	pdi_json_kv_uint(&j, "objects_evicted", oc.evicted);
+	pdi_site_store_status(d, &j);
 	pdi_json_obj_end(&j);
 	return pdi_json_steal(&j);
 }

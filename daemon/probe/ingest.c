@@ -18,6 +18,7 @@
 #include "mpi_funcs.h"
 #include "persist.h"
 #include "program.h"
+#include "site_store.h"
 #include "sites.h"
 #include "tracer.h"
 
@@ -306,5 +307,6 @@ void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s)
 	s->announced = true;
 	log_info("Step %s ended", s->name);
 	(void)pdi_persist_step(d, s);
+	pdi_site_store_kick(d); /* stored pending: on to the site store */
 	pdi_bus_emit_step_ended(d, s, s->ending ? "ended" : "finished");
 }

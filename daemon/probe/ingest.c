@@ -229,6 +229,12 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 	}
 	if (rank < 0)
 		rank = pdi_proc_rank(pid);
+	/* still the pinned process: the probes (by pid), its maps and environment were its own */
+	if (!pdi_ident_alive(id)) {
+		pdi_attachment_detach(&att);
+		close(pidfd);
+		return -ESRCH;
+	}
 	r = pdi_registry_add_task(&d->reg, s, pid, rank < 0 ? -1 : rank, &t);
 	if (r < 0) {
 		pdi_attachment_detach(&att);

@@ -259,6 +259,32 @@ class Probe(unittest.TestCase):
         self.assertEqual(step["sites"], [], "and its call sites are readable by the step's owner")
         self.assertIn(f"Not monitoring pid {pid}", d.read_log())
 
+    # 3: a stored watch is revived at a restart only for the very process it watched: its pid,
+    # reused meanwhile by another user's MPI program, is not that process
+    def test_reused_pid_not_revived_after_restart(self):
+        d = self.daemon()
+        victim = self.popen(as_user(USER, "sleep", 600))
+        r = self.register(d, 79, 0, 0, victim.pid, self.user.pw_uid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        d.stop()  # the watch is stored at shutdown
+        self.daemons.remove(d)
+        pid = victim.pid
+        victim.kill()
+        victim.wait()
+        intruder = spawn_with_pid(pid, as_user(OTHER, "sh", "-c", f"read x; exec {HOSTILE} init"),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  start_new_session=True)
+        self.procs.append(intruder)
+        d2 = self.daemon(database=d.database)
+        intruder.stdin.write("go\n")
+        intruder.stdin.close()
+        out, err = self.finish(d2, intruder, "the other user's process")
+        self.assertIn("init done", out, err)
+        shown = d2.pdimon("show", "79.0", "--json", user=USER, check=False)
+        tasks = json.loads(shown.stdout)["tasks"] if shown.returncode == 0 else []
+        self.assertEqual([t for t in tasks if t["calls"] > 0], [],
+                         f"another user's process joined the restored step: {shown.stdout[:400]}")
+
     # 11: the SlurmUser may register a task only for a process of that job and that uid
     def test_slurm_user_registers_only_its_job(self):
         d = self.daemon(f"slurm_user={OTHER}")

@@ -115,6 +115,10 @@ void pdi_registry_drop_if_empty(struct pdi_registry *r, struct pdi_step *s)
 /* A step that gets a task or a watch runs again: its end and its report are undone. */
 static void reopen(struct pdi_step *s)
 {
+	/* and written whole at its next write: the store may have expired it meanwhile */
+	s->nsites_stored = 0;
+	for (unsigned i = 0; i < s->ntasks; i++)
+		s->tasks[i]->stored_final = false;
 	s->ended = 0;
 	s->announced = false;
 	free(s->report_json);

@@ -42,6 +42,8 @@ struct pdi_config {
 	char *runtime_dir;                    /* records of watched roots (trapped.h) */
 	unsigned object_cache_max;            /* ELF objects kept open (objcache.h) */
 	unsigned object_cache_mib;            /* and the sum of their file sizes */
+	bool probe_at_start;                  /* entry probes on functions' first byte, never moved */
+	double max_overhead_pct;              /* the most a task's probes may cost it; 0: no budget */
 	struct pdi_model_config model;
 };
 

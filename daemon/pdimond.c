@@ -20,12 +20,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "bus.h"
 #include "daemon.h"
 #include "gather.h"
 #include "log.h"
 #include "objcache.h"
 #include "peer.h"
+#include "probe_targets.h"
 #include "persist.h"
 #include "site_store.h"
 #include "tracer.h"
@@ -113,6 +115,8 @@ static int setup_loop(struct pdi_daemon *d)
 	    (r = add_fd(d, pdi_tracer_epoll_fd(d->tracer), PDI_SRC(PDI_SRC_RING, 0))) < 0)
 		return r;
 	/* no thread exists before the first job: the pool may be made before daemonizing */
+	if ((r = pdi_budget_open(d)) < 0)
+		return r;
 	if ((r = pdi_workers_new("work", PDI_WORKER_THREADS, PDI_WORKER_QUEUE, &d->workers)) < 0 ||
 	    (r = add_fd(d, pdi_workers_fd(d->workers), PDI_SRC(PDI_SRC_WORKERS, 0))) < 0)
 		return r;
@@ -240,6 +244,9 @@ static int run_loop(struct pdi_daemon *d)
 			case PDI_SRC_WORKERS:
 				(void)pdi_workers_dispatch(d->workers);
 				break;
+			case PDI_SRC_BUDGET:
+				pdi_budget_on_timer(d);
+				break;
 			case PDI_SRC_SITE_STORE:
 				pdi_site_store_dispatch(d);
 				break;
@@ -257,6 +264,7 @@ static void daemon_done(struct pdi_daemon *d)
 	/* first: the jobs still running finish (each is bounded) and hand their results in */
 	pdi_workers_free(d->workers);
 	d->workers = NULL;
+	pdi_budget_close(d);
 	/* the running steps to the store, so that the next pdimond takes them over */
 	if (d->tracer)
 		pdi_persist_checkpoint(d);
@@ -341,7 +349,7 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},    {"release-stopped", no_argument, NULL, 'R'},
 		{0},
 	};
-	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1};
+	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .budget_fd = -1};
 	const char *config_path = PDI_CONFIG_PATH;
 	char *overrides[64];
 	unsigned noverrides = 0, line;
@@ -427,12 +435,20 @@ int main(int argc, char **argv)
 	pdi_objcache_set_limits(d.objs, d.cfg.object_cache_max, (uint64_t)d.cfg.object_cache_mib << 20);
 	r = pdi_tracer_new(&(struct pdi_tracer_options){.ring_bytes = d.cfg.ring_buffer_kib * 1024u,
 							.wakeup_bytes = d.cfg.wakeup_kib * 1024u,
-							.inflight_threads = d.cfg.inflight_threads},
+							.inflight_threads = d.cfg.inflight_threads,
+							.target_flags = d.cfg.probe_at_start ? PDI_TARGETS_AT_START : 0},
 			   pdi_ingest_event, &d, &d.tracer);
 	if (r < 0) {
 		explain_load_failure(r);
 		goto out;
 	}
+	r = pdi_probe_calibrate(d.tracer, &d.probe_costs);
+	if (r < 0)
+		log_warning_errno(r, "Cannot measure what a probe costs here, assuming a slow VM's figures: %m");
+	log_info("A probed call costs %.1f us here (%.1f us when its first instruction is single-stepped, %.1f us "
+		 "without its return probe); max_overhead_pct %g%s", d.probe_costs.full_emulated / 1e3,
+		 d.probe_costs.full_stepped / 1e3, d.probe_costs.entry_only_emulated / 1e3, d.cfg.max_overhead_pct,
+		 d.cfg.max_overhead_pct > 0 ? "" : " (off)");
 	r = pdi_persist_open(&d);
 	if (r < 0)
 		goto out;

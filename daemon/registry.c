@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "log.h"
 #include "registry.h"
 #include "trapped.h"
@@ -23,6 +24,7 @@ static void task_free(struct pdi_task *t)
 	if (!t)
 		return;
 	pdi_attachment_detach(&t->att);
+	pdi_budget_task_free(t->budget);
 	pdi_model_done(&t->model);
 	pdi_u64map_free(&t->site_cache);
 	pdi_maps_free(&t->maps);
@@ -208,6 +210,7 @@ static int append_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, in
 	t->pidfd = -1;
 	t->ended_site = -1;
 	t->att.multi_fds[0] = t->att.multi_fds[1] = -1;
+	t->att.object_fd = -1;
 	t->step = s;
 	t->pid = pid;
 	t->rank = rank;

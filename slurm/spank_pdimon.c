@@ -2,8 +2,10 @@
 /* spank_pdimon.c -- the SPANK plugin's entry points: options, then a dispatch on the
  * context (srun: print the verdict; slurmstepd: register tasks with pdimond).
  *
- * The plugin never fails or slows a job: every call to pdimond is bounded by a short
- * timeout, every hook returns success, and what went wrong is said in one line. */
+ * The plugin never fails a job and slows it by at most its budget: every call to pdimond
+ * takes at most what is left of the step's budget_ms, a pdimond that does not answer is
+ * not called again for the step (spank_budget.c), every hook returns success, and what
+ * went wrong is said in one line. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +17,22 @@
 
 SPANK_PLUGIN(pdimon, 1);
 
-struct pdimon_ctx pdimon_ctx = {.timeout_ms = 2000, .wait_ms = 5000};
+struct pdimon_ctx pdimon_ctx = {.timeout_ms = 2000, .wait_ms = 5000, .budget_ms = 5000};
 
-static const char valid_options[] = "off, on, report=PATH, phases=pcontrol, phases=auto";
+static const char valid_options[] = "off, on, report=PATH, phases=pcontrol, phases=auto, size=N";
+
+/* size=N: a whole number 1..2^62 (pdimond checks it again) */
+static bool valid_size(const char *v)
+{
+	unsigned long long x;
+	char *end;
+
+	if (*v < '0' || *v > '9' || strlen(v) >= sizeof(pdimon_ctx.input_size))
+		return false;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	return !errno && !*end && x > 0 && x <= 1ull << 62;
+}
 
 /* --pdi-monitor[=OPTS]: OPTS a comma list. Called in srun and again in slurmstepd. */
 static int option_cb(int val, const char *optarg, int remote)
@@ -44,6 +59,8 @@ static int option_cb(int val, const char *optarg, int remote)
 			snprintf(c.report, sizeof(c.report), "%s", o + 7);
 		else if (!strcmp(o, "phases=pcontrol") || !strcmp(o, "phases=auto"))
 			snprintf(c.options, sizeof(c.options), "%s", o);
+		else if (!strncmp(o, "size=", 5) && valid_size(o + 5))
+			snprintf(c.input_size, sizeof(c.input_size), "%s", o + 5);
 		else {
 			slurm_error(PDI_PREFIX "invalid --pdi-monitor option '%s'; valid: %s", o, valid_options);
 			return -1;
@@ -55,9 +72,9 @@ done:
 }
 
 static struct spank_option monitor_option = {
-	"pdi-monitor", "[off|report=PATH|phases=pcontrol|auto]",
+	"pdi-monitor", "[off|report=PATH|phases=pcontrol|auto|size=N]",
 	"Monitor this step's MPI tasks with pdimon and print where it went wrong when it ends "
-	"(comma-separated options: off, report=PATH, phases=pcontrol|auto)",
+	"(comma-separated options: off, report=PATH, phases=pcontrol|auto, size=N: the input size, for pdimon trends)",
 	2, 0, option_cb};
 
 /* KEY=N with N milliseconds in 1..600000 */
@@ -76,7 +93,7 @@ static bool parse_ms(const char *arg, const char *key, unsigned *ret)
 	return true;
 }
 
-/* plugstack.conf arguments: default=on|off bus=ADDRESS cli=PATH timeout_ms=N wait_ms=N */
+/* plugstack.conf arguments: default=on|off bus=ADDRESS cli=PATH timeout_ms=N wait_ms=N budget_ms=N */
 static void parse_plugstack(int ac, char **av)
 {
 	for (int i = 0; i < ac; i++) {
@@ -89,9 +106,10 @@ static void parse_plugstack(int ac, char **av)
 		else if (!strncmp(av[i], "cli=", 4))
 			snprintf(pdimon_ctx.cli, sizeof(pdimon_ctx.cli), "%s", av[i] + 4);
 		else if (!parse_ms(av[i], "timeout_ms=", &pdimon_ctx.timeout_ms) &&
-			 !parse_ms(av[i], "wait_ms=", &pdimon_ctx.wait_ms))
+			 !parse_ms(av[i], "wait_ms=", &pdimon_ctx.wait_ms) &&
+			 !parse_ms(av[i], "budget_ms=", &pdimon_ctx.budget_ms))
 			slurm_error(PDI_PREFIX "unknown plugstack argument '%s' (default=on|off, bus=ADDRESS, "
-				    "cli=PATH, timeout_ms=N, wait_ms=N), ignoring", av[i]);
+				    "cli=PATH, timeout_ms=N, wait_ms=N, budget_ms=N), ignoring", av[i]);
 	}
 }
 

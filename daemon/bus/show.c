@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "daemon.h"
 #include "site_store.h"
 #include "json.h"
@@ -291,6 +292,35 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	pdi_json_obj_end(j);
 }
 
+/* The overhead budget's view of a running task: its probes' estimated cost and the levels of
+ * the functions it degraded (budget.h). */
+static void json_budget(struct pdi_daemon *d, struct pdi_json *j, const struct pdi_task *t)
+{
+	const struct pdi_budget_task *b = t->budget;
+	char buf[32];
+
+	pdi_json_key(j, "budget");
+	if (!b) {
+		pdi_json_null(j);
+		return;
+	}
+	pdi_json_obj_begin(j);
+	pdi_json_kv_double(j, "max_overhead_pct", d->cfg.max_overhead_pct);
+	pdi_json_kv_double(j, "cost_pct", b->cost * 100);
+	pdi_json_key(j, "degraded");
+	pdi_json_arr_begin(j);
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
+		if (b->fn[fn].level) {
+			pdi_json_obj_begin(j);
+			pdi_json_kv_str(j, "function", pdi_mpi_funcs[fn].name);
+			pdi_json_kv_str(j, "level", pdi_budget_level_name(b->fn[fn].level, buf, sizeof(buf)));
+			pdi_json_kv_double(j, "rate_per_s", b->fn[fn].rate);
+			pdi_json_obj_end(j);
+		}
+	pdi_json_arr_end(j);
+	pdi_json_obj_end(j);
+}
+
 static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task *t)
 {
 	const struct pdi_model *m = &t->model;
@@ -313,6 +343,8 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_kv_uint(j, "phase_cuts", m->folded_phase_cuts);
 	pdi_json_obj_end(j);
 	pdi_json_kv_uint(j, "model_bytes", m->bytes);
+	json_budget(d, j, t);
+	pdi_unobserved_json(&m->unobserved, j, pdi_mpi_func_name);
 	json_current(d, j, t);
 	pdi_json_key(j, "phases");
 	pdi_json_arr_begin(j);
@@ -390,6 +422,21 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 		    t->model.calls, t->model.nphases, lost ? "" : "\n");
 		if (lost)
 			pdi_json_printf(&j, ", %" PRIu64 " events lost: model incomplete\n", lost);
+		for (uint32_t k = 0; k < t->model.unobserved.n; k++) {
+			const struct pdi_unobserved *u = &t->model.unobserved.v[k];
+			char share[32] = "";
+
+			if (u->level == PDI_UNOBS_SAMPLED)
+				snprintf(share, sizeof(share), " 1/%u", 1u << u->duty_log2);
+			pdi_json_printf(&j, "  overhead budget: %s %s%s from +%.3f s%s", u->fn == PDI_UNOBSERVED_ALL ? "all functions" : pdi_mpi_func_name(u->fn),
+					pdi_unobserved_level_name(u->level), share, (double)(u->t_start - d->started_ns) / 1e9,
+					u->t_end ? "" : " (still)");
+			if (u->t_end)
+				pdi_json_printf(&j, " to +%.3f s", (double)(u->t_end - d->started_ns) / 1e9);
+			if (u->rate)
+				pdi_json_printf(&j, ": %u calls/s would cost %.1f%% of its time", u->rate, (double)u->cost_ppm / 1e4);
+			pdi_json_printf(&j, "\n");
+		}
 		text_current(d, &j, t);
 		for (uint32_t k = 0; k < t->model.nphases; k++) {
 			const struct pdi_phase *p = &t->model.phases[k];

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "bus.h"
 #include "daemon.h"
 #include "log.h"
@@ -203,6 +204,7 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	}
 	t->events++;
 	d->events++;
+	pdi_budget_hit(t->budget, e->fn);
 	if (add_call(d, t, e) < 0)
 		t->model.dropped_edges++;
 	return 0;
@@ -211,7 +213,7 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
-	struct pdi_attachment att = {0};
+	struct pdi_attachment att = {.multi_fds = {-1, -1}, .object_fd = -1};
 	pid_t pid = id->pid;
 	struct pdi_task *t;
 	int r, pidfd;
@@ -244,6 +246,8 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 	t->att = att;
 	t->pidfd = pidfd;
 	t->start_ticks = id->start_ticks;
+	if ((r = pdi_budget_task_begin(d, t)) < 0)
+		log_warning_errno(r, "pid %d: no overhead budget for it: %m", (int)pid);
 	ev.data.u64 = PDI_SRC(PDI_SRC_TASK, d->reg.ntasks - 1);
 	if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0) {
 		r = -errno;
@@ -281,6 +285,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 		t->nended_peers = pdi_task_peers(t, &f, t->ended_peers, ELEMENTSOF(t->ended_peers));
 	}
 	pdi_tracer_forget(d->tracer, t->pid);
+	pdi_budget_task_end(d, t);
 	pdi_registry_end_task(&d->reg, t);
 	log_info("Task pid %d (rank %d) of step %s ended%s%s", (int)t->pid, t->rank, t->step->name,
 		 t->ended_in ? " inside " : "", t->ended_in ? t->ended_in : "");

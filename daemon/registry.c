@@ -10,6 +10,7 @@
 #include "budget.h"
 #include "log.h"
 #include "registry.h"
+#include "samples.h"
 #include "trapped.h"
 
 #define DEAD_TASK (PDI_U64MAP_NONE - 1)
@@ -52,6 +53,8 @@ static void step_free(struct pdi_step *s)
 	free(s->node);
 	free(s->report_json);
 	free(s->report_summary);
+	if (s->site_samples)
+		s->site_samples->free(s->site_samples);
 	free(s);
 }
 

@@ -113,6 +113,7 @@ int pdimon_bus_call(const char *method, char *why, size_t whylen, void **ret_rep
 	sd_bus_message *m = NULL;
 	sd_bus *bus = NULL;
 	unsigned ms = pdimon_budget_call_ms(why, whylen);
+	uint64_t t0 = pdimon_now_ms();
 	va_list ap;
 	int r;
 
@@ -125,6 +126,7 @@ int pdimon_bus_call(const char *method, char *why, size_t whylen, void **ret_rep
 		snprintf(why, whylen, "cannot reach the system bus%s%s: %s", pdimon_ctx.bus[0] ? " at " : "",
 			 pdimon_ctx.bus, strerror(-r));
 		pdimon_budget_give_up(why);
+		pdimon_budget_spend(pdimon_now_ms() - t0);
 		return r;
 	}
 	r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_NAME, method);
@@ -157,6 +159,7 @@ int pdimon_bus_call(const char *method, char *why, size_t whylen, void **ret_rep
 	sd_bus_message_unref(p.reply);
 	sd_bus_message_unref(m);
 	sd_bus_close_unref(bus); /* nothing left to send: a flush could wait for a stuck bus */
+	pdimon_budget_spend(pdimon_now_ms() - t0);
 	return r < 0 ? r : 0;
 }
 

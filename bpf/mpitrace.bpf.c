@@ -45,9 +45,10 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
-/* The call a process's thread was inside when it exited, by tgid: where a task that died
- * inside MPI was. Kept by the thread exit program for pdimond, which reads it once the
- * process's pidfd says it has exited and forgets it with the task (LRU: never full). */
+/* The call a thread (not the main one) of a process was inside when it exited, by tgid: where
+ * a task that died inside MPI was, when its main thread was not in MPI. Kept by the thread exit
+ * program for pdimond, which reads it once the process's pidfd says it has exited and forgets
+ * it with the task (LRU: never full). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -287,21 +288,26 @@ int BPF_KPROBE(mpi_init_trap)
 
 /* Thread exit, for every thread of the node: a thread's inflight entry must not outlive it,
  * or its tid, reused by another process, would be taken for a thread of the task (and
- * ptraced in its name). An entry still inside a call moves to exited_in: the main thread's
- * wins, as the daemon reads it first. Costs one hash lookup per thread exit when the thread
- * was never probed (see bench/thread_exit.c). */
+ * ptraced in its name). A main thread's entry stays: its tid is the process's pid, which no
+ * other process gets while the task is not reaped, and pdimond reads it when the task ends
+ * and then forgets it. Another thread's entry still inside a call moves to exited_in (the
+ * first one only). Costs one hash lookup per thread exit when the thread was never probed
+ * (see bench/thread_exit.c). */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(thread_exit, struct task_struct *p)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
-	struct pdi_inflight *f = bpf_map_lookup_elem(&inflight, &id);
+	struct pdi_inflight *f;
 
 	(void)p;
+	if ((__u32)id == tgid)
+		return 0;
+	f = bpf_map_lookup_elem(&inflight, &id);
 	if (!f)
 		return 0;
 	if (f->active > 0)
-		bpf_map_update_elem(&exited_in, &tgid, f, (__u32)id == tgid ? BPF_ANY : BPF_NOEXIST);
+		bpf_map_update_elem(&exited_in, &tgid, f, BPF_NOEXIST);
 	bpf_map_delete_elem(&inflight, &id);
 	return 0;
 }

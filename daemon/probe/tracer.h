@@ -108,8 +108,9 @@ uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid);
 int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,
 			int max);
 
-/* The call a thread of PID was inside when it exited (its main thread's first): where an
- * ended task died. Live threads are read with pdi_tracer_inflight(). -ENOENT if none. */
+/* The call a thread of PID other than its main one was inside when it exited: where an ended
+ * task died when its main thread was not in MPI (pdi_tracer_inflight() reads the main thread,
+ * whose entry stays until pdi_tracer_forget()). -ENOENT if none. */
 int pdi_tracer_exited_in(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret);
 
 /* Forget PID's BPF state once its task has ended. */

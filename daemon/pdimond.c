@@ -370,7 +370,8 @@ int main(int argc, char **argv)
 	if (r < 0)
 		goto out;
 	r = pdi_tracer_new(&(struct pdi_tracer_options){.ring_bytes = d.cfg.ring_buffer_kib * 1024u,
-							.wakeup_bytes = d.cfg.wakeup_kib * 1024u},
+							.wakeup_bytes = d.cfg.wakeup_kib * 1024u,
+							.on_frames = pdi_ingest_frames},
 			   pdi_ingest_event, &d, &d.tracer);
 	if (r < 0) {
 		explain_load_failure(r);

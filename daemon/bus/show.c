@@ -11,6 +11,7 @@
 #include "json.h"
 #include "log.h"
 #include "mpi_funcs.h"
+#include "callchain.h"
 #include "sites.h"
 #include "tracer.h"
 
@@ -192,7 +193,7 @@ static void json_current(struct pdi_daemon *d, struct pdi_json *j, struct pdi_ta
 		unsigned fn = PDI_COOKIE_FN(f[0].cookie);
 
 		pdi_json_kv_str(j, "in_mpi", pdi_mpi_funcs[fn].name);
-		if (pdi_site_lookup(t, d->objs, f[0].callsite, (uint16_t)fn, &site) == 0) {
+		if (pdi_site_of_inflight(t, d->objs, &f[0], tids[0], &site) == 0) {
 			pdi_json_kv_str(j, "site", s->sites[site].name);
 		}
 		json_peers(j, t, &f[0]);
@@ -278,6 +279,22 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	pdi_json_obj_end(j);
 }
 
+/* How the task's call sites were found past MPI bindings and libraries (callchain.h). */
+static void json_call_sites(struct pdi_json *j, const struct pdi_task *t)
+{
+	struct pdi_chain_stats st;
+
+	pdi_chains_stats(t, &st);
+	pdi_json_key(j, "call_sites");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "hopped_ranges", st.ranges);
+	pdi_json_kv_uint(j, "hops", st.hops);
+	pdi_json_kv_uint(j, "hops_refused", st.refused);
+	pdi_json_kv_uint(j, "stacks_read", st.frames);
+	pdi_json_kv_uint(j, "unresolved", st.unresolved);
+	pdi_json_obj_end(j);
+}
+
 static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task *t)
 {
 	const struct pdi_model *m = &t->model;
@@ -298,6 +315,7 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_kv_uint(j, "requests", m->dropped_requests);
 	pdi_json_kv_uint(j, "phase_cuts", m->folded_phase_cuts);
 	pdi_json_obj_end(j);
+	json_call_sites(j, t);
 	pdi_json_kv_uint(j, "model_bytes", m->bytes);
 	json_current(d, j, t);
 	pdi_json_key(j, "phases");

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "mpi_funcs.h"
 #include "persist.h"
+#include "callchain.h"
 #include "sites.h"
 #include "tracer.h"
 
@@ -56,12 +57,15 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 		.tag = int_arg(e, f->tag_arg),
 		.req = e->req,
 	};
+	struct pdi_chain ch;
 	int r;
 
 	if (f->count_arg && f->count_arg <= PDI_NARGS && f->type_arg && f->type_arg <= PDI_NARGS)
 		c.bytes = (uint64_t)(uint32_t)e->args[f->count_arg - 1] * pdi_dtype_size(&t->att.dtypes, e->args[f->type_arg - 1]);
 
-	r = pdi_site_lookup(t, d->objs, e->callsite, e->fn, &c.site);
+	ch = (struct pdi_chain){.callsite = e->callsite, .caller = e->caller, .via = e->via, .end = e->chain};
+	pdi_chains_finish(d, t, (pid_t)e->tid, e->t_enter, &ch);
+	r = pdi_site_lookup(t, d->objs, &ch, e->fn, &c.site);
 	if (r < 0)
 		return r;
 	if (t->init_pending) {
@@ -74,6 +78,16 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	}
 	record(d, t, &c);
 	return pdi_model_add_call(&t->model, &c);
+}
+
+/* MPI_Init's site, while the process is stopped at its entry: the chain is read from its stack
+ * (the hops could not be known before we attached). */
+static int init_site(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e)
+{
+	struct pdi_chain ch = pdi_chain_direct(e->callsite);
+
+	pdi_chains_of_stopped(d, t, e->args[1], e->args[2], &ch);
+	return pdi_site_lookup(t, d->objs, &ch, e->fn, &t->init_call.site);
 }
 
 static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
@@ -95,7 +109,7 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 		}
 		if (r < 0)
 			log_warning_errno(r, "Cannot monitor pid %u of step %s: %m", e->pid, s->name);
-		else if (pdi_site_lookup(t, d->objs, e->callsite, e->fn, &t->init_call.site) == 0) {
+		else if (init_site(d, t, e) == 0) {
 			t->init_call.fn = e->fn;
 			t->init_call.t_enter = e->t_enter;
 			t->init_call.peer = PDI_NO_PEER;
@@ -105,6 +119,15 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 	/* stopped by the trap: whatever happened, let it go on */
 	if (kill((pid_t)e->pid, SIGCONT) < 0 && errno != ESRCH)
 		log_warning("Cannot continue pid %u: %m", e->pid);
+}
+
+void pdi_ingest_frames(void *daemon, const struct pdi_frames *f)
+{
+	struct pdi_daemon *d = daemon;
+	struct pdi_task *t = pdi_registry_find_task(&d->reg, (pid_t)f->pid);
+
+	if (t)
+		pdi_chains_on_frames(d, t, f);
 }
 
 int pdi_ingest_event(void *daemon, const struct pdi_event *e)
@@ -156,6 +179,9 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 	}
 	t->att = att;
 	t->pidfd = pidfd;
+	r = pdi_chains_begin(d, t);
+	if (r < 0)
+		log_debug("pid %d: call sites stay where MPI is called from: %s", (int)pid, strerror(-r));
 	ev.data.u64 = PDI_SRC(PDI_SRC_TASK, d->reg.ntasks - 1);
 	if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0) {
 		r = -errno;
@@ -194,7 +220,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 		uint32_t site;
 
 		/* the process is gone, but a site it blocked in was seen before: the cache knows it */
-		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0) {
+		if (pdi_site_of_inflight(t, d->objs, &f, tid, &site) == 0) {
 			t->ended_in = strdup(t->step->sites[site].name);
 			t->ended_site = site;
 		} else if (fn < pdi_mpi_nfuncs) {
@@ -202,6 +228,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 		}
 		t->nended_peers = pdi_task_peers(t, &f, t->ended_peers, ELEMENTSOF(t->ended_peers));
 	}
+	pdi_chains_end(d, t);
 	pdi_tracer_forget(d->tracer, t->pid);
 	pdi_registry_end_task(&d->reg, t);
 	log_info("Task pid %d (rank %d) of step %s ended%s%s", (int)t->pid, t->rank, t->step->name,

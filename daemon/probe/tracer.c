@@ -32,6 +32,7 @@ struct pdi_tracer {
 	struct mpitrace_bpf *skel;
 	struct ring_buffer *rb;
 	pdi_event_fn on_event;
+	pdi_frames_fn on_frames;
 	void *ctx;
 	struct bpf_link **init_links;
 	unsigned ninit_links;
@@ -55,6 +56,11 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	struct pdi_tracer *t = ctx;
 	struct pdi_event e;
 
+	if (size >= sizeof(struct pdi_frames) && *(const __u32 *)data == PDI_EV_FRAMES) {
+		if (t->on_frames)
+			t->on_frames(t->ctx, data); /* 4 KiB: handled in place, not copied */
+		return 0;
+	}
 	if (size < sizeof(e))
 		return 0;
 	memcpy(&e, data, sizeof(e));
@@ -71,6 +77,7 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 		return -ENOMEM;
 	libbpf_set_print(libbpf_print);
 	t->on_event = on_event;
+	t->on_frames = opts->on_frames;
 	t->ctx = ctx;
 	t->skel = mpitrace_bpf__open();
 	if (!t->skel) {
@@ -355,6 +362,17 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ou
 			tids[n++] = (pid_t)(__u32)key;
 	}
 	return n;
+}
+
+int pdi_tracer_hop_maps(struct pdi_tracer *t, int *ret_hops_fd, int *ret_ranges_fd)
+{
+	int hops = bpf_map__fd(t->skel->maps.hops), ranges = bpf_map__fd(t->skel->maps.hop_ranges);
+
+	if (hops < 0 || ranges < 0)
+		return -EBADF;
+	*ret_hops_fd = hops;
+	*ret_ranges_fd = ranges;
+	return 0;
 }
 
 void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid)

@@ -14,10 +14,12 @@ struct pdi_objcache;
 struct pdi_elfobj;
 
 typedef int (*pdi_event_fn)(void *ctx, const struct pdi_event *e);
+typedef void (*pdi_frames_fn)(void *ctx, const struct pdi_frames *f);
 
 struct pdi_tracer_options {
 	uint32_t ring_bytes;   /* ring buffer size: a power of two, at least a page */
 	uint32_t wakeup_bytes; /* BPF wakes the daemon once this much is pending */
+	pdi_frames_fn on_frames; /* PDI_EV_FRAMES records (callchain.c); NULL: dropped */
 };
 
 /* Load the BPF programs. -EPERM/-EACCES when not privileged, -EOPNOTSUPP without BPF. */
@@ -64,6 +66,10 @@ uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid);
 /* Where the threads of PID are inside MPI now. Fills up to MAX, returns how many. */
 int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,
 			int max);
+
+/* The BPF maps of the call-site hops (struct pdi_hop_key -> struct pdi_hop) and of the code
+ * ranges hopped over (tgid -> struct pdi_hop_ranges): callchain.c fills them. */
+int pdi_tracer_hop_maps(struct pdi_tracer *t, int *ret_hops_fd, int *ret_ranges_fd);
 
 /* Forget PID's BPF state once its task has ended. */
 void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid);

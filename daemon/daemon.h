@@ -15,6 +15,7 @@ struct pdi_objcache;
 struct pdi_store;
 struct pdi_peer;
 struct pdi_gather;
+struct pdi_workers;
 typedef struct sd_bus sd_bus;
 
 /* epoll_event.data.u64: what became ready, and which one (a task's index). */
@@ -26,6 +27,7 @@ enum pdi_source_kind {
 	PDI_SRC_TASK,
 	PDI_SRC_PEER_LISTEN, /* the peer port: connections from other pdimonds */
 	PDI_SRC_PEER,        /* one of those connections (its slot in peer.c) */
+	PDI_SRC_WORKERS,     /* jobs finished off the loop (worker.h) */
 };
 #define PDI_SRC(kind, index) ((uint64_t)(kind) << 56 | (uint64_t)(index))
 #define PDI_SRC_KIND(u) ((unsigned)((u) >> 56))
@@ -52,6 +54,7 @@ struct pdi_daemon {
 	uint64_t last_checkpoint_ns, last_expire_ns;
 	struct pdi_peer *peer;     /* NULL: no peer listener (peer_port = 0, or the port is taken) */
 	struct pdi_gather *gather; /* a step's tree gather (gather.h); NULL without the listener */
+	struct pdi_workers *workers; /* slow work off the loop (worker.h) */
 };
 
 uint64_t pdi_now_ns(void);

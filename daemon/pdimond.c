@@ -27,6 +27,13 @@
 #include "peer.h"
 #include "persist.h"
 #include "tracer.h"
+#include "worker.h"
+
+/* Threads for slow jobs: enough for a few gathers (each holds one for up to its deadline)
+ * beside stack walks and analyses. */
+#define PDI_WORKER_THREADS 8
+/* Jobs waiting for one of them before new requests are refused as busy */
+#define PDI_WORKER_QUEUE 256
 
 #ifndef PDI_VERSION
 #define PDI_VERSION "0"
@@ -101,6 +108,10 @@ static int setup_loop(struct pdi_daemon *d)
 	    (r = add_fd(d, d->timer_fd, PDI_SRC(PDI_SRC_TIMER, 0))) < 0 ||
 	    (r = add_fd(d, pdi_tracer_epoll_fd(d->tracer), PDI_SRC(PDI_SRC_RING, 0))) < 0)
 		return r;
+	/* no thread exists before the first job: the pool may be made before daemonizing */
+	if ((r = pdi_workers_new("work", PDI_WORKER_THREADS, PDI_WORKER_QUEUE, &d->workers)) < 0 ||
+	    (r = add_fd(d, pdi_workers_fd(d->workers), PDI_SRC(PDI_SRC_WORKERS, 0))) < 0)
+		return r;
 	return pdi_bus_open(d);
 }
 
@@ -155,6 +166,7 @@ static void on_timer(struct pdi_daemon *d)
 	if (read(d->timer_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
 		log_warning("Cannot read the drain timer: %m");
 	(void)pdi_tracer_drain(d->tracer);
+	pdi_log_ratelimit_flush(); /* what the rate limits held back, once their interval is over */
 	if (now - d->last_checkpoint_ns >= (uint64_t)d->cfg.checkpoint_s * 1000000000ull) {
 		pdi_persist_checkpoint(d);
 		d->last_checkpoint_ns = now;
@@ -219,6 +231,9 @@ static int run_loop(struct pdi_daemon *d)
 			case PDI_SRC_PEER:
 				pdi_peer_on_conn(d->peer, PDI_SRC_INDEX(u));
 				break;
+			case PDI_SRC_WORKERS:
+				(void)pdi_workers_dispatch(d->workers);
+				break;
 			}
 		}
 		pdi_peer_expire(d->peer);
@@ -230,6 +245,9 @@ static int run_loop(struct pdi_daemon *d)
 
 static void daemon_done(struct pdi_daemon *d)
 {
+	/* first: the jobs still running finish (each is bounded) and hand their results in */
+	pdi_workers_free(d->workers);
+	d->workers = NULL;
 	/* the running steps to the store, so that the next pdimond takes them over */
 	if (d->tracer)
 		pdi_persist_checkpoint(d);

@@ -20,10 +20,10 @@
 
 #include "log.h"
 #include "peer.h"
+#include "u64map.h"
 
 #define READS_PER_WAKEUP 16   /* then back to the loop, so that one fast peer starves nobody */
 #define ACCEPTS_PER_WAKEUP 64
-#define LOG_BURST 20          /* refusal lines per second before they are only counted */
 
 struct conn {
 	int fd; /* -1: a free slot */
@@ -42,8 +42,6 @@ struct pdi_peer {
 	void *ctx;
 	struct conn *conns;
 	unsigned nconns;
-	uint64_t log_window_ns;   /* start of the current second of refusal lines */
-	unsigned log_lines, log_suppressed;
 	uint8_t buf[65536];
 };
 
@@ -55,22 +53,11 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* One line per refused or closed peer, at most LOG_BURST a second: a flood of connections
- * must not turn into a flood of log lines. */
-static void peer_log(struct pdi_peer *p, const char *peer, const char *why)
+/* One line per refused or closed peer, rate-limited per address: a flood of connections
+ * must not turn into a flood of log lines, nor hide another address's first refusal. */
+static void peer_log(const char *addr, const char *peer, const char *why)
 {
-	uint64_t now = now_ns();
-
-	if (now - p->log_window_ns >= 1000000000ull) {
-		if (p->log_suppressed)
-			log_warning("Peer connections: %u more refusals not logged", p->log_suppressed);
-		p->log_window_ns = now;
-		p->log_lines = p->log_suppressed = 0;
-	}
-	if (p->log_lines++ < LOG_BURST)
-		log_warning("Peer %s: %s, closing the connection", peer, why);
-	else
-		p->log_suppressed++;
+	log_warning_limited(pdi_hash_str(addr), "Peer %s: %s, closing the connection", peer, why);
 }
 
 static void conn_close(struct pdi_peer *p, struct conn *c)
@@ -229,7 +216,7 @@ static void admit(struct pdi_peer *p, int fd, const struct sockaddr_storage *sa)
 			   &(struct epoll_event){.events = EPOLLIN, .data.u64 = p->conn_src | (uint64_t)(c - p->conns)}) < 0)
 		why = "cannot watch it";
 	if (why) {
-		peer_log(p, peer, why);
+		peer_log(addr, peer, why);
 		close(fd);
 		return;
 	}
@@ -250,7 +237,7 @@ void pdi_peer_on_listen(struct pdi_peer *p)
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-				log_warning("Cannot accept a peer connection: %m");
+				log_warning_limited(0, "Cannot accept a peer connection: %m");
 			return;
 		}
 		admit(p, fd, &sa);
@@ -287,7 +274,7 @@ static void conn_read(struct pdi_peer *p, struct conn *c)
 			else
 				snprintf(why, sizeof(why), "truncated frame (%zu bytes, then the end)", c->received);
 			if (n < 0 || c->received > 0)
-				peer_log(p, c->peer, why);
+				peer_log(c->addr, c->peer, why);
 			return conn_close(p, c);
 		}
 		c->received += (size_t)n;
@@ -295,7 +282,7 @@ static void conn_read(struct pdi_peer *p, struct conn *c)
 		if (r == 0)
 			r = pdi_wire_decoder_next(&c->dec, &f);
 		if (r < 0) {
-			peer_log(p, c->peer, frame_error(r));
+			peer_log(c->addr, c->peer, frame_error(r));
 			return conn_close(p, c);
 		}
 		if (r > 0) {
@@ -325,7 +312,7 @@ void pdi_peer_expire(struct pdi_peer *p)
 		if (c->fd < 0 || now < c->deadline_ns)
 			continue;
 		snprintf(why, sizeof(why), "no complete request within %u ms (%zu bytes)", p->o.frame_ms, c->received);
-		peer_log(p, c->peer, why);
+		peer_log(c->addr, c->peer, why);
 		conn_close(p, c);
 	}
 }

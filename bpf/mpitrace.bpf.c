@@ -239,6 +239,14 @@ int BPF_KPROBE(mpi_enter)
 	f->req_ptr = 0;
 	f->reqs[0] = 0;
 	f->nreqs = 0;
+	f->comm = 0;
+	arg = PDI_COOKIE_COMM_ARG(f->cookie);
+	if (arg) {
+		f->comm = read_arg(f->args, sp, arg);
+		/* MPICH's handles are ints: what lies above them in a register or slot is noise */
+		if (PDI_COOKIE_REQ_SIZE(f->cookie) == 4)
+			f->comm = (__u32)f->comm;
+	}
 
 	arg = PDI_COOKIE_REQ_ARG(f->cookie);
 	mode = PDI_COOKIE_REQ_MODE(f->cookie);
@@ -294,6 +302,7 @@ int BPF_KRETPROBE(mpi_exit)
 	e->t_enter = f->t_enter;
 	e->t_exit = bpf_ktime_get_ns();
 	__builtin_memcpy(e->args, f->args, sizeof(e->args));
+	e->comm = f->comm;
 	e->req = f->reqs[0];
 	if (f->req_ptr) {
 		e->req = 0;

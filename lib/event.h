@@ -19,8 +19,10 @@
 #define PDI_COOKIE_REQ_MODE(c) ((__u32)(((c) >> 24) & 0x3))
 /* MPICH's MPI_Request is an int, Open MPI's a pointer */
 #define PDI_COOKIE_REQ_SIZE(c) ((((c) >> 26) & 1) ? 4 : 8)
-#define PDI_COOKIE_MAKE(fn, arg, mode, int_handles)                                                \
-	((__u64)(fn) | ((__u64)(arg) << 16) | ((__u64)(mode) << 24) | ((__u64)!!(int_handles) << 26))
+#define PDI_COOKIE_COMM_ARG(c) ((__u32)(((c) >> 32) & 0xff)) /* 1-based, 0 = none */
+#define PDI_COOKIE_MAKE(fn, arg, mode, int_handles, comm_arg)                                      \
+	((__u64)(fn) | ((__u64)(arg) << 16) | ((__u64)(mode) << 24) | ((__u64)!!(int_handles) << 26) |   \
+	 ((__u64)(comm_arg) << 32))
 
 enum pdi_req_mode {
 	PDI_REQ_NONE = 0,
@@ -116,6 +118,7 @@ struct pdi_event {
 	__u64 t_exit;    /* CLOCK_MONOTONIC ns */
 	__u64 args[PDI_NARGS];
 	__u64 req;       /* request handle read as the cookie says (0 when none) */
+	__u64 comm;      /* a collective's communicator handle (0 when none) */
 	__s64 ret;       /* return value of the call */
 	__u32 chain;     /* enum pdi_chain_end */
 	__u32 pad;
@@ -132,6 +135,7 @@ struct pdi_inflight {
 	__u64 via;
 	__u64 t_enter;
 	__u64 args[PDI_NARGS];
+	__u64 comm;               /* a collective's communicator handle */
 	__u64 req_ptr;            /* where to read the request at return (PDI_REQ_OUT) */
 	__u64 reqs[PDI_NREQS];    /* requests being completed (PDI_REQ_IN/ARRAY) */
 	__u32 active;             /* MPI calls in progress: 0 idle, 1 the application's, more nested */

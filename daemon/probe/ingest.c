@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bus.h"
@@ -46,6 +47,50 @@ static void record(struct pdi_daemon *d, const struct pdi_task *t, const struct 
 	}
 }
 
+static bool on_world(const struct pdi_task *t, uint64_t comm)
+{
+	for (unsigned i = 0; i < t->nworld_comms; i++)
+		if (t->world_comms[i] == comm)
+			return true;
+	return false;
+}
+
+/* PDI_CALL_SUBCOMM for a collective on a communicator known not to span the step; a copy of
+ * one that does (MPI_Comm_dup) is remembered as spanning it too. */
+static uint8_t call_flags(struct pdi_task *t, const struct pdi_event *e)
+{
+	static int comm_dup = -2;
+
+	if (comm_dup == -2)
+		comm_dup = pdi_mpi_func_find("MPI_Comm_dup");
+	if (!pdi_fn_is_collective(e->fn) || !t->nworld_comms)
+		return 0; /* not a collective, or nothing known: every collective counts */
+	if (!e->comm || !on_world(t, e->comm))
+		return PDI_CALL_SUBCOMM;
+	if (e->fn == comm_dup && e->req && !on_world(t, e->req) && t->nworld_comms < ELEMENTSOF(t->world_comms))
+		t->world_comms[t->nworld_comms++] = e->req;
+	return 0;
+}
+
+/* T's automatic phases changed length (found the loop's period, or merged pairwise to fit a
+ * bound): the tasks of its step on this node merge theirs to the longest, so that phase I is
+ * the same stretch of the program on every task. */
+static void align_phases(struct pdi_task *t)
+{
+	struct pdi_step *s = t->step;
+	uint32_t len = 0;
+
+	for (unsigned i = 0; i < s->ntasks; i++)
+		if (s->tasks[i]->model.auto_len > len)
+			len = s->tasks[i]->model.auto_len;
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		struct pdi_task *o = s->tasks[i];
+
+		if (o->model.auto_len && o->model.auto_len < len && pdi_model_coarsen(&o->model, len) < 0)
+			log_debug("Cannot line up the phases of pid %d with its step's", (int)o->pid);
+	}
+}
+
 static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e)
 {
 	const struct pdi_mpi_func *f = &pdi_mpi_funcs[e->fn];
@@ -56,7 +101,9 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 		.peer = int_arg(e, f->peer_arg ? f->peer_arg : f->root_arg),
 		.tag = int_arg(e, f->tag_arg),
 		.req = e->req,
+		.flags = call_flags(t, e),
 	};
+	uint32_t auto_len = t->model.auto_len;
 	struct pdi_chain ch;
 	int r;
 
@@ -77,7 +124,10 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 		(void)pdi_model_add_call(&t->model, &t->init_call);
 	}
 	record(d, t, &c);
-	return pdi_model_add_call(&t->model, &c);
+	r = pdi_model_add_call(&t->model, &c);
+	if (t->model.auto_len != auto_len)
+		align_phases(t);
+	return r;
 }
 
 /* MPI_Init's site, while the process is stopped at its entry: the chain is read from its stack
@@ -153,6 +203,16 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	return 0;
 }
 
+/* CLOCK_REALTIME - CLOCK_MONOTONIC (BPF times calls on the latter): phases on the wall clock. */
+static int64_t clock_offset_ns(void)
+{
+	struct timespec rt, mono;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	return ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000 + ((int64_t)rt.tv_nsec - mono.tv_nsec);
+}
+
 int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank, struct pdi_task **ret)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
@@ -179,6 +239,9 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 	}
 	t->att = att;
 	t->pidfd = pidfd;
+	if (att.dtypes.comm_world)
+		t->world_comms[t->nworld_comms++] = att.dtypes.comm_world;
+	t->model.clock_offset_ns = clock_offset_ns();
 	r = pdi_chains_begin(d, t);
 	if (r < 0)
 		log_debug("pid %d: call sites stay where MPI is called from: %s", (int)pid, strerror(-r));

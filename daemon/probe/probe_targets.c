@@ -62,7 +62,8 @@ int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, struct pdi_prob
 		unsigned k = pdi_func_offsets(ret->obj, f->name, &ret->offsets[ret->n]);
 
 		for (unsigned i = 0; i < k; i++)
-			ret->cookies[ret->n + i] = PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, ret->int_handles);
+			ret->cookies[ret->n + i] = PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, ret->int_handles,
+								 pdi_mpi_comm_arg(fn));
 		ret->n += k;
 	}
 	return 0;

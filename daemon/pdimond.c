@@ -130,9 +130,10 @@ static void setup_peer(struct pdi_daemon *d)
 	struct pdi_gather_options go = {.node_name = c->node_name, .bind_address = c->peer_address,
 					.port = (uint16_t)c->peer_port, .munge_socket = c->munge_socket,
 					.fanout = c->gather_fanout, .level_ms = c->gather_timeout_ms,
-					.service_uid = geteuid()};
+					.service_uid = geteuid(), .munge_timeout_ms = c->munge_timeout_ms,
+					.replay_entries = c->peer_replay_entries};
 	struct pdi_peer_options po = {.address = c->peer_address, .port = (uint16_t)c->peer_port,
-				      .frame_ms = c->gather_timeout_ms};
+				      .frame_ms = c->gather_timeout_ms, .max_body = c->peer_max_request_kib * 1024u};
 	int r;
 
 	if (c->peer_port == 0)

@@ -43,10 +43,11 @@ struct pdi_gather_options {
 	unsigned level_ms;        /* timeout per tree level */
 	uint32_t max_body;        /* largest frame body accepted from a child */
 	uid_t service_uid;        /* the only uid whose daemons we believe */
+	unsigned munge_timeout_ms; /* bound on each MUNGE call; 0: PDI_AUTH_DEFAULT_TIMEOUT_MS */
+	size_t replay_entries;    /* the replay cache's size; 0: PDI_AUTH_DEFAULT_REPLAY */
 };
 
 struct pdi_gather;
-struct pdi_auth_replay;
 
 int pdi_gather_new(const struct pdi_gather_options *o, const struct pdi_gather_ops *ops, void *ctx,
 		   struct pdi_gather **ret);
@@ -76,7 +77,10 @@ int pdi_gather_run(struct pdi_gather *g, uint32_t job, uint32_t step, const char
 
 /* Serve one GATHER frame read from a parent on FD (blocking, every wait bounded by the
  * request's budget counted from T0_NS, CLOCK_MONOTONIC): verify, forward to the children,
- * merge, answer RESULT or ERROR on FD. PEER names the parent in log lines. */
+ * merge, answer RESULT or ERROR on FD. PEER ("address:port") names the parent in log lines.
+ * A frame that does not authenticate as the service uid's gets no answer at all: the
+ * daemon signs nothing whose content an unauthenticated peer chose (its job, step and
+ * nonce would make a genuine answer to someone else's request). */
 void pdi_gather_serve(struct pdi_gather *g, int fd, const char *peer, const struct pdi_wire_frame *f,
 		      uint64_t t0_ns);
 

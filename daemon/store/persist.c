@@ -17,6 +17,8 @@
 #include "mpi_funcs.h"
 #include "persist.h"
 #include "report.h"
+#include "samples.h"
+#include "site_totals.h"
 #include "store.h"
 #include "tracer.h"
 
@@ -81,16 +83,61 @@ static int put_sites(struct pdi_daemon *d, const struct pdi_step *s)
 	return r;
 }
 
+/* What each site of ended step S did, over its tasks here: what trends fit. */
+static int put_site_totals(struct pdi_daemon *d, const struct pdi_step *s)
+{
+	struct pdi_site_total *t = calloc(s->nsites ? s->nsites : 1, sizeof(*t));
+	struct pdi_store_site_total *v = calloc(s->nsites ? s->nsites : 1, sizeof(*v));
+	int r;
+
+	if (!t || !v) {
+		free(t);
+		free(v);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < s->ntasks; i++)
+		pdi_site_totals_add(t, s->nsites, &s->tasks[i]->model);
+	for (uint32_t i = 0; i < s->nsites; i++)
+		v[i] = (struct pdi_store_site_total){.index = i, .calls = t[i].calls, .bytes = t[i].bytes,
+						     .time_ns = t[i].time_ns};
+	r = pdi_store_put_site_totals(d->store, s->name, v, s->nsites);
+	free(t);
+	free(v);
+	return r;
+}
+
+/* An ended step's report, verdict and site totals, and its place in the site store's outbox. */
+static int write_end(struct pdi_daemon *d, struct pdi_step *s, struct pdi_store_step *st)
+{
+	char *json = NULL, *summary = NULL;
+	int r = pdi_report_build(d, s, s->uid, &json, &summary);
+
+	if (r >= 0)
+		r = pdi_store_put_report(d->store, s->name, json);
+	if (r >= 0) {
+		pdi_report_verdict(json, st->verdict, sizeof(st->verdict));
+		r = pdi_store_put_step(d->store, st);
+	}
+	if (r >= 0)
+		r = put_site_totals(d, s);
+	if (r >= 0 && d->cfg.site_store)
+		r = pdi_store_set_site_pending(d->store, s->name, true);
+	free(json);
+	free(summary);
+	return r;
+}
+
 static int write_step(struct pdi_daemon *d, struct pdi_step *s)
 {
 	struct pdi_store_step st = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid,
-				    .started = s->started, .ended = s->ended, .ntasks = s->ntasks};
-	char *json = NULL, *summary = NULL;
+				    .started = s->started, .ended = s->ended, .ntasks = s->ntasks,
+				    .input_size = s->input_size, .total_tasks = s->total_tasks};
 	int r;
 
 	snprintf(st.name, sizeof(st.name), "%s", s->name);
 	snprintf(st.state, sizeof(st.state), "%s", s->ended ? "ended" : "running");
 	snprintf(st.executable, sizeof(st.executable), "%s", s->executable ? s->executable : "");
+	snprintf(st.build, sizeof(st.build), "%s", s->build);
 	r = pdi_store_put_step(d->store, &st);
 	if (r >= 0)
 		r = put_sites(d, s);
@@ -107,10 +154,8 @@ static int write_step(struct pdi_daemon *d, struct pdi_step *s)
 		snprintf(st.state, sizeof(st.state), "watched");
 		r = pdi_store_put_task(d->store, s->name, &st);
 	}
-	if (r >= 0 && s->ended && (r = pdi_report_build(d, s, s->uid, &json, &summary)) >= 0)
-		r = pdi_store_put_report(d->store, s->name, json);
-	free(json);
-	free(summary);
+	if (r >= 0 && s->ended)
+		r = write_end(d, s, &st);
 	return r;
 }
 
@@ -267,6 +312,9 @@ static int load_step(struct pdi_daemon *d, const struct pdi_store_step *st, bool
 	l.s->started = st->started;
 	l.s->ended = st->ended;
 	l.s->announced = st->ended != 0;
+	l.s->input_size = st->input_size;
+	l.s->total_tasks = st->total_tasks;
+	snprintf(l.s->build, sizeof(l.s->build), "%s", st->build);
 	if (st->executable[0])
 		l.s->executable = strdup(st->executable);
 	r = pdi_store_list_sites(d->store, st->name, load_site, &l);

@@ -58,6 +58,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.peer_replay_entries = 65536,
 		.munge_timeout_ms = 1000,
 		.node_name = default_node_name(),
+		.call_site_hops = true,
 	};
 	for (unsigned i = 0; i < ELEMENTSOF(default_libraries); i++)
 		c->init_libraries[c->ninit_libraries++] = strdup(default_libraries[i]);
@@ -218,6 +219,8 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return parse_level(value, &c->log_level);
 	if (!strcmp(key, "auto_phases"))
 		return parse_bool(value, &c->model.auto_phases);
+	if (!strcmp(key, "call_site_hops"))
+		return parse_bool(value, &c->call_site_hops);
 	if (!strcmp(key, "drain_interval_ms")) {
 		if ((r = parse_uint(value, 1, 10000, &x)) == 0)
 			c->drain_interval_ms = (unsigned)x;

@@ -17,6 +17,7 @@ struct pdi_config {
 	char *site_libraries[PDI_MAX_GLOBS]; /* libraries that call MPI for the application: call
 						sites name the application's call into them */
 	unsigned nsite_libraries;
+	bool call_site_hops;                  /* follow calls past MPI bindings and libraries */
 	unsigned drain_interval_ms;           /* ring buffer drained at least this often */
 	unsigned ring_buffer_kib;             /* power of two */
 	unsigned wakeup_kib;                  /* pending data that wakes the daemon early */

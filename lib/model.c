@@ -283,6 +283,20 @@ int pdi_model_coarsen(struct pdi_model *m, uint32_t auto_len)
 	return 0;
 }
 
+size_t pdi_models_line_up(struct pdi_model *models, size_t n)
+{
+	uint32_t len = 0;
+	size_t failed = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (models[i].auto_len > len)
+			len = models[i].auto_len;
+	for (size_t i = 0; i < n; i++)
+		if (models[i].auto_len && models[i].auto_len < len && pdi_model_coarsen(&models[i], len) < 0)
+			failed++;
+	return failed;
+}
+
 /* The smallest period of the recorded collective functions past the prologue, 1 if none. */
 static uint32_t find_period(const uint32_t *s)
 {

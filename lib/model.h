@@ -177,6 +177,10 @@ static inline uint32_t pdi_phase_state(const struct pdi_phase *p, uint64_t key)
  * times a power of two, or M has no automatic phases). */
 int pdi_model_coarsen(struct pdi_model *m, uint32_t auto_len);
 
+/* Coarsen the N models of one step (tasks on several nodes, merged at different times) to the
+ * longest automatic phases among them. Returns how many could not be (left as they were). */
+size_t pdi_models_line_up(struct pdi_model *models, size_t n);
+
 /* Rename the call sites M refers to (states, the current site, requests): site X becomes MAP[X]. Site numbers are local to a step, so a model of another
  * run of the same program must be renamed into this step's numbering before the two can be
  * compared. States the map makes one are merged (visits and bytes added), and so are their

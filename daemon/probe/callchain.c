@@ -112,7 +112,7 @@ int pdi_chains_begin(struct pdi_daemon *d, struct pdi_task *t)
 	bool have_exe;
 	__u32 key = (__u32)t->pid;
 
-	if (t->chains)
+	if (t->chains || !d->cfg.call_site_hops)
 		return 0;
 	if ((r = pdi_tracer_hop_maps(d->tracer, &hops_fd, &ranges_fd)) < 0)
 		return r;

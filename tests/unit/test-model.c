@@ -1104,6 +1104,12 @@ Test(model, memory_bound_merges_phases_instead_of_dropping)
 		if (i > 0)
 			cr_assert_eq(a.m.phases[i].first_collective, 96 + (uint64_t)(i - 1) * a.m.auto_len);
 	}
+	/* a gathered view lines its models up the same way */
+	{
+		struct pdi_model two[2] = {a.m, b.m};
+
+		cr_assert_eq(pdi_models_line_up(two, 2), 0);
+	}
 	/* and both take the next calls alike */
 	for (unsigned it = 3000; it < 3200; it++) {
 		grid_iteration(&a, it, 6, false);

@@ -41,6 +41,8 @@ struct pdi_config {
 	unsigned peer_replay_entries;         /* the peer credentials' replay cache */
 	unsigned munge_timeout_ms;            /* bound on each MUNGE encode or decode */
 	char *node_name;                      /* this node as Slurm and the other daemons name it */
+	bool probe_at_start;                  /* entry probes on functions' first byte, never moved */
+	double max_overhead_pct;              /* the most a task's probes may cost it; 0: no budget */
 	struct pdi_model_config model;
 };
 

@@ -19,10 +19,14 @@
 #define PDI_COOKIE_REQ_MODE(c) ((__u32)(((c) >> 24) & 0x3))
 /* MPICH's MPI_Request is an int, Open MPI's a pointer */
 #define PDI_COOKIE_REQ_SIZE(c) ((((c) >> 26) & 1) ? 4 : 8)
-#define PDI_COOKIE_COMM_ARG(c) ((__u32)(((c) >> 32) & 0xff)) /* 1-based, 0 = none */
-#define PDI_COOKIE_MAKE(fn, arg, mode, int_handles, comm_arg)                                      \
-	((__u64)(fn) | ((__u64)(arg) << 16) | ((__u64)(mode) << 24) | ((__u64)!!(int_handles) << 26) |   \
-	 ((__u64)(comm_arg) << 32))
+#define PDI_COOKIE_MAKE(fn, arg, mode, int_handles)                                                \
+	((__u64)(fn) | ((__u64)(arg) << 16) | ((__u64)(mode) << 24) | ((__u64)!!(int_handles) << 26))
+/* The overhead budget dropped this function's return probe: the entry emits the call (a
+ * nonblocking call whose end the model can do without, see daemon/probe/budget.c). */
+#define PDI_COOKIE_ENTRY_ONLY (1ull << 27)
+/* The 1-based argument position of a collective's communicator (0 = none): bits 32-39. */
+#define PDI_COOKIE_COMM_ARG(c) ((__u32)(((c) >> 32) & 0xff))
+#define PDI_COOKIE_WITH_COMM(c, comm_arg) ((c) | ((__u64)((comm_arg) & 0xff) << 32))
 
 enum pdi_req_mode {
 	PDI_REQ_NONE = 0,
@@ -103,13 +107,16 @@ struct pdi_frames {
 	__u8 stack[PDI_FRAMES_BYTES];
 };
 
+#define PDI_EVF_NO_EXIT 1 /* the call's end was not seen: t_exit is its entry (an entry-only probe)
+			   * or when its end was noticed (its return probe went while it ran) */
+
 /* One completed MPI call, emitted at return. */
 struct pdi_event {
 	__u32 kind;      /* enum pdi_event_kind */
 	__u32 pid;       /* thread group id: the task */
 	__u32 tid;       /* thread */
 	__u16 fn;        /* index into pdi_mpi_funcs[] */
-	__u16 depth;     /* nesting depth (0 = called by the application) */
+	__u16 flags;     /* PDI_EVF_* */
 	__u64 callsite;  /* return address at entry: the exact call site */
 	__u64 caller;    /* first return address outside MPI, its bindings and libraries (= callsite
 			  * when there is nothing to hop over); final when chain == PDI_CHAIN_DONE */
@@ -133,13 +140,15 @@ struct pdi_inflight {
 	__u64 callsite;
 	__u64 caller;             /* as in pdi_event */
 	__u64 via;
+	__u64 comm;               /* a collective's communicator handle */
 	__u64 t_enter;
 	__u64 args[PDI_NARGS];
-	__u64 comm;               /* a collective's communicator handle */
 	__u64 req_ptr;            /* where to read the request at return (PDI_REQ_OUT) */
 	__u64 reqs[PDI_NREQS];    /* requests being completed (PDI_REQ_IN/ARRAY) */
-	__u32 active;             /* MPI calls in progress: 0 idle, 1 the application's, more nested */
+	__u32 active;             /* 1 while the application's MPI call is in progress, else 0 */
 	__u32 nreqs;
+	__u64 sp;                 /* stack pointer at its entry: calls below it are nested in it */
+	__u64 ra;                 /* its return address as found at entry (CALLSITE may be another) */
 	__u32 chain;              /* enum pdi_chain_end */
 	__u32 pad;
 };

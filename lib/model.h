@@ -13,6 +13,7 @@
 
 #include "timedist.h"
 #include "u64map.h"
+#include "unobserved.h"
 
 #define PDI_STATE_COMP (1ull << 63)
 /* step-wide collectives whose functions are recorded (coll_fns) to find the main loop's period */
@@ -141,6 +142,9 @@ struct pdi_model {
 	size_t bytes;
 	uint64_t dropped_states, dropped_edges, dropped_requests, folded_phase_cuts;
 	uint64_t merged_phases; /* automatic phases merged pairwise to fit the memory bound */
+
+	/* what the overhead budget kept the probes from seeing (unobserved.h) */
+	struct pdi_unobserved_log unobserved;
 };
 
 /* A phase's time T (its t_start or t_end) on the wall clock, ns since the epoch. */

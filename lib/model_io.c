@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* model_io.c -- encoding a task's model into a portable blob and rebuilding it from one.
  *
- * Payload of format 2, after the header described in model_io.h:
+ * Payload of format 3, after the header described in model_io.h:
  *
  *	u16 nfns, then nfns x (u8 length, name)      MPI functions the blob refers to
  *	u64 calls, dropped_states, dropped_edges, dropped_requests, folded_phase_cuts,
@@ -17,9 +17,13 @@
  *	    u32 nedges, cap_edges, then per edge:
  *	        u32 from, to; u64 n; f64 mean, m2; u8 nbuckets, then nbuckets x (f32 mean, u32 count)
  *	u32 nreqs, cap_reqs, then nreqs x (u64 handle, i32 peer, i32 tag, u32 site, u16 fn)
+ *	what the overhead budget left unobserved (unobserved.h):
+ *	u32 n, then n x (u64 t_start, t_end; u16 fn (blob index, 0xffff: all); u8 level, duty_log2;
+ *	    u32 rate, cost_ppm), then u64 stretched
  *
- * Format 1 (read only) lacks clock_offset_ns, merged_phases and first_collective, and sampled
- * collective sites instead of functions: its sample is dropped.
+ * Formats 1 and 2 (read only) lack clock_offset_ns, merged_phases and first_collective, and
+ * sampled collective sites instead of functions: their sample is dropped. Format 1 also lacks
+ * what was unobserved.
  *
  * Capacities are kept because they decide when the model next grows and what its byte
  * budget has left: the decoded model must take the same calls the same way. The decoder
@@ -40,6 +44,7 @@
 #define EDGE_MIN_SIZE 33
 #define PHASE_MIN_SIZE 32
 #define REQUEST_SIZE 22
+#define UNOBSERVED_SIZE 28
 #define FLAG_STARTED 1
 #define FLAG_SAW_PCONTROL 2
 
@@ -55,7 +60,8 @@ _Static_assert(sizeof(struct pdi_edge) == 112, "struct pdi_edge changed: encode 
 _Static_assert(sizeof(struct pdi_gauss) == 24 && sizeof(struct pdi_hist) == 76, "time distributions changed");
 _Static_assert(sizeof(struct pdi_phase) == 104, "struct pdi_phase changed: encode the new field");
 _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
-_Static_assert(sizeof(struct pdi_model) == 216, "struct pdi_model changed: encode the new field");
+_Static_assert(sizeof(struct pdi_model) == 240, "struct pdi_model changed: encode the new field");
+_Static_assert(sizeof(struct pdi_unobserved) == 32, "struct pdi_unobserved changed: encode the new field");
 #endif
 
 /* ---- writing ---- */
@@ -119,6 +125,9 @@ static int fn_table_build(struct fn_table *t, const struct pdi_model *m)
 			return r;
 	for (uint32_t i = 0; i < coll_sample_len(m); i++)
 		if ((r = fn_use(t, (uint16_t)m->coll_fns[i])) < 0)
+			return r;
+	for (uint32_t i = 0; i < m->unobserved.n; i++)
+		if (m->unobserved.v[i].fn != PDI_UNOBSERVED_ALL && (r = fn_use(t, m->unobserved.v[i].fn)) < 0)
 			return r;
 	return 0;
 }
@@ -214,6 +223,25 @@ static void enc_requests(struct pdi_wire_writer *w, const struct pdi_model *m, c
 	}
 }
 
+static void enc_unobserved(struct pdi_wire_writer *w, const struct pdi_model *m, const struct fn_table *t)
+{
+	const struct pdi_unobserved_log *l = &m->unobserved;
+
+	pdi_wire_put_u32(w, l->n);
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct pdi_unobserved *u = &l->v[i];
+
+		pdi_wire_put_u64(w, u->t_start);
+		pdi_wire_put_u64(w, u->t_end);
+		pdi_wire_put_u16(w, u->fn == PDI_UNOBSERVED_ALL ? PDI_UNOBSERVED_ALL : (uint16_t)(t->ref[u->fn] - 1));
+		pdi_wire_put_u8(w, u->level);
+		pdi_wire_put_u8(w, u->duty_log2);
+		pdi_wire_put_u32(w, u->rate);
+		pdi_wire_put_u32(w, u->cost_ppm);
+	}
+	pdi_wire_put_u64(w, l->stretched);
+}
+
 static void seal(uint8_t *p, size_t len)
 {
 	memcpy(p, PDI_MODEL_MAGIC, 4);
@@ -240,6 +268,7 @@ int pdi_model_encode(const struct pdi_model *m, void **ret_buf, size_t *ret_len)
 	for (uint32_t i = 0; i < m->nphases; i++)
 		enc_phase(&w, &m->phases[i]);
 	enc_requests(&w, m, &t);
+	enc_unobserved(&w, m, &t);
 	if ((r = w.err) < 0)
 		goto out;
 	seal(w.buf, w.len);
@@ -398,7 +427,7 @@ static int dec_scalars(struct dec *d, struct pdi_model *m)
 		return -EBADMSG;
 	m->started = flags & FLAG_STARTED;
 	m->saw_pcontrol = flags & FLAG_SAW_PCONTROL;
-	if (d->version >= 2) {
+	if (d->version >= 3) {
 		m->clock_offset_ns = (int64_t)r_u64(&d->r);
 		m->merged_phases = r_u64(&d->r);
 	}
@@ -409,7 +438,7 @@ static int dec_scalars(struct dec *d, struct pdi_model *m)
  * be allocated at the model's full size and hold exactly the collectives counted so far. */
 static int dec_coll_fns(struct dec *d, struct pdi_model *m)
 {
-	uint32_t n = r_u32(&d->r), size = d->version >= 2 ? 2 : 4;
+	uint32_t n = r_u32(&d->r), size = d->version >= 3 ? 2 : 4;
 	uint16_t fn;
 	int e;
 
@@ -417,8 +446,8 @@ static int dec_coll_fns(struct dec *d, struct pdi_model *m)
 		return -EBADMSG;
 	if (!n)
 		return 0;
-	if (d->version < 2) {
-		/* format 1 sampled sites, which say nothing about the functions: start afresh */
+	if (d->version < 3) {
+		/* formats 1 and 2 sampled sites, which say nothing about the functions: start afresh */
 		d->r.p += (size_t)n * size;
 		d->r.left -= (size_t)n * size;
 		m->ncollectives = 0;
@@ -508,7 +537,7 @@ static int dec_phase(struct rbuf *r, uint32_t version, struct pdi_phase *p)
 
 	p->t_start = r_u64(r);
 	p->t_end = r_u64(r);
-	if (version >= 2)
+	if (version >= 3)
 		p->first_collective = r_u64(r);
 	if ((e = dec_states(r, p)) < 0 || (e = dec_edges(r, p)) < 0)
 		return e;
@@ -557,6 +586,42 @@ static int dec_requests(struct dec *d, struct pdi_model *m)
 	return 0;
 }
 
+static int dec_unobserved(struct dec *d, struct pdi_model *m)
+{
+	struct pdi_unobserved_log *l = &m->unobserved;
+	uint32_t n = r_u32(&d->r);
+
+	if (!r_fits(&d->r, n, UNOBSERVED_SIZE) || n > PDI_UNOBSERVED_MAX)
+		return -EBADMSG;
+	if (n && !(l->v = calloc(n, sizeof(*l->v))))
+		return -ENOMEM;
+	l->cap = n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct pdi_unobserved *u = &l->v[i];
+		uint16_t fn;
+		int e;
+
+		u->t_start = r_u64(&d->r);
+		u->t_end = r_u64(&d->r);
+		fn = r_u16(&d->r);
+		if (fn == PDI_UNOBSERVED_ALL)
+			u->fn = fn;
+		else if (fn >= d->nfns)
+			return -EBADMSG;
+		else
+			u->fn = d->fns[fn];
+		u->level = r_u8(&d->r);
+		u->duty_log2 = r_u8(&d->r);
+		u->rate = r_u32(&d->r);
+		u->cost_ppm = r_u32(&d->r);
+		if ((e = d->r.bad ? -EBADMSG : 0) < 0)
+			return e;
+		l->n = i + 1;
+	}
+	l->stretched = r_u64(&d->r);
+	return 0;
+}
+
 /* What the model code charges to its budget: every array's capacity and every map's table
  * (grow_array() and map_put() in model.c; the period sample is not charged). */
 static size_t model_bytes(const struct pdi_model *m)
@@ -596,7 +661,8 @@ static int dec_model(struct dec *d, struct pdi_model *m)
 	int e;
 
 	if ((e = dec_fn_table(d)) < 0 || (e = dec_scalars(d, m)) < 0 || (e = dec_coll_fns(d, m)) < 0 ||
-	    (e = dec_phases(d, m)) < 0 || (e = dec_requests(d, m)) < 0)
+	    (e = dec_phases(d, m)) < 0 || (e = dec_requests(d, m)) < 0 ||
+	    (d->version >= 2 && (e = dec_unobserved(d, m)) < 0))
 		return e;
 	if (d->r.bad || d->r.left)
 		return -EBADMSG;

@@ -23,6 +23,7 @@
 #include "report.h"
 #include "json.h"
 #include "log.h"
+#include "site_store.h"
 #include "tracer.h"
 #include "trend_store.h"
 
@@ -566,7 +567,7 @@ struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *
 #define PROGRAM_MAX 255
 
 struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c, const char *program,
-				const char *format)
+				const char *format, void (*later)(void *ctx, int status, const char *text), void *ctx)
 {
 	struct pdi_trend_runs runs = {0};
 	char why[512], *text;
@@ -578,6 +579,14 @@ struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c
 		return fail(-EINVAL, "invalid program name: give its path, its file name or its build ID");
 	if (!d->store)
 		return fail(-ENOENT, "no store to read runs from: pdimond keeps none (database is empty in pdimond.conf)");
+	/* the site's runs, when there is a site store: answered once its lane has them */
+	if (later && d->site) {
+		r = pdi_site_store_trends(d, program, c->uid, c->admin, format, later, ctx);
+		if (r == 0)
+			return (struct pdi_reply){PDI_REPLY_LATER, NULL};
+		if (r == -EBUSY)
+			return fail(r, "the site store has too many queries waiting: try again in a moment");
+	}
 	r = pdi_trend_runs_local(d->store, program, c->uid, c->admin, &runs);
 	if (r < 0)
 		return fail(r, "cannot read the stored runs: %s", strerror(-r));

@@ -44,8 +44,13 @@ struct pdi_reply pdi_api_report(struct pdi_daemon *d, const struct pdi_caller *c
 /* The step's analysis in FORMAT: json (the report's document), text or dot. */
 struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
 				 const char *format);
+/* A reply's status when the answer comes later, through the callback the call was given. */
+#define PDI_REPLY_LATER 1
+
 /* `pdimon trends`: how PROGRAM's per-site calls, bytes and time grow across the stored runs
- * C may read, in FORMAT: json, text or svg. */
+ * C may read, in FORMAT: json, text or svg. From the site store when there is one (and LATER
+ * is given: the answer then comes through LATER(CTX, status, text) on the loop, and the reply's
+ * status is PDI_REPLY_LATER), else from the local store. */
 struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c, const char *program,
-				const char *format);
+				const char *format, void (*later)(void *ctx, int status, const char *text), void *ctx);
 struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job, uint32_t step);

@@ -202,9 +202,35 @@ static int method_analyze(sd_bus_message *m, void *userdata, sd_bus_error *error
 	return step_format_method(m, userdata, error, pdi_api_analyze);
 }
 
+/* The answer of a Trends call that the site store's lane worked out. */
+static void trends_later(void *ctx, int status, const char *text)
+{
+	sd_bus_message *m = ctx;
+	int r = status < 0 ? sd_bus_reply_method_errnof(m, -status, "%s", text)
+			   : sd_bus_reply_method_return(m, "s", text);
+
+	if (r < 0)
+		log_debug("Cannot send the answer to a Trends call (the caller left?): %s", strerror(-r));
+	sd_bus_message_unref(m);
+}
+
 static int method_trends(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-	return step_format_method(m, userdata, error, pdi_api_trends);
+	struct pdi_daemon *d = userdata;
+	const char *program, *format;
+	struct pdi_reply rep;
+	struct pdi_caller c;
+	int r;
+
+	r = sd_bus_message_read(m, "ss", &program, &format);
+	if (r < 0)
+		return r;
+	WITH_CALLER(m, d, error, c);
+	rep = pdi_api_trends(d, &c, program, format, trends_later, sd_bus_message_ref(m));
+	if (rep.status == PDI_REPLY_LATER)
+		return 1; /* the reference is trends_later()'s */
+	sd_bus_message_unref(m);
+	return reply(m, error, rep);
 }
 
 static int method_end_step(sd_bus_message *m, void *userdata, sd_bus_error *error)

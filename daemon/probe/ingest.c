@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "bus.h"
 #include "daemon.h"
 #include "log.h"
@@ -19,6 +20,7 @@
 #include "persist.h"
 #include "callchain.h"
 #include "program.h"
+#include "site_store.h"
 #include "sites.h"
 #include "tracer.h"
 
@@ -199,6 +201,7 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	}
 	t->events++;
 	d->events++;
+	pdi_budget_hit(t->budget, e->fn);
 	if (add_call(d, t, e) < 0)
 		t->model.dropped_edges++;
 	return 0;
@@ -246,6 +249,8 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 	r = pdi_chains_begin(d, t);
 	if (r < 0)
 		log_debug("pid %d: call sites stay where MPI is called from: %s", (int)pid, strerror(-r));
+	if ((r = pdi_budget_task_begin(d, t)) < 0)
+		log_warning_errno(r, "pid %d: no overhead budget for it: %m", (int)pid);
 	ev.data.u64 = PDI_SRC(PDI_SRC_TASK, d->reg.ntasks - 1);
 	if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0) {
 		r = -errno;
@@ -284,6 +289,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 	}
 	pdi_chains_end(d, t);
 	pdi_tracer_forget(d->tracer, t->pid);
+	pdi_budget_task_end(d, t);
 	pdi_registry_end_task(&d->reg, t);
 	log_info("Task pid %d (rank %d) of step %s ended%s%s", (int)t->pid, t->rank, t->step->name,
 		 t->ended_in ? " inside " : "", t->ended_in ? t->ended_in : "");
@@ -316,5 +322,6 @@ void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s)
 	s->announced = true;
 	log_info("Step %s ended", s->name);
 	(void)pdi_persist_step(d, s);
+	pdi_site_store_kick(d); /* stored pending: on to the site store */
 	pdi_bus_emit_step_ended(d, s, s->ending ? "ended" : "finished");
 }

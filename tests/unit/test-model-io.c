@@ -721,10 +721,10 @@ static void f_start(struct forge *f, const char *fn, uint64_t ncoll)
 	f_le(f, 1, 1); /* started */
 }
 
-/* After f_start(): the scalars format 2 adds (clock offset, merged phases). */
-static void f_v2(struct forge *f)
+/* After f_start(): the scalars format 3 adds (clock offset, merged phases). */
+static void f_v3(struct forge *f)
 {
-	f->version = 2;
+	f->version = 3;
 	f_le(f, 0, 8);
 	f_le(f, 0, 8);
 }
@@ -897,17 +897,21 @@ static int forge_sample(uint64_t ncoll, uint32_t nsample, uint32_t version)
 	int r;
 
 	f_start(&f, "MPI_Barrier", ncoll);
-	if (version == 2)
-		f_v2(&f);
+	if (version == 3)
+		f_v3(&f);
+	else
+		f.version = version;
 	f_le(&f, nsample, 4);
 	for (uint32_t i = 0; i < nsample && i < 200; i++)
-		f_le(&f, version == 2 ? 0 : i, version == 2 ? 2 : 4); /* format 2: the function's index */
+		f_le(&f, version == 3 ? 0 : i, version == 3 ? 2 : 4); /* format 3: the function's index */
 	f_zero(&f, 4 * 4);
+	if (version >= 2)
+		f_zero(&f, 4 + 8); /* nothing unobserved */
 	r = f_decode(&f, &m);
 	if (r == 0) {
-		/* format 1 sampled sites, useless for a period of functions: dropped */
-		cr_assert_eq(!!m.coll_fns, version == 2 && nsample);
-		if (version == 2 && nsample)
+		/* formats 1 and 2 sampled sites, useless for a period of functions: dropped */
+		cr_assert_eq(!!m.coll_fns, version == 3 && nsample);
+		if (version == 3 && nsample)
 			cr_assert_eq(m.coll_fns[nsample - 1], fn_id("MPI_Barrier"));
 		check_decoded(&m); /* goes on sampling where the blob stopped */
 		pdi_model_done(&m);
@@ -917,7 +921,7 @@ static int forge_sample(uint64_t ncoll, uint32_t nsample, uint32_t version)
 
 Test(model_io, forged_period_sample)
 {
-	for (uint32_t v = 1; v <= 2; v++) {
+	for (uint32_t v = 1; v <= 3; v++) {
 		cr_assert_eq(forge_sample(0, 0, v), 0);
 		cr_assert_eq(forge_sample(10, 10, v), 0);
 		cr_assert_eq(forge_sample(95, 95, v), 0);

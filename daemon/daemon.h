@@ -17,6 +17,7 @@ struct pdi_store;
 struct pdi_peer;
 struct pdi_gather;
 struct pdi_workers;
+struct pdi_subscribers;
 struct pdi_site_store;
 typedef struct sd_bus sd_bus;
 
@@ -59,6 +60,7 @@ struct pdi_daemon {
 	struct pdi_peer *peer;     /* NULL: no peer listener (peer_port = 0, or the port is taken) */
 	struct pdi_gather *gather; /* a step's tree gather (gather.h); NULL without the listener */
 	struct pdi_workers *workers; /* slow work off the loop (worker.h) */
+	struct pdi_subscribers *subscribers; /* who hears the step signals (bus/subscribe.c) */
 	/* the overhead budget (probe/budget.h) */
 	struct pdi_probe_costs probe_costs; /* per hit on this node, measured at start-up */
 	int budget_fd;                      /* its slot timer; -1 when the budget is off */
@@ -87,8 +89,6 @@ unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, 
 void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s);
 
 /* show.c: replies are allocated text; NULL on allocation failure */
-/* A state's name: its call site, or the pair of call sites around a computation. */
-void pdi_state_name(const struct pdi_step *s, uint64_t key, char *buf, size_t len);
 char *pdi_show_status(struct pdi_daemon *d, bool json);
 /* A line of "pdimon steps": a step in memory, or only in the store. */
 struct pdi_step_row {

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "callchain.h"
 #include "registry.h"
+#include "samples.h"
 
 #define DEAD_TASK (PDI_U64MAP_NONE - 1)
 
@@ -53,6 +54,8 @@ static void step_free(struct pdi_step *s)
 	free(s->node);
 	free(s->report_json);
 	free(s->report_summary);
+	if (s->site_samples)
+		s->site_samples->free(s->site_samples);
 	free(s);
 }
 

@@ -411,6 +411,10 @@ int main(int argc, char **argv)
 		explain_load_failure(r);
 		goto out;
 	}
+	/* the store first: a database pdimond must refuse is said in one line, before anything else */
+	r = pdi_persist_open(&d);
+	if (r < 0)
+		goto out;
 	r = pdi_probe_calibrate(d.tracer, &d.probe_costs);
 	if (r < 0)
 		log_warning_errno(r, "Cannot measure what a probe costs here, assuming a slow VM's figures: %m");
@@ -421,9 +425,6 @@ int main(int argc, char **argv)
 		 "without its return probe); max_overhead_pct %g%s", d.probe_costs.full_emulated / 1e3,
 		 d.probe_costs.full_stepped / 1e3, d.probe_costs.entry_only_emulated / 1e3, d.cfg.max_overhead_pct,
 		 d.cfg.max_overhead_pct > 0 ? "" : " (off)");
-	r = pdi_persist_open(&d);
-	if (r < 0)
-		goto out;
 	r = setup_loop(&d);
 	if (r < 0) {
 		if (r != -EADDRINUSE)

@@ -76,6 +76,8 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e);
 /* A pdi_trapped_join_fn: a process of root ROOT's tree found stopped at start joins its
  * restored watch's step as if its trap had just fired (trapped.h continues it after). */
 void pdi_join_stopped(void *daemon, pid_t root, const struct pdi_ident *id);
+/* A PDI_EV_FRAMES record: the stack of a call whose chain BPF could not finish. */
+void pdi_ingest_frames(void *daemon, const struct pdi_frames *f);
 /* Monitor the pinned process ID as a task of STEP: attach probes, watch for its exit by its
  * pidfd (the task holds its own). RANK -1: from its environment. */
 int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret);
@@ -90,8 +92,6 @@ unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, 
 void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s);
 
 /* show.c: replies are allocated text; NULL on allocation failure */
-/* A state's name: its call site, or the pair of call sites around a computation. */
-void pdi_state_name(const struct pdi_step *s, uint64_t key, char *buf, size_t len);
 char *pdi_show_status(struct pdi_daemon *d, bool json);
 /* A line of "pdimon steps": a step in memory, or only in the store. */
 struct pdi_step_row {

@@ -10,23 +10,13 @@
 #include "ident.h"
 #include "model.h"
 #include "procmaps.h"
+#include "site.h"
 #include "tracer.h"
 #include "u64map.h"
 
 struct pdi_step;
 struct pdi_site_samples;
 struct pdi_budget_task;
-
-/* A call site: an MPI function called from one place in one object. Tasks of a step
- * running the same program share sites, whatever their load addresses. */
-struct pdi_site {
-	uint64_t key;      /* hash of (object inode, address in object, function) */
-	uint16_t fn;
-	char *name;        /* FUNCTION@FILE:LINE, or FUNCTION@OBJECT+0xOFFSET without DWARF */
-	char *caller;      /* the function that makes the call, "" when unknown */
-	char *file;        /* source file as DWARF names it, "" when unknown */
-	int line;
-};
 
 enum pdi_task_state {
 	PDI_TASK_RUNNING,
@@ -45,6 +35,10 @@ struct pdi_task {
 	struct pdi_model model;
 	struct pdi_u64map site_cache; /* call site address | fn << 48 -> site index */
 	struct pdi_maps maps;         /* the process's mappings, reread when an address is not in them */
+	struct pdi_chains *chains;    /* call chains past MPI bindings and libraries (callchain.c) */
+	uint64_t world_comms[16];     /* MPI_COMM_WORLD and its copies: collectives on these span the
+					 step and cut phases (ingest.c); none when the handle is unknown */
+	unsigned nworld_comms;
 	time_t started, ended;        /* wall clock */
 	uint64_t events;
 	uint64_t lost;                /* events the BPF side could not queue */
@@ -58,6 +52,10 @@ struct pdi_task {
 	int64_t ended_site;           /* its site, -1 when unknown */
 	int32_t ended_peers[PDI_NREQS + 1]; /* the ranks that call waited for */
 	unsigned nended_peers;
+	struct pdi_cpu_seen {         /* the last look at its CPU use (task_activity.c) */
+		uint64_t at_ns, run_ns, wait_ns;
+		pid_t tid;
+	} cpu_seen;
 };
 
 enum pdi_phases { PDI_PHASES_DEFAULT, PDI_PHASES_AUTO, PDI_PHASES_PCONTROL };

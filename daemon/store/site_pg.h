@@ -42,6 +42,8 @@ struct pdi_site_step {
 };
 
 void pdi_site_step_free(struct pdi_site_step *s);
+/* About the memory S holds: its models and report. */
+size_t pdi_site_step_bytes(const struct pdi_site_step *s);
 /* Read step NAME's rows from the local store into a new payload. -ENOENT, -ENOMEM or a store error. */
 int pdi_site_step_read(struct pdi_store *st, const char *name, struct pdi_site_step **ret);
 

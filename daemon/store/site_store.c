@@ -28,6 +28,7 @@
 #include "worker.h"
 
 #define LANE_QUEUE 16      /* jobs waiting for the lane: a write batch and trends queries */
+#define BATCH_BYTES ((size_t)64 << 20) /* a batch stops growing past this (one step at least) */
 #define CREDENTIALS_MAX 1024
 #define WHY_MAX 512
 
@@ -319,7 +320,7 @@ static void pump(struct pdi_site_store *ss)
 				.steps = calloc(p.n, sizeof(*w->steps))};
 	if (!w->steps)
 		goto fail;
-	for (size_t i = 0; i < p.n; i++) {
+	for (size_t i = 0, bytes = 0; i < p.n && bytes < BATCH_BYTES; i++) {
 		r = pdi_site_step_read(d->store, p.names[i], &w->steps[w->n]);
 		if (r == -ENOENT)
 			continue; /* expired meanwhile */
@@ -327,7 +328,9 @@ static void pump(struct pdi_site_store *ss)
 			log_warning_errno(r, "Cannot read step %s for the site store, retrying later: %m", p.names[i]);
 			break;
 		}
-		w->n++;
+		bytes += pdi_site_step_bytes(w->steps[w->n++]);
+		if (bytes >= BATCH_BYTES && i + 1 < p.n)
+			ss->dirty = true; /* the rest in the next batch */
 	}
 	if (!w->n || (r = pdi_workers_submit(ss->lane, &w->job)) < 0) {
 		ss->dirty = true;

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "objcache.h"
+#include "trapped.h"
 #include "store.h"
 #include "log.h"
 
@@ -15,6 +17,14 @@ static const char *const default_libraries[] = {
 	"/usr/lib/*/libmpi.so.*[0-9]",   "/usr/lib/*/libmpich.so.*[0-9]", "/usr/lib64/libmpi.so.*[0-9]",
 	"/usr/lib64/*/lib/libmpi.so.*[0-9]", "/usr/lib64/libmpich.so.*[0-9]", "/opt/*/lib/libmpi.so.*[0-9]",
 	"/opt/*/lib/libmpich.so.*[0-9]",
+};
+
+/* Libraries that call MPI on the application's behalf (file name globs): a call site names the
+ * application's call into them, with the library function as context. */
+static const char *const default_site_libraries[] = {
+	"libscalapack*", "libblacs*", "libpetsc*", "libslepc*", "libfftw3*mpi*", "libhdf5*", "libnetcdf*",
+	"libpnetcdf*", "libelpa*", "lib*mumps*", "libHYPRE*", "libsuperlu_dist*", "libparmetis*",
+	"libptscotch*", "libadios2*",
 };
 
 /* The host name up to its first dot, as Slurm names nodes by default. */
@@ -34,6 +44,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.database = strdup(PDI_STORE_DEFAULT_PATH),
 		.retention_days = 90,
 		.retention_mib = 1024,
+		.database_max_mib = 4096,
 		.site_store_queue = 64,
 		.site_store_retry_s = 30,
 		.checkpoint_s = 30,
@@ -41,6 +52,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.drain_interval_ms = 100,
 		.ring_buffer_kib = 8192,
 		.wakeup_kib = 256,
+		.inflight_threads = 65536,
 		.log_level = PDI_LOG_INFO,
 		.model = pdi_model_config_default,
 		.peer_port = 7087,
@@ -50,15 +62,22 @@ void pdi_config_defaults(struct pdi_config *c)
 		.peer_replay_entries = 65536,
 		.munge_timeout_ms = 1000,
 		.node_name = default_node_name(),
+		.runtime_dir = strdup(PDI_RUNTIME_DIR),
+		.object_cache_max = PDI_OBJCACHE_MAX_OBJECTS,
+		.object_cache_mib = (unsigned)(PDI_OBJCACHE_MAX_BYTES >> 20),
+		.call_site_hops = true,
 		.max_overhead_pct = 3,
 	};
 	for (unsigned i = 0; i < ELEMENTSOF(default_libraries); i++)
 		c->init_libraries[c->ninit_libraries++] = strdup(default_libraries[i]);
+	for (unsigned i = 0; i < ELEMENTSOF(default_site_libraries); i++)
+		c->site_libraries[c->nsite_libraries++] = strdup(default_site_libraries[i]);
 }
 
 void pdi_config_done(struct pdi_config *c)
 {
 	free(c->slurm_user);
+	free(c->runtime_dir);
 	free(c->admin_group);
 	free(c->database);
 	free(c->record_path);
@@ -69,6 +88,8 @@ void pdi_config_done(struct pdi_config *c)
 	free(c->site_store_credentials);
 	for (unsigned i = 0; i < c->ninit_libraries; i++)
 		free(c->init_libraries[i]);
+	for (unsigned i = 0; i < c->nsite_libraries; i++)
+		free(c->site_libraries[i]);
 	*c = (struct pdi_config){0};
 }
 
@@ -109,21 +130,22 @@ static int parse_level(const char *v, int *ret)
 	return -EINVAL;
 }
 
-static int set_libraries(struct pdi_config *c, const char *value)
+/* A blank-separated list of globs into GLOBS (at most PDI_MAX_GLOBS), replacing what was there. */
+static int set_globs(char **globs, unsigned *n, const char *value)
 {
 	char *copy = strdup(value), *save = NULL;
 
 	if (!copy)
 		return -ENOMEM;
-	for (unsigned i = 0; i < c->ninit_libraries; i++)
-		free(c->init_libraries[i]);
-	c->ninit_libraries = 0;
+	for (unsigned i = 0; i < *n; i++)
+		free(globs[i]);
+	*n = 0;
 	for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-		if (c->ninit_libraries == PDI_MAX_GLOBS) {
+		if (*n == PDI_MAX_GLOBS) {
 			free(copy);
 			return -E2BIG;
 		}
-		c->init_libraries[c->ninit_libraries++] = strdup(w);
+		globs[(*n)++] = strdup(w);
 	}
 	free(copy);
 	return 0;
@@ -172,6 +194,8 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_uint(value, 1, 86400, &c->site_store_retry_s);
 	if (!strcmp(key, "retention_days"))
 		return set_uint(value, 0, 100000, &c->retention_days);
+	if (!strcmp(key, "database_max_mib"))
+		return set_uint(value, 0, 1u << 30, &c->database_max_mib);
 	if (!strcmp(key, "retention_mib"))
 		return set_uint(value, 0, 1u << 30, &c->retention_mib);
 	if (!strcmp(key, "hang_timeout_ms"))
@@ -199,7 +223,9 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 	if (!strcmp(key, "node_name"))
 		return *value && strlen(value) < 64 ? set_string(&c->node_name, value) : -EINVAL;
 	if (!strcmp(key, "mpi_libraries"))
-		return set_libraries(c, value);
+		return set_globs(c->init_libraries, &c->ninit_libraries, value);
+	if (!strcmp(key, "call_site_libraries"))
+		return set_globs(c->site_libraries, &c->nsite_libraries, value);
 	if (!strcmp(key, "log_level"))
 		return parse_level(value, &c->log_level);
 	if (!strcmp(key, "max_overhead_pct")) {
@@ -226,6 +252,8 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 	}
 	if (!strcmp(key, "auto_phases"))
 		return parse_bool(value, &c->model.auto_phases);
+	if (!strcmp(key, "call_site_hops"))
+		return parse_bool(value, &c->call_site_hops);
 	if (!strcmp(key, "drain_interval_ms")) {
 		if ((r = parse_uint(value, 1, 10000, &x)) == 0)
 			c->drain_interval_ms = (unsigned)x;
@@ -239,11 +267,19 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 			c->ring_buffer_kib = (unsigned)x;
 		return r;
 	}
+	if (!strcmp(key, "inflight_threads"))
+		return set_uint(value, 1, 1u << 22, &c->inflight_threads);
 	if (!strcmp(key, "wakeup_kib")) {
 		if ((r = parse_uint(value, 0, 1 << 20, &x)) == 0)
 			c->wakeup_kib = (unsigned)x;
 		return r;
 	}
+	if (!strcmp(key, "runtime_dir"))
+		return *value == '/' ? set_string(&c->runtime_dir, value) : -EINVAL;
+	if (!strcmp(key, "object_cache_max"))
+		return set_uint(value, 2, 65536, &c->object_cache_max);
+	if (!strcmp(key, "object_cache_mib"))
+		return set_uint(value, 1, 1u << 24, &c->object_cache_mib);
 	if (!strcmp(key, "max_task_memory")) {
 		if ((r = parse_uint(value, 4096, 1ul << 34, &x)) == 0)
 			c->model.max_bytes = x;

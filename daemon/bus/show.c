@@ -13,6 +13,9 @@
 #include "json.h"
 #include "log.h"
 #include "mpi_funcs.h"
+#include "callchain.h"
+#include "objcache.h"
+#include "sites.h"
 #include "tracer.h"
 #include "view_local.h"
 
@@ -54,9 +57,11 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	uint64_t lost = 0, model_bytes = 0;
 	unsigned running_steps = 0, running_tasks = 0;
 	double uptime = (double)(pdi_now_ns() - d->started_ns) / 1e9;
+	struct pdi_objcache_stats oc;
 	struct pdi_json j;
 	char *text = NULL;
 
+	pdi_objcache_stats(d->objs, &oc);
 	for (unsigned i = 0; i < d->reg.ntasks; i++) {
 		struct pdi_task *t = d->reg.tasks[i];
 		lost += task_lost(d, t);
@@ -74,9 +79,11 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 			     "steps:       %u (%u running)\n"
 			     "tasks:       %u (%u running)\n"
 			     "events:      %" PRIu64 " (%.0f/s), %" PRIu64 " lost\n"
-			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n%s",
+			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n"
+			     "objects:     %zu open (%" PRIu64 " MiB of files), %" PRIu64 " closed to stay within limits\n%s",
 			     PDI_VERSION, uptime, d->reg.nsteps, running_steps, d->reg.ntasks, running_tasks,
-			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024, site) < 0)
+			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024, oc.objects,
+			     oc.bytes >> 20, oc.evicted, site) < 0)
 			return NULL;
 		return text;
 	}
@@ -93,6 +100,9 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	pdi_json_kv_uint(&j, "events_lost", lost);
 	pdi_json_kv_uint(&j, "memory_rss_bytes", rss_bytes());
 	pdi_json_kv_uint(&j, "memory_model_bytes", model_bytes);
+	pdi_json_kv_uint(&j, "objects_open", oc.objects);
+	pdi_json_kv_uint(&j, "objects_bytes", oc.bytes);
+	pdi_json_kv_uint(&j, "objects_evicted", oc.evicted);
 	pdi_site_store_status(d, &j);
 	pdi_json_obj_end(&j);
 	return pdi_json_steal(&j);
@@ -205,7 +215,8 @@ static void json_sites(struct pdi_json *j, const struct pdi_step *s)
 	pdi_json_arr_end(j);
 }
 
-static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struct pdi_phase *p, unsigned index)
+static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struct pdi_model *m, const struct pdi_phase *p,
+		       unsigned index)
 {
 	char from[1100], to[1100];
 
@@ -214,6 +225,9 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	pdi_json_kv_uint(j, "duration_ns", p->t_end - p->t_start);
 	pdi_json_kv_uint(j, "t_start_ns", p->t_start); /* CLOCK_MONOTONIC, as the BPF timestamps */
 	pdi_json_kv_uint(j, "t_end_ns", p->t_end);
+	pdi_json_kv_int(j, "wall_start_ns", pdi_phase_wall_ns(m, p->t_start)); /* since the epoch */
+	pdi_json_kv_int(j, "wall_end_ns", pdi_phase_wall_ns(m, p->t_end));
+	pdi_json_kv_uint(j, "first_collective", p->first_collective);
 	pdi_json_key(j, "states");
 	pdi_json_arr_begin(j);
 	for (uint32_t i = 0; i < p->nstates; i++) {
@@ -253,6 +267,22 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 		pdi_json_obj_end(j);
 	}
 	pdi_json_arr_end(j);
+	pdi_json_obj_end(j);
+}
+
+/* How the task's call sites were found past MPI bindings and libraries (callchain.h). */
+static void json_call_sites(struct pdi_json *j, const struct pdi_task *t)
+{
+	struct pdi_chain_stats st;
+
+	pdi_chains_stats(t, &st);
+	pdi_json_key(j, "call_sites");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "hopped_ranges", st.ranges);
+	pdi_json_kv_uint(j, "hops", st.hops);
+	pdi_json_kv_uint(j, "hops_refused", st.refused);
+	pdi_json_kv_uint(j, "stacks_read", st.frames);
+	pdi_json_kv_uint(j, "unresolved", st.unresolved);
 	pdi_json_obj_end(j);
 }
 
@@ -303,8 +333,11 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_kv_uint(j, "states", m->dropped_states);
 	pdi_json_kv_uint(j, "transitions", m->dropped_edges);
 	pdi_json_kv_uint(j, "requests", m->dropped_requests);
+	pdi_json_kv_uint(j, "sites", t->dropped_sites);
 	pdi_json_kv_uint(j, "phase_cuts", m->folded_phase_cuts);
 	pdi_json_obj_end(j);
+	pdi_json_kv_uint(j, "phases_merged", m->merged_phases); /* to fit max_task_memory or max_phases */
+	json_call_sites(j, t);
 	pdi_json_kv_uint(j, "model_bytes", m->bytes);
 	json_budget(d, j, t);
 	pdi_unobserved_json(&m->unobserved, j, pdi_mpi_func_name);
@@ -312,7 +345,7 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_key(j, "phases");
 	pdi_json_arr_begin(j);
 	for (uint32_t i = 0; i < m->nphases; i++)
-		json_phase(j, t->step, &m->phases[i], i);
+		json_phase(j, t->step, m, &m->phases[i], i);
 	pdi_json_arr_end(j);
 	pdi_json_obj_end(j);
 }

@@ -101,7 +101,7 @@ int pdi_probe_targets_of(struct pdi_elfobj *o, unsigned flags, struct pdi_probe_
 						  ? f->name
 						  : pname;
 
-			/* MPI_Init stays where the trap that stops a starting process sits (tracer.c): a
+			/* MPI_Init stays where the trap that stops a starting process sits (startup.c): a
 			 * process held there has run that first instruction and must not hit MPI_Init's
 			 * probe again further on. It runs once per process: its cost does not matter. */
 			ret->offsets[at] = pdi_probe_place(o, sym, ret->offsets[at],
@@ -110,7 +110,8 @@ int pdi_probe_targets_of(struct pdi_elfobj *o, unsigned flags, struct pdi_probe_
 			ret->kinds[at] = pl.kind;
 			ret->first_kinds[at] = pl.first_kind;
 			ret->why[at] = pl.why;
-			ret->cookies[at] = PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, ret->int_handles);
+			ret->cookies[at] = PDI_COOKIE_WITH_COMM(PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, ret->int_handles),
+								pdi_mpi_comm_arg(fn));
 		}
 		ret->n += k;
 	}
@@ -138,9 +139,10 @@ int pdi_probe_targets_locate(struct pdi_objcache *objs, pid_t pid, struct pdi_pr
 	}
 	ret->obj = o;
 	snprintf(ret->object, sizeof(ret->object), "%s", m->path);
-	snprintf(ret->path, sizeof(ret->path), "/proc/%d/root%s", (int)pid, m->path);
-	ret->dev = m->dev;
-	ret->ino = m->ino;
+	/* the very file checked at open: the path in maps is the user's to change meanwhile */
+	snprintf(ret->path, sizeof(ret->path), "/proc/self/fd/%d", pdi_elfobj_fd(o));
+	ret->dev = (dev_t)m->dev;
+	ret->ino = (ino_t)m->ino;
 	ret->int_handles = int_handles(o);
 	pdi_dtypes_load(&ret->dtypes, ret->int_handles, objs, pid, &maps, o, m);
 	pdi_maps_free(&maps);

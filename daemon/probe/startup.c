@@ -18,6 +18,7 @@
  * of pdimond's own (pid filter: pdimond, which never maps it) keeps every probe's uprobe
  * registered: the first attach to a library otherwise pays for creating them. */
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <poll.h>
 #include <stdio.h>
@@ -98,10 +99,11 @@ static int find_trapped(const struct pdi_tracer *t, dev_t dev, ino_t ino)
 	return -1;
 }
 
-/* Trapped library L's offsets computed now, and kept registered by pdimond's own link. */
-static void warm_up(struct pdi_tracer *t, struct pdi_trapped_lib *l)
+/* Trapped library L (object O) has its offsets computed now, and kept registered by pdimond's
+ * own link. */
+static void warm_up(struct pdi_tracer *t, struct pdi_trapped_lib *l, struct pdi_elfobj *o)
 {
-	const struct pdi_probe_targets *pt = pdi_tracer_targets_of(t, l->obj);
+	const struct pdi_probe_targets *pt = pdi_tracer_targets_of(t, o, l->dev, l->ino);
 
 	if (!pt || !t->multi)
 		return;
@@ -129,14 +131,17 @@ static int trap_library(struct pdi_tracer *t, struct pdi_objcache *objs, const c
 	if (pdi_objcache_get(objs, 0, &m, &o) < 0)
 		return 0;
 	l = &t->trapped[t->ntrapped];
-	*l = (struct pdi_trapped_lib){.dev = st.st_dev, .ino = st.st_ino, .obj = o, .warm = {-1, -1}};
-	if (!(l->path = strdup(path)))
+	*l = (struct pdi_trapped_lib){.dev = st.st_dev, .ino = st.st_ino, .warm = {-1, -1}};
+	/* the file the cache checked, pinned: a library replaced on disk keeps its old offsets */
+	l->fd = fcntl(pdi_elfobj_fd(o), F_DUPFD_CLOEXEC, 3);
+	if (l->fd < 0)
 		return 0;
-	if (trap_object(t, o, path, t->ntrapped) <= 0) {
-		free(l->path);
+	snprintf(l->path, sizeof(l->path), "/proc/self/fd/%d", l->fd);
+	if (trap_object(t, o, l->path, t->ntrapped) <= 0) {
+		close(l->fd);
 		return 0;
 	}
-	warm_up(t, l);
+	warm_up(t, l, o);
 	t->ntrapped++;
 	log_info("Trapping MPI_Init in %s", path);
 	return 1;
@@ -265,7 +270,7 @@ int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root)
 	if ((lib = learned_lib(t, dev, ino)) < 0)
 		return -ENOENT;
 	l = &t->trapped[lib];
-	pt = pdi_tracer_targets_of(t, l->obj);
+	pt = pdi_tracer_targets_of(t, NULL, l->dev, l->ino); /* computed when it was trapped */
 	if (!pt)
 		return -ENOENT;
 	if (t->nahead == AHEAD_MAX)
@@ -346,11 +351,19 @@ void pdi_startup_free(struct pdi_tracer *t)
 	free(t->ahead);
 	free(t->learned);
 	bpf_link__destroy(t->exec_link);
+	pdi_tracer_untrap(t);
+	for (unsigned i = 0; i < t->ntrapped; i++) {
+		close_pair(t->trapped[i].warm);
+		close(t->trapped[i].fd);
+	}
+	t->ntrapped = 0;
+}
+
+void pdi_tracer_untrap(struct pdi_tracer *t)
+{
 	for (unsigned i = 0; i < t->ninit_links; i++)
 		bpf_link__destroy(t->init_links[i]);
 	free(t->init_links);
-	for (unsigned i = 0; i < t->ntrapped; i++) {
-		close_pair(t->trapped[i].warm);
-		free(t->trapped[i].path);
-	}
+	t->init_links = NULL;
+	t->ninit_links = 0;
 }

@@ -6,6 +6,7 @@
  * process that maps it pay the trap. Only MPI_Init is trapped for all processes, which
  * costs one trap per MPI process in its life. */
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
 #include <signal.h>
@@ -46,7 +47,14 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	struct pdi_tracer *t = ctx;
 	struct pdi_event e;
 
-	if (size < sizeof(e) || t->discarding)
+	if (t->discarding)
+		return 0;
+	if (size >= sizeof(struct pdi_frames) && *(const __u32 *)data == PDI_EV_FRAMES) {
+		if (t->on_frames)
+			t->on_frames(t->ctx, data); /* 4 KiB: handled in place, not copied */
+		return 0;
+	}
+	if (size < sizeof(e))
 		return 0;
 	memcpy(&e, data, sizeof(e));
 	return t->on_event(t->ctx, &e);
@@ -62,6 +70,7 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 		return -ENOMEM;
 	libbpf_set_print(libbpf_print);
 	t->on_event = on_event;
+	t->on_frames = opts->on_frames;
 	t->ctx = ctx;
 	t->target_flags = opts->target_flags;
 	t->skel = mpitrace_bpf__open();
@@ -70,6 +79,8 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 		goto fail;
 	}
 	r = bpf_map__set_max_entries(t->skel->maps.events, opts->ring_bytes);
+	if (r == 0 && opts->inflight_threads)
+		r = bpf_map__set_max_entries(t->skel->maps.inflight, opts->inflight_threads);
 	if (r < 0)
 		goto fail;
 	t->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
@@ -81,6 +92,11 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 	r = mpitrace_bpf__load(t->skel);
 	if (r < 0)
 		goto fail;
+	t->exit_link = bpf_program__attach(t->skel->progs.thread_exit);
+	if (!t->exit_link) {
+		r = -errno;
+		goto fail;
+	}
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), handle_sample, t, NULL);
 	if (!t->rb) {
 		r = -errno;
@@ -98,6 +114,7 @@ void pdi_tracer_free(struct pdi_tracer *t)
 	if (!t)
 		return;
 	pdi_startup_free(t);
+	bpf_link__destroy(t->exit_link);
 	for (unsigned i = 0; i < t->ntargets; i++)
 		free(t->targets[i].pt);
 	ring_buffer__free(t->rb);
@@ -150,14 +167,6 @@ static int attach_pair(struct mpitrace_bpf *skel, struct pdi_attachment *a, pid_
 	return add_link(a, l);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Both links at once: one syscall each, whatever the number of functions. The return
  * probes go first: a call entered between the two attaches would otherwise leave an
  * inflight entry that no return ever clears, and every later call would count as nested. */
@@ -167,20 +176,23 @@ static int attach_multi(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pi
 	return pdi_tracer_attach_offsets(t, pid, path, offs, cookies, n, true, a->multi_fds);
 }
 
-const struct pdi_probe_targets *pdi_tracer_targets_of(struct pdi_tracer *t, struct pdi_elfobj *o)
+const struct pdi_probe_targets *pdi_tracer_targets_of(struct pdi_tracer *t, struct pdi_elfobj *o, dev_t dev,
+						      ino_t ino)
 {
 	struct pdi_probe_targets *pt;
 
 	for (unsigned i = 0; i < t->ntargets; i++)
-		if (t->targets[i].obj == o)
+		if (t->targets[i].dev == dev && t->targets[i].ino == ino)
 			return t->targets[i].pt;
-	if (t->ntargets == PDI_TARGETS_CACHED || !(pt = calloc(1, sizeof(*pt))))
+	if (!o || t->ntargets == PDI_TARGETS_CACHED || !(pt = calloc(1, sizeof(*pt))))
 		return NULL;
 	if (pdi_probe_targets_of(o, t->target_flags, pt) < 0) {
 		free(pt);
 		return NULL;
 	}
-	t->targets[t->ntargets].obj = o;
+	pt->obj = NULL; /* the object cache's, which may close it */
+	t->targets[t->ntargets].dev = dev;
+	t->targets[t->ntargets].ino = ino;
 	t->targets[t->ntargets++].pt = pt;
 	return pt;
 }
@@ -194,7 +206,7 @@ static int find_targets(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t p
 
 	if (r < 0)
 		return r;
-	of = pdi_tracer_targets_of(t, pt->obj);
+	of = pdi_tracer_targets_of(t, pt->obj, pt->dev, pt->ino);
 	if (!of)
 		return pdi_probe_targets_of(pt->obj, t->target_flags, pt) < 0 ? -ENOENT : 0;
 	pt->n = of->n;
@@ -210,7 +222,7 @@ static int find_targets(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t p
 int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid,
 		      struct pdi_attachment *ret)
 {
-	struct pdi_attachment a = {.multi_fds = {-1, -1}};
+	struct pdi_attachment a = {.multi_fds = {-1, -1}, .object_fd = -1};
 	struct pdi_probe_targets *pt = malloc(sizeof(*pt));
 	int r;
 
@@ -219,6 +231,15 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 	r = find_targets(t, objs, pid, pt);
 	if (r < 0)
 		goto out;
+	/* the cache may close its object any time: the probes, and their later moves by the
+	 * budget, name the file by an fd of the attachment's own */
+	a.object_fd = fcntl(pdi_elfobj_fd(pt->obj), F_DUPFD_CLOEXEC, 3);
+	if (a.object_fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	snprintf(pt->path, sizeof(pt->path), "/proc/self/fd/%d", a.object_fd);
+	pt->obj = NULL;
 	if (t->multi && pdi_startup_take(t, pid, pt, a.multi_fds) == 0) {
 		a.ahead = true;
 	} else if (t->multi) {
@@ -228,7 +249,7 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 			r = attach_pair(t->skel, &a, pid, pt->path, pt->offsets[i], pt->cookies[i]);
 	}
 	if (r < 0) {
-		log_warning_errno(r, "Cannot probe MPI functions in %s for pid %d: %m", pt->path, (int)pid);
+		log_warning_errno(r, "Cannot probe MPI functions in %s for pid %d: %m", pt->object, (int)pid);
 		pdi_attachment_detach(&a);
 		goto out;
 	}
@@ -242,7 +263,6 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 	a.nprobes = pt->n;
 	a.int_handles = pt->int_handles;
 	a.dtypes = pt->dtypes;
-	a.obj = pt->obj;
 	snprintf(a.object, sizeof(a.object), "%s", pt->object);
 	a.targets = pt;
 	pt = NULL;
@@ -272,10 +292,21 @@ void pdi_attachment_detach(struct pdi_attachment *a)
 	a->fns = NULL;
 	free(a->targets);
 	a->targets = NULL;
+	if (a->object_fd >= 0) {
+		close(a->object_fd);
+		a->object_fd = -1;
+	}
 }
 
 /* ---- per-function probes for the overhead budget ---- */
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static int ensure_fns(struct pdi_attachment *a)
 {
@@ -497,6 +528,24 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ou
 	return n;
 }
 
+int pdi_tracer_exited_in(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret)
+{
+	__u32 k = (__u32)pid;
+
+	return bpf_map__lookup_elem(t->skel->maps.exited_in, &k, sizeof(k), ret, sizeof(*ret), 0) < 0 ? -ENOENT : 0;
+}
+
+int pdi_tracer_hop_maps(struct pdi_tracer *t, int *ret_hops_fd, int *ret_ranges_fd)
+{
+	int hops = bpf_map__fd(t->skel->maps.hops), ranges = bpf_map__fd(t->skel->maps.hop_ranges);
+
+	if (hops < 0 || ranges < 0)
+		return -EBADF;
+	*ret_hops_fd = hops;
+	*ret_ranges_fd = ranges;
+	return 0;
+}
+
 void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid)
 {
 	int fd = bpf_map__fd(t->skel->maps.inflight);
@@ -521,4 +570,5 @@ void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid)
 			break;
 	}
 	(void)bpf_map__delete_elem(t->skel->maps.lost, &k, sizeof(k), 0);
+	(void)bpf_map__delete_elem(t->skel->maps.exited_in, &k, sizeof(k), 0);
 }

@@ -23,8 +23,8 @@ struct pdi_probe_targets;
 struct pdi_trapped_lib {
 	dev_t dev;
 	ino_t ino;
-	char *path;                /* in the daemon's mount namespace */
-	struct pdi_elfobj *obj;    /* the object cache's */
+	int fd;                    /* the very file trapped, an fd of our own (the cache may close its) */
+	char path[32];             /* "/proc/self/fd/FD": what attaches name */
 	int warm[2];               /* a link of pdimond's own on every probe: see startup.c */
 };
 
@@ -48,14 +48,17 @@ struct pdi_tracer {
 	struct mpitrace_bpf *skel;
 	struct ring_buffer *rb;
 	pdi_event_fn on_event;
+	pdi_frames_fn on_frames;
 	void *ctx;
+	struct bpf_link *exit_link; /* thread_exit: no inflight entry outlives its thread */
 	bool multi;            /* attach with uprobe_multi links */
 	unsigned target_flags; /* enum pdi_targets_flags */
 	/* probe offsets and placement per object: decoding every function of a library is the
 	 * costliest part of an attach, and the same for all its processes */
 	struct {
-		struct pdi_elfobj *obj;
-		struct pdi_probe_targets *pt;
+		dev_t dev;
+		ino_t ino;
+		struct pdi_probe_targets *pt; /* its obj is NULL: the cache's objects come and go */
 	} targets[PDI_TARGETS_CACHED];
 	unsigned ntargets;
 	/* start-up (startup.c) */
@@ -70,9 +73,10 @@ struct pdi_tracer {
 	unsigned nlearned;
 };
 
-/* The object part of O's probe targets (pdi_probe_targets_of()), computed once; NULL when O
- * defines no probed function or memory is short. */
-const struct pdi_probe_targets *pdi_tracer_targets_of(struct pdi_tracer *t, struct pdi_elfobj *o);
+/* The object part of the probe targets (pdi_probe_targets_of()) of object O, the file (DEV,
+ * INO), computed once; NULL when O defines no probed function or memory is short. */
+const struct pdi_probe_targets *pdi_tracer_targets_of(struct pdi_tracer *t, struct pdi_elfobj *o, dev_t dev,
+						      ino_t ino);
 
 /* startup.c */
 void pdi_startup_free(struct pdi_tracer *t);

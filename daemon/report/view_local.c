@@ -35,7 +35,7 @@ void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where 
 		w->kind = w->for_ns >= (uint64_t)d->cfg.hang_timeout_ms * 1000000 ? PDI_WHERE_BLOCKED : PDI_WHERE_IN_MPI;
 		w->callsite = f.callsite;
 		w->tid = tid;
-		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0) {
+		if (pdi_site_of_inflight(t, d->objs, &f, tid, &site) == 0) {
 			snprintf(w->text, sizeof(w->text), "%s", s->sites[site].name);
 			w->site = site;
 		} else {
@@ -75,7 +75,7 @@ static int live_stack(struct pdi_daemon *d, struct pdi_task *t, struct pdi_view_
 	char **frames;
 	int r;
 
-	r = pdi_stack_walk(w->tid, w->callsite, d->objs, &t->maps, &frames, &n);
+	r = pdi_stack_walk(t->pid, w->tid, w->callsite, d->objs, &t->maps, &frames, &n);
 	if (r < 0)
 		return r;
 	while (keep < n && strncmp(frames[keep], fn, fnlen) &&

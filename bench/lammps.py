@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import (MPIRUN, PROBE_FLOOR, BenchError, Daemon, find_procs, kill_tree, median, read_line,
+from benchlib import (end_run, MPIRUN, PROBE_FLOOR, BenchError, Daemon, find_procs, kill_tree, median, read_line,
                       spawn, wait_exit)
 
 INPUT = "/usr/share/lammps/examples/crack/in.crack"
@@ -82,16 +82,7 @@ def run_once(variant, daemon, tag):
     except subprocess.TimeoutExpired:
         raise BenchError(f"{variant} LAMMPS run did not finish within 900 s")
     finally:
-        try:
-            if floor:
-                floor.stdin.close()  # it detaches and exits
-                wait_exit(floor, 60, "probe-floor")
-                floor.stdout.close()
-                floor.stderr.close()
-        finally:
-            if job:
-                kill_tree(job)
-            shutil.rmtree(tmp, ignore_errors=True)
+        end_run(floor, job, tmp)
 
 
 def record(path):

@@ -132,46 +132,6 @@ static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, uns
 					   (uint32_t)(full * 1e6 < 4e9 ? full * 1e6 : 4e9), now);
 }
 
-/* The tasks of a step are compared with each other (AutomaDeD's clusters, PDI's order): on this
- * node they keep one level per function, the most degraded any of them needs, so that no task
- * looks different only for having been seen differently. FN of every running task of T's step
- * goes down to LEVEL (DOWN) or up to it. */
-static void step_set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, unsigned level, bool down,
-			   uint64_t now)
-{
-	const struct pdi_step *s = t->step;
-
-	for (unsigned i = 0; i < s->ntasks; i++) {
-		struct pdi_task *u = s->tasks[i];
-		unsigned l;
-
-		if (u->state != PDI_TASK_RUNNING || !u->budget)
-			continue;
-		l = u->budget->fn[fn].level;
-		if (down ? l < level : l > level)
-			set_level(d, u, fn, level, now);
-	}
-}
-
-/* Would every running task of T's step stay within half its budget with FN at LEVEL? */
-static bool step_fits(const struct pdi_daemon *d, const struct pdi_task *t, unsigned fn, unsigned level)
-{
-	const struct pdi_step *s = t->step;
-	double max = d->cfg.max_overhead_pct / 100;
-
-	for (unsigned i = 0; i < s->ntasks; i++) {
-		const struct pdi_task *u = s->tasks[i];
-		const struct pdi_budget_task *b = u->budget;
-
-		if (u->state != PDI_TASK_RUNNING || !b)
-			continue;
-		if (task_cost(d, b) - contribution(d, &b->fn[fn], fn, b->fn[fn].level) +
-			    contribution(d, &b->fn[fn], fn, level) > max / 2)
-			return false;
-	}
-	return true;
-}
-
 /* Over budget: one step down for the function that costs most, until it fits. */
 static void degrade(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 {
@@ -192,7 +152,7 @@ static void degrade(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 		}
 		if (worst == pdi_mpi_nfuncs)
 			break;
-		step_set_level(d, t, worst, next_level(worst, b->fn[worst].level, +1), true, now);
+		set_level(d, t, worst, next_level(worst, b->fn[worst].level, +1), now);
 	}
 }
 
@@ -214,7 +174,7 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 		for (unsigned l = 0; l < f->level; l = next_level(fn, l, +1)) {
 			double c = base - now_c + contribution(d, f, fn, l);
 
-			if (c > max / 2 || !step_fits(d, t, fn, l))
+			if (c > max / 2)
 				continue;
 			if (best == pdi_mpi_nfuncs || c < best_cost) {
 				best = fn;
@@ -225,7 +185,7 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 		}
 	}
 	if (best < pdi_mpi_nfuncs)
-		step_set_level(d, t, best, best_level, false, now);
+		set_level(d, t, best, best_level, now);
 }
 
 /* Probes as the levels want them in this slot; a probe move that left a gap is marked. */

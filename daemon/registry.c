@@ -51,6 +51,7 @@ static void step_free(struct pdi_step *s)
 	free(s->node);
 	free(s->report_json);
 	free(s->report_summary);
+	pdi_step_health_free(s->health);
 	free(s);
 }
 

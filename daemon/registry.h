@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "model.h"
+#include "step_health.h"
 #include "procmaps.h"
 #include "tracer.h"
 #include "u64map.h"
@@ -80,6 +81,10 @@ struct pdi_step {
 	bool announced;               /* its end has been signalled */
 	char *report_json, *report_summary; /* built once the step has ended: it no longer changes */
 	time_t started, ended;
+	/* its health (daemon/hang/): the judge's state, and what the user and site chose */
+	struct pdi_step_health *health;
+	uint8_t on_hang;              /* enum pdi_on_hang: --pdi-monitor=on-hang=...; 0: the site's */
+	bool quiet;                   /* --pdi-monitor=notify=off: no line on the user's output */
 };
 
 /* A process whose MPI_Init (its own, or a descendant's) makes a task of STEP: the command

@@ -92,6 +92,16 @@ static int locate(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr,
 	return 0;
 }
 
+int pdi_site_cached(const struct pdi_task *t, uint64_t addr, uint16_t fn, uint32_t *ret_site)
+{
+	uint32_t i = pdi_u64map_get(&t->site_cache, addr | (uint64_t)fn << 48);
+
+	if (i == PDI_U64MAP_NONE)
+		return -ENOENT;
+	*ret_site = i;
+	return 0;
+}
+
 int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr, uint16_t fn,
 		    uint32_t *ret_site)
 {
@@ -99,13 +109,11 @@ int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr
 	const struct pdi_mapping *m = NULL;
 	struct pdi_elfobj *obj = NULL;
 	struct pdi_step *s = t->step;
-	uint32_t i = pdi_u64map_get(&t->site_cache, ckey);
+	uint32_t i;
 	int r;
 
-	if (i != PDI_U64MAP_NONE) {
-		*ret_site = i;
+	if (pdi_site_cached(t, addr, fn, ret_site) == 0)
 		return 0;
-	}
 	r = locate(t, objs, addr, &m, &obj, &vaddr);
 	if (r < 0) /* anonymous or vanished code: still one site per address */
 		key = mix64(mix64(0, addr), fn);

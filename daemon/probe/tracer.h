@@ -102,5 +102,9 @@ uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid);
 int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,
 			int max);
 
+/* Whether the main thread of PID is inside MPI now, into *RET: 1 (yes), 0 (no), or -errno.
+ * One map lookup: what the hang judge asks of every task once a second. */
+int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret);
+
 /* Forget PID's BPF state once its task has ended. */
 void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid);

@@ -158,17 +158,10 @@ void pdi_step_health_acted(struct pdi_daemon *d, struct pdi_step *s, const char 
 	(void)vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
 	action(h, what, "%s%s", ok ? "" : "failed: ", detail);
-	if (!strcmp(what, "cancel") && ok && !h->cancelled) {
-		char line[sizeof(h->line)], at[16];
-
-		h->cancelled = time(NULL);
-		clock_text(h->since, at, sizeof(at));
-		snprintf(line, sizeof(line), "step %s cancelled: it looked hung since %s (on-hang=cancel, after %u s of grace)",
-			 s->name, at, d->cfg.on_hang_grace_s);
-		if (notify_of(d, s))
-			pdi_hang_notify_user(d, s, line);
+	if (!strcmp(what, "cancel") && !ok)
+		h->cancelled = 0; /* it did not happen after all */
+	if (!strcmp(what, "cancel"))
 		pdi_hang_history_save(d, s);
-	}
 }
 
 void pdi_step_health_get_saved(const struct pdi_step *s, struct pdi_health_saved *ret)
@@ -467,6 +460,22 @@ static bool judges(const struct pdi_daemon *d, const struct pdi_step *s)
 	return s->nnodes <= 1 || (d->cfg.node_name && s->nodes && !strcmp(s->nodes[0], d->cfg.node_name));
 }
 
+/* The grace of a hung step with on-hang=cancel is over: its user is told first (the step's
+ * output goes with it), then it is cancelled. */
+static void cancel(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_health *h)
+{
+	char line[sizeof(h->line)], at[16];
+
+	/* when pdimond cancelled it: its report may be made before scancel returns */
+	h->cancelled = time(NULL);
+	clock_text(h->since, at, sizeof(at));
+	snprintf(line, sizeof(line), "step %s is being cancelled: it looked hung since %s (on-hang=cancel, after %u s of grace)",
+		 s->name, at, d->cfg.on_hang_grace_s);
+	if (notify_of(d, s))
+		pdi_hang_notify_user(d, s, line);
+	pdi_hang_cancel(d, s, h->line);
+}
+
 static void tick_step(struct pdi_daemon *d, struct pdi_step *s, uint64_t now_ns)
 {
 	struct pdi_step_health *h = health_of(d, s);
@@ -492,7 +501,7 @@ static void tick_step(struct pdi_daemon *d, struct pdi_step *s, uint64_t now_ns)
 	if (h->cancel_at_ns && now_ns >= h->cancel_at_ns) {
 		h->cancel_at_ns = 0;
 		if (h->judge.announced == PDI_HEALTH_HUNG)
-			pdi_hang_cancel(d, s, h->line);
+			cancel(d, s, h);
 	}
 }
 
@@ -547,6 +556,32 @@ void pdi_hang_counts(const struct pdi_daemon *d, unsigned ret_by_health[3])
 	for (unsigned i = 0; i < d->reg.nsteps; i++)
 		if (pdi_step_running(d->reg.steps[i]))
 			ret_by_health[pdi_step_health_of(d->reg.steps[i], NULL)]++;
+}
+
+int pdi_step_health_amend_report(const struct pdi_step *s, char **json)
+{
+	char *end = *json ? strrchr(*json, '}') : NULL, *health, *out;
+	struct pdi_json j;
+
+	if (!s->health || !end)
+		return 0;
+	pdi_json_init(&j);
+	pdi_json_obj_begin(&j);
+	pdi_step_health_json(s, &j);
+	pdi_json_obj_end(&j);
+	health = pdi_json_steal(&j);
+	if (!health)
+		return -ENOMEM;
+	/* {...} + "health":{...} from the second object, without its braces */
+	if (asprintf(&out, "%.*s%s%.*s}", (int)(end - *json), *json, end[-1] == '{' ? "" : ",", (int)strlen(health) - 2,
+		     health + 1) < 0) {
+		free(health);
+		return -ENOMEM;
+	}
+	free(health);
+	free(*json);
+	*json = out;
+	return 0;
 }
 
 void pdi_step_health_json(const struct pdi_step *s, struct pdi_json *j)

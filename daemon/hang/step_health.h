@@ -59,6 +59,9 @@ enum pdi_health pdi_step_health_of(const struct pdi_step *s, time_t *ret_since);
 uint64_t pdi_hang_blocked_after_ns(const struct pdi_daemon *d, const struct pdi_step *s);
 /* S's health for its report and `pdimon show`: a "health" member into J (an object open). */
 void pdi_step_health_json(const struct pdi_step *s, struct pdi_json *j);
+/* The report JSON *JSON of S (an object) with S's "health" member added, when S was judged:
+ * 0 (*JSON replaced), or -ENOMEM (*JSON as it was). */
+int pdi_step_health_amend_report(const struct pdi_step *s, char **json);
 /* Steps by announced health, for status and metrics. */
 void pdi_hang_counts(const struct pdi_daemon *d, unsigned ret_by_health[3]);
 

@@ -89,8 +89,6 @@ unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, 
 void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s);
 
 /* show.c: replies are allocated text; NULL on allocation failure */
-/* A state's name: its call site, or the pair of call sites around a computation. */
-void pdi_state_name(const struct pdi_step *s, uint64_t key, char *buf, size_t len);
 char *pdi_show_status(struct pdi_daemon *d, bool json);
 /* A line of "pdimon steps": a step in memory, or only in the store. */
 struct pdi_step_row {

@@ -10,22 +10,13 @@
 #include "model.h"
 #include "step_health.h"
 #include "procmaps.h"
+#include "site.h"
 #include "tracer.h"
 #include "u64map.h"
 
 struct pdi_step;
+struct pdi_site_samples;
 struct pdi_budget_task;
-
-/* A call site: an MPI function called from one place in one object. Tasks of a step
- * running the same program share sites, whatever their load addresses. */
-struct pdi_site {
-	uint64_t key;      /* hash of (object inode, address in object, function) */
-	uint16_t fn;
-	char *name;        /* FUNCTION@FILE:LINE, or FUNCTION@OBJECT+0xOFFSET without DWARF */
-	char *caller;      /* the function that makes the call, "" when unknown */
-	char *file;        /* source file as DWARF names it, "" when unknown */
-	int line;
-};
 
 enum pdi_task_state {
 	PDI_TASK_RUNNING,
@@ -53,6 +44,10 @@ struct pdi_task {
 	int64_t ended_site;           /* its site, -1 when unknown */
 	int32_t ended_peers[PDI_NREQS + 1]; /* the ranks that call waited for */
 	unsigned nended_peers;
+	struct pdi_cpu_seen {         /* the last look at its CPU use (task_activity.c) */
+		uint64_t at_ns, run_ns, wait_ns;
+		pid_t tid;
+	} cpu_seen;
 };
 
 enum pdi_phases { PDI_PHASES_DEFAULT, PDI_PHASES_AUTO, PDI_PHASES_PCONTROL };
@@ -80,6 +75,10 @@ struct pdi_step {
 	bool ending;                  /* the launcher said the step is over */
 	bool announced;               /* its end has been signalled */
 	char *report_json, *report_summary; /* built once the step has ended: it no longer changes */
+	struct pdi_site_samples *site_samples; /* earlier runs from the site store (samples.h); NULL */
+	unsigned site_samples_asked;  /* the task count they were last asked for (0: never) */
+	unsigned site_samples_seen;   /* the task count at the last look, and since when: asked */
+	uint64_t site_samples_seen_ns; /* once it stays the same for a while */
 	time_t started, ended;
 	/* its health (daemon/hang/): the judge's state, and what the user and site chose */
 	struct pdi_step_health *health;

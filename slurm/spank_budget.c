@@ -2,21 +2,23 @@
 /* spank_budget.c -- the one time budget the plugin may cost a step, and the decision to
  * stop calling a pdimond that did not answer.
  *
- * Every call to pdimond takes at most what is left of the step's budget (and at most
+ * The budget is the real time the plugin spends on pdimond for the step: each call's
+ * duration (CLOCK_MONOTONIC around the whole exchange) and srun's waits between calls; not
+ * a window from the first call, so that the call that ends the step, hours later, still has
+ * what the registrations left. Every call takes at most what is left (and at most
  * timeout_ms); once the budget is spent, or once pdimond failed to answer at all (no reply
  * in time, not on the bus, the bus unreachable), the plugin does not call it again for the
  * step. The state lives in the process that makes the calls: slurmstepd calls
  * slurm_spank_task_post_fork for each task one after the other, in the same process
  * (Slurm's mgr.c forks the tasks, then runs the post-fork hooks in the parent before it
  * lets any task exec), so the first task's timeout spares all the others; srun has its
- * own budget for the report at the step's end. The clock is CLOCK_MONOTONIC: real time,
- * not a count of sleeps. */
+ * own budget for the report at the step's end. */
 #include <stdio.h>
 #include <time.h>
 
 #include "spank_pdimon.h"
 
-static uint64_t now_ms(void)
+uint64_t pdimon_now_ms(void)
 {
 	struct timespec ts;
 
@@ -24,20 +26,16 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-void pdimon_budget_start(void)
+void pdimon_budget_spend(uint64_t ms)
 {
 	struct pdimon_budget *b = &pdimon_ctx.budget;
 
-	if (!b->end_ms)
-		b->end_ms = now_ms() + pdimon_ctx.budget_ms;
+	b->spent_ms = b->spent_ms + ms < pdimon_ctx.budget_ms ? b->spent_ms + ms : pdimon_ctx.budget_ms;
 }
 
 unsigned pdimon_budget_left_ms(void)
 {
-	uint64_t now = now_ms();
-
-	pdimon_budget_start();
-	return now >= pdimon_ctx.budget.end_ms ? 0 : (unsigned)(pdimon_ctx.budget.end_ms - now);
+	return pdimon_ctx.budget_ms - (unsigned)pdimon_ctx.budget.spent_ms;
 }
 
 unsigned pdimon_budget_call_ms(char *why, size_t whylen)

@@ -16,12 +16,10 @@
 #define BUS_NAME "org.pdimon.Monitor1"
 #define BUS_PATH "/org/pdimon/Monitor1"
 
+/* sd-bus counts in CLOCK_MONOTONIC microseconds */
 static uint64_t now_usec(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	return pdimon_now_ms() * 1000u;
 }
 
 static int bus_open(sd_bus **ret)
@@ -115,6 +113,7 @@ int pdimon_bus_call(const char *method, char *why, size_t whylen, void **ret_rep
 	sd_bus_message *m = NULL;
 	sd_bus *bus = NULL;
 	unsigned ms = pdimon_budget_call_ms(why, whylen);
+	uint64_t t0 = pdimon_now_ms();
 	va_list ap;
 	int r;
 
@@ -127,6 +126,7 @@ int pdimon_bus_call(const char *method, char *why, size_t whylen, void **ret_rep
 		snprintf(why, whylen, "cannot reach the system bus%s%s: %s", pdimon_ctx.bus[0] ? " at " : "",
 			 pdimon_ctx.bus, strerror(-r));
 		pdimon_budget_give_up(why);
+		pdimon_budget_spend(pdimon_now_ms() - t0);
 		return r;
 	}
 	r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_NAME, method);
@@ -159,6 +159,7 @@ int pdimon_bus_call(const char *method, char *why, size_t whylen, void **ret_rep
 	sd_bus_message_unref(p.reply);
 	sd_bus_message_unref(m);
 	sd_bus_close_unref(bus); /* nothing left to send: a flush could wait for a stuck bus */
+	pdimon_budget_spend(pdimon_now_ms() - t0);
 	return r < 0 ? r : 0;
 }
 

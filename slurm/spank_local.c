@@ -68,29 +68,22 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* The report once pdimond has seen the step end (slurmstepd tells it, maybe after srun
  * got here), or the latest one when that takes longer than wait_ms: real time, calls
- * included, and never past the plugin's budget (a call that finds it spent, or pdimond
- * silent, ends the wait with the latest report, if any). */
+ * included. srun's waits between calls count against the plugin's budget as its calls
+ * do: a call that finds the budget spent, or pdimond silent, ends the wait with the latest
+ * report, if any. */
 static int fetch_report(const char *step, void **ret_reply, char *why, size_t whylen)
 {
-	uint64_t until = now_ms() + pdimon_ctx.wait_ms;
+	uint64_t until = pdimon_now_ms() + pdimon_ctx.wait_ms;
 	void *last = NULL;
 	int r;
 
-	pdimon_budget_start();
 	for (;;) {
 		const char *json, *summary;
 		void *reply = NULL;
 		uint64_t now;
+		unsigned nap;
 
 		r = pdimon_bus_call("GetReport", why, whylen, &reply, "s", step);
 		if (r < 0)
@@ -103,10 +96,14 @@ static int fetch_report(const char *step, void **ret_reply, char *why, size_t wh
 		}
 		pdimon_bus_reply_free(last);
 		last = reply;
-		now = now_ms();
+		now = pdimon_now_ms();
 		if (now >= until || strstr(json, "\"state\":\"ended\""))
 			break;
-		sleep_ms(until - now < 100 ? (unsigned)(until - now) : 100);
+		nap = until - now < 100 ? (unsigned)(until - now) : 100;
+		if (nap > pdimon_budget_left_ms())
+			nap = pdimon_budget_left_ms();
+		sleep_ms(nap);
+		pdimon_budget_spend(nap);
 	}
 	if (!last)
 		return r;

@@ -12,7 +12,7 @@
 
 /* What the plugin may still spend on pdimond for this step, in this process. */
 struct pdimon_budget {
-	uint64_t end_ms;         /* CLOCK_MONOTONIC; 0: not started */
+	uint64_t spent_ms;       /* real time spent on pdimond so far, at most budget_ms */
 	bool gave_up;            /* pdimond did not answer: not called again */
 	char why[200];
 	unsigned skipped;        /* calls not made because of it */
@@ -38,9 +38,11 @@ struct pdimon_ctx {
 
 extern struct pdimon_ctx pdimon_ctx;
 
-/* The step's budget (spank_budget.c): it starts with the first call of this process (or
- * here), and each call takes at most what is left of it and at most timeout_ms. */
-void pdimon_budget_start(void);
+/* The step's budget (spank_budget.c): the real time this process spent on pdimond for the
+ * step; each call takes at most what is left of it and at most timeout_ms. */
+void pdimon_budget_spend(uint64_t ms);
+/* CLOCK_MONOTONIC in ms: every deadline of the plugin. */
+uint64_t pdimon_now_ms(void);
 unsigned pdimon_budget_left_ms(void);
 /* The time the next call may take, ms; 0 when no call may be made (budget spent, or
  * pdimond gave no answer before), with the reason in WHY. */

@@ -13,14 +13,13 @@
 #include "json.h"
 #include "log.h"
 #include "mpi_funcs.h"
-#include "sites.h"
 #include "tracer.h"
+#include "view_local.h"
 
 #ifndef PDI_VERSION
 #define PDI_VERSION "0"
 #endif
 
-#define MAX_THREADS 64
 
 static size_t rss_bytes(void)
 {
@@ -172,65 +171,38 @@ char *pdi_show_steps(struct pdi_daemon *d, bool json, uid_t owner, const struct 
 	return pdi_json_steal(&j);
 }
 
-void pdi_state_name(const struct pdi_step *s, uint64_t key, char *buf, size_t len)
-{
-	uint32_t to = pdi_state_site(key);
-	const char *to_name = to < s->nsites ? s->sites[to].name : "?";
-
-	if (pdi_state_is_comp(key)) {
-		uint32_t from = pdi_state_prev_site(key);
-		snprintf(buf, len, "%s -> %s", from < s->nsites ? s->sites[from].name : "?", to_name);
-	} else {
-		snprintf(buf, len, "%s", to_name);
-	}
-}
-
-/* The ranks a blocked call waits on: its peer argument, or the peers of the requests it
- * completes (from the Isend/Irecv that created them). Ranks are those of the call's
- * communicator. */
-static void json_peers(struct pdi_json *j, const struct pdi_task *t, const struct pdi_inflight *f)
-{
-	int32_t peers[PDI_NREQS + 1];
-	unsigned n = pdi_task_peers(t, f, peers, ELEMENTSOF(peers));
-
-	pdi_json_key(j, "peers");
-	pdi_json_arr_begin(j);
-	for (unsigned i = 0; i < n; i++)
-		pdi_json_int(j, peers[i]);
-	pdi_json_arr_end(j);
-}
-
-/* Where the task is now: inside an MPI call (from the BPF inflight map), or computing. */
+/* Where the task is now (view_local.c's one definition): inside an MPI call, with the ranks
+ * it waits for (its peer argument, or the peers of the requests it completes), or computing
+ * after one; and what the node's kernel says it is doing. */
 static void json_current(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task *t)
 {
 	const struct pdi_step *s = t->step;
-	struct pdi_inflight f[MAX_THREADS];
-	pid_t tids[MAX_THREADS];
-	uint64_t now = pdi_now_ns();
-	int n = t->state == PDI_TASK_RUNNING ? pdi_tracer_inflight(d->tracer, t->pid, f, tids, MAX_THREADS) : 0;
-	char name[1100];
-	uint32_t site;
+	struct pdi_where w;
+	bool inside;
 
+	pdi_task_locate(d, t, &w);
+	inside = t->state == PDI_TASK_RUNNING && (w.kind == PDI_WHERE_IN_MPI || w.kind == PDI_WHERE_BLOCKED);
 	pdi_json_key(j, "current");
 	pdi_json_obj_begin(j);
-	if (n > 0 && PDI_COOKIE_FN(f[0].cookie) < pdi_mpi_nfuncs) {
-		unsigned fn = PDI_COOKIE_FN(f[0].cookie);
-
-		pdi_json_kv_str(j, "in_mpi", pdi_mpi_funcs[fn].name);
-		if (pdi_site_lookup(t, d->objs, f[0].callsite, (uint16_t)fn, &site) == 0) {
-			pdi_json_kv_str(j, "site", s->sites[site].name);
-		}
-		json_peers(j, t, &f[0]);
-		pdi_json_kv_int(j, "tid", tids[0]);
-		pdi_json_kv_uint(j, "for_ns", now > f[0].t_enter ? now - f[0].t_enter : 0);
+	if (inside) {
+		pdi_json_kv_str(j, "in_mpi", w.site >= 0 ? pdi_mpi_funcs[s->sites[w.site].fn].name : w.text);
+		if (w.site >= 0)
+			pdi_json_kv_str(j, "site", s->sites[w.site].name);
+		pdi_json_key(j, "peers");
+		pdi_json_arr_begin(j);
+		for (unsigned i = 0; i < w.npeers; i++)
+			pdi_json_int(j, w.peers[i]);
+		pdi_json_arr_end(j);
+		pdi_json_kv_int(j, "tid", w.tid);
+		pdi_json_kv_uint(j, "for_ns", w.for_ns);
 	} else if (t->model.started) {
-		pdi_state_name(s, pdi_state_comm(t->model.last_site), name, sizeof(name));
-		pdi_json_kv_str(j, "computing_after", name);
-		pdi_json_kv_uint(j, "for_ns", t->state == PDI_TASK_RUNNING && now > t->model.last_exit ? now - t->model.last_exit : 0);
+		pdi_json_kv_str(j, "computing_after", pdi_site_name(s->sites, s->nsites, t->model.last_site));
+		pdi_json_kv_uint(j, "for_ns", w.kind == PDI_WHERE_COMPUTING ? w.for_ns : 0);
 	}
 	if (t->ended_in) {
 		pdi_json_kv_str(j, "ended_in_mpi", t->ended_in);
 	}
+	pdi_json_kv_str(j, "activity", pdi_activity_names[w.act.kind]);
 	pdi_json_obj_end(j);
 }
 
@@ -264,7 +236,7 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	pdi_json_key(j, "states");
 	pdi_json_arr_begin(j);
 	for (uint32_t i = 0; i < p->nstates; i++) {
-		pdi_state_name(s, p->states[i].key, from, sizeof(from));
+		pdi_state_name(s->sites, s->nsites, p->states[i].key, from, sizeof(from));
 		pdi_json_obj_begin(j);
 		pdi_json_kv_str(j, "name", from);
 		pdi_json_kv_str(j, "kind", pdi_state_is_comp(p->states[i].key) ? "computation" : "communication");
@@ -280,8 +252,8 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	for (uint32_t i = 0; i < p->nedges; i++) {
 		const struct pdi_edge *e = &p->edges[i];
 
-		pdi_state_name(s, p->states[e->from].key, from, sizeof(from));
-		pdi_state_name(s, p->states[e->to].key, to, sizeof(to));
+		pdi_state_name(s->sites, s->nsites, p->states[e->from].key, from, sizeof(from));
+		pdi_state_name(s->sites, s->nsites, p->states[e->to].key, to, sizeof(to));
 		pdi_json_obj_begin(j);
 		pdi_json_kv_str(j, "from", from);
 		pdi_json_kv_str(j, "to", to);
@@ -344,7 +316,7 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_kv_str(j, "mpi_library", t->att.object);
 	pdi_json_kv_uint(j, "calls", m->calls);
 	pdi_json_kv_uint(j, "events_lost", lost);
-	pdi_json_kv_bool(j, "incomplete", lost > 0 || m->dropped_states > 0 || m->dropped_edges > 0);
+	pdi_json_kv_bool(j, "incomplete", pdi_model_incomplete(m, lost));
 	pdi_json_key(j, "dropped");
 	pdi_json_obj_begin(j);
 	pdi_json_kv_uint(j, "states", m->dropped_states);
@@ -399,23 +371,18 @@ static const char *human_ns(double ns, char *buf, size_t len)
 }
 
 /* One line: where the task is now, or where it was when it ended. */
-static void text_current(struct pdi_daemon *d, struct pdi_json *j, const struct pdi_task *t)
+static void text_current(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task *t)
 {
-	struct pdi_inflight f;
-	pid_t tid;
-	char name[1100], dur[32];
-	uint64_t now = pdi_now_ns();
+	struct pdi_where w;
+	char dur[32];
 
-	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
-		unsigned fn = PDI_COOKIE_FN(f.cookie);
-		pdi_json_printf(j, "  now: inside %s for %s\n", fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?",
-		    human_ns((double)(now - f.t_enter), dur, sizeof(dur)));
-	} else if (t->state == PDI_TASK_RUNNING && t->model.started) {
-		pdi_state_name(t->step, pdi_state_comm(t->model.last_site), name, sizeof(name));
-		pdi_json_printf(j, "  now: computing after %s for %s\n", name, human_ns((double)(now - t->model.last_exit), dur, sizeof(dur)));
-	} else if (t->ended_in) {
+	pdi_task_locate(d, t, &w);
+	if (t->state == PDI_TASK_RUNNING && (w.kind == PDI_WHERE_IN_MPI || w.kind == PDI_WHERE_BLOCKED))
+		pdi_json_printf(j, "  now: inside %s for %s\n", w.text, human_ns((double)w.for_ns, dur, sizeof(dur)));
+	else if (t->state == PDI_TASK_RUNNING && w.kind == PDI_WHERE_COMPUTING)
+		pdi_json_printf(j, "  now: computing %s for %s\n", w.text, human_ns((double)w.for_ns, dur, sizeof(dur)));
+	else if (t->ended_in)
 		pdi_json_printf(j, "  ended inside %s\n", t->ended_in);
-	}
 }
 
 /* Its health, when it is not ok, and what was done about it. */
@@ -441,7 +408,7 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 	pdi_json_printf(&j, "step %s: %s, %u tasks\n", s->name, step_state(s), s->ntasks);
 	text_health(&j, s);
 	for (unsigned i = 0; i < s->ntasks; i++) {
-		const struct pdi_task *t = s->tasks[i];
+		struct pdi_task *t = s->tasks[i];
 		uint64_t lost = task_lost(d, t);
 
 		pdi_json_printf(&j, "\nrank %d (pid %d, %s): %" PRIu64 " calls, %u phases%s", t->rank, (int)t->pid, task_state(t),
@@ -471,8 +438,8 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 			for (uint32_t e = 0; e < p->nedges; e++) {
 				const struct pdi_edge *x = &p->edges[e];
 
-				pdi_state_name(s, p->states[x->from].key, from, sizeof(from));
-				pdi_state_name(s, p->states[x->to].key, to, sizeof(to));
+				pdi_state_name(s->sites, s->nsites, p->states[x->from].key, from, sizeof(from));
+				pdi_state_name(s->sites, s->nsites, p->states[x->to].key, to, sizeof(to));
 				pdi_json_printf(&j, "    %-40s => %-40s x%-6" PRIu64 " %s ± %s\n", from, to, x->time.n,
 				    human_ns(x->time.mean, mean, sizeof(mean)),
 				    human_ns(pdi_gauss_stddev(&x->time), sd, sizeof(sd)));
@@ -482,21 +449,15 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 	return pdi_json_steal(&j);
 }
 
-/* DOT labels are quoted strings: a quote or backslash in a file name must not end them. */
-static void dot_escape(char *label)
-{
-	for (char *c = label; *c; c++)
-		if (*c == '"' || *c == '\\')
-			*c = '\'';
-}
-
 static char *step_dot(const struct pdi_step *s)
 {
 	char from[1100], mean[32];
 	struct pdi_json j;
 
 	pdi_json_init(&j);
-	pdi_json_printf(&j, "digraph \"%s\" {\n  node [shape=box, fontsize=10];\n", s->name);
+	pdi_json_printf(&j, "digraph \"");
+	pdi_dot_escaped(&j, s->name);
+	pdi_json_printf(&j, "\" {\n  node [shape=box, fontsize=10];\n");
 	for (unsigned i = 0; i < s->ntasks; i++) {
 		const struct pdi_task *t = s->tasks[i];
 
@@ -505,10 +466,10 @@ static char *step_dot(const struct pdi_step *s)
 
 			pdi_json_printf(&j, "  subgraph \"cluster_r%d_p%u\" {\n    label=\"rank %d, phase %u\";\n", t->rank, k, t->rank, k);
 			for (uint32_t n = 0; n < p->nstates; n++) {
-				pdi_state_name(s, p->states[n].key, from, sizeof(from));
-				dot_escape(from);
-				pdi_json_printf(&j, "    \"r%d_p%u_s%u\" [label=\"%s\"%s];\n", t->rank, k, n, from,
-				    pdi_state_is_comp(p->states[n].key) ? ", style=dashed" : "");
+				pdi_state_name(s->sites, s->nsites, p->states[n].key, from, sizeof(from));
+				pdi_json_printf(&j, "    \"r%d_p%u_s%u\" [label=\"", t->rank, k, n);
+				pdi_dot_escaped(&j, from);
+				pdi_json_printf(&j, "\"%s];\n", pdi_state_is_comp(p->states[n].key) ? ", style=dashed" : "");
 			}
 			for (uint32_t e = 0; e < p->nedges; e++) {
 				const struct pdi_edge *x = &p->edges[e];

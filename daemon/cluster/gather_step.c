@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis.h"
 #include "api.h"
 #include "daemon.h"
 #include "gather.h"
 #include "registry.h"
+#include "view_local.h"
 
 static int step_merge(void *ctx, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
 		      struct pdi_wire_writer *out)

@@ -8,13 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis.h"
 #include "daemon.h"
 #include "gather.h"
 #include "log.h"
 #include "render.h"
 #include "report.h"
+#include "samples.h"
 #include "slurm_nodes.h"
+#include "view_local.h"
+
+#define PDI_SAMPLE_RUNS 3 /* earlier runs taken as AutomaDeD's sample runs */
 
 /* The view of step JOB.STEP (NAME) on NODES, gathered up a tree rooted here (DESIGN "Across
  * nodes"), for UID. This node may be one of NODES or not. */
@@ -48,17 +51,32 @@ static int gather_view(struct pdi_daemon *d, uint32_t job, uint32_t step, const 
 }
 
 /* The analysis of step S for UID: with GATHER and more than one node, of the view gathered
- * from all of them; otherwise (or when the gather could not run at all) of this node's. */
+ * from all of them; otherwise (or when the gather could not run at all) of this node's, with
+ * earlier runs of its program from this node's store as sample runs (the store holds this
+ * node's part of earlier steps: sample runs of a one-node view only). */
 static int analyse(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, bool gather, struct pdi_view *v,
 		   struct pdi_analysis *a)
 {
+	struct pdi_samples samples = {0};
+	struct pdi_analysis_samples rows = {0};
+	const struct pdi_model *const **runs = NULL;
 	int r = -ENOENT;
 
 	if (gather && s->nnodes > 1 && d->gather && d->cfg.node_name)
 		r = gather_view(d, s->job_id, s->step_id, s->name, uid, s->nodes, s->nnodes, s->total_tasks, v);
-	if (r < 0 && (r = pdi_view_local(d, s, v)) < 0)
-		return r;
-	r = pdi_analysis_build(d->store, v, a);
+	if (r < 0) {
+		if ((r = pdi_view_local(d, s, v)) < 0)
+			return r;
+		if (d->store && s->executable && pdi_samples_load(d->store, s, PDI_SAMPLE_RUNS, &samples) == 0 &&
+		    samples.nruns && (runs = calloc(samples.nruns, sizeof(*runs)))) {
+			for (unsigned k = 0; k < samples.nruns; k++)
+				runs[k] = samples.runs[k].row;
+			rows = (struct pdi_analysis_samples){.rows = runs, .nruns = samples.nruns};
+		}
+	}
+	r = pdi_analysis_build(v, &rows, a);
+	free(runs);
+	pdi_samples_done(&samples);
 	if (r < 0)
 		pdi_view_done(v);
 	return r;
@@ -151,7 +169,7 @@ int pdi_report_analyze_elsewhere(struct pdi_daemon *d, uint32_t job, uint32_t st
 		pdi_view_done(&v);
 		return -ENOENT;
 	}
-	if ((r = pdi_analysis_build(NULL, &v, &a)) == 0) {
+	if ((r = pdi_analysis_build(&v, NULL, &a)) == 0) {
 		*ret_text = render(&a, format);
 		pdi_analysis_done(&a);
 		r = *ret_text ? 0 : -ENOMEM;

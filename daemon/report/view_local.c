@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* view_local.c -- this daemon's view of one of its steps (analysis.h): its tasks, where each
- * one is now (or was when it ended), and the live call stacks of the blocked ones, taken the
- * way STAT does. */
+/* view_local.c -- this daemon's view of one of its steps (view_local.h): its tasks, where
+ * each one is now (or was when it ended), and the live call stacks of the blocked ones, taken
+ * the way STAT does. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "analysis.h"
 #include "daemon.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -15,11 +15,11 @@
 #include "stackwalk.h"
 #include "step_health.h"
 #include "tracer.h"
+#include "view_local.h"
 
 #define PDI_MAX_WALKS 64 /* live stacks taken per view: each stops a task for a moment */
 
-/* Where task T is now, or was when it ended. */
-static void locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *w)
+void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *w)
 {
 	struct pdi_step *s = t->step;
 	struct pdi_inflight f;
@@ -43,6 +43,7 @@ static void locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *w
 			snprintf(w->text, sizeof(w->text), "%s", fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?");
 		}
 		w->npeers = pdi_task_peers(t, &f, w->peers, ELEMENTSOF(w->peers));
+		pdi_task_activity_read(t, tid, now, &w->act);
 	} else if (t->ended_in) {
 		w->kind = PDI_WHERE_BLOCKED;
 		w->site = t->ended_site;
@@ -59,6 +60,8 @@ static void locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *w
 		snprintf(w->text, sizeof(w->text), "after %s", s->sites[t->model.last_site].name);
 		if (t->state == PDI_TASK_RUNNING && now > t->model.last_exit)
 			w->for_ns = now - t->model.last_exit;
+		if (t->state == PDI_TASK_RUNNING)
+			pdi_task_activity_read(t, t->pid, now, &w->act);
 	}
 }
 
@@ -105,9 +108,11 @@ static int live_stack(struct pdi_daemon *d, struct pdi_task *t, struct pdi_view_
 int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret)
 {
 	struct pdi_view v = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid, .running = pdi_step_running(s),
-			     .started = s->started, .ended = s->ended, .ntasks = s->ntasks, .local = s, .nodes = 1,
+			     .started = s->started, .ended = s->ended, .ntasks = s->ntasks, .nodes = 1,
 			     .nodes_answered = 1, .expected_tasks = s->total_tasks};
 	unsigned walked = 0;
+	struct timespec real, mono;
+	int64_t wall_offset;
 
 	v.name = strdup(s->name);
 	v.tasks = calloc(s->ntasks + 1, sizeof(*v.tasks));
@@ -116,14 +121,18 @@ int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *re
 		return -ENOMEM;
 	}
 	(void)pdi_tracer_drain(d->tracer);
+	/* the models' times are this node's CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+	clock_gettime(CLOCK_REALTIME, &real);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	wall_offset = ((int64_t)real.tv_sec - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
 	for (unsigned i = 0; i < s->ntasks; i++) {
 		struct pdi_task *t = s->tasks[i];
 		struct pdi_view_task *vt = &v.tasks[i];
 
 		*vt = (struct pdi_view_task){.rank = t->rank, .pid = t->pid, .running = t->state == PDI_TASK_RUNNING,
-					     .model = &t->model, .gap = t->gap};
+					     .model = &t->model, .gap = t->gap, .wall_offset_ns = wall_offset};
 		vt->lost = vt->running ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
-		locate(d, t, &vt->where);
+		pdi_task_locate(d, t, &vt->where);
 		if (vt->where.site >= 0)
 			vt->progress = pdi_model_visits(&t->model, pdi_state_comm((uint32_t)vt->where.site));
 		if (vt->where.kind == PDI_WHERE_BLOCKED && vt->where.callsite && vt->where.site >= 0 &&

@@ -102,7 +102,10 @@ class Spank(unittest.TestCase):
         os.makedirs(shared, exist_ok=True)
         os.chmod(shared, 0o777)
         report = os.path.join(shared, "r.json")
-        p = self.c.popen(["srun", f"--pdi-monitor=report={report}", "-n", 2, "--mpi=pmix", self.ring, 20, 20000],
+        # a step longer than the budget: the budget is time spent on pdimond, not a window,
+        # so the stepd still ends the step with pdimond when it exits
+        p = self.c.popen(["srun", f"--pdi-monitor=report={report}", "-n", 2, "--mpi=pmix", self.ring, 20,
+                          (BUDGET_MS + 1000) * 1000 // 20],
                          user=USER, env={"DBUS_SYSTEM_BUS_ADDRESS": self.bus.address})
         # setpriv execs srun: its pid is srun's, and the old name was "<report>.tmp<pid>"
         for pid in range(p.pid, p.pid + 4):
@@ -119,6 +122,8 @@ class Spank(unittest.TestCase):
         mask = os.umask(0)
         os.umask(mask)
         self.assertEqual(os.stat(report).st_mode & 0o777, 0o644 & ~mask, "mode 0644 less srun's umask")
+        with open(self.c.path("slurmd.log")) as f:
+            self.assertNotIn("cannot end step", f.read())
 
 
 if __name__ == "__main__":

@@ -14,10 +14,13 @@
 #include "progress.h"
 #include "sites.h"
 #include "tracer.h"
+#include "view_local.h"
 
 #define NS 1000000000ull
 /* /proc is read once a task has been still this long: before, it is busy by definition */
 #define LOOK_AFTER_NS NS
+/* a task outside MPI using less CPU than this is not computing */
+#define IDLE_CPU_PCT 5
 /* I/O counters compare only with a look this recent (a look per tick) */
 #define IO_FRESH_NS (3 * NS)
 /* models pooled for a state's durations: the tasks of one program agree */
@@ -44,28 +47,30 @@ static ssize_t read_proc(pid_t pid, const char *file, char *buf, size_t len)
 	return n;
 }
 
-int pdi_proc_look(pid_t pid, struct pdi_proc_look *ret)
+int pdi_proc_io(pid_t pid, uint64_t *ret)
 {
-	struct pdi_proc_look l = {0};
+	unsigned long long rchar, wchar;
 	char buf[1024], *p;
-	unsigned long long utime, stime, rchar = 0, wchar = 0;
-	ssize_t n = read_proc(pid, "stat", buf, sizeof(buf));
+	ssize_t n = read_proc(pid, "io", buf, sizeof(buf));
 
 	if (n <= 0)
-		return n < 0 ? (int)n : -ESRCH;
-	/* after the command's last ')': any byte may be in the command */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &l.state, &utime, &stime) != 3)
+		return n < 0 ? (int)n : -EBADMSG;
+	if (!(p = strstr(buf, "rchar:")) || sscanf(p, "rchar: %llu wchar: %llu", &rchar, &wchar) != 2)
 		return -EBADMSG;
-	l.cpu = utime + stime;
-	if (l.state == 't' && read_proc(pid, "status", buf, sizeof(buf)) > 0 && (p = strstr(buf, "\nTracerPid:")))
-		l.tracer = (pid_t)strtol(p + 11, NULL, 10);
-	if (read_proc(pid, "io", buf, sizeof(buf)) > 0 && (p = strstr(buf, "rchar:")) &&
-	    sscanf(p, "rchar: %llu wchar: %llu", &rchar, &wchar) == 2) {
-		l.io = rchar + wchar;
-		l.io_ok = 1;
-	}
-	*ret = l;
+	*ret = rchar + wchar;
+	return 0;
+}
+
+int pdi_proc_tracer(pid_t pid, pid_t *ret)
+{
+	char buf[2048], *p;
+	ssize_t n = read_proc(pid, "status", buf, sizeof(buf));
+
+	if (n <= 0)
+		return n < 0 ? (int)n : -EBADMSG;
+	if (!(p = strstr(buf, "\nTracerPid:")))
+		return -EBADMSG;
+	*ret = (pid_t)strtol(p + 11, NULL, 10);
 	return 0;
 }
 
@@ -145,27 +150,28 @@ uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, stru
 		key = pdi_state_comp(m->last_site, ANY_NEXT);
 	}
 
-	/* still for a while: what /proc says it does, and whether it does I/O */
+	/* still for a while: what the kernel says it does, and whether it does I/O */
 	if (now_ns - p->last_ns >= LOOK_AFTER_NS && h.motion != PDI_MOTION_FINISHED) {
-		struct pdi_proc_look l;
+		struct pdi_task_activity a;
+		uint64_t io;
+		pid_t tracer = 0;
 
-		if (pdi_proc_look(t->pid, &l) == 0) {
-			bool fresh = p->proc_ns && now_ns - p->proc_ns <= IO_FRESH_NS;
-
-			if (fresh && l.io_ok && l.io > p->io)
+		if (pdi_proc_io(t->pid, &io) == 0) {
+			if (p->io_ns && now_ns - p->io_ns <= IO_FRESH_NS && io > p->io)
 				p->last_ns = now_ns; /* reading or writing: working */
-			if (l.state == 'T')
-				h.motion = PDI_MOTION_STOPPED;
-			else if (l.state == 't' && l.tracer && l.tracer != getpid())
-				h.motion = PDI_MOTION_TRACED;
-			else if (h.motion == PDI_MOTION_COMPUTING && l.state != 'R' && !(fresh && l.cpu > p->cpu))
-				h.motion = PDI_MOTION_IDLE;
-			p->io = l.io;
-			p->cpu = l.cpu;
-			p->proc_ns = now_ns;
+			p->io = io;
+			p->io_ns = now_ns;
 		}
+		pdi_task_activity_read(t, t->pid, now_ns, &a);
+		if (a.kind == PDI_ACT_STOPPED)
+			/* stopped by a signal, or held by a debugger (not pdimond's own stack walk) */
+			h.motion = pdi_proc_tracer(t->pid, &tracer) == 0 && tracer && tracer != getpid() ? PDI_MOTION_TRACED
+													  : PDI_MOTION_STOPPED;
+		else if (h.motion == PDI_MOTION_COMPUTING && a.kind != PDI_ACT_RUNNING && a.kind != PDI_ACT_STARVED &&
+			 !(a.cpu_pct > IDLE_CPU_PCT))
+			h.motion = PDI_MOTION_IDLE;
 	} else {
-		p->proc_ns = 0;
+		p->io_ns = 0;
 	}
 	h.idle_s = (double)(now_ns - p->last_ns) / 1e9;
 	*ret = h;

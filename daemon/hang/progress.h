@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* progress.h -- what the hang judge (lib/health.h) is fed about one running task: when it
  * last made progress and what it does now, from what pdimond already has (the task's model,
- * the BPF in-flight map) and, once it has been still for a while, from /proc (its state, a
- * debugger, CPU time and I/O of its main thread).
+ * the BPF in-flight map) and, once it has been still for a while, from /proc: what the
+ * diagnosis reads of it (its state and CPU use, report/task_activity.c), whether a debugger
+ * holds it, and the I/O of its main thread.
  *
  * Progress is an MPI call completed or entered, except polling: calls of MPI_Test* or
  * MPI_Iprobe at one site and nothing else in between are a wait, not progress. I/O of the
@@ -24,20 +25,15 @@ struct pdi_task_progress {
 	uint64_t last_ns;      /* its last progress (CLOCK_MONOTONIC); 0 before the first look */
 	uint32_t poll_site;    /* the site it polls at (Test/Iprobe), UINT32_MAX when none */
 	uint64_t poll_visits;  /* that site's visits at the last look */
-	uint64_t io, cpu;      /* its main thread's rchar + wchar, and utime + stime in ticks */
-	uint64_t proc_ns;      /* when /proc was last read (0: never, or too long ago to compare) */
+	uint64_t io;           /* its main thread's rchar + wchar at the last look */
+	uint64_t io_ns;        /* when it was read (0: never, or too long ago to compare) */
 };
 
-/* The /proc look at a task's main thread. */
-struct pdi_proc_look {
-	char state;            /* R, S, D, T (stopped), t (traced), Z...; 0 when unreadable */
-	pid_t tracer;          /* TracerPid: a debugger's pid, 0 when none */
-	uint64_t io, cpu;      /* rchar + wchar; utime + stime in clock ticks */
-	int io_ok;             /* the io file was readable (it takes ptrace read access) */
-};
-
-/* Read /proc/PID/task/PID/{stat,status,io}. 0, or -errno when the task is gone. */
-int pdi_proc_look(pid_t pid, struct pdi_proc_look *ret);
+/* The bytes the main thread of PID has read and written (rchar + wchar of its io file, which
+ * takes ptrace read access): 0, or -errno. */
+int pdi_proc_io(pid_t pid, uint64_t *ret);
+/* The pid of the debugger that traces PID (TracerPid), 0 when none: 0, or -errno. */
+int pdi_proc_tracer(pid_t pid, pid_t *ret);
 
 /* Task T at NOW_NS: its progress tracked in P, and what the judge takes from it in RET (its
  * state's durations pooled with its step's other tasks by the caller: RET->state is left

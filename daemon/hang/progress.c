@@ -29,29 +29,11 @@
 /* the next site of a computation key that stands for every computation after its site */
 #define ANY_NEXT PDI_SITE_MAX
 
-/* FILE of /proc/PID/task/PID into BUF: bytes, or -errno. */
-static ssize_t read_proc(pid_t pid, const char *file, char *buf, size_t len)
-{
-	char path[96];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)pid, file);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	n = n < 0 ? -errno : n;
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	return n;
-}
-
 int pdi_proc_io(pid_t pid, uint64_t *ret)
 {
 	unsigned long long rchar, wchar;
 	char buf[1024], *p;
-	ssize_t n = read_proc(pid, "io", buf, sizeof(buf));
+	ssize_t n = pdi_task_proc_read(pid, pid, "io", buf, sizeof(buf));
 
 	if (n <= 0)
 		return n < 0 ? (int)n : -EBADMSG;
@@ -64,7 +46,7 @@ int pdi_proc_io(pid_t pid, uint64_t *ret)
 int pdi_proc_tracer(pid_t pid, pid_t *ret)
 {
 	char buf[2048], *p;
-	ssize_t n = read_proc(pid, "status", buf, sizeof(buf));
+	ssize_t n = pdi_task_proc_read(pid, pid, "status", buf, sizeof(buf));
 
 	if (n <= 0)
 		return n < 0 ? (int)n : -EBADMSG;

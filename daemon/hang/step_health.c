@@ -598,7 +598,15 @@ void pdi_step_health_json(const struct pdi_step *s, struct pdi_json *j)
 	if (h && h->cancelled)
 		pdi_json_kv_int(j, "cancelled", h->cancelled);
 	if (h) {
+		struct pdi_health_record all;
+		double longest = 0;
+
+		pdi_health_record(&h->judge, &all);
+		for (unsigned k = 0; k < PDI_QUIET_KINDS; k++)
+			if (pdi_quiet_record_longest(&all.kind[k]) > longest)
+				longest = pdi_quiet_record_longest(&all.kind[k]);
 		pdi_json_kv_double(j, "quiet_s", h->last.quiet_s);
+		pdi_json_kv_double(j, "longest_healthy_quiet_s", longest);
 		pdi_json_kv_double(j, "hung_after_s", h->last.threshold_s);
 		pdi_json_kv_double(j, "false_alarms_per_step_hour", h->judge.params.quiet.rate_per_hour);
 		pdi_json_key(j, "actions");

@@ -485,9 +485,9 @@ def main():
                 with open(os.path.join(workdir, "run.json"), "w") as f:
                     json.dump({"plan": str(plan), "truth": truth, "analysis": doc, "end": end}, f)
                 campaign.log(runlog, f"{plan} | {line}")
-                print(f"  {plan}: " + " ".join(f"{m}={'-' if v is None else int(bool(v))}" for m, v in s.items()
-                                                if v is not None) + f" ({end}, {time.monotonic() - t_run:.0f} s)",
-                      flush=True)
+                print(f"  {plan}: " + " ".join(f"{m}={v:.2f}" if isinstance(v, float) else f"{m}={int(bool(v))}"
+                                                for m, v in s.items() if v is not None) +
+                      f" ({end}, {time.monotonic() - t_run:.0f} s)", flush=True)
                 for t in (by_key.setdefault(f"{app} {fault}", Tally()),
                           by_class.setdefault(fault_class(fault), Tally()), overall):
                     t.add(s)

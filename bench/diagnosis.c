@@ -310,7 +310,7 @@ static int clone_model(struct pdi_model *to, const struct pdi_model *from)
 	*to = *from;
 	to->phases = NULL;
 	to->nphases = to->cap_phases = 0;
-	to->coll_sites = NULL;
+	to->coll_fns = NULL;
 	to->reqs = NULL;
 	to->req_idx = (struct pdi_u64map){0};
 	if (dup_array((void **)&to->phases, from->phases, sizeof(*from->phases) * from->cap_phases) < 0)

@@ -18,6 +18,14 @@ static const char *const default_libraries[] = {
 	"/opt/*/lib/libmpich.so.*[0-9]",
 };
 
+/* Libraries that call MPI on the application's behalf (file name globs): a call site names the
+ * application's call into them, with the library function as context. */
+static const char *const default_site_libraries[] = {
+	"libscalapack*", "libblacs*", "libpetsc*", "libslepc*", "libfftw3*mpi*", "libhdf5*", "libnetcdf*",
+	"libpnetcdf*", "libelpa*", "lib*mumps*", "libHYPRE*", "libsuperlu_dist*", "libparmetis*",
+	"libptscotch*", "libadios2*",
+};
+
 /* The host name up to its first dot, as Slurm names nodes by default. */
 static char *default_node_name(void)
 {
@@ -57,10 +65,13 @@ void pdi_config_defaults(struct pdi_config *c)
 		.peer_replay_entries = 65536,
 		.munge_timeout_ms = 1000,
 		.node_name = default_node_name(),
+		.call_site_hops = true,
 		.max_overhead_pct = 3,
 	};
 	for (unsigned i = 0; i < ELEMENTSOF(default_libraries); i++)
 		c->init_libraries[c->ninit_libraries++] = strdup(default_libraries[i]);
+	for (unsigned i = 0; i < ELEMENTSOF(default_site_libraries); i++)
+		c->site_libraries[c->nsite_libraries++] = strdup(default_site_libraries[i]);
 }
 
 void pdi_config_done(struct pdi_config *c)
@@ -78,6 +89,8 @@ void pdi_config_done(struct pdi_config *c)
 	free(c->site_store_credentials);
 	for (unsigned i = 0; i < c->ninit_libraries; i++)
 		free(c->init_libraries[i]);
+	for (unsigned i = 0; i < c->nsite_libraries; i++)
+		free(c->site_libraries[i]);
 	*c = (struct pdi_config){0};
 }
 
@@ -139,21 +152,22 @@ static int parse_level(const char *v, int *ret)
 	return -EINVAL;
 }
 
-static int set_libraries(struct pdi_config *c, const char *value)
+/* A blank-separated list of globs into GLOBS (at most PDI_MAX_GLOBS), replacing what was there. */
+static int set_globs(char **globs, unsigned *n, const char *value)
 {
 	char *copy = strdup(value), *save = NULL;
 
 	if (!copy)
 		return -ENOMEM;
-	for (unsigned i = 0; i < c->ninit_libraries; i++)
-		free(c->init_libraries[i]);
-	c->ninit_libraries = 0;
+	for (unsigned i = 0; i < *n; i++)
+		free(globs[i]);
+	*n = 0;
 	for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-		if (c->ninit_libraries == PDI_MAX_GLOBS) {
+		if (*n == PDI_MAX_GLOBS) {
 			free(copy);
 			return -E2BIG;
 		}
-		c->init_libraries[c->ninit_libraries++] = strdup(w);
+		globs[(*n)++] = strdup(w);
 	}
 	free(copy);
 	return 0;
@@ -250,7 +264,9 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 	if (!strcmp(key, "node_name"))
 		return *value && strlen(value) < 64 ? set_string(&c->node_name, value) : -EINVAL;
 	if (!strcmp(key, "mpi_libraries"))
-		return set_libraries(c, value);
+		return set_globs(c->init_libraries, &c->ninit_libraries, value);
+	if (!strcmp(key, "call_site_libraries"))
+		return set_globs(c->site_libraries, &c->nsite_libraries, value);
 	if (!strcmp(key, "log_level"))
 		return parse_level(value, &c->log_level);
 	if (!strcmp(key, "max_overhead_pct")) {
@@ -277,6 +293,8 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 	}
 	if (!strcmp(key, "auto_phases"))
 		return parse_bool(value, &c->model.auto_phases);
+	if (!strcmp(key, "call_site_hops"))
+		return parse_bool(value, &c->call_site_hops);
 	if (!strcmp(key, "drain_interval_ms")) {
 		if ((r = parse_uint(value, 1, 10000, &x)) == 0)
 			c->drain_interval_ms = (unsigned)x;

@@ -14,6 +14,10 @@ struct pdi_config {
 	char *admin_group;                    /* its members read every step; NULL for none */
 	char *init_libraries[PDI_MAX_GLOBS]; /* globs of MPI libraries whose MPI_Init is trapped */
 	unsigned ninit_libraries;
+	char *site_libraries[PDI_MAX_GLOBS]; /* libraries that call MPI for the application: call
+						sites name the application's call into them */
+	unsigned nsite_libraries;
+	bool call_site_hops;                  /* follow calls past MPI bindings and libraries */
 	unsigned drain_interval_ms;           /* ring buffer drained at least this often */
 	unsigned ring_buffer_kib;             /* power of two */
 	unsigned wakeup_kib;                  /* pending data that wakes the daemon early */

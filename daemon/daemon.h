@@ -75,6 +75,8 @@ uint64_t pdi_now_ns(void);
 
 /* ingest.c */
 int pdi_ingest_event(void *daemon, const struct pdi_event *e);
+/* A PDI_EV_FRAMES record: the stack of a call whose chain BPF could not finish. */
+void pdi_ingest_frames(void *daemon, const struct pdi_frames *f);
 /* Monitor PID as a task of STEP: attach probes, watch for its exit. RANK -1: from its
  * environment. */
 int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank, struct pdi_task **ret);

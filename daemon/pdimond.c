@@ -406,22 +406,27 @@ int main(int argc, char **argv)
 		goto out;
 	r = pdi_tracer_new(&(struct pdi_tracer_options){.ring_bytes = d.cfg.ring_buffer_kib * 1024u,
 							.wakeup_bytes = d.cfg.wakeup_kib * 1024u,
+							.on_frames = pdi_ingest_frames,
 							.target_flags = d.cfg.probe_at_start ? PDI_TARGETS_AT_START : 0},
 			   pdi_ingest_event, &d, &d.tracer);
 	if (r < 0) {
 		explain_load_failure(r);
 		goto out;
 	}
+	/* the store first: a database pdimond must refuse is said in one line, before anything else */
+	r = pdi_persist_open(&d);
+	if (r < 0)
+		goto out;
 	r = pdi_probe_calibrate(d.tracer, &d.probe_costs);
 	if (r < 0)
 		log_warning_errno(r, "Cannot measure what a probe costs here, assuming a slow VM's figures: %m");
+	/* the calibration's own events fill a small ring: empty it before the first MPI_Init trap
+	 * needs room, not at the first drain tick */
+	(void)pdi_tracer_drain(d.tracer);
 	log_info("A probed call costs %.1f us here (%.1f us when its first instruction is single-stepped, %.1f us "
 		 "without its return probe); max_overhead_pct %g%s", d.probe_costs.full_emulated / 1e3,
 		 d.probe_costs.full_stepped / 1e3, d.probe_costs.entry_only_emulated / 1e3, d.cfg.max_overhead_pct,
 		 d.cfg.max_overhead_pct > 0 ? "" : " (off)");
-	r = pdi_persist_open(&d);
-	if (r < 0)
-		goto out;
 	r = setup_loop(&d);
 	if (r < 0) {
 		if (r != -EADDRINUSE)

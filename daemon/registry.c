@@ -9,6 +9,7 @@
 
 #include "budget.h"
 #include "log.h"
+#include "callchain.h"
 #include "registry.h"
 #include "samples.h"
 
@@ -28,6 +29,7 @@ static void task_free(struct pdi_task *t)
 	pdi_model_done(&t->model);
 	pdi_u64map_free(&t->site_cache);
 	pdi_maps_free(&t->maps);
+	pdi_chains_free(t);
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	free(t->ended_in);

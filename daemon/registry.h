@@ -34,6 +34,10 @@ struct pdi_task {
 	struct pdi_model model;
 	struct pdi_u64map site_cache; /* call site address | fn << 48 -> site index */
 	struct pdi_maps maps;         /* the process's mappings, reread when an address is not in them */
+	struct pdi_chains *chains;    /* call chains past MPI bindings and libraries (callchain.c) */
+	uint64_t world_comms[16];     /* MPI_COMM_WORLD and its copies: collectives on these span the
+					 step and cut phases (ingest.c); none when the handle is unknown */
+	unsigned nworld_comms;
 	time_t started, ended;        /* wall clock */
 	uint64_t events;
 	uint64_t lost;                /* events the BPF side could not queue */

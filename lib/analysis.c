@@ -102,6 +102,13 @@ static bool held_by_kernel(const struct pdi_where *w)
 	return w->act.kind == PDI_ACT_STOPPED || w->act.kind == PDI_ACT_DISK;
 }
 
+/* T computes outside MPI, and has since before the blocked tasks blocked (FOR_NS ago). */
+static bool computing_all_along(const struct pdi_view_task *t, uint64_t for_ns)
+{
+	return t->running && t->where.kind == PDI_WHERE_COMPUTING && t->where.for_ns >= for_ns &&
+	       !held_by_kernel(&t->where);
+}
+
 /* PDI on the view's tasks: the progress dependence graph and the least-progressed ranks. The
  * Markov model is built once per model object (a gathered view shares one among a class). */
 static int least_progressed(struct pdi_analysis *a)
@@ -164,9 +171,40 @@ static int least_progressed(struct pdi_analysis *a)
 			a->lp_by = "kernel";
 		}
 	}
+	/* PDI could not order them (its Table 1 leaves a loop's states undefined, and a wait
+	 * with no known peer has no point-to-point edge): a minority that has computed outside
+	 * MPI since before the others blocked cannot be waiting for them through MPI, while they
+	 * wait for someone: that minority holds the step */
+	if (nlp == 0 || nlp == n) {
+		uint64_t blocked_since = UINT64_MAX;
+		size_t nblocked = 0, nout = 0;
+
+		for (unsigned i = 0; i < s->ntasks; i++)
+			if (s->tasks[i].running && s->tasks[i].where.kind == PDI_WHERE_BLOCKED) {
+				nblocked++;
+				if (s->tasks[i].where.for_ns < blocked_since)
+					blocked_since = s->tasks[i].where.for_ns;
+			}
+		for (unsigned i = 0; nblocked && i < s->ntasks; i++)
+			if (computing_all_along(&s->tasks[i], blocked_since))
+				nout++;
+		if (nout && 2 * nout < s->ntasks) {
+			nlp = 0;
+			for (unsigned i = 0; i < s->ntasks; i++)
+				if (computing_all_along(&s->tasks[i], blocked_since))
+					ranks[nlp++] = s->tasks[i].rank;
+			a->lp_by = "outside_mpi";
+		}
+	}
 	if (nlp) {
 		qsort(ranks, nlp, sizeof(*ranks), cmp_int);
 		pdi_ranges_format(ranks, nlp, a->lp, sizeof(a->lp));
+		for (size_t k = 0; strcmp(a->lp_by, "pdi") && k < a->pdg.ngroups; k++) { /* the graph says so too */
+			a->pdg.groups[k].lp = false;
+			for (size_t x = 0; x < a->pdg.groups[k].n; x++)
+				if (bsearch(&a->pdg.groups[k].ranks[x], ranks, nlp, sizeof(*ranks), cmp_int))
+					a->pdg.groups[k].lp = true;
+		}
 		a->lp_ranks = ranks;
 		a->nlp = nlp;
 		ranks = NULL;

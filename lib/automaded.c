@@ -432,8 +432,8 @@ static void phase_excess(const struct work *w, struct pdi_automaded *a)
  * a stall's worth longer than usual: the scores weigh every transition's change alike, so
  * a reshuffle of microsecond transitions (a loaded machine's noise) can outscore seconds
  * lost in one. The phase that lost the time is the faulty one. So is it for a permanent
- * shift found by splitting the scores (not a lasting step in computation time) when one
- * phase lost at least twice the time of any other: one phase far above the rest. */
+ * shift (found by splitting the scores, or as a step in computation time) when one phase
+ * lost at least twice the time of any other: one phase far above the rest, not a shift. */
 static uint32_t best_phase(const struct work *w, const double *v, double *ret_second)
 {
 	uint32_t best = w->first;
@@ -461,9 +461,10 @@ static void prefer_lost_time(const struct work *w, struct pdi_automaded *a)
 	}
 	if (best == a->faulty_phase || v[best] < PDI_EXCESS_FLOOR_S ||
 	    (a->effect == PDI_EFFECT_TEMPORARY && v[a->faulty_phase] >= PDI_EXCESS_FLOOR_S / 2) ||
-	    (a->effect == PDI_EFFECT_PERMANENT && (a->stepped || v[best] < 2 * second)))
+	    (a->effect == PDI_EFFECT_PERMANENT && v[best] < 2 * second))
 		return;
 	a->effect = PDI_EFFECT_TEMPORARY;
+	a->stepped = false; /* a lasting shift would lose time in every phase after it, not in one */
 	a->faulty_phase = best;
 	a->by_time = true;
 	a->by_imbalance = v == a->phase_imbalance;

@@ -118,6 +118,15 @@ static void json_rank_list(struct pdi_json *j, const char *key, const int *ranks
 	pdi_json_arr_end(j);
 }
 
+static void json_doubles(struct pdi_json *j, const char *key, const double *v, uint32_t n)
+{
+	pdi_json_key(j, key);
+	pdi_json_arr_begin(j);
+	for (uint32_t i = 0; i < n; i++)
+		pdi_json_double(j, v[i]);
+	pdi_json_arr_end(j);
+}
+
 static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_automaded *am = &a->am;
@@ -132,21 +141,9 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_kv_uint(j, "end_phase", am->end_phase);
 	pdi_json_kv_uint(j, "sample_runs", a->sample_runs);
 	pdi_json_kv_uint(j, "classes", a->classes.n);
-	pdi_json_key(j, "phase_scores");
-	pdi_json_arr_begin(j);
-	for (uint32_t p = 0; p < am->nphases; p++)
-		pdi_json_double(j, am->phase_score[p]);
-	pdi_json_arr_end(j);
-	pdi_json_key(j, "phase_excess_s");
-	pdi_json_arr_begin(j);
-	for (uint32_t p = 0; p < am->nphases; p++)
-		pdi_json_double(j, am->phase_excess[p]);
-	pdi_json_arr_end(j);
-	pdi_json_key(j, "phase_imbalance_s");
-	pdi_json_arr_begin(j);
-	for (uint32_t p = 0; p < am->nphases; p++)
-		pdi_json_double(j, am->phase_imbalance[p]);
-	pdi_json_arr_end(j);
+	json_doubles(j, "phase_scores", am->phase_score, am->nphases);
+	json_doubles(j, "phase_excess_s", am->phase_excess, am->nphases);
+	json_doubles(j, "phase_imbalance_s", am->phase_imbalance, am->nphases);
 	pdi_json_kv_bool(j, "phase_by_time", am->by_time);
 	pdi_json_kv_str(j, "effect", pdi_effect_name(am->effect));
 	pdi_json_kv_uint(j, "faulty_phase", am->faulty_phase);

@@ -353,6 +353,9 @@ int pdi_view_decode(const uint8_t *p, size_t len, struct pdi_view *ret)
 	}
 	if ((err = pdi_wire_reader_finish(&r)) < 0)
 		goto fail;
+	/* nodes merge their tasks' automatic phases when their own bounds say so: line them up, so
+	 * that phase I is the same stretch of the program in every model (doc/design/call-sites.md) */
+	(void)pdi_models_line_up(v.own_models, v.nown_models);
 	*ret = v;
 	return 0;
 nomem:

@@ -13,6 +13,7 @@
 #include "json.h"
 #include "log.h"
 #include "mpi_funcs.h"
+#include "callchain.h"
 #include "tracer.h"
 #include "view_local.h"
 
@@ -224,7 +225,8 @@ static void json_sites(struct pdi_json *j, const struct pdi_step *s)
 	pdi_json_arr_end(j);
 }
 
-static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struct pdi_phase *p, unsigned index)
+static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struct pdi_model *m, const struct pdi_phase *p,
+		       unsigned index)
 {
 	char from[1100], to[1100];
 
@@ -233,6 +235,9 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	pdi_json_kv_uint(j, "duration_ns", p->t_end - p->t_start);
 	pdi_json_kv_uint(j, "t_start_ns", p->t_start); /* CLOCK_MONOTONIC, as the BPF timestamps */
 	pdi_json_kv_uint(j, "t_end_ns", p->t_end);
+	pdi_json_kv_int(j, "wall_start_ns", pdi_phase_wall_ns(m, p->t_start)); /* since the epoch */
+	pdi_json_kv_int(j, "wall_end_ns", pdi_phase_wall_ns(m, p->t_end));
+	pdi_json_kv_uint(j, "first_collective", p->first_collective);
 	pdi_json_key(j, "states");
 	pdi_json_arr_begin(j);
 	for (uint32_t i = 0; i < p->nstates; i++) {
@@ -272,6 +277,22 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 		pdi_json_obj_end(j);
 	}
 	pdi_json_arr_end(j);
+	pdi_json_obj_end(j);
+}
+
+/* How the task's call sites were found past MPI bindings and libraries (callchain.h). */
+static void json_call_sites(struct pdi_json *j, const struct pdi_task *t)
+{
+	struct pdi_chain_stats st;
+
+	pdi_chains_stats(t, &st);
+	pdi_json_key(j, "call_sites");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "hopped_ranges", st.ranges);
+	pdi_json_kv_uint(j, "hops", st.hops);
+	pdi_json_kv_uint(j, "hops_refused", st.refused);
+	pdi_json_kv_uint(j, "stacks_read", st.frames);
+	pdi_json_kv_uint(j, "unresolved", st.unresolved);
 	pdi_json_obj_end(j);
 }
 
@@ -324,6 +345,8 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_kv_uint(j, "requests", m->dropped_requests);
 	pdi_json_kv_uint(j, "phase_cuts", m->folded_phase_cuts);
 	pdi_json_obj_end(j);
+	pdi_json_kv_uint(j, "phases_merged", m->merged_phases); /* to fit max_task_memory or max_phases */
+	json_call_sites(j, t);
 	pdi_json_kv_uint(j, "model_bytes", m->bytes);
 	json_budget(d, j, t);
 	pdi_unobserved_json(&m->unobserved, j, pdi_mpi_func_name);
@@ -331,7 +354,7 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_key(j, "phases");
 	pdi_json_arr_begin(j);
 	for (uint32_t i = 0; i < m->nphases; i++)
-		json_phase(j, t->step, &m->phases[i], i);
+		json_phase(j, t->step, m, &m->phases[i], i);
 	pdi_json_arr_end(j);
 	pdi_json_obj_end(j);
 }

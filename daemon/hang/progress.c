@@ -121,7 +121,7 @@ uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, stru
 
 		h.motion = cls == PDI_FC_FINALIZE ? PDI_MOTION_FINISHED : cls == PDI_FC_INIT ? PDI_MOTION_STARTING
 											  : PDI_MOTION_WAITING;
-		if (pdi_site_cached(t, f.callsite, (uint16_t)fn, &site) == 0)
+		if (pdi_site_cached(t, &f, &site) == 0)
 			key = pdi_state_comm(site);
 	} else if (!m->started) {
 		h.motion = PDI_MOTION_STARTING;

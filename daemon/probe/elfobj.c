@@ -50,6 +50,8 @@ struct pdi_elfobj {
 	Elf *dbg_elf;
 	bool dwarf_tried;
 	Dwarf *dwarf;
+	bool cfi_tried;
+	Dwarf_CFI *cfi; /* .eh_frame, for the call-site hops (callchain.c) */
 	GElf_Phdr *loads; /* PT_LOAD headers */
 	size_t nloads;
 	struct fsym *by_name; /* every definition, best first within a name */
@@ -388,6 +390,8 @@ void pdi_elfobj_free(struct pdi_elfobj *o)
 {
 	if (!o)
 		return;
+	if (o->cfi)
+		dwarf_cfi_end(o->cfi);
 	dwarf_end(o->dwarf);
 	free(o->by_addr);
 	free(o->by_name);
@@ -600,4 +604,13 @@ int pdi_elfobj_describe(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc 
 	}
 	describe_line(o, vaddr, ret);
 	return 0;
+}
+
+Dwarf_CFI *pdi_elfobj_cfi(struct pdi_elfobj *o)
+{
+	if (!o->cfi_tried) {
+		o->cfi_tried = true;
+		o->cfi = dwarf_getcfi_elf(o->elf);
+	}
+	return o->cfi;
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 struct pdi_elfobj;
+typedef struct Dwarf_CFI_s Dwarf_CFI;
 
 /* PATH may be /proc/PID/root/usr/lib/... or /proc/PID/map_files/START-END. Negative errno:
  * -ENOENT if missing, -ENOEXEC if not an ELF executable or shared object. */
@@ -51,6 +52,10 @@ struct pdi_srcloc {
  * from /usr/lib/debug/.build-id, and is loaded on first use. Names and paths too long for
  * pdi_srcloc are truncated. Returns 0 or negative errno. */
 int pdi_elfobj_describe(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret);
+
+/* The object's call frame information (.eh_frame, present in stripped objects too), loaded on
+ * first use and owned by the object; NULL if it has none. */
+Dwarf_CFI *pdi_elfobj_cfi(struct pdi_elfobj *o);
 
 /* The NT_GNU_BUILD_ID as a lowercase hex string, or "". */
 const char *pdi_elfobj_build_id(const struct pdi_elfobj *o);

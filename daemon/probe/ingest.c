@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "budget.h"
@@ -17,6 +18,7 @@
 #include "log.h"
 #include "mpi_funcs.h"
 #include "persist.h"
+#include "callchain.h"
 #include "program.h"
 #include "site_store.h"
 #include "sites.h"
@@ -48,6 +50,50 @@ static void record(struct pdi_daemon *d, const struct pdi_task *t, const struct 
 	}
 }
 
+static bool on_world(const struct pdi_task *t, uint64_t comm)
+{
+	for (unsigned i = 0; i < t->nworld_comms; i++)
+		if (t->world_comms[i] == comm)
+			return true;
+	return false;
+}
+
+/* PDI_CALL_SUBCOMM for a collective on a communicator known not to span the step; a copy of
+ * one that does (MPI_Comm_dup) is remembered as spanning it too. */
+static uint8_t call_flags(struct pdi_task *t, const struct pdi_event *e)
+{
+	static int comm_dup = -2;
+
+	if (comm_dup == -2)
+		comm_dup = pdi_mpi_func_find("MPI_Comm_dup");
+	if (!pdi_fn_is_collective(e->fn) || !t->nworld_comms)
+		return 0; /* not a collective, or nothing known: every collective counts */
+	if (!e->comm || !on_world(t, e->comm))
+		return PDI_CALL_SUBCOMM;
+	if (e->fn == comm_dup && e->req && !on_world(t, e->req) && t->nworld_comms < ELEMENTSOF(t->world_comms))
+		t->world_comms[t->nworld_comms++] = e->req;
+	return 0;
+}
+
+/* T's automatic phases changed length (found the loop's period, or merged pairwise to fit a
+ * bound): the tasks of its step on this node merge theirs to the longest, so that phase I is
+ * the same stretch of the program on every task. */
+static void align_phases(struct pdi_task *t)
+{
+	struct pdi_step *s = t->step;
+	uint32_t len = 0;
+
+	for (unsigned i = 0; i < s->ntasks; i++)
+		if (s->tasks[i]->model.auto_len > len)
+			len = s->tasks[i]->model.auto_len;
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		struct pdi_task *o = s->tasks[i];
+
+		if (o->model.auto_len && o->model.auto_len < len && pdi_model_coarsen(&o->model, len) < 0)
+			log_debug("Cannot line up the phases of pid %d with its step's", (int)o->pid);
+	}
+}
+
 static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e)
 {
 	const struct pdi_mpi_func *f = &pdi_mpi_funcs[e->fn];
@@ -58,13 +104,18 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 		.peer = int_arg(e, f->peer_arg ? f->peer_arg : f->root_arg),
 		.tag = int_arg(e, f->tag_arg),
 		.req = e->req,
+		.flags = call_flags(t, e),
 	};
+	uint32_t auto_len = t->model.auto_len;
+	struct pdi_chain ch;
 	int r;
 
 	if (f->count_arg && f->count_arg <= PDI_NARGS && f->type_arg && f->type_arg <= PDI_NARGS)
 		c.bytes = (uint64_t)(uint32_t)e->args[f->count_arg - 1] * pdi_dtype_size(&t->att.dtypes, e->args[f->type_arg - 1]);
 
-	r = pdi_site_lookup(t, d->objs, e->callsite, e->fn, &c.site);
+	ch = (struct pdi_chain){.callsite = e->callsite, .caller = e->caller, .via = e->via, .end = e->chain};
+	pdi_chains_finish(d, t, (pid_t)e->tid, e->t_enter, &ch);
+	r = pdi_site_lookup(t, d->objs, &ch, e->fn, &c.site);
 	if (r < 0)
 		return r;
 	if (t->init_pending) {
@@ -76,7 +127,20 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 		(void)pdi_model_add_call(&t->model, &t->init_call);
 	}
 	record(d, t, &c);
-	return pdi_model_add_call(&t->model, &c);
+	r = pdi_model_add_call(&t->model, &c);
+	if (t->model.auto_len != auto_len)
+		align_phases(t);
+	return r;
+}
+
+/* MPI_Init's site, while the process is stopped at its entry: the chain is read from its stack
+ * (the hops could not be known before we attached). */
+static int init_site(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e)
+{
+	struct pdi_chain ch = pdi_chain_direct(e->callsite);
+
+	pdi_chains_of_stopped(d, t, e->args[1], e->args[2], &ch);
+	return pdi_site_lookup(t, d->objs, &ch, e->fn, &t->init_call.site);
 }
 
 static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
@@ -98,7 +162,7 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 		}
 		if (r < 0)
 			log_warning_errno(r, "Cannot monitor pid %u of step %s: %m", e->pid, s->name);
-		else if (pdi_site_lookup(t, d->objs, e->callsite, e->fn, &t->init_call.site) == 0) {
+		else if (init_site(d, t, e) == 0) {
 			t->init_call.fn = e->fn;
 			t->init_call.t_enter = e->t_enter;
 			t->init_call.peer = PDI_NO_PEER;
@@ -108,6 +172,15 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 	/* stopped by the trap: whatever happened, let it go on */
 	if (kill((pid_t)e->pid, SIGCONT) < 0 && errno != ESRCH)
 		log_warning("Cannot continue pid %u: %m", e->pid);
+}
+
+void pdi_ingest_frames(void *daemon, const struct pdi_frames *f)
+{
+	struct pdi_daemon *d = daemon;
+	struct pdi_task *t = pdi_registry_find_task(&d->reg, (pid_t)f->pid);
+
+	if (t)
+		pdi_chains_on_frames(d, t, f);
 }
 
 int pdi_ingest_event(void *daemon, const struct pdi_event *e)
@@ -132,6 +205,16 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	if (add_call(d, t, e) < 0)
 		t->model.dropped_edges++;
 	return 0;
+}
+
+/* CLOCK_REALTIME - CLOCK_MONOTONIC (BPF times calls on the latter): phases on the wall clock. */
+static int64_t clock_offset_ns(void)
+{
+	struct timespec rt, mono;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	return ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000 + ((int64_t)rt.tv_nsec - mono.tv_nsec);
 }
 
 int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank, struct pdi_task **ret)
@@ -160,6 +243,12 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 	}
 	t->att = att;
 	t->pidfd = pidfd;
+	if (att.dtypes.comm_world)
+		t->world_comms[t->nworld_comms++] = att.dtypes.comm_world;
+	t->model.clock_offset_ns = clock_offset_ns();
+	r = pdi_chains_begin(d, t);
+	if (r < 0)
+		log_debug("pid %d: call sites stay where MPI is called from: %s", (int)pid, strerror(-r));
 	if ((r = pdi_budget_task_begin(d, t)) < 0)
 		log_warning_errno(r, "pid %d: no overhead budget for it: %m", (int)pid);
 	ev.data.u64 = PDI_SRC(PDI_SRC_TASK, d->reg.ntasks - 1);
@@ -190,7 +279,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 		uint32_t site;
 
 		/* the process is gone, but a site it blocked in was seen before: the cache knows it */
-		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0) {
+		if (pdi_site_of_inflight(t, d->objs, &f, tid, &site) == 0) {
 			t->ended_in = strdup(t->step->sites[site].name);
 			t->ended_site = site;
 		} else if (fn < pdi_mpi_nfuncs) {
@@ -198,6 +287,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 		}
 		t->nended_peers = pdi_task_peers(t, &f, t->ended_peers, ELEMENTSOF(t->ended_peers));
 	}
+	pdi_chains_end(d, t);
 	pdi_tracer_forget(d->tracer, t->pid);
 	pdi_budget_task_end(d, t);
 	pdi_registry_end_task(&d->reg, t);

@@ -123,7 +123,8 @@ int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, unsigned flags,
 			ret->kinds[at] = pl.kind;
 			ret->first_kinds[at] = pl.first_kind;
 			ret->why[at] = pl.why;
-			ret->cookies[at] = PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, ret->int_handles);
+			ret->cookies[at] = PDI_COOKIE_WITH_COMM(PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, ret->int_handles),
+								pdi_mpi_comm_arg(fn));
 		}
 		ret->n += k;
 	}

@@ -34,6 +34,7 @@ struct pdi_tracer {
 	struct mpitrace_bpf *skel;
 	struct ring_buffer *rb;
 	pdi_event_fn on_event;
+	pdi_frames_fn on_frames;
 	void *ctx;
 	struct bpf_link **init_links;
 	unsigned ninit_links;
@@ -58,7 +59,14 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	struct pdi_tracer *t = ctx;
 	struct pdi_event e;
 
-	if (size < sizeof(e) || t->discarding)
+	if (t->discarding)
+		return 0;
+	if (size >= sizeof(struct pdi_frames) && *(const __u32 *)data == PDI_EV_FRAMES) {
+		if (t->on_frames)
+			t->on_frames(t->ctx, data); /* 4 KiB: handled in place, not copied */
+		return 0;
+	}
+	if (size < sizeof(e))
 		return 0;
 	memcpy(&e, data, sizeof(e));
 	return t->on_event(t->ctx, &e);
@@ -74,6 +82,7 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 		return -ENOMEM;
 	libbpf_set_print(libbpf_print);
 	t->on_event = on_event;
+	t->on_frames = opts->on_frames;
 	t->ctx = ctx;
 	t->target_flags = opts->target_flags;
 	t->skel = mpitrace_bpf__open();
@@ -560,6 +569,17 @@ int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_infligh
 		return 0;
 	*ret = f;
 	return 1;
+}
+
+int pdi_tracer_hop_maps(struct pdi_tracer *t, int *ret_hops_fd, int *ret_ranges_fd)
+{
+	int hops = bpf_map__fd(t->skel->maps.hops), ranges = bpf_map__fd(t->skel->maps.hop_ranges);
+
+	if (hops < 0 || ranges < 0)
+		return -EBADF;
+	*ret_hops_fd = hops;
+	*ret_ranges_fd = ranges;
+	return 0;
 }
 
 void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid)

@@ -15,10 +15,12 @@ struct pdi_elfobj;
 struct pdi_probe_targets;
 
 typedef int (*pdi_event_fn)(void *ctx, const struct pdi_event *e);
+typedef void (*pdi_frames_fn)(void *ctx, const struct pdi_frames *f);
 
 struct pdi_tracer_options {
 	uint32_t ring_bytes;   /* ring buffer size: a power of two, at least a page */
 	uint32_t wakeup_bytes; /* BPF wakes the daemon once this much is pending */
+	pdi_frames_fn on_frames; /* PDI_EV_FRAMES records (callchain.c); NULL: dropped */
 	unsigned target_flags; /* enum pdi_targets_flags: PDI_TARGETS_AT_START turns placement off */
 };
 
@@ -107,6 +109,10 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ou
 /* Whether the main thread of PID is inside MPI now, into *RET: 1 (yes), 0 (no), or -errno.
  * One map lookup: what the hang judge asks of every task once a second. */
 int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret);
+
+/* The BPF maps of the call-site hops (struct pdi_hop_key -> struct pdi_hop) and of the code
+ * ranges hopped over (tgid -> struct pdi_hop_ranges): callchain.c fills them. */
+int pdi_tracer_hop_maps(struct pdi_tracer *t, int *ret_hops_fd, int *ret_ranges_fd);
 
 /* Forget PID's BPF state once its task has ended. */
 void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid);

@@ -36,7 +36,7 @@ void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where 
 		w->kind = w->for_ns >= pdi_hang_blocked_after_ns(d, s) ? PDI_WHERE_BLOCKED : PDI_WHERE_IN_MPI;
 		w->callsite = f.callsite;
 		w->tid = tid;
-		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0) {
+		if (pdi_site_of_inflight(t, d->objs, &f, tid, &site) == 0) {
 			snprintf(w->text, sizeof(w->text), "%s", s->sites[site].name);
 			w->site = site;
 		} else {

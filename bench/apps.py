@@ -136,7 +136,7 @@ def hpcc(d, short):
     row -- phases that differ by nature."""
     with open(os.path.join(d, "hpccinf.txt"), "w") as f:
         f.write(HPCC_INPUT.format(n=300 if short else 1000))
-    return mpirun_openmpi("hpcc"), 10 if short else 45
+    return mpirun_openmpi("hpcc"), 6 if short else 18  # N=1000 ran 14-41 s at load ~27
 
 
 def meep(d, short):

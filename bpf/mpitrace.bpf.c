@@ -29,6 +29,8 @@ struct {
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
+/* One entry per thread of the node that ever called a probed function and still runs; its size
+ * is the setting inflight_threads. When full, calls of new threads are counted as lost. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -42,6 +44,17 @@ struct {
 	__type(key, __u32); /* tgid */
 	__type(value, __u64);
 } lost SEC(".maps");
+
+/* The call a thread (not the main one) of a process was inside when it exited, by tgid: where
+ * a task that died inside MPI was, when its main thread was not in MPI. Kept by the thread exit
+ * program for pdimond, which reads it once the process's pidfd says it has exited and forgets
+ * it with the task (LRU: never full). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tgid */
+	__type(value, struct pdi_inflight);
+} exited_in SEC(".maps");
 
 /* Processes (or ancestors of processes) whose MPI_Init must stop them until the
  * daemon has attached: registered Slurm tasks and the roots of "pdimon run". */
@@ -278,8 +291,11 @@ int BPF_KPROBE(mpi_enter)
 	barrier_var(sp);
 	barrier_var(bp);
 	f = thread_entry(id);
-	if (!f)
+	if (!f) {
+		/* the node-wide map is full: the call is lost, and said so, never silently */
+		count_lost(id >> 32);
 		return 0;
+	}
 	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
 	/* an MPI call made by an MPI call: only the outermost one is the application's */
 	if (hit_is_nested(f, id, sp, ra))
@@ -392,8 +408,36 @@ int BPF_KPROBE(mpi_init_trap)
 	e->args[0] = pid; /* the watched process it descends from */
 	e->args[1] = PT_REGS_SP(ctx);
 	e->args[2] = PT_REGS_FP(ctx);
+	/* when the trapped process started: pdimond acts on it only if its pid still names it */
+	e->args[3] = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), group_leader, start_boottime);
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	bpf_send_signal(SIGSTOP);
+	return 0;
+}
+
+/* Thread exit, for every thread of the node: a thread's inflight entry must not outlive it,
+ * or its tid, reused by another process, would be taken for a thread of the task (and
+ * ptraced in its name). A main thread's entry stays: its tid is the process's pid, which no
+ * other process gets while the task is not reaped, and pdimond reads it when the task ends
+ * and then forgets it. Another thread's entry still inside a call moves to exited_in (the
+ * first one only). Costs one hash lookup per thread exit when the thread was never probed
+ * (see bench/thread_exit.c). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(thread_exit, struct task_struct *p)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct pdi_inflight *f;
+
+	(void)p;
+	if ((__u32)id == tgid)
+		return 0;
+	f = bpf_map_lookup_elem(&inflight, &id);
+	if (!f)
+		return 0;
+	if (f->active > 0)
+		bpf_map_update_elem(&exited_in, &tgid, f, BPF_NOEXIST);
+	bpf_map_delete_elem(&inflight, &id);
 	return 0;
 }
 

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "objcache.h"
+#include "trapped.h"
 #include "store.h"
 #include "log.h"
 
@@ -42,6 +44,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.database = strdup(PDI_STORE_DEFAULT_PATH),
 		.retention_days = 90,
 		.retention_mib = 1024,
+		.database_max_mib = 4096,
 		.site_store_queue = 64,
 		.site_store_retry_s = 30,
 		.checkpoint_s = 30,
@@ -49,6 +52,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.drain_interval_ms = 100,
 		.ring_buffer_kib = 8192,
 		.wakeup_kib = 256,
+		.inflight_threads = 65536,
 		.log_level = PDI_LOG_INFO,
 		.model = pdi_model_config_default,
 		.peer_port = 7087,
@@ -58,6 +62,9 @@ void pdi_config_defaults(struct pdi_config *c)
 		.peer_replay_entries = 65536,
 		.munge_timeout_ms = 1000,
 		.node_name = default_node_name(),
+		.runtime_dir = strdup(PDI_RUNTIME_DIR),
+		.object_cache_max = PDI_OBJCACHE_MAX_OBJECTS,
+		.object_cache_mib = (unsigned)(PDI_OBJCACHE_MAX_BYTES >> 20),
 		.call_site_hops = true,
 		.max_overhead_pct = 3,
 	};
@@ -70,6 +77,7 @@ void pdi_config_defaults(struct pdi_config *c)
 void pdi_config_done(struct pdi_config *c)
 {
 	free(c->slurm_user);
+	free(c->runtime_dir);
 	free(c->admin_group);
 	free(c->database);
 	free(c->record_path);
@@ -186,6 +194,8 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_uint(value, 1, 86400, &c->site_store_retry_s);
 	if (!strcmp(key, "retention_days"))
 		return set_uint(value, 0, 100000, &c->retention_days);
+	if (!strcmp(key, "database_max_mib"))
+		return set_uint(value, 0, 1u << 30, &c->database_max_mib);
 	if (!strcmp(key, "retention_mib"))
 		return set_uint(value, 0, 1u << 30, &c->retention_mib);
 	if (!strcmp(key, "hang_timeout_ms"))
@@ -257,11 +267,19 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 			c->ring_buffer_kib = (unsigned)x;
 		return r;
 	}
+	if (!strcmp(key, "inflight_threads"))
+		return set_uint(value, 1, 1u << 22, &c->inflight_threads);
 	if (!strcmp(key, "wakeup_kib")) {
 		if ((r = parse_uint(value, 0, 1 << 20, &x)) == 0)
 			c->wakeup_kib = (unsigned)x;
 		return r;
 	}
+	if (!strcmp(key, "runtime_dir"))
+		return *value == '/' ? set_string(&c->runtime_dir, value) : -EINVAL;
+	if (!strcmp(key, "object_cache_max"))
+		return set_uint(value, 2, 65536, &c->object_cache_max);
+	if (!strcmp(key, "object_cache_mib"))
+		return set_uint(value, 1, 1u << 24, &c->object_cache_mib);
 	if (!strcmp(key, "max_task_memory")) {
 		if ((r = parse_uint(value, 4096, 1ul << 34, &x)) == 0)
 			c->model.max_bytes = x;

@@ -21,11 +21,13 @@ struct pdi_config {
 	unsigned drain_interval_ms;           /* ring buffer drained at least this often */
 	unsigned ring_buffer_kib;             /* power of two */
 	unsigned wakeup_kib;                  /* pending data that wakes the daemon early */
+	unsigned inflight_threads;            /* size of the node-wide BPF in-flight map */
 	int log_level;
 	char *record_path;                    /* write every ingested call here (benchmarks) */
 	char *database;                       /* SQLite store; NULL or "" keeps nothing */
 	unsigned retention_days;              /* ended steps older than this are deleted; 0 keeps */
 	unsigned retention_mib;               /* and the oldest beyond this size; 0 = no limit */
+	unsigned database_max_mib;            /* hard cap of the database's size; 0 = none */
 	unsigned checkpoint_s;                /* running steps are written this often */
 	char *site_store;                     /* postgresql://... URI of the site store; NULL: none */
 	char *site_store_credentials;         /* file with its password, readable by pdimond only */
@@ -41,6 +43,9 @@ struct pdi_config {
 	unsigned peer_replay_entries;         /* the peer credentials' replay cache */
 	unsigned munge_timeout_ms;            /* bound on each MUNGE encode or decode */
 	char *node_name;                      /* this node as Slurm and the other daemons name it */
+	char *runtime_dir;                    /* records of watched roots (trapped.h) */
+	unsigned object_cache_max;            /* ELF objects kept open (objcache.h) */
+	unsigned object_cache_mib;            /* and the sum of their file sizes */
 	bool probe_at_start;                  /* entry probes on functions' first byte, never moved */
 	double max_overhead_pct;              /* the most a task's probes may cost it; 0: no budget */
 	struct pdi_model_config model;

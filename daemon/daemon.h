@@ -73,11 +73,14 @@ uint64_t pdi_now_ns(void);
 
 /* ingest.c */
 int pdi_ingest_event(void *daemon, const struct pdi_event *e);
+/* A pdi_trapped_join_fn: a process of root ROOT's tree found stopped at start joins its
+ * restored watch's step as if its trap had just fired (trapped.h continues it after). */
+void pdi_join_stopped(void *daemon, pid_t root, const struct pdi_ident *id);
 /* A PDI_EV_FRAMES record: the stack of a call whose chain BPF could not finish. */
 void pdi_ingest_frames(void *daemon, const struct pdi_frames *f);
-/* Monitor PID as a task of STEP: attach probes, watch for its exit. RANK -1: from its
- * environment. */
-int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank, struct pdi_task **ret);
+/* Monitor the pinned process ID as a task of STEP: attach probes, watch for its exit by its
+ * pidfd (the task holds its own). RANK -1: from its environment. */
+int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret);
 /* The task's process has exited (or we stop): drain its events and keep its model. */
 void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t);
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <syslog.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
@@ -30,6 +31,7 @@
 #include "persist.h"
 #include "site_store.h"
 #include "tracer.h"
+#include "trapped.h"
 #include "worker.h"
 
 /* Threads for slow jobs: enough for a few gathers (each holds one for up to its deadline)
@@ -71,6 +73,7 @@ static void usage(FILE *f)
 		"  -c, --config FILE      configuration file (default %s)\n"
 		"  -o, --set KEY=VALUE    override a configuration setting\n"
 		"  -v, --verbose          log debug messages\n"
+		"      --release-stopped  continue what a pdimond that is gone left stopped, and exit\n"
 		"  -h, --help             show this help\n"
 		"      --version          show the version\n",
 		PDI_CONFIG_PATH);
@@ -286,6 +289,19 @@ static void daemon_done(struct pdi_daemon *d)
 	pdi_config_done(&d->cfg);
 }
 
+/* Every task costs fds (its pidfd, its probes' links) and so do the objects it maps (bounded by
+ * the object cache): take all the hard limit allows, as systemd's LimitNOFILE= sets it. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warning("Cannot raise the open files limit to %llu, ignoring: %m", (unsigned long long)rl.rlim_max);
+	}
+}
+
 /* The capabilities pdimond needs that this process lacks, as "CAP_BPF, CAP_PERFMON". */
 static void missing_capabilities(char *buf, size_t len)
 {
@@ -330,13 +346,14 @@ int main(int argc, char **argv)
 		{"foreground", no_argument, NULL, 'f'}, {"config", required_argument, NULL, 'c'},
 		{"set", required_argument, NULL, 'o'},
 		{"verbose", no_argument, NULL, 'v'},    {"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},    {0},
+		{"version", no_argument, NULL, 'V'},    {"release-stopped", no_argument, NULL, 'R'},
+		{0},
 	};
 	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .budget_fd = -1};
 	const char *config_path = PDI_CONFIG_PATH;
 	char *overrides[64];
 	unsigned noverrides = 0, line;
-	bool foreground = false, verbose = false, explicit_config = false;
+	bool foreground = false, verbose = false, explicit_config = false, release_stopped = false;
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "fc:o:vh", opts, NULL)) >= 0) {
@@ -353,6 +370,7 @@ int main(int argc, char **argv)
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("pdimond %s\n", PDI_VERSION); return 0;
+		case 'R': release_stopped = true; break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -385,8 +403,20 @@ int main(int argc, char **argv)
 		}
 	}
 	resolve_accounts(&d);
+	raise_fd_limit();
 	pdi_log_level = verbose ? PDI_LOG_DEBUG : d.cfg.log_level;
 	pdi_registry_init(&d.reg, &d.cfg.model);
+	d.reg.runtime_dir = d.cfg.runtime_dir;
+	if (release_stopped) {
+		/* the unit's ExecStopPost: pdimond is gone, nothing it trapped may stay stopped */
+		r = pdi_trapped_release(d.cfg.runtime_dir, NULL, NULL);
+		if (r < 0)
+			fprintf(stderr, "pdimond: cannot read %s: %s\n", d.cfg.runtime_dir, strerror(-r));
+		else
+			printf("pdimond: continued %d stopped process%s\n", r, r == 1 ? "" : "es");
+		pdi_config_done(&d.cfg);
+		return r < 0 ? 1 : 0;
+	}
 
 	if (geteuid() != 0) {
 		/* not fatal by itself: capabilities may be enough; the BPF load decides */
@@ -402,8 +432,10 @@ int main(int argc, char **argv)
 	r = pdi_objcache_new(&d.objs);
 	if (r < 0)
 		goto out;
+	pdi_objcache_set_limits(d.objs, d.cfg.object_cache_max, (uint64_t)d.cfg.object_cache_mib << 20);
 	r = pdi_tracer_new(&(struct pdi_tracer_options){.ring_bytes = d.cfg.ring_buffer_kib * 1024u,
 							.wakeup_bytes = d.cfg.wakeup_kib * 1024u,
+							.inflight_threads = d.cfg.inflight_threads,
 							.on_frames = pdi_ingest_frames,
 							.target_flags = d.cfg.probe_at_start ? PDI_TARGETS_AT_START : 0},
 			   pdi_ingest_event, &d, &d.tracer);
@@ -454,6 +486,10 @@ int main(int argc, char **argv)
 	r = pdi_persist_restore(&d);
 	if (r < 0)
 		log_warning_errno(r, "Cannot restore the steps that were running, ignoring: %m");
+	/* what a pdimond that died left stopped in MPI_Init: joined to its restored step, continued */
+	r = pdi_trapped_release(d.cfg.runtime_dir, pdi_join_stopped, &d);
+	if (r < 0)
+		log_warning_errno(r, "Cannot read %s, ignoring: %m", d.cfg.runtime_dir);
 	log_info("pdimond %s ready as %s", PDI_VERSION, PDI_BUS_NAME);
 	r = run_loop(&d);
 	if (d.failed)

@@ -12,6 +12,7 @@
 #include "callchain.h"
 #include "registry.h"
 #include "samples.h"
+#include "trapped.h"
 
 #define DEAD_TASK (PDI_U64MAP_NONE - 1)
 
@@ -67,6 +68,8 @@ void pdi_registry_done(struct pdi_registry *r)
 		step_free(r->steps[i]);
 	free(r->tasks);
 	free(r->steps);
+	for (unsigned i = 0; i < r->nwatches; i++)
+		pdi_ident_release(&r->watches[i].ident);
 	free(r->watches);
 	pdi_u64map_free(&r->task_by_pid);
 	*r = (struct pdi_registry){0};
@@ -119,6 +122,10 @@ void pdi_registry_drop_if_empty(struct pdi_registry *r, struct pdi_step *s)
 /* A step that gets a task or a watch runs again: its end and its report are undone. */
 static void reopen(struct pdi_step *s)
 {
+	/* and written whole at its next write: the store may have expired it meanwhile */
+	s->nsites_stored = 0;
+	for (unsigned i = 0; i < s->ntasks; i++)
+		s->tasks[i]->stored_final = false;
 	s->ended = 0;
 	s->announced = false;
 	free(s->report_json);
@@ -126,17 +133,19 @@ static void reopen(struct pdi_step *s)
 	s->report_json = s->report_summary = NULL;
 }
 
-int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, pid_t root, int rank)
+int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, struct pdi_ident *root, int rank)
 {
 	struct pdi_watch *v;
 
-	if (pdi_registry_find_watch(r, root))
+	if (pdi_registry_find_watch(r, root->pid))
 		return -EEXIST;
 	v = realloc(r->watches, sizeof(*v) * (r->nwatches + 1));
 	if (!v)
 		return -ENOMEM;
 	r->watches = v;
-	r->watches[r->nwatches++] = (struct pdi_watch){.root = root, .step = s, .rank = rank};
+	r->watches[r->nwatches++] = (struct pdi_watch){.root = root->pid, .ident = *root, .step = s, .rank = rank};
+	root->pidfd = -1;
+	pdi_trapped_note(r->runtime_dir, &r->watches[r->nwatches - 1].ident);
 	s->nwatches++;
 	reopen(s);
 	return 0;
@@ -164,6 +173,8 @@ void pdi_registry_remove_watch(struct pdi_registry *r, pid_t root)
 	if (!w)
 		return;
 	s = w->step;
+	pdi_trapped_forget(r->runtime_dir, &w->ident);
+	pdi_ident_release(&w->ident);
 	*w = r->watches[--r->nwatches];
 	s->nwatches--;
 	maybe_end_step(s);
@@ -204,6 +215,7 @@ static int append_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, in
 	t->pidfd = -1;
 	t->ended_site = -1;
 	t->att.multi_fds[0] = t->att.multi_fds[1] = -1;
+	t->att.object_fd = -1;
 	t->step = s;
 	t->pid = pid;
 	t->rank = rank;

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "ident.h"
 #include "model.h"
 #include "procmaps.h"
 #include "site.h"
@@ -27,6 +28,7 @@ struct pdi_task {
 	pid_t pid;
 	int rank;            /* -1 when the process does not say */
 	int pidfd;           /* readable when the process exits */
+	uint64_t start_ticks; /* with the pid and the boot id: the process, across restarts */
 	enum pdi_task_state state;
 	struct pdi_attachment att;
 	struct pdi_budget_task *budget; /* its probes' cost and levels (probe/budget.h); NULL: no budget */
@@ -43,6 +45,9 @@ struct pdi_task {
 	bool init_pending;            /* stopped in MPI_Init before we attached: see ingest.c */
 	bool gap;                     /* the model missed calls: the daemon was down for a while */
 	struct pdi_call init_call;
+	uint64_t dropped_sites;       /* calls whose new site did not fit in max_task_memory */
+	bool stored_final;            /* ended, and written so: checkpoints skip it */
+	bool store_pending;           /* written in the transaction under way */
 	char *ended_in;               /* the MPI call the task was in when it ended, if any */
 	int64_t ended_site;           /* its site, -1 when unknown */
 	int32_t ended_peers[PDI_NREQS + 1]; /* the ranks that call waited for */
@@ -64,6 +69,7 @@ struct pdi_step {
 	unsigned ntasks;
 	struct pdi_site *sites;
 	uint32_t nsites;
+	uint32_t nsites_stored;       /* sites [0, nsites_stored) are in the store: never rewritten */
 	struct pdi_u64map site_idx;
 	char *executable;             /* the program of its first task: prior runs are found by it */
 	char build[80];               /* its identity (program.h); "" when unknown */
@@ -89,6 +95,7 @@ struct pdi_step {
  * of "pdimon run", or a Slurm task registered before it executes the program. */
 struct pdi_watch {
 	pid_t root;
+	struct pdi_ident ident;       /* the root, pinned: a reused pid is not it */
 	struct pdi_step *step;
 	int rank;                     /* the rank the launcher gave, -1 to read it from the environment */
 };
@@ -101,6 +108,7 @@ struct pdi_registry {
 	struct pdi_task **tasks;      /* every task, ended ones too, in registration order */
 	unsigned ntasks;
 	struct pdi_u64map task_by_pid; /* pid -> index into tasks, of running tasks */
+	const char *runtime_dir;      /* where watched roots are recorded (trapped.h); NULL: nowhere */
 	struct pdi_model_config model_cfg;
 };
 
@@ -111,7 +119,8 @@ struct pdi_step *pdi_registry_find_step(struct pdi_registry *r, const char *name
 /* The step called NAME, created (owned by UID) if new. */
 int pdi_registry_get_step(struct pdi_registry *r, const char *name, uid_t uid, struct pdi_step **ret);
 
-int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, pid_t root, int rank);
+/* Watch the pinned ROOT, whose pidfd the watch takes over (ROOT's is -1 after). */
+int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, struct pdi_ident *root, int rank);
 struct pdi_watch *pdi_registry_find_watch(struct pdi_registry *r, pid_t root);
 /* Forget the watch of ROOT; ends its step if that was all it waited for. */
 void pdi_registry_remove_watch(struct pdi_registry *r, pid_t root);

@@ -37,7 +37,8 @@ enum pdi_req_mode {
 
 enum pdi_event_kind {
 	PDI_EV_CALL = 1,   /* a completed MPI call */
-	PDI_EV_INIT = 2,   /* a process of a watched tree entered MPI_Init: attach to it */
+	PDI_EV_INIT = 2,   /* a process of a watched tree entered MPI_Init: attach to it (args[0]: the
+	                    * watched pid it descends from, args[3]: its start, start_boottime ns) */
 	PDI_EV_FRAMES = 3, /* a call's stack, where its call chain met a hop not known yet */
 };
 

@@ -14,6 +14,8 @@
 #include "log.h"
 #include "mpi_funcs.h"
 #include "callchain.h"
+#include "objcache.h"
+#include "sites.h"
 #include "tracer.h"
 #include "view_local.h"
 
@@ -55,9 +57,11 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	uint64_t lost = 0, model_bytes = 0;
 	unsigned running_steps = 0, running_tasks = 0;
 	double uptime = (double)(pdi_now_ns() - d->started_ns) / 1e9;
+	struct pdi_objcache_stats oc;
 	struct pdi_json j;
 	char *text = NULL;
 
+	pdi_objcache_stats(d->objs, &oc);
 	for (unsigned i = 0; i < d->reg.ntasks; i++) {
 		struct pdi_task *t = d->reg.tasks[i];
 		lost += task_lost(d, t);
@@ -75,9 +79,11 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 			     "steps:       %u (%u running)\n"
 			     "tasks:       %u (%u running)\n"
 			     "events:      %" PRIu64 " (%.0f/s), %" PRIu64 " lost\n"
-			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n%s",
+			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n"
+			     "objects:     %zu open (%" PRIu64 " MiB of files), %" PRIu64 " closed to stay within limits\n%s",
 			     PDI_VERSION, uptime, d->reg.nsteps, running_steps, d->reg.ntasks, running_tasks,
-			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024, site) < 0)
+			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024, oc.objects,
+			     oc.bytes >> 20, oc.evicted, site) < 0)
 			return NULL;
 		return text;
 	}
@@ -94,6 +100,9 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	pdi_json_kv_uint(&j, "events_lost", lost);
 	pdi_json_kv_uint(&j, "memory_rss_bytes", rss_bytes());
 	pdi_json_kv_uint(&j, "memory_model_bytes", model_bytes);
+	pdi_json_kv_uint(&j, "objects_open", oc.objects);
+	pdi_json_kv_uint(&j, "objects_bytes", oc.bytes);
+	pdi_json_kv_uint(&j, "objects_evicted", oc.evicted);
 	pdi_site_store_status(d, &j);
 	pdi_json_obj_end(&j);
 	return pdi_json_steal(&j);
@@ -324,6 +333,7 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_kv_uint(j, "states", m->dropped_states);
 	pdi_json_kv_uint(j, "transitions", m->dropped_edges);
 	pdi_json_kv_uint(j, "requests", m->dropped_requests);
+	pdi_json_kv_uint(j, "sites", t->dropped_sites);
 	pdi_json_kv_uint(j, "phase_cuts", m->folded_phase_cuts);
 	pdi_json_obj_end(j);
 	pdi_json_kv_uint(j, "phases_merged", m->merged_phases); /* to fit max_task_memory or max_phases */

@@ -38,7 +38,8 @@
 struct hop_range {
 	uint64_t start, end, pgoff;
 	uint8_t kind; /* enum pdi_hop_kind */
-	struct pdi_elfobj *obj;
+	uint64_t dev, ino; /* the file mapped; its object is taken from the cache when needed (the
+	                    * cache may close it meanwhile: never keep an object) */
 };
 
 struct pending {
@@ -106,9 +107,9 @@ int pdi_chains_begin(struct pdi_daemon *d, struct pdi_task *t)
 	struct pdi_hop_ranges rg = {.frames_budget = FRAMES_BUDGET};
 	int hops_fd, ranges_fd, r;
 	struct pdi_chains *c;
-	bool other_than_mpi = false;
+	bool other_than_mpi = false, have_mpi;
 	char exe[64];
-	struct stat st;
+	struct stat st, mpi_st;
 	bool have_exe;
 	__u32 key = (__u32)t->pid;
 
@@ -123,6 +124,7 @@ int pdi_chains_begin(struct pdi_daemon *d, struct pdi_task *t)
 		return -ENOMEM;
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)t->pid);
 	have_exe = stat(exe, &st) == 0;
+	have_mpi = t->att.object_fd >= 0 && fstat(t->att.object_fd, &mpi_st) == 0;
 	for (size_t i = 0; i < t->maps.n; i++) {
 		const struct pdi_mapping *m = &t->maps.v[i];
 		struct pdi_elfobj *o;
@@ -135,7 +137,8 @@ int pdi_chains_begin(struct pdi_daemon *d, struct pdi_task *t)
 					   d->cfg.nsite_libraries);
 		if (kind == 0)
 			continue;
-		if (last && last->obj == o && last->end == m->start && last->pgoff + (last->end - last->start) == m->pgoff) {
+		if (last && last->dev == m->dev && last->ino == m->ino && last->end == m->start &&
+		    last->pgoff + (last->end - last->start) == m->pgoff) {
 			last->end = m->end;
 			continue;
 		}
@@ -145,10 +148,10 @@ int pdi_chains_begin(struct pdi_daemon *d, struct pdi_task *t)
 			continue;
 		}
 		c->ranges[c->nranges++] = (struct hop_range){.start = m->start, .end = m->end, .pgoff = m->pgoff,
-							     .kind = (uint8_t)kind, .obj = o};
+							     .kind = (uint8_t)kind, .dev = m->dev, .ino = m->ino};
 		/* the MPI library itself is hopped over too, but alone it never needs a hop: C
 		 * programs call it directly */
-		other_than_mpi |= o != t->att.obj;
+		other_than_mpi |= !have_mpi || (uint64_t)mpi_st.st_ino != m->ino;
 	}
 	t->chains = c;
 	c->st.ranges = c->nranges;
@@ -227,9 +230,28 @@ static int keep_hop(struct pdi_chains *c, uint64_t ra, const struct pdi_hop *h)
 /* The hop from RA (inside range G) of task T: known, or computed from the object's CFI and
  * installed for BPF. A return address without a usable rule gets a STOP hop, so that BPF
  * stops asking. -ENOSPC past the task's bound (BPF then keeps stopping there). */
+/* The object of range G at RA, from the object cache (maps reread once if RA is not in them);
+ * NULL if the file mapped there is not G's any more, or cannot be read. */
+static struct pdi_elfobj *range_obj(struct pdi_daemon *d, struct pdi_task *t, const struct hop_range *g, uint64_t ra)
+{
+	const struct pdi_mapping *m = t->maps.n ? pdi_maps_find(&t->maps, ra) : NULL;
+	struct pdi_elfobj *o;
+
+	if (!m) {
+		pdi_maps_free(&t->maps);
+		if (pdi_maps_read(t->pid, &t->maps) < 0)
+			return NULL;
+		m = pdi_maps_find(&t->maps, ra);
+	}
+	if (!m || !m->path || m->dev != g->dev || m->ino != g->ino || pdi_objcache_get(d->objs, t->pid, m, &o) < 0)
+		return NULL;
+	return o;
+}
+
 static int hop_at(struct pdi_daemon *d, struct pdi_task *t, const struct hop_range *g, uint64_t ra,
 		  struct pdi_hop *ret)
 {
+	struct pdi_elfobj *obj;
 	struct pdi_chains *c = t->chains;
 	uint32_t i = pdi_u64map_get(&c->hop_idx, ra);
 	struct pdi_hop_key k = {.tgid = (__u32)t->pid, .ra = ra};
@@ -248,11 +270,12 @@ static int hop_at(struct pdi_daemon *d, struct pdi_task *t, const struct hop_ran
 		c->hops_full = true;
 		return -ENOSPC;
 	}
-	(void)pdi_elfobj_offset_to_vaddr(g->obj, vaddr, &vaddr);
-	r = pdi_cfi_hop(g->obj, vaddr, (enum pdi_hop_kind)g->kind, &h);
+	obj = range_obj(d, t, g, ra);
+	if (obj)
+		(void)pdi_elfobj_offset_to_vaddr(obj, vaddr, &vaddr);
+	r = obj ? pdi_cfi_hop(obj, vaddr, (enum pdi_hop_kind)g->kind, &h) : -ENOENT;
 	if (r < 0) {
-		log_debug("pid %d: no hop from %s+0x%" PRIx64 ": %s", (int)t->pid, pdi_elfobj_path(g->obj), vaddr,
-			  strerror(-r));
+		log_debug("pid %d: no hop from 0x%" PRIx64 ": %s", (int)t->pid, vaddr, strerror(-r));
 		h = (struct pdi_hop){.kind = PDI_HOP_STOP};
 		c->st.refused++;
 	}

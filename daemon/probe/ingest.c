@@ -4,6 +4,7 @@
  * This is the daemon's hot path: per event one pid lookup, one call-site cache lookup
  * and the model update. Everything slow (symbols, maps) happens once per new site. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,6 +117,12 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	ch = (struct pdi_chain){.callsite = e->callsite, .caller = e->caller, .via = e->via, .end = e->chain};
 	pdi_chains_finish(d, t, (pid_t)e->tid, e->t_enter, &ch);
 	r = pdi_site_lookup(t, d->objs, &ch, e->fn, &c.site);
+	if (r == -ENOSPC) {
+		/* past max_task_memory: the call is dropped and counted, as states are */
+		t->dropped_sites++;
+		t->model.dropped_states++;
+		return 0;
+	}
 	if (r < 0)
 		return r;
 	if (t->init_pending) {
@@ -143,35 +150,104 @@ static int init_site(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_
 	return pdi_site_lookup(t, d->objs, &ch, e->fn, &t->init_call.site);
 }
 
-static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
+/* May the trapped process ID join step S as a descendant of watch W? Only if W's root is
+ * still the process that was registered (a dead root's pid may have been reused, and its
+ * "descendants" are anyone's), and the process is the step's user's. NULL if so, or why not. */
+static const char *join_refusal(const struct pdi_watch *w, const struct pdi_ident *id)
 {
-	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
-	struct pdi_step *s = w ? w->step : NULL;
+	const struct pdi_step *s = w->step;
+
+	if (!pdi_ident_alive(&w->ident))
+		return "the process it descends from has exited (its pid may be reused)";
+	/* a root's step (pdimon run) may hold any user's processes: root reads them all anyway */
+	if (s->uid != 0 && (id->uid != s->uid || id->euid != s->uid))
+		return "it does not belong to the step's user";
+	return NULL;
+}
+
+/* Pin the process the trap stopped: the pid must still be that process (the event may have
+ * waited in the ring buffer while it was killed and its pid reused). */
+static int pin_trapped(const struct pdi_event *e, struct pdi_ident *ret)
+{
+	int r = pdi_ident_pin((pid_t)e->pid, ret);
+
+	if (r < 0)
+		return r;
+	if (e->args[3] && ret->start_ticks != pdi_ns_to_ticks(e->args[3])) {
+		pdi_ident_release(ret);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+/* Join the pinned process ID, stopped in MPI_Init under watch W, to W's step if it may; the
+ * new task or NULL. The caller continues it either way. */
+static struct pdi_task *join_watch(struct pdi_daemon *d, struct pdi_watch *w, const struct pdi_ident *id)
+{
+	struct pdi_step *s = w->step;
+	pid_t root = w->root;
+	const char *refusal;
 	struct pdi_task *t;
 	int r;
 
 	/* a launcher's rank belongs to the watched process itself, not to its descendants */
-	if (s && !pdi_registry_find_task(&d->reg, (pid_t)e->pid)) {
-		pid_t root = w->root;
-
-		r = pdi_task_begin(d, s, (pid_t)e->pid, root == (pid_t)e->pid ? w->rank : -1, &t);
-		/* a registered task that joined is watched by its pidfd from now on */
-		if (r == 0 && root == (pid_t)e->pid) {
-			pdi_tracer_unwatch(d->tracer, root);
-			pdi_registry_remove_watch(&d->reg, root);
-		}
-		if (r < 0)
-			log_warning_errno(r, "Cannot monitor pid %u of step %s: %m", e->pid, s->name);
-		else if (init_site(d, t, e) == 0) {
-			t->init_call.fn = e->fn;
-			t->init_call.t_enter = e->t_enter;
-			t->init_call.peer = PDI_NO_PEER;
-			t->init_pending = true;
-		}
+	if (pdi_registry_find_task(&d->reg, id->pid))
+		return NULL;
+	refusal = join_refusal(w, id);
+	if (refusal) {
+		log_warning_limited(id->uid, "Not monitoring pid %d (uid %u) in step %s: %s", (int)id->pid,
+				    (unsigned)id->uid, s->name, refusal);
+		return NULL;
 	}
-	/* stopped by the trap: whatever happened, let it go on */
-	if (kill((pid_t)e->pid, SIGCONT) < 0 && errno != ESRCH)
-		log_warning("Cannot continue pid %u: %m", e->pid);
+	r = pdi_task_begin(d, s, id, root == id->pid ? w->rank : -1, &t);
+	if (r < 0) {
+		log_warning_errno_limited(id->uid, r, "Cannot monitor pid %d of step %s: %m", (int)id->pid, s->name);
+		return NULL;
+	}
+	/* a registered task that joined is watched by its pidfd from now on */
+	if (root == id->pid) {
+		pdi_tracer_unwatch(d->tracer, root);
+		pdi_registry_remove_watch(&d->reg, root);
+	}
+	return t;
+}
+
+static void continue_trapped(const struct pdi_ident *id)
+{
+	int r = pdi_ident_signal(id, SIGCONT);
+
+	if (r < 0 && r != -ESRCH)
+		log_warning_errno(r, "Cannot continue pid %d: %m", (int)id->pid);
+}
+
+static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
+{
+	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
+	struct pdi_ident id;
+	struct pdi_task *t;
+
+	/* gone, or not the process trapped: nothing to join, and nothing of ours to continue */
+	if (pin_trapped(e, &id) < 0)
+		return;
+	t = w ? join_watch(d, w, &id) : NULL;
+	if (t && init_site(d, t, e) == 0) {
+		t->init_call.fn = e->fn;
+		t->init_call.t_enter = e->t_enter;
+		t->init_call.peer = PDI_NO_PEER;
+		t->init_pending = true;
+	}
+	/* stopped by the trap: whatever happened, let it go on (it, and no successor of its pid) */
+	continue_trapped(&id);
+	pdi_ident_release(&id);
+}
+
+void pdi_join_stopped(void *daemon, pid_t root, const struct pdi_ident *id)
+{
+	struct pdi_daemon *d = daemon;
+	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, root);
+
+	if (w)
+		(void)join_watch(d, w, id);
 }
 
 void pdi_ingest_frames(void *daemon, const struct pdi_frames *f)
@@ -217,17 +293,20 @@ static int64_t clock_offset_ns(void)
 	return ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000 + ((int64_t)rt.tv_nsec - mono.tv_nsec);
 }
 
-int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank, struct pdi_task **ret)
+int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
-	struct pdi_attachment att = {0};
+	struct pdi_attachment att = {.multi_fds = {-1, -1}, .object_fd = -1};
+	pid_t pid = id->pid;
 	struct pdi_task *t;
 	int r, pidfd;
 
-	/* pidfd first: from here on a recycled pid cannot fool us */
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	/* pinned first: from here on a recycled pid cannot fool us */
+	if (!pdi_ident_alive(id))
+		return -ESRCH;
+	pidfd = fcntl(id->pidfd, F_DUPFD_CLOEXEC, 3);
 	if (pidfd < 0)
-		return errno == ESRCH || errno == EINVAL ? -ESRCH : -errno;
+		return -errno;
 	r = pdi_tracer_attach(d->tracer, d->objs, pid, &att);
 	if (r < 0) {
 		close(pidfd);
@@ -235,6 +314,12 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 	}
 	if (rank < 0)
 		rank = pdi_proc_rank(pid);
+	/* still the pinned process: the probes (by pid), its maps and environment were its own */
+	if (!pdi_ident_alive(id)) {
+		pdi_attachment_detach(&att);
+		close(pidfd);
+		return -ESRCH;
+	}
 	r = pdi_registry_add_task(&d->reg, s, pid, rank < 0 ? -1 : rank, &t);
 	if (r < 0) {
 		pdi_attachment_detach(&att);
@@ -243,6 +328,7 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 	}
 	t->att = att;
 	t->pidfd = pidfd;
+	t->start_ticks = id->start_ticks;
 	if (att.dtypes.comm_world)
 		t->world_comms[t->nworld_comms++] = att.dtypes.comm_world;
 	t->model.clock_offset_ns = clock_offset_ns();
@@ -274,7 +360,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 	/* its last events may still be in the ring buffer */
 	(void)pdi_tracer_drain(d->tracer);
 	t->lost = pdi_tracer_lost(d->tracer, t->pid);
-	if (pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
+	if (pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1 || pdi_tracer_exited_in(d->tracer, t->pid, &f) == 0) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
 		uint32_t site;
 

@@ -14,8 +14,9 @@ struct pdi_mapping {
 	uint64_t dev;        /* makedev(major, minor), encoded like st_dev */
 	uint64_t ino;
 	bool exec;
+	bool deleted; /* the file was unlinked: PATH names another file, or none */
 	/* malloc'd; NULL for anonymous and "[heap]"-like mappings. A " (deleted)" suffix is
-	 * stripped: the file is still reachable through /proc/PID/map_files. */
+	 * stripped (and DELETED set): the file is still reachable through /proc/PID/map_files. */
 	char *path;
 };
 

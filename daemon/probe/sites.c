@@ -42,9 +42,28 @@ static void place_name(const struct code_addr *a, const struct pdi_srcloc *loc, 
 		snprintf(buf, len, "%s+0x%llx", a->object, (unsigned long long)a->vaddr);
 }
 
-static int new_site(struct pdi_step *s, uint64_t key, uint16_t fn, const struct code_addr *at,
+/* What a site costs, and one more entry of a u64map (key, value, the free slots around it). */
+#define MAP_ENTRY_BYTES 24
+static size_t site_bytes(const struct pdi_site *site)
+{
+	return sizeof(*site) + strlen(site->name) + strlen(site->caller) + strlen(site->file) + 3 + MAP_ENTRY_BYTES;
+}
+
+/* Charge BYTES to task T's memory (max_task_memory, shared with its model): a user decides how
+ * many distinct return addresses its program has (generated code, or a JIT), and the daemon's
+ * memory must not follow. -ENOSPC when they do not fit. */
+static int charge(struct pdi_task *t, size_t bytes)
+{
+	if (t->model.bytes + bytes > t->model.cfg.max_bytes)
+		return -ENOSPC;
+	t->model.bytes += bytes;
+	return 0;
+}
+
+static int new_site(struct pdi_task *t, uint64_t key, uint16_t fn, const struct code_addr *at,
 		    const struct code_addr *via, uint32_t *ret)
 {
+	struct pdi_step *s = t->step;
 	struct pdi_srcloc loc = {0}, vloc = {0};
 	struct pdi_site *v, site = {.key = key, .fn = fn};
 	char name[512], place[300];
@@ -66,6 +85,12 @@ static int new_site(struct pdi_step *s, uint64_t key, uint16_t fn, const struct 
 	site.caller = strdup(loc.func);
 	site.file = strdup(loc.file);
 	site.line = loc.line;
+	if (site.name && site.caller && site.file && charge(t, site_bytes(&site)) < 0) {
+		free(site.name);
+		free(site.caller);
+		free(site.file);
+		return -ENOSPC;
+	}
 	v = realloc(s->sites, sizeof(*v) * (s->nsites + 1));
 	if (v)
 		s->sites = v;
@@ -137,9 +162,11 @@ int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct 
 	}
 	i = pdi_u64map_get(&s->site_idx, key);
 	if (i == PDI_U64MAP_NONE) {
-		r = new_site(s, key, fn, &at, ch->via ? &via : NULL, &i);
+		r = new_site(t, key, fn, &at, ch->via ? &via : NULL, &i);
 		if (r < 0)
 			return r;
+	} else if ((r = charge(t, MAP_ENTRY_BYTES)) < 0) {
+		return r; /* a known site at a new address: the task's cache is charged too */
 	}
 	r = pdi_u64map_put(&t->site_cache, ckey, i);
 	if (r < 0)

@@ -11,7 +11,8 @@ struct pdi_objcache;
 
 /* The step-wide site index of the call of FN whose chain in task T is CH: the application's
  * call site CH->caller, and the library function CH->via returns into. Resolves symbols and
- * source lines the first time a site is seen, and never again. Names:
+ * source lines the first time a site is seen, and never again; a new site, and a new address in
+ * T's cache, are charged to T's max_task_memory (-ENOSPC past it). Names:
  *   MPI_Barrier@solver.f90:37                           (DWARF)
  *   MPI_Barrier@solver+0x1a2b                           (no DWARF: object and ELF address)
  *   MPI_Send in pdgemr2d_ called from solver.f90:412    (through a library) */

@@ -75,7 +75,7 @@ static int live_stack(struct pdi_daemon *d, struct pdi_task *t, struct pdi_view_
 	char **frames;
 	int r;
 
-	r = pdi_stack_walk(w->tid, w->callsite, d->objs, &t->maps, &frames, &n);
+	r = pdi_stack_walk(t->pid, w->tid, w->callsite, d->objs, &t->maps, &frames, &n);
 	if (r < 0)
 		return r;
 	while (keep < n && strncmp(frames[keep], fn, fnlen) &&

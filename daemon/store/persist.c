@@ -33,6 +33,11 @@ int pdi_persist_open(struct pdi_daemon *d)
 	if (r < 0)
 		return log_error_errno(r, "Cannot use the database %s: %s; refusing to run rather than "
 					  "lose data (move it away to start afresh)", d->cfg.database, why[0] ? why : "%m");
+	/* a hard cap beside retention: what users' jobs write (sites, models) cannot fill the disk */
+	r = pdi_store_limit(d->store, (uint64_t)d->cfg.database_max_mib << 20);
+	if (r < 0)
+		log_warning_errno(r, "Cannot limit the database to %u MiB, ignoring: %s", d->cfg.database_max_mib,
+				  pdi_store_errmsg(d->store));
 	return 0;
 }
 
@@ -49,7 +54,7 @@ static const char *task_state_name(const struct pdi_task *t)
 
 static int put_task(struct pdi_daemon *d, const struct pdi_step *s, const struct pdi_task *t)
 {
-	struct pdi_store_task st = {.rank = t->rank, .pid = t->pid};
+	struct pdi_store_task st = {.rank = t->rank, .pid = t->pid, .start_ticks = t->start_ticks};
 	void *blob = NULL;
 	size_t len = 0;
 	int r;
@@ -62,23 +67,32 @@ static int put_task(struct pdi_daemon *d, const struct pdi_step *s, const struct
 	st.model = blob;
 	st.model_len = len;
 	snprintf(st.ended_in, sizeof(st.ended_in), "%s", t->ended_in ? t->ended_in : "");
+	snprintf(st.boot_id, sizeof(st.boot_id), "%s", pdi_boot_id());
 	r = pdi_store_put_task(d->store, s->name, &st);
 	free(blob);
 	return r;
 }
 
+/* The sites new since the last write: a site never changes once named, and a step may have
+ * hundreds of thousands, which every checkpoint would rewrite. */
 static int put_sites(struct pdi_daemon *d, const struct pdi_step *s)
 {
-	struct pdi_store_site *v = calloc(s->nsites ? s->nsites : 1, sizeof(*v));
+	uint32_t from = s->nsites_stored <= s->nsites ? s->nsites_stored : 0, n = s->nsites - from;
+	struct pdi_store_site *v;
 	int r;
 
+	if (!n)
+		return 0;
+	v = calloc(n, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < s->nsites; i++)
-		v[i] = (struct pdi_store_site){.index = i, .fn = s->sites[i].fn, .name = s->sites[i].name,
-					       .caller = s->sites[i].caller, .file = s->sites[i].file,
-					       .line = s->sites[i].line, .key = s->sites[i].key};
-	r = pdi_store_put_sites(d->store, s->name, v, s->nsites);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct pdi_site *x = &s->sites[from + i];
+
+		v[i] = (struct pdi_store_site){.index = from + i, .fn = x->fn, .name = x->name, .caller = x->caller,
+					       .file = x->file, .line = x->line, .key = x->key};
+	}
+	r = pdi_store_put_sites(d->store, s->name, v, n);
 	free(v);
 	return r;
 }
@@ -141,17 +155,25 @@ static int write_step(struct pdi_daemon *d, struct pdi_step *s)
 	r = pdi_store_put_step(d->store, &st);
 	if (r >= 0)
 		r = put_sites(d, s);
-	for (unsigned i = 0; i < s->ntasks && r >= 0; i++)
-		r = put_task(d, s, s->tasks[i]);
+	for (unsigned i = 0; i < s->ntasks && r >= 0; i++) {
+		struct pdi_task *t = s->tasks[i];
+
+		/* an ended task written once has nothing new */
+		if (t->stored_final)
+			continue;
+		r = put_task(d, s, t);
+		t->store_pending = r >= 0 && t->state == PDI_TASK_ENDED;
+	}
 	/* registered tasks still to come, and the commands of pdimon run: no model, but a
 	 * restart must watch them again */
 	for (unsigned i = 0; i < d->reg.nwatches && r >= 0; i++) {
 		const struct pdi_watch *w = &d->reg.watches[i];
-		struct pdi_store_task st = {.rank = w->rank, .pid = w->root};
+		struct pdi_store_task st = {.rank = w->rank, .pid = w->root, .start_ticks = w->ident.start_ticks};
 
 		if (w->step != s)
 			continue;
 		snprintf(st.state, sizeof(st.state), "watched");
+		snprintf(st.boot_id, sizeof(st.boot_id), "%s", pdi_boot_id());
 		r = pdi_store_put_task(d->store, s->name, &st);
 	}
 	if (r >= 0 && s->ended)
@@ -170,6 +192,13 @@ int pdi_persist_step(struct pdi_daemon *d, struct pdi_step *s)
 		r = write_step(d, s);
 	if (r >= 0)
 		r = pdi_store_commit(d->store);
+	/* what this transaction wrote is stored only once it committed */
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		s->tasks[i]->stored_final |= r >= 0 && s->tasks[i]->store_pending;
+		s->tasks[i]->store_pending = false;
+	}
+	if (r >= 0)
+		s->nsites_stored = s->nsites;
 	if (r < 0) {
 		pdi_store_rollback(d->store);
 		return log_error_errno(r, "Cannot store step %s: %s; what was stored before is intact",
@@ -244,14 +273,30 @@ static int add_ended_task(struct pdi_daemon *d, struct pdi_step *s, const struct
 	pdi_model_done(&t->model);
 	t->model = *model;
 	t->lost = x->events_lost;
+	t->start_ticks = x->start_ticks;
 	if (x->ended_in[0])
 		t->ended_in = strdup(x->ended_in);
 	return 0;
 }
 
-static bool alive(pid_t pid)
+/* The stored task's process, pinned, if it still runs: the same boot, pid and start time. A
+ * pid alone may be anyone's by now. */
+static int pin_stored(const struct pdi_store_task *x, struct pdi_ident *ret)
 {
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+	struct pdi_ident id;
+	int r;
+
+	if (!pdi_ident_matches(x->pid, x->start_ticks, x->boot_id))
+		return -ESRCH;
+	r = pdi_ident_pin(x->pid, &id);
+	if (r < 0)
+		return r;
+	if (id.start_ticks != x->start_ticks) {
+		pdi_ident_release(&id);
+		return -ESRCH;
+	}
+	*ret = id;
+	return 0;
 }
 
 static int load_task(void *ctx, const struct pdi_store_task *x)
@@ -259,18 +304,21 @@ static int load_task(void *ctx, const struct pdi_store_task *x)
 	struct load *l = ctx;
 	struct pdi_daemon *d = l->d;
 	struct pdi_model model;
+	struct pdi_ident id;
 	struct pdi_task *t;
 	int r;
 
 	if (!strcmp(x->state, "watched")) {
-		if (!l->resume || !alive(x->pid))
+		if (!l->resume || pin_stored(x, &id) < 0)
 			return 0;
 		/* it may have reached MPI_Init while we were away */
 		if (pdi_tracer_check(d->objs, x->pid) == 0) {
-			(void)pdi_task_begin(d, l->s, x->pid, x->rank, &t);
+			(void)pdi_task_begin(d, l->s, &id, x->rank, &t);
+			pdi_ident_release(&id);
 			return 0;
 		}
-		r = pdi_registry_add_watch(&d->reg, l->s, x->pid, x->rank);
+		r = pdi_registry_add_watch(&d->reg, l->s, &id, x->rank);
+		pdi_ident_release(&id);
 		return r < 0 ? r : pdi_tracer_watch(d->tracer, x->pid);
 	}
 	r = x->model_len ? pdi_model_decode(x->model, x->model_len, &d->cfg.model, &model) : -ENODATA;
@@ -283,8 +331,13 @@ static int load_task(void *ctx, const struct pdi_store_task *x)
 				  l->s->name, x->rank);
 		return 0;
 	}
-	if (l->resume && !strcmp(x->state, "running") && alive(x->pid) &&
-	    pdi_task_begin(d, l->s, x->pid, x->rank, &t) == 0) {
+	if (l->resume && !strcmp(x->state, "running") && pin_stored(x, &id) == 0) {
+		r = pdi_task_begin(d, l->s, &id, x->rank, &t);
+		pdi_ident_release(&id);
+	} else {
+		r = -ESRCH;
+	}
+	if (r == 0) {
 		pdi_model_done(&t->model);
 		t->model = model;
 		/* the calls made while we were down are lost: no transition across the gap */
@@ -324,6 +377,7 @@ static int load_step(struct pdi_daemon *d, const struct pdi_store_step *st, bool
 		return r;
 	if (!l.s->ended && !pdi_step_running(l.s))
 		l.s->ended = time(NULL); /* everything ended while we were away */
+	l.s->nsites_stored = l.s->nsites;
 	*ret = l.s;
 	return 0;
 }

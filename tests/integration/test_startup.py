@@ -47,8 +47,11 @@ class Startup(DaemonTest):
         r = self.d.pdimon("run", "--step", f"first-{impl}", "--", *startup_cmd(impl), check=False, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
         first = self.calls(f"first-{impl}")
-        for pid, _ in first.values():
-            self.assertRegex(self.d.read_log(), rf"pid {pid} held at MPI_Init for [0-9.]+ ms")
+        log = self.d.read_log()
+        # nothing was known of the program before: its first rank to join was held (a later one
+        # may find its probes attached already, when its exec came after that join)
+        self.assertTrue([p for p, _ in first.values() if re.search(rf"pid {p} held at MPI_Init for [0-9.]+ ms", log)])
+        offset = len(log)
         # the second: the ranks wait before MPI_Init until their probes are attached
         with tempfile.TemporaryDirectory() as tmp:
             go = os.path.join(tmp, "go")
@@ -56,7 +59,7 @@ class Startup(DaemonTest):
             p = subprocess.Popen([PDIMON, "run", "--step", f"second-{impl}", "--", *startup_cmd(impl)], env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
             self.children.append(p)
-            wait_for(lambda: len(re.findall(r"probes attached as it started", self.d.read_log())) >= RANKS,
+            wait_for(lambda: len(re.findall(r"probes attached as it started", self.d.read_log()[offset:])) >= RANKS,
                      120, "the ranks' probes attached as they started")
             open(go, "w").close()
             self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())

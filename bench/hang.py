@@ -215,6 +215,7 @@ def detect_one(prog, fault, seed, cmd, workdir, db, usual_s, log):
 
 def detect(args):
     out_dir = args.out or tempfile.mkdtemp(prefix="pdimon-hang-bench-")
+    os.makedirs(out_dir, exist_ok=True)
     results = []
     for prog in args.programs.split(","):
         if NEEDS.get(prog) and not shutil.which(NEEDS[prog]):
@@ -280,6 +281,7 @@ def soak_programs():
 
 def soak(args):
     out_dir = args.out or tempfile.mkdtemp(prefix="pdimon-hang-soak-")
+    os.makedirs(out_dir, exist_ok=True)
     os.chmod(out_dir, 0o755)
     progs = soak_programs()
     cmds = {}

@@ -149,6 +149,13 @@ void pdi_health_set_history(struct pdi_health_judge *h, const struct pdi_health_
  * nodes) and commits it, or leaves it. */
 void pdi_health_tick(struct pdi_health_judge *h, const struct pdi_health_input *in, struct pdi_health_verdict *ret);
 
+/* The quiet of TASKS alone judged with H's record and parameters, H unchanged: HUNG or OK,
+ * with the quiet, threshold, p and the task most behind, into RET. What confirms a hang a node
+ * suspected, on the tasks of all of the step's nodes (their idle: the time since each last
+ * moved, as far as every node can tell). */
+void pdi_health_judge_tasks(const struct pdi_health_judge *h, const struct pdi_health_task *tasks, unsigned n,
+			    struct pdi_health_verdict *ret);
+
 /* Whether V changes what was announced: a new episode (slow or hung), or its end. */
 bool pdi_health_news(const struct pdi_health_judge *h, const struct pdi_health_verdict *v);
 /* V is announced (after the caller confirmed it). */

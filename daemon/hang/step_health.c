@@ -58,6 +58,7 @@ struct pdi_step_health {
 	char line[600];                      /* the last line announced */
 	bool ready;                          /* the store answered: judged from now on */
 	bool saved_end;                      /* its record was saved once it ended */
+	bool rerun;                          /* the step ran again under its name: nothing to take over */
 	struct pdi_health_action actions[PDI_HEALTH_MAX_ACTIONS];
 	unsigned nactions, dropped_actions;
 };
@@ -86,7 +87,15 @@ static struct pdi_health_params params_of(const struct pdi_config *c)
 static struct pdi_step_health *health_of(struct pdi_daemon *d, struct pdi_step *s)
 {
 	struct pdi_health_params p;
+	bool rerun = false;
 
+	/* a step that ended and runs again under its name (pdimon run --step NAME) is a new
+	 * run: judged afresh, its earlier run now part of its program's history */
+	if (s->health && s->health->saved_end) {
+		pdi_step_health_free(s->health);
+		s->health = NULL;
+		rerun = true;
+	}
 	if (s->health)
 		return s->health;
 	s->health = calloc(1, sizeof(*s->health));
@@ -94,6 +103,7 @@ static struct pdi_step_health *health_of(struct pdi_daemon *d, struct pdi_step *
 		return NULL;
 	p = params_of(&d->cfg);
 	pdi_health_init(&s->health->judge, &p);
+	s->health->rerun = rerun;
 	pdi_hang_history_load(d, s);
 	return s->health;
 }
@@ -190,7 +200,7 @@ void pdi_step_health_loaded(struct pdi_daemon *d, struct pdi_step *s, const stru
 	if (runs)
 		log_debug("Step %s: hang thresholds from %u earlier run%s of %s", s->name, runs, runs == 1 ? "" : "s",
 			  s->executable);
-	if (!own)
+	if (!own || h->rerun)
 		return;
 	/* a pdimond before this one judged it: what it announced stands (no second alarm) */
 	h->judge.run = own->run;

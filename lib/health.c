@@ -20,6 +20,44 @@ const struct pdi_health_params pdi_health_params_default = {
 	.stall_factor = 5,
 };
 
+/* Whether state KEY of a phase is the one asked for. */
+static bool state_matches(uint64_t key, uint64_t want)
+{
+	if (pdi_state_is_comp(want) && pdi_state_site(want) == PDI_SITE_MAX)
+		return pdi_state_is_comp(key) && pdi_state_prev_site(key) == pdi_state_prev_site(want);
+	return key == want;
+}
+
+void pdi_state_durations_of(const struct pdi_model *const *models, unsigned n, uint64_t key,
+			    struct pdi_state_durations *ret)
+{
+	struct pdi_gauss g = {0};
+	double longest = 0;
+
+	for (unsigned i = 0; i < n && i < PDI_HEALTH_POOL; i++) {
+		const struct pdi_model *m = models[i];
+
+		for (uint32_t ph = 0; m && ph < m->nphases; ph++) {
+			const struct pdi_phase *p = &m->phases[ph];
+
+			for (uint32_t e = 0; e < p->nedges; e++) {
+				const struct pdi_edge *edge = &p->edges[e];
+
+				if (!state_matches(p->states[edge->from].key, key))
+					continue;
+				pdi_gauss_merge(&g, &edge->time);
+				for (unsigned b = 0; b < edge->hist.n; b++)
+					if (edge->hist.mean[b] > longest)
+						longest = edge->hist.mean[b];
+			}
+		}
+	}
+	if (g.mean > longest)
+		longest = g.mean;
+	*ret = (struct pdi_state_durations){.n = g.n, .mean_s = g.mean / 1e9, .sd_s = pdi_gauss_stddev(&g) / 1e9,
+					    .longest_s = longest / 1e9};
+}
+
 void pdi_health_init(struct pdi_health_judge *h, const struct pdi_health_params *p)
 {
 	*h = (struct pdi_health_judge){.params = *p};

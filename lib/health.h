@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model.h"
 #include "quiet.h"
 #include "rate.h"
 
@@ -50,6 +51,19 @@ struct pdi_state_durations {
 	double mean_s, sd_s;
 	double longest_s;   /* the longest seen (or the best lower bound of it) */
 };
+
+/* The key that stands for every computation after call site SITE (what comes next is not
+ * known while it runs): for pdi_state_durations_of(). */
+static inline uint64_t pdi_state_after(uint32_t site)
+{
+	return pdi_state_comp(site, PDI_SITE_MAX);
+}
+
+/* The durations of state KEY (a model state key, or pdi_state_after()) over MODELS (N of
+ * them; at most PDI_HEALTH_POOL are read: the tasks of a step run one program), in seconds. */
+#define PDI_HEALTH_POOL 16
+void pdi_state_durations_of(const struct pdi_model *const *models, unsigned n, uint64_t key,
+			    struct pdi_state_durations *ret);
 
 struct pdi_health_task {
 	int rank;

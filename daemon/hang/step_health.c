@@ -49,7 +49,7 @@ struct pdi_step_health {
 	unsigned nprogress;
 	struct pdi_health_task *in;          /* this tick's input, reused */
 	uint64_t *keys;
-	struct pdi_task **running;
+	const struct pdi_model **models;     /* this tick's running tasks' models */
 	unsigned cap;
 	uint64_t calls;                      /* completed calls that were progress */
 	time_t since;                        /* the announced episode's start, wall clock; 0 ok */
@@ -70,7 +70,7 @@ void pdi_step_health_free(struct pdi_step_health *h)
 	free(h->progress);
 	free(h->in);
 	free(h->keys);
-	free(h->running);
+	free(h->models);
 	free(h);
 }
 
@@ -123,15 +123,15 @@ static int reserve(struct pdi_step_health *h, unsigned n)
 	if (n > h->cap) {
 		struct pdi_health_task *in = realloc(h->in, n * sizeof(*in));
 		uint64_t *keys = in ? realloc(h->keys, n * sizeof(*keys)) : NULL;
-		struct pdi_task **running = keys ? realloc(h->running, n * sizeof(*running)) : NULL;
+		const struct pdi_model **models = keys ? realloc(h->models, n * sizeof(*models)) : NULL;
 
 		if (in)
 			h->in = in;
 		if (keys)
 			h->keys = keys;
-		if (!running)
+		if (!models)
 			return -ENOMEM;
-		h->running = running;
+		h->models = models;
 		h->cap = n;
 	}
 	return 0;
@@ -436,7 +436,7 @@ static unsigned sample(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step
 		h->calls += pdi_task_progress_sample(d, t, &h->progress[i], now_ns, &h->in[n], &h->keys[n]);
 		for (unsigned fn = 0; t->budget && fn < pdi_mpi_nfuncs && !h->in[n].blind; fn++)
 			h->in[n].blind = t->budget->fn[fn].level == PDI_BUDGET_DETACHED;
-		h->running[n++] = t;
+		h->models[n++] = &t->model;
 	}
 	/* the durations of the states of the tasks that have been still a while */
 	for (unsigned i = 0; i < n; i++) {
@@ -450,13 +450,13 @@ static unsigned sample(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step
 			if (ncached == MAX_KEYS)
 				continue;
 			/* the task's own model first, then its step's others */
-			struct pdi_task *first = h->running[0];
+			const struct pdi_model *first = h->models[0];
 
-			h->running[0] = h->running[i];
-			h->running[i] = first;
-			pdi_state_durations_of(h->running, n, h->keys[i], &cache[k]);
-			h->running[i] = h->running[0];
-			h->running[0] = first;
+			h->models[0] = h->models[i];
+			h->models[i] = first;
+			pdi_state_durations_of(h->models, n, h->keys[i], &cache[k]);
+			h->models[i] = h->models[0];
+			h->models[0] = first;
 			cached[ncached++] = h->keys[i];
 		}
 		h->in[i].state = cache[k];

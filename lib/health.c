@@ -133,24 +133,36 @@ double pdi_state_horizon(const struct pdi_state_durations *d, double observed_s,
 	return horizon;
 }
 
-/* The index of the task most behind: the longest idle outside MPI, else the longest idle. */
+/* How much a task that does this looks like the one the others wait for: a stopped task
+ * most, then one asleep outside MPI, one computing, one in a debugger, one waiting in MPI. */
+static int suspicion(enum pdi_motion m)
+{
+	switch (m) {
+	case PDI_MOTION_STOPPED: return 5;
+	case PDI_MOTION_IDLE: return 4;
+	case PDI_MOTION_COMPUTING: return 3;
+	case PDI_MOTION_STARTING: return 2;
+	case PDI_MOTION_TRACED: return 1;
+	default: return 0;
+	}
+}
+
+/* The index of the task most behind: the most suspicious (above), the longest idle among
+ * those; -1 when every task has finished. */
 static int critical_task(const struct pdi_health_task *tasks, unsigned n)
 {
-	int best = -1, best_waiting = -1;
+	int best = -1;
 
 	for (unsigned i = 0; i < n; i++) {
 		const struct pdi_health_task *t = &tasks[i];
 
 		if (t->motion == PDI_MOTION_FINISHED)
 			continue;
-		if (t->motion == PDI_MOTION_WAITING) {
-			if (best_waiting < 0 || t->idle_s > tasks[best_waiting].idle_s)
-				best_waiting = (int)i;
-		} else if (best < 0 || t->idle_s > tasks[best].idle_s) {
+		if (best < 0 || suspicion(t->motion) > suspicion(tasks[best].motion) ||
+		    (suspicion(t->motion) == suspicion(tasks[best].motion) && t->idle_s > tasks[best].idle_s))
 			best = (int)i;
-		}
 	}
-	return best >= 0 ? best : best_waiting;
+	return best;
 }
 
 static double clean(double x)

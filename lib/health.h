@@ -129,8 +129,9 @@ struct pdi_health_verdict {
 	double threshold_s;        /* hung at this much quiet, now */
 	double p;                  /* how unlikely a healthy step is this quiet (hung) */
 	double since_s;            /* when the verdict's episode began (the clock of the input) */
-	int critical;              /* index in the input's tasks of the one most behind (longest
-				      idle not waiting in MPI, else longest idle), -1 none */
+	int critical;              /* index in the input's tasks of the one most behind (a stopped
+				      one first, then one asleep or computing outside MPI, the
+				      longest idle of those), -1 none */
 	double rate_ratio;         /* slow: its recent progress rate over its usual one */
 	unsigned unjudged;         /* enum pdi_unjudged bits that hold now */
 	unsigned unjudged_new;     /* those of them never said before: say them, once */

@@ -45,6 +45,8 @@ void pdi_config_defaults(struct pdi_config *c)
 		.gather_fanout = 32,
 		.gather_timeout_ms = 2000,
 		.node_name = default_node_name(),
+		.cache_steps = 32,
+		.cache_mib = 64,
 	};
 	for (unsigned i = 0; i < ELEMENTSOF(default_libraries); i++)
 		c->init_libraries[c->ninit_libraries++] = strdup(default_libraries[i]);
@@ -176,6 +178,10 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_uint(value, 10, 600000, &c->gather_timeout_ms);
 	if (!strcmp(key, "node_name"))
 		return *value && strlen(value) < 64 ? set_string(&c->node_name, value) : -EINVAL;
+	if (!strcmp(key, "cache_steps"))
+		return set_uint(value, 0, 1000000, &c->cache_steps);
+	if (!strcmp(key, "cache_mib"))
+		return set_uint(value, 0, 1u << 20, &c->cache_mib);
 	if (!strcmp(key, "mpi_libraries"))
 		return set_libraries(c, value);
 	if (!strcmp(key, "log_level"))

@@ -30,6 +30,8 @@ struct pdi_config {
 	unsigned gather_fanout;               /* children per daemon in a step's gather tree */
 	unsigned gather_timeout_ms;           /* per tree level */
 	char *node_name;                      /* this node as Slurm and the other daemons name it */
+	unsigned cache_steps;                 /* ended steps kept in memory once stored, at most */
+	unsigned cache_mib;                   /* and what they hold, at most: the store has the rest */
 	struct pdi_model_config model;
 };
 

@@ -28,6 +28,7 @@ enum pdi_source_kind {
 	PDI_SRC_PEER_LISTEN, /* the peer port: connections from other pdimonds */
 	PDI_SRC_PEER,        /* one of those connections (its slot in peer.c) */
 	PDI_SRC_WORKERS,     /* jobs finished off the loop (worker.h) */
+	PDI_SRC_STORE,       /* records written by the store's lane (persist.h) */
 };
 #define PDI_SRC(kind, index) ((uint64_t)(kind) << 56 | (uint64_t)(index))
 #define PDI_SRC_KIND(u) ((unsigned)((u) >> 56))
@@ -50,11 +51,14 @@ struct pdi_daemon {
 	uint64_t rate_events, rate_t_ns; /* for events/s over the last second or so */
 	double events_per_s;
 	FILE *record;             /* the "record" setting's file, or NULL */
-	struct pdi_store *store;  /* NULL when nothing persists */
+	struct pdi_store *store;  /* NULL when nothing persists; the loop's reads only */
+	struct pdi_store *store_writer; /* the store's lane's connection: its jobs only */
+	struct pdi_workers *store_lane; /* writes, in order, off the loop (persist.h) */
 	uint64_t last_checkpoint_ns, last_expire_ns;
 	struct pdi_peer *peer;     /* NULL: no peer listener (peer_port = 0, or the port is taken) */
 	struct pdi_gather *gather; /* a step's tree gather (gather.h); NULL without the listener */
 	struct pdi_workers *workers; /* slow work off the loop (worker.h) */
+	bool evict_due;            /* a step joined the cache of ended steps: check its limits */
 };
 
 uint64_t pdi_now_ns(void);
@@ -71,8 +75,6 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t);
  * the requests it completes (from the Isend/Irecv that made them). Returns how many. */
 unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, int32_t *out, unsigned max);
 
-/* Announce STEP's end once it has ended (no task runs, nothing is awaited). */
-void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s);
 
 /* show.c: replies are allocated text; NULL on allocation failure */
 /* A state's name: its call site, or the pair of call sites around a computation. */

@@ -26,6 +26,8 @@ void pdi_log(int level, const char *fmt, ...)
 		errno = saved;
 		return;
 	}
+	/* one line per message, whichever threads log at once (workers do) */
+	flockfile(stderr);
 	/* <N> is how journald reads the priority off stderr; a terminal gets plain lines */
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "pdimond: %s: ", names[level] ? names[level] : "log");
@@ -36,5 +38,6 @@ void pdi_log(int level, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
 	errno = saved;
 }

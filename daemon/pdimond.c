@@ -22,10 +22,12 @@
 #include "bus.h"
 #include "daemon.h"
 #include "gather.h"
+#include "gather_step.h"
 #include "log.h"
 #include "objcache.h"
 #include "peer.h"
 #include "persist.h"
+#include "step_end.h"
 #include "tracer.h"
 #include "worker.h"
 
@@ -112,14 +114,14 @@ static int setup_loop(struct pdi_daemon *d)
 	if ((r = pdi_workers_new("work", PDI_WORKER_THREADS, PDI_WORKER_QUEUE, &d->workers)) < 0 ||
 	    (r = add_fd(d, pdi_workers_fd(d->workers), PDI_SRC(PDI_SRC_WORKERS, 0))) < 0)
 		return r;
+	if (pdi_persist_lane_fd(d) >= 0 && (r = add_fd(d, pdi_persist_lane_fd(d), PDI_SRC(PDI_SRC_STORE, 0))) < 0)
+		return r;
 	return pdi_bus_open(d);
 }
 
-static void on_peer_frame(void *ctx, int fd, const char *peer, const struct pdi_wire_frame *f, uint64_t t0_ns)
+static bool on_peer_frame(void *ctx, int fd, const char *peer, const struct pdi_wire_frame *f, uint64_t t0_ns)
 {
-	struct pdi_daemon *d = ctx;
-
-	pdi_gather_serve(d->gather, fd, peer, f, t0_ns);
+	return pdi_gather_step_on_frame(ctx, fd, peer, f, t0_ns);
 }
 
 /* The peer port. Not fatal: without it this node is only missing from other nodes'
@@ -168,6 +170,7 @@ static void on_timer(struct pdi_daemon *d)
 	(void)pdi_tracer_drain(d->tracer);
 	if (now - d->last_checkpoint_ns >= (uint64_t)d->cfg.checkpoint_s * 1000000000ull) {
 		pdi_persist_checkpoint(d);
+		pdi_step_store_again(d);
 		d->last_checkpoint_ns = now;
 	}
 	if (now - d->last_expire_ns >= 3600ull * 1000000000ull) {
@@ -220,10 +223,13 @@ static int run_loop(struct pdi_daemon *d)
 				break;
 			case PDI_SRC_BUS:
 				break; /* below, whatever woke us */
-			case PDI_SRC_TASK:
-				if (PDI_SRC_INDEX(u) < d->reg.ntasks)
-					pdi_task_finish(d, d->reg.tasks[PDI_SRC_INDEX(u)]);
+			case PDI_SRC_TASK: {
+				struct pdi_task *t = pdi_registry_find_task(&d->reg, (pid_t)PDI_SRC_INDEX(u));
+
+				if (t)
+					pdi_task_finish(d, t);
 				break;
+			}
 			case PDI_SRC_PEER_LISTEN:
 				pdi_peer_on_listen(d->peer);
 				break;
@@ -233,7 +239,14 @@ static int run_loop(struct pdi_daemon *d)
 			case PDI_SRC_WORKERS:
 				(void)pdi_workers_dispatch(d->workers);
 				break;
+			case PDI_SRC_STORE:
+				pdi_persist_dispatch(d);
+				break;
 			}
+		}
+		if (d->evict_due) {
+			d->evict_due = false;
+			pdi_step_evict(d);
 		}
 		pdi_peer_expire(d->peer);
 		/* a bus timeout has no fd of its own: process the bus on every wake-up */
@@ -244,10 +257,14 @@ static int run_loop(struct pdi_daemon *d)
 
 static void daemon_done(struct pdi_daemon *d)
 {
-	/* first: the jobs still running finish (each is bounded) and hand their results in */
+	/* first: the jobs queued and running finish (each is bounded) and hand their results in:
+	 * the reports of steps that ended, the answers to callers */
+	if (d->workers)
+		pdi_workers_wait_idle(d->workers);
 	pdi_workers_free(d->workers);
 	d->workers = NULL;
-	/* the running steps to the store, so that the next pdimond takes them over */
+	/* the running steps to the store, so that the next pdimond takes them over; then all
+	 * that is queued for the store is written */
 	if (d->tracer)
 		pdi_persist_checkpoint(d);
 	pdi_persist_close(d);
@@ -419,6 +436,7 @@ int main(int argc, char **argv)
 	r = pdi_persist_restore(&d);
 	if (r < 0)
 		log_warning_errno(r, "Cannot restore the steps that were running, ignoring: %m");
+	pdi_persist_loop_reads(&d);
 	log_info("pdimond %s ready as %s", PDI_VERSION, PDI_BUS_NAME);
 	r = run_loop(&d);
 	if (d.failed)

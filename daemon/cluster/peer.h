@@ -8,6 +8,7 @@
  * connection with one log line naming the peer and the reason; the others are served. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "wire.h"
@@ -26,8 +27,10 @@ struct pdi_peer_options {
 };
 
 /* A complete frame F from PEER ("address:port") on FD (non-blocking), accepted at T0_NS
- * (CLOCK_MONOTONIC). The handler may answer on FD; the connection is closed after it. */
-typedef void (*pdi_peer_frame_fn)(void *ctx, int fd, const char *peer, const struct pdi_wire_frame *f,
+ * (CLOCK_MONOTONIC); F lives until the handler returns. The handler may answer on FD; the
+ * connection is closed after it, unless it returns true: then FD is the handler's (to answer
+ * from a worker, worker.h), out of the epoll set and no longer counted here. */
+typedef bool (*pdi_peer_frame_fn)(void *ctx, int fd, const char *peer, const struct pdi_wire_frame *f,
 				  uint64_t t0_ns);
 
 struct pdi_peer;

@@ -13,9 +13,9 @@
 
 #include "bus.h"
 #include "daemon.h"
+#include "step_end.h"
 #include "log.h"
 #include "mpi_funcs.h"
-#include "persist.h"
 #include "sites.h"
 #include "tracer.h"
 
@@ -29,15 +29,10 @@ static int32_t int_arg(const struct pdi_event *e, uint8_t pos)
 
 static void record(struct pdi_daemon *d, const struct pdi_task *t, const struct pdi_call *c)
 {
-	struct pdi_call_record rec = {.call = *c};
+	struct pdi_call_record rec = {.call = *c, .task = t->id};
 
 	if (!d->record)
 		return;
-	for (unsigned i = 0; i < d->reg.ntasks; i++)
-		if (d->reg.tasks[i] == t) {
-			rec.task = i;
-			break;
-		}
 	if (fwrite(&rec, sizeof(rec), 1, d->record) != 1) {
 		log_warning("Cannot write the recording, stopping it: %m");
 		fclose(d->record);
@@ -156,7 +151,7 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 	}
 	t->att = att;
 	t->pidfd = pidfd;
-	ev.data.u64 = PDI_SRC(PDI_SRC_TASK, d->reg.ntasks - 1);
+	ev.data.u64 = PDI_SRC(PDI_SRC_TASK, (uint32_t)pid); /* tasks move in the registry; pids do not */
 	if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0) {
 		r = -errno;
 		pdi_registry_end_task(&d->reg, t);
@@ -226,14 +221,4 @@ unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, 
 			out[n++] = rq->peer;
 	}
 	return n;
-}
-
-void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s)
-{
-	if (!s->ended || s->announced)
-		return;
-	s->announced = true;
-	log_info("Step %s ended", s->name);
-	(void)pdi_persist_step(d, s);
-	pdi_bus_emit_step_ended(d, s, s->ending ? "ended" : "finished");
 }

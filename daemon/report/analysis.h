@@ -77,8 +77,8 @@ struct pdi_view {
 	bool own_sites;
 };
 
-/* This daemon's view of its step S: where each task is (live stacks of the blocked ones). The
- * view points into S: use it before S changes. 0, or -ENOMEM. */
+/* This daemon's view of its step S: where each task is (no live stack: snapshot.h takes
+ * them off the loop). The view points into S: use it before S changes. 0, or -ENOMEM. */
 int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret);
 void pdi_view_done(struct pdi_view *v);
 struct pdi_gather_result;

@@ -12,13 +12,20 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "step_end.h"
 #include "log.h"
 #include "model_io.h"
 #include "mpi_funcs.h"
 #include "persist.h"
-#include "report.h"
 #include "store.h"
 #include "tracer.h"
+#include "worker.h"
+
+/* How long the loop's own connection waits for a lock: its reads are short, and a database
+ * that another process holds locked must not stand the loop still */
+#define LOOP_BUSY_MS 50
+/* The store lane's connection may wait longer: nothing waits for it but the next write */
+#define LANE_BUSY_MS 5000
 
 int pdi_persist_open(struct pdi_daemon *d)
 {
@@ -31,13 +38,128 @@ int pdi_persist_open(struct pdi_daemon *d)
 	if (r < 0)
 		return log_error_errno(r, "Cannot use the database %s: %s; refusing to run rather than "
 					  "lose data (move it away to start afresh)", d->cfg.database, why[0] ? why : "%m");
+	/* writes go through one lane, in order, on a connection of their own (no thread yet) */
+	r = pdi_workers_new("store", 1, 0, &d->store_lane);
+	if (r == 0)
+		r = pdi_store_attach(d->cfg.database, LANE_BUSY_MS, &d->store_writer);
+	if (r < 0)
+		return log_error_errno(r, "Cannot open a second connection to %s for writing: %m", d->cfg.database);
 	return 0;
+}
+
+void pdi_persist_loop_reads(struct pdi_daemon *d)
+{
+	if (d->store)
+		pdi_store_set_busy_timeout(d->store, LOOP_BUSY_MS);
+}
+
+int pdi_persist_lane_fd(struct pdi_daemon *d)
+{
+	return d->store_lane ? pdi_workers_fd(d->store_lane) : -1;
+}
+
+void pdi_persist_dispatch(struct pdi_daemon *d)
+{
+	if (d->store_lane)
+		(void)pdi_workers_dispatch(d->store_lane);
 }
 
 void pdi_persist_close(struct pdi_daemon *d)
 {
+	/* every write queued is written: the lane is bounded by its busy timeout per write */
+	if (d->store_lane)
+		pdi_workers_wait_idle(d->store_lane);
+	pdi_workers_free(d->store_lane);
+	d->store_lane = NULL;
+	pdi_store_close(d->store_writer);
+	d->store_writer = NULL;
 	pdi_store_close(d->store);
 	d->store = NULL;
+}
+
+/* ---- writing: a step copied on the loop, written on the store's lane ---- */
+
+struct record {
+	struct pdi_job job;
+	struct pdi_daemon *d;          /* for done() on the loop only */
+	struct pdi_store *store;       /* the lane's connection: only the lane's jobs use it */
+	pdi_persist_fn done;
+	uint32_t end_gen;
+	struct pdi_store_step st;
+	struct pdi_store_site *sites;  /* strings owned */
+	uint32_t nsites;
+	struct pdi_store_task *tasks;  /* models owned */
+	unsigned ntasks;
+	char *report;                  /* the report's JSON, NULL if none (yet) */
+	int status;
+	char why[256];
+};
+
+static void record_free(struct record *rec)
+{
+	for (uint32_t i = 0; rec->sites && i < rec->nsites; i++) {
+		free((char *)rec->sites[i].name);
+		free((char *)rec->sites[i].caller);
+		free((char *)rec->sites[i].file);
+	}
+	free(rec->sites);
+	for (unsigned i = 0; rec->tasks && i < rec->ntasks; i++)
+		free((void *)rec->tasks[i].model);
+	free(rec->tasks);
+	free(rec->report);
+	free(rec);
+}
+
+static int write_record(struct record *rec)
+{
+	int r = pdi_store_put_step(rec->store, &rec->st);
+
+	if (r >= 0)
+		r = pdi_store_put_sites(rec->store, rec->st.name, rec->sites, rec->nsites);
+	/* the processes still to join are those of this record: no stale ones (an ended step's
+	 * tasks are its ranks only, as sample runs expect) */
+	if (r >= 0)
+		r = pdi_store_forget_watched(rec->store, rec->st.name);
+	for (unsigned i = 0; i < rec->ntasks && r >= 0; i++)
+		r = pdi_store_put_task(rec->store, rec->st.name, &rec->tasks[i]);
+	if (r >= 0 && rec->report)
+		r = pdi_store_put_report(rec->store, rec->st.name, rec->report);
+	return r;
+}
+
+static void record_run(struct pdi_job *j)
+{
+	struct record *rec = pdi_job_of(j, struct record, job);
+	int r = pdi_store_begin(rec->store);
+
+	if (r >= 0)
+		r = write_record(rec);
+	if (r >= 0)
+		r = pdi_store_commit(rec->store);
+	if (r < 0) {
+		snprintf(rec->why, sizeof(rec->why), "%s", r == -ENOSPC ? "the disk (or the database's size limit) is full"
+						: r == -EBUSY ? "the database is locked by another process"
+							      : pdi_store_errmsg(rec->store));
+		pdi_store_rollback(rec->store);
+	}
+	rec->status = r < 0 ? r : 0;
+}
+
+static void record_done(struct pdi_job *j, bool cancelled)
+{
+	struct record *rec = pdi_job_of(j, struct record, job);
+	struct pdi_step *s = pdi_registry_find_step(&rec->d->reg, rec->st.name);
+
+	if (cancelled)
+		rec->status = -ECANCELED;
+	if (rec->status < 0)
+		log_error("Cannot store step %s: %s; what was stored before is intact%s", rec->st.name,
+			  cancelled ? "pdimond is stopping" : rec->why, rec->done ? ", trying again later" : "");
+	if (s && s->store_pending)
+		s->store_pending--;
+	if (rec->done)
+		rec->done(rec->d, rec->st.name, rec->end_gen, rec->status);
+	record_free(rec);
 }
 
 static const char *task_state_name(const struct pdi_task *t)
@@ -45,115 +167,161 @@ static const char *task_state_name(const struct pdi_task *t)
 	return t->state == PDI_TASK_RUNNING ? "running" : "ended";
 }
 
-static int put_task(struct pdi_daemon *d, const struct pdi_step *s, const struct pdi_task *t)
+static int copy_task(struct pdi_daemon *d, const struct pdi_task *t, struct pdi_store_task *st)
 {
-	struct pdi_store_task st = {.rank = t->rank, .pid = t->pid};
 	void *blob = NULL;
 	size_t len = 0;
-	int r;
+	int r = pdi_model_encode(&t->model, &blob, &len);
 
-	r = pdi_model_encode(&t->model, &blob, &len);
 	if (r < 0)
 		return r;
-	snprintf(st.state, sizeof(st.state), "%s", task_state_name(t));
-	st.events_lost = t->state == PDI_TASK_RUNNING ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
-	st.model = blob;
-	st.model_len = len;
-	snprintf(st.ended_in, sizeof(st.ended_in), "%s", t->ended_in ? t->ended_in : "");
-	r = pdi_store_put_task(d->store, s->name, &st);
-	free(blob);
-	return r;
+	*st = (struct pdi_store_task){.rank = t->rank, .pid = t->pid, .model = blob, .model_len = len};
+	snprintf(st->state, sizeof(st->state), "%s", task_state_name(t));
+	st->events_lost = t->state == PDI_TASK_RUNNING ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
+	snprintf(st->ended_in, sizeof(st->ended_in), "%s", t->ended_in ? t->ended_in : "");
+	return 0;
 }
 
-static int put_sites(struct pdi_daemon *d, const struct pdi_step *s)
+static int copy_sites(const struct pdi_step *s, struct record *rec)
 {
-	struct pdi_store_site *v = calloc(s->nsites ? s->nsites : 1, sizeof(*v));
-	int r;
-
-	if (!v)
+	rec->sites = calloc(s->nsites + 1, sizeof(*rec->sites));
+	if (!rec->sites)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < s->nsites; i++)
-		v[i] = (struct pdi_store_site){.index = i, .fn = s->sites[i].fn, .name = s->sites[i].name,
-					       .caller = s->sites[i].caller, .file = s->sites[i].file,
-					       .line = s->sites[i].line, .key = s->sites[i].key};
-	r = pdi_store_put_sites(d->store, s->name, v, s->nsites);
-	free(v);
-	return r;
+	for (; rec->nsites < s->nsites; rec->nsites++) {
+		const struct pdi_site *x = &s->sites[rec->nsites];
+		struct pdi_store_site *y = &rec->sites[rec->nsites];
+
+		*y = (struct pdi_store_site){.index = rec->nsites, .fn = x->fn, .line = x->line, .key = x->key,
+					     .name = strdup(x->name ? x->name : ""), .caller = strdup(x->caller ? x->caller : ""),
+					     .file = strdup(x->file ? x->file : "")};
+		if (!y->name || !y->caller || !y->file) {
+			rec->nsites++;
+			return -ENOMEM;
+		}
+	}
+	return 0;
 }
 
-static int write_step(struct pdi_daemon *d, struct pdi_step *s)
+/* STEP as the store will hold it: its row, sites, tasks with their models, the registered
+ * tasks still to come and the commands of pdimon run (no model, but a restart must watch
+ * them again), and its report once it has one. */
+static int copy_step(struct pdi_daemon *d, const struct pdi_step *s, struct record *rec)
 {
-	struct pdi_store_step st = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid,
-				    .started = s->started, .ended = s->ended, .ntasks = s->ntasks};
-	char *json = NULL, *summary = NULL;
+	unsigned nwatched = 0;
 	int r;
 
-	snprintf(st.name, sizeof(st.name), "%s", s->name);
-	snprintf(st.state, sizeof(st.state), "%s", s->ended ? "ended" : "running");
-	snprintf(st.executable, sizeof(st.executable), "%s", s->executable ? s->executable : "");
-	r = pdi_store_put_step(d->store, &st);
-	if (r >= 0)
-		r = put_sites(d, s);
-	for (unsigned i = 0; i < s->ntasks && r >= 0; i++)
-		r = put_task(d, s, s->tasks[i]);
-	/* registered tasks still to come, and the commands of pdimon run: no model, but a
-	 * restart must watch them again */
-	for (unsigned i = 0; i < d->reg.nwatches && r >= 0; i++) {
+	rec->st = (struct pdi_store_step){.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid,
+					  .started = s->started, .ended = s->ended, .ntasks = s->ntasks};
+	snprintf(rec->st.name, sizeof(rec->st.name), "%s", s->name);
+	snprintf(rec->st.state, sizeof(rec->st.state), "%s", s->ended ? "ended" : "running");
+	snprintf(rec->st.executable, sizeof(rec->st.executable), "%s", s->executable ? s->executable : "");
+	if ((r = copy_sites(s, rec)) < 0)
+		return r;
+	for (unsigned i = 0; i < d->reg.nwatches; i++)
+		nwatched += d->reg.watches[i].step == s;
+	rec->tasks = calloc(s->ntasks + nwatched + 1, sizeof(*rec->tasks));
+	if (!rec->tasks)
+		return -ENOMEM;
+	for (; rec->ntasks < s->ntasks; rec->ntasks++)
+		if ((r = copy_task(d, s->tasks[rec->ntasks], &rec->tasks[rec->ntasks])) < 0)
+			return r;
+	for (unsigned i = 0; i < d->reg.nwatches; i++) {
 		const struct pdi_watch *w = &d->reg.watches[i];
-		struct pdi_store_task st = {.rank = w->rank, .pid = w->root};
+		struct pdi_store_task *st = &rec->tasks[rec->ntasks];
 
 		if (w->step != s)
 			continue;
-		snprintf(st.state, sizeof(st.state), "watched");
-		r = pdi_store_put_task(d->store, s->name, &st);
+		*st = (struct pdi_store_task){.rank = w->rank, .pid = w->root};
+		snprintf(st->state, sizeof(st->state), "watched");
+		rec->ntasks++;
 	}
-	if (r >= 0 && s->ended && (r = pdi_report_build(d, s, s->uid, &json, &summary)) >= 0)
-		r = pdi_store_put_report(d->store, s->name, json);
-	free(json);
-	free(summary);
-	return r;
+	if (s->report_json && !(rec->report = strdup(s->report_json)))
+		return -ENOMEM;
+	return 0;
 }
 
-int pdi_persist_step(struct pdi_daemon *d, struct pdi_step *s)
+int pdi_persist_step(struct pdi_daemon *d, struct pdi_step *s, pdi_persist_fn done)
 {
+	struct record *rec;
 	int r;
 
 	if (!d->store)
-		return 0;
-	r = pdi_store_begin(d->store);
-	if (r >= 0)
-		r = write_step(d, s);
-	if (r >= 0)
-		r = pdi_store_commit(d->store);
+		return -ENOENT;
+	rec = calloc(1, sizeof(*rec));
+	if (!rec)
+		return -ENOMEM;
+	rec->job = (struct pdi_job){.run = record_run, .done = record_done};
+	rec->d = d;
+	rec->store = d->store_writer;
+	rec->done = done;
+	rec->end_gen = s->end_gen;
+	r = copy_step(d, s, rec);
+	if (r == 0)
+		r = pdi_workers_submit(d->store_lane, &rec->job);
 	if (r < 0) {
-		pdi_store_rollback(d->store);
-		return log_error_errno(r, "Cannot store step %s: %s; what was stored before is intact",
-				       s->name, r == -ENOSPC ? "the disk (or the database's size limit) is full"
-							     : pdi_store_errmsg(d->store));
+		log_error_errno(r, "Cannot store step %s: %m; trying again later", s->name);
+		record_free(rec);
+		return r;
 	}
+	s->store_pending++;
 	return 0;
 }
 
 void pdi_persist_checkpoint(struct pdi_daemon *d)
 {
+	if (!d->store)
+		return;
 	(void)pdi_tracer_drain(d->tracer);
-	for (unsigned i = 0; i < d->reg.nsteps; i++)
-		if (pdi_step_running(d->reg.steps[i]))
-			(void)pdi_persist_step(d, d->reg.steps[i]);
+	for (unsigned i = 0; i < d->reg.nsteps; i++) {
+		struct pdi_step *s = d->reg.steps[i];
+
+		/* one record of a step in the lane at a time: a locked database must not pile them up */
+		if (pdi_step_running(s) && !s->store_pending)
+			(void)pdi_persist_step(d, s, NULL);
+	}
+}
+
+/* Retention, on the lane: it deletes. */
+struct expiry {
+	struct pdi_job job;
+	struct pdi_store *store;
+	int64_t now, max_age_s;
+	uint64_t max_bytes;
+	int n;
+	char why[256];
+};
+
+static void expiry_run(struct pdi_job *j)
+{
+	struct expiry *e = pdi_job_of(j, struct expiry, job);
+
+	e->n = pdi_store_expire(e->store, e->now, e->max_age_s, e->max_bytes);
+	if (e->n < 0)
+		snprintf(e->why, sizeof(e->why), "%s", pdi_store_errmsg(e->store));
+}
+
+static void expiry_done(struct pdi_job *j, bool cancelled)
+{
+	struct expiry *e = pdi_job_of(j, struct expiry, job);
+
+	if (!cancelled && e->n > 0)
+		log_info("Expired %d stored steps", e->n);
+	else if (!cancelled && e->n < 0)
+		log_warning_errno(e->n, "Cannot expire old steps, ignoring: %s", e->why);
+	free(e);
 }
 
 void pdi_persist_expire(struct pdi_daemon *d)
 {
-	int n;
+	struct expiry *e;
 
-	if (!d->store)
+	if (!d->store || !(e = calloc(1, sizeof(*e))))
 		return;
-	n = pdi_store_expire(d->store, time(NULL), (int64_t)d->cfg.retention_days * 86400,
-			     (uint64_t)d->cfg.retention_mib << 20);
-	if (n > 0)
-		log_info("Expired %d stored steps", n);
-	else if (n < 0)
-		log_warning_errno(n, "Cannot expire old steps, ignoring: %s", pdi_store_errmsg(d->store));
+	*e = (struct expiry){.job = {.run = expiry_run, .done = expiry_done}, .store = d->store_writer,
+			     .now = time(NULL), .max_age_s = (int64_t)d->cfg.retention_days * 86400,
+			     .max_bytes = (uint64_t)d->cfg.retention_mib << 20};
+	if (pdi_workers_submit(d->store_lane, &e->job) < 0)
+		free(e);
 }
 
 /* Loading: the store's rows back into registry objects. */
@@ -254,11 +422,22 @@ static int load_task(void *ctx, const struct pdi_store_task *x)
 	return r;
 }
 
+/* Forget S, loaded in part: nothing half-loaded stays in the registry. */
+static void unload(struct pdi_daemon *d, struct pdi_step *s)
+{
+	for (unsigned i = 0; i < d->reg.nwatches; i++)
+		if (d->reg.watches[i].step == s)
+			pdi_tracer_unwatch(d->tracer, d->reg.watches[i].root);
+	pdi_registry_remove_step(&d->reg, s);
+}
+
 static int load_step(struct pdi_daemon *d, const struct pdi_store_step *st, bool resume, struct pdi_step **ret)
 {
 	struct load l = {.d = d, .resume = resume};
 	int r;
 
+	if (pdi_registry_find_step(&d->reg, st->name))
+		return -EEXIST; /* in memory already: the store's copy is older */
 	r = pdi_registry_get_step(&d->reg, st->name, st->uid, &l.s);
 	if (r < 0)
 		return r;
@@ -266,14 +445,18 @@ static int load_step(struct pdi_daemon *d, const struct pdi_store_step *st, bool
 	l.s->step_id = st->step_id;
 	l.s->started = st->started;
 	l.s->ended = st->ended;
-	l.s->announced = st->ended != 0;
-	if (st->executable[0])
-		l.s->executable = strdup(st->executable);
-	r = pdi_store_list_sites(d->store, st->name, load_site, &l);
+	/* a step that ended before it was stored was announced then, and is in the store whole */
+	l.s->announced = l.s->stored = st->ended != 0;
+	if (st->executable[0] && !(l.s->executable = strdup(st->executable)))
+		r = -ENOMEM;
+	if (r >= 0)
+		r = pdi_store_list_sites(d->store, st->name, load_site, &l);
 	if (r >= 0)
 		r = pdi_store_list_tasks(d->store, st->name, load_task, &l);
-	if (r < 0)
+	if (r < 0) {
+		unload(d, l.s);
 		return r;
+	}
 	if (!l.s->ended && !pdi_step_running(l.s))
 		l.s->ended = time(NULL); /* everything ended while we were away */
 	*ret = l.s;
@@ -301,6 +484,20 @@ int pdi_persist_restore(struct pdi_daemon *d)
 	if (!d->store)
 		return 0;
 	return pdi_store_list_steps(d->store, true, restore_one, d);
+}
+
+int pdi_persist_owner(struct pdi_daemon *d, const char *name, uid_t *ret_uid)
+{
+	struct pdi_store_step st;
+	int r;
+
+	if (!d->store)
+		return -ENOENT;
+	r = pdi_store_get_step(d->store, name, &st);
+	if (r < 0)
+		return r;
+	*ret_uid = st.uid;
+	return 0;
 }
 
 int pdi_persist_load(struct pdi_daemon *d, const char *name, struct pdi_step **ret)

@@ -751,7 +751,8 @@ struct pdi_reply pdi_api_steps(struct pdi_daemon *d, const struct pdi_caller *c,
 	int r;
 
 	if (all && (r = pdi_persist_rows(d, &rows, &n)) < 0)
-		return fail(r, "cannot read the stored steps: %s", strerror(-r));
+		return fail(r, "cannot read the stored steps: %s",
+			    r == -EBUSY ? "the database is locked by another process; try again" : strerror(-r));
 	text = pdi_show_steps(d, json, c->admin ? (uid_t)-1 : c->uid, rows, n);
 	pdi_persist_rows_free(rows, n);
 	return ok_text(text);

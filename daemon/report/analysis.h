@@ -139,7 +139,10 @@ struct pdi_analysis {
 int pdi_analysis_build(struct pdi_store *store, const struct pdi_view *v, struct pdi_analysis *ret);
 void pdi_analysis_done(struct pdi_analysis *a);
 
-/* The ranks of AutomaDeD's model (class) I, formatted as "[0-3,5]". */
+/* Room for one rank per task of A's view (task counts go to the heap, never the stack);
+ * NULL when out of memory. free() it. */
+int *pdi_analysis_ranks_alloc(const struct pdi_analysis *a);
+/* The ranks of AutomaDeD's model (class) I, formatted as "[0-3,5]" ("?" out of memory). */
 void pdi_analysis_class_ranks(const struct pdi_analysis *a, size_t i, char *buf, size_t len);
 /* The ranks below the step's task count that no node reported, as "[6-7]" into BUF (""
  * when none, or the count is unknown). */

@@ -11,16 +11,14 @@ other, and while slurmctld is stopped, each pdimond answers Status within millis
 """
 import os
 import signal
-import statistics
 import sys
-import threading
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "../integration")]
 from cluster import NODE_BUS, NODE_BUS_SOCKET, SlurmCluster  # noqa: E402
-from harness import BUILD, HANG_MS, PDIMON, wait_for  # noqa: E402
+from harness import BUILD, HANG_MS, PDIMON, StatusProbe, wait_for  # noqa: E402
 from harness import PDIMOND as BUILT_PDIMOND  # noqa: E402
 
 PDIMOND = os.environ.get("PDIMON_PDIMOND", BUILT_PDIMOND)
@@ -37,58 +35,6 @@ def setUpModule():
     for path in (PDIMOND, PDIMON, PLUGIN, RING):
         if not os.path.exists(path):
             raise unittest.SkipTest(f"{path} is not built")
-    try:
-        import dbus  # noqa: F401
-    except ImportError:
-        raise unittest.SkipTest("python3-dbus is not installed (scripts/install-deps.sh installs it)")
-
-
-class StatusProbe:
-    """Calls Status on a pdimond every 20 ms from its own thread and times every answer: the
-    loop's responsiveness as a D-Bus client sees it (no process start in the measurement)."""
-
-    def __init__(self, socket_path):
-        self.address = "unix:path=" + socket_path
-        self.latencies = []
-        self.errors = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        import dbus
-        bus = dbus.bus.BusConnection(self.address)
-        monitor = bus.get_object("org.pdimon.Monitor1", "/org/pdimon/Monitor1")
-        status = monitor.get_dbus_method("Status", "org.pdimon.Monitor1")
-        while not self._stop.is_set():
-            t = time.monotonic()
-            try:
-                status(True, timeout=60)
-                self.latencies.append(time.monotonic() - t)
-            except Exception as e:     # noqa: BLE001 -- reported by check()
-                self.errors.append(str(e))
-            self._stop.wait(0.02)
-        bus.close()
-
-    def __enter__(self):
-        self._thread.start()
-        wait_for(lambda: self.latencies or self.errors, 30, "a first Status answer")
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(90)
-        return False
-
-    def check(self, test, what):
-        """Every call answered; the median within 100 ms, none near the slow work's length
-        (a noisy 2-core machine may delay one answer, never by a whole gather)."""
-        ms = sorted(x * 1000 for x in self.latencies) or [float("inf")]
-        figures = f"{what}: {len(self.latencies)} Status calls, median {statistics.median(ms):.1f} ms, max {ms[-1]:.1f} ms"
-        print(figures, file=sys.stderr)
-        test.assertEqual(self.errors, [], what)
-        test.assertGreaterEqual(len(self.latencies), 5, figures)
-        test.assertLess(statistics.median(ms), 100, figures)
-        test.assertLess(ms[-1], 1000, figures)
 
 
 class LoopMultiNode(unittest.TestCase):

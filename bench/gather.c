@@ -118,17 +118,22 @@ static int start_munged(char *sock, size_t len)
 	char *md[] = {"munged", "--foreground", "--force", "--num-threads=4", a[0], a[1], a[2], a[3], a[4], NULL};
 	if (spawn(md) < 0)
 		return -errno;
-	for (int i = 0; i < 200; i++) { /* 20 s */
+	struct pdi_auth *auth = NULL;
+	int r = pdi_auth_new(&(struct pdi_auth_options){.munge_socket = sock, .service_uid = geteuid()}, &auth);
+
+	for (int i = 0; r == 0 && i < 200; i++) { /* 20 s */
 		struct pdi_auth_claim c = {.op = "probe", .sender = "bench"};
 		char *cred = NULL;
 
-		if (pdi_auth_sign(sock, 10, &c, "", 0, &cred) == 0) {
+		if (pdi_auth_sign(auth, 10, &c, "", 0, &cred) == 0) {
 			free(cred);
+			pdi_auth_free(auth);
 			return 0;
 		}
 		usleep(100000);
 	}
-	return -ETIMEDOUT;
+	pdi_auth_free(auth);
+	return r < 0 ? r : -ETIMEDOUT;
 }
 
 /* Nodes 1..N-1 as forked gather nodes, listening before this returns. */

@@ -16,6 +16,8 @@
 
 #include <systemd/sd-bus.h>
 
+#include "html_file.h"
+
 #ifndef PDI_VERSION
 #define PDI_VERSION "0"
 #endif
@@ -43,11 +45,19 @@ static void usage(FILE *f)
 		"  status [--json]                      daemon health: steps, tasks, events/s, loss, memory\n"
 		"  steps [--all] [--json]               the steps of this daemon; --all: stored ones too\n"
 		"  show STEP [--json|--dot|--text]      each task's per-phase states and transitions\n"
-		"  report STEP [--json]                 the step's verdict, or its full report\n"
-		"  analyze STEP [--json|--dot|--text]   where the step went wrong: faulty phase, task(s),\n"
+		"  report STEP [--json|--html FILE]     the step's verdict, or its full report\n"
+		"  analyze STEP [--json|--dot|--text|--html FILE]\n"
+		"                                       where the step went wrong: faulty phase, task(s),\n"
 		"                                       transitions; for a hang the least-progressed task(s)\n"
+		"  render DOCUMENT.json --html FILE     a report, analysis or trends document as one HTML page\n"
 		"  attach --pid PID... [--step NAME]    monitor running MPI processes\n"
-		"  run [--step NAME] -- COMMAND...      run COMMAND, monitoring every MPI process it starts\n\n"
+		"  run [--step NAME] [--size N] -- COMMAND...\n"
+		"                                       run COMMAND, monitoring every MPI process it starts;\n"
+		"                                       N: its input size, for trends\n"
+		"  trends PROGRAM [--json|--text|--svg FILE]\n"
+		"                                       how each call site's calls, bytes and time per task\n"
+		"                                       grow across stored runs at different task counts\n"
+		"                                       (and input sizes), least scalable first\n\n"
 		"Options:\n"
 		"  -h, --help          show this help\n"
 		"      --version       show the version\n\n"
@@ -83,8 +93,9 @@ static int call_failed(const char *method, const sd_bus_error *e, int r)
 }
 
 /* Call METHOD with the message filled by FILL; on success print its string result number
- * PRINT (1-based; 0 prints nothing). */
-static int call(const char *method, int (*fill)(sd_bus_message *m, void *ctx), void *ctx, int print)
+ * PRINT (1-based; 0 prints nothing), or with RET_TEXT, hand it back (malloc'd) instead. */
+static int call_text(const char *method, int (*fill)(sd_bus_message *m, void *ctx), void *ctx, int print,
+		     char **ret_text)
 {
 	sd_bus_error error = SD_BUS_ERROR_NULL;
 	sd_bus_message *m = NULL, *reply = NULL;
@@ -114,6 +125,11 @@ static int call(const char *method, int (*fill)(sd_bus_message *m, void *ctx), v
 			goto out;
 		}
 	}
+	if (print && ret_text) {
+		*ret_text = strdup(text);
+		r = *ret_text ? 0 : die(-ENOMEM, "out of memory");
+		goto out;
+	}
 	if (print) {
 		size_t len = strlen(text);
 		fputs(text, stdout);
@@ -126,6 +142,27 @@ out:
 	sd_bus_message_unref(reply);
 	sd_bus_message_unref(m);
 	sd_bus_flush_close_unref(bus);
+	return r;
+}
+
+static int call(const char *method, int (*fill)(sd_bus_message *m, void *ctx), void *ctx, int print)
+{
+	return call_text(method, fill, ctx, print, NULL);
+}
+
+/* Call METHOD and write its string result number NTH, a JSON document, as an HTML page to PATH. */
+static int call_html(const char *method, int (*fill)(sd_bus_message *m, void *ctx), void *ctx, int nth,
+		     const char *path)
+{
+	char *doc = NULL;
+	int r = call_text(method, fill, ctx, nth, &doc);
+
+	if (r < 0)
+		return r;
+	r = pdi_html_file_write(doc, strlen(doc), path);
+	free(doc);
+	if (r == 0 && strcmp(path, "-"))
+		printf("pdimon: HTML report in %s\n", path);
 	return r;
 }
 
@@ -217,20 +254,26 @@ static int cmd_steps(int argc, char **argv)
 	return call("ListSteps", fill_two_bools, flags, 1);
 }
 
-/* "show" and "analyze": STEP [--json|--dot|--text], answered by METHOD(step, format). */
-static int cmd_step_format(const char *cmd, const char *method, int argc, char **argv)
+/* "show" and "analyze": STEP [--json|--dot|--text], answered by METHOD(step, format); with
+ * HTML (analyze), also --html FILE: the JSON answer as an HTML page. */
+static int cmd_step_format(const char *cmd, const char *method, bool html, int argc, char **argv)
 {
-	const char *args[2] = {NULL, "text"};
+	const char *args[2] = {NULL, "text"}, *html_path = NULL;
 
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
+		if (html && !strcmp(argv[i], "--html")) {
+			if (++i == argc)
+				return die(-EINVAL, "%s: --html needs a file name (or - for standard output)", cmd);
+			html_path = argv[i];
+		} else if (!strcmp(argv[i], "--json"))
 			args[1] = "json";
 		else if (!strcmp(argv[i], "--dot"))
 			args[1] = "dot";
 		else if (!strcmp(argv[i], "--text"))
 			args[1] = "text";
 		else if (argv[i][0] == '-')
-			return die(-EINVAL, "%s: unknown option '%s' (use --json, --dot or --text)", cmd, argv[i]);
+			return die(-EINVAL, "%s: unknown option '%s' (use --json, --dot, --text%s)", cmd, argv[i],
+				   html ? " or --html FILE" : "");
 		else if (args[0])
 			return die(-EINVAL, "%s: one step at a time ('%s' and '%s')", cmd, args[0], argv[i]);
 		else
@@ -238,6 +281,10 @@ static int cmd_step_format(const char *cmd, const char *method, int argc, char *
 	}
 	if (!args[0])
 		return die(-EINVAL, "%s: which step? (pdimon steps lists them)", cmd);
+	if (html_path) {
+		args[1] = "json";
+		return call_html(method, fill_two_strings, args, 1, html_path);
+	}
 	return call(method, fill_two_strings, args, 1);
 }
 
@@ -248,20 +295,133 @@ static int fill_string(sd_bus_message *m, void *ctx)
 
 static int cmd_report(int argc, char **argv)
 {
-	const char *step = NULL;
+	const char *step = NULL, *html_path = NULL;
 	bool json = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = true;
+		else if (!strcmp(argv[i], "--html") && i + 1 < argc)
+			html_path = argv[++i];
 		else if (argv[i][0] == '-' || step)
-			return die(-EINVAL, "report: usage: pdimon report STEP [--json]");
+			return die(-EINVAL, "report: usage: pdimon report STEP [--json|--html FILE]");
 		else
 			step = argv[i];
 	}
 	if (!step)
 		return die(-EINVAL, "report: which step? (pdimon steps lists them)");
+	if (html_path)
+		return call_html("GetReport", fill_string, (void *)step, 1, html_path);
 	return call("GetReport", fill_string, (void *)step, json ? 1 : 2);
+}
+
+/* Write TEXT to PATH whole, or say why not. */
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+	size_t len = strlen(text);
+
+	if (!f)
+		return die(-errno, "cannot write %s: %s", path, strerror(errno));
+	if (fwrite(text, 1, len, f) != len || fflush(f) != 0) {
+		int e = errno ? errno : EIO;
+
+		fclose(f);
+		return die(-e, "cannot write %s: %s", path, strerror(e));
+	}
+	if (fclose(f) != 0)
+		return die(-errno, "cannot write %s: %s", path, strerror(errno));
+	return 0;
+}
+
+static int cmd_trends(int argc, char **argv)
+{
+	const char *args[2] = {NULL, "text"}, *svg = NULL;
+	char *text;
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			args[1] = "json";
+		else if (!strcmp(argv[i], "--text"))
+			args[1] = "text";
+		else if (!strcmp(argv[i], "--svg")) {
+			if (++i == argc)
+				return die(-EINVAL, "trends: --svg needs a file to write the chart to");
+			args[1] = "svg";
+			svg = argv[i];
+		} else if (argv[i][0] == '-')
+			return die(-EINVAL, "trends: unknown option '%s' (use --json, --text or --svg FILE)", argv[i]);
+		else if (args[0])
+			return die(-EINVAL, "trends: one program at a time ('%s' and '%s')", args[0], argv[i]);
+		else
+			args[0] = argv[i];
+	}
+	if (!args[0])
+		return die(-EINVAL, "trends: which program? (its path, its file name or its build ID)");
+	if (!svg)
+		return call("Trends", fill_two_strings, args, 1);
+	if ((r = call_text("Trends", fill_two_strings, args, 1, &text)) < 0)
+		return r;
+	r = write_file(svg, text);
+	free(text);
+	if (r == 0)
+		fprintf(stderr, "pdimon: wrote %s\n", svg);
+	return r;
+}
+
+/* pdimon render DOC --html FILE: a JSON document (a report, an analysis, trends) of a file or
+ * of standard output ("-") as an HTML page; no daemon needed. srun's plugin runs it. */
+static int cmd_render(int argc, char **argv)
+{
+	const char *in = NULL, *html_path = NULL;
+	size_t len = 0, cap = 0;
+	char *doc = NULL;
+	FILE *f;
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--html") && i + 1 < argc)
+			html_path = argv[++i];
+		else if ((argv[i][0] == '-' && argv[i][1]) || in)
+			return die(-EINVAL, "render: usage: pdimon render DOCUMENT.json|- --html FILE");
+		else
+			in = argv[i];
+	}
+	if (!in || !html_path)
+		return die(-EINVAL, "render: usage: pdimon render DOCUMENT.json|- --html FILE");
+	f = strcmp(in, "-") ? fopen(in, "re") : stdin;
+	if (!f)
+		return die(-errno, "render: cannot read %s: %s", in, strerror(errno));
+	for (;;) {
+		size_t n;
+
+		if (len + 65536 > cap) {
+			char *b = realloc(doc, cap = cap ? cap * 2 : 1 << 20);
+
+			if (!b) {
+				r = die(-ENOMEM, "render: out of memory reading %s", in);
+				goto out;
+			}
+			doc = b;
+		}
+		n = fread(doc + len, 1, cap - len, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(f)) {
+		r = die(-EIO, "render: cannot read %s", in);
+		goto out;
+	}
+	r = pdi_html_file_write(doc ? doc : "", len, html_path);
+	if (r == 0 && strcmp(html_path, "-"))
+		printf("pdimon: HTML report in %s\n", html_path);
+out:
+	if (f != stdin)
+		fclose(f);
+	free(doc);
+	return r;
 }
 
 static int cmd_attach(int argc, char **argv)
@@ -307,11 +467,26 @@ static int cmd_attach(int argc, char **argv)
 	return r;
 }
 
+#define INPUT_SIZE_ENV "PDIMON_INPUT_SIZE" /* program.h's PDI_INPUT_SIZE_ENV */
+
+static bool valid_size(const char *v)
+{
+	unsigned long long x;
+	char *end;
+
+	if (*v < '0' || *v > '9')
+		return false;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	return !errno && !*end && x > 0 && x <= 1ull << 62;
+}
+
 /* Run COMMAND with pdimond watching its process tree from before exec, so that no MPI
  * process it spawns can make a call unseen. Exits with COMMAND's status. */
 static int cmd_run(int argc, char **argv)
 {
-	static const struct option opts[] = {{"step", required_argument, NULL, 's'}, {0}};
+	static const struct option opts[] = {
+		{"step", required_argument, NULL, 's'}, {"size", required_argument, NULL, 'n'}, {0}};
 	char step_buf[64];
 	struct step_pid sp = {0};
 	int c, go[2], status, r;
@@ -321,8 +496,12 @@ static int cmd_run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+s:", opts, NULL)) >= 0) {
 		if (c == 's')
 			sp.step = optarg;
+		else if (c == 'n' && valid_size(optarg))
+			setenv(INPUT_SIZE_ENV, optarg, 1); /* pdimond reads it from the MPI processes */
+		else if (c == 'n')
+			return die(-EINVAL, "run: --size '%s': give the input size as a whole number from 1 to 2^62", optarg);
 		else
-			return die(-EINVAL, "run: usage: pdimon run [--step NAME] -- COMMAND...");
+			return die(-EINVAL, "run: usage: pdimon run [--step NAME] [--size N] -- COMMAND...");
 	}
 	if (optind >= argc)
 		return die(-EINVAL, "run: no command given (pdimon run -- mpirun -np 4 ./app)");
@@ -400,11 +579,15 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "steps"))
 		r = cmd_steps(argc, argv);
 	else if (!strcmp(cmd, "show"))
-		r = cmd_step_format("show", "GetStep", argc, argv);
+		r = cmd_step_format("show", "GetStep", false, argc, argv);
 	else if (!strcmp(cmd, "analyze") || !strcmp(cmd, "analyse"))
-		r = cmd_step_format("analyze", "Analyze", argc, argv);
+		r = cmd_step_format("analyze", "Analyze", true, argc, argv);
 	else if (!strcmp(cmd, "report"))
 		r = cmd_report(argc, argv);
+	else if (!strcmp(cmd, "trends"))
+		r = cmd_trends(argc, argv);
+	else if (!strcmp(cmd, "render"))
+		r = cmd_render(argc, argv);
 	else if (!strcmp(cmd, "attach"))
 		r = cmd_attach(argc, argv);
 	else if (!strcmp(cmd, "run")) {

@@ -34,6 +34,8 @@ void pdi_config_defaults(struct pdi_config *c)
 		.database = strdup(PDI_STORE_DEFAULT_PATH),
 		.retention_days = 90,
 		.retention_mib = 1024,
+		.site_store_queue = 64,
+		.site_store_retry_s = 30,
 		.checkpoint_s = 30,
 		.hang_timeout_ms = 2000,
 		.drain_interval_ms = 100,
@@ -44,6 +46,9 @@ void pdi_config_defaults(struct pdi_config *c)
 		.peer_port = 7087,
 		.gather_fanout = 32,
 		.gather_timeout_ms = 2000,
+		.peer_max_request_kib = 4096,
+		.peer_replay_entries = 65536,
+		.munge_timeout_ms = 1000,
 		.node_name = default_node_name(),
 		.cache_steps = 32,
 		.cache_mib = 64,
@@ -61,6 +66,8 @@ void pdi_config_done(struct pdi_config *c)
 	free(c->peer_address);
 	free(c->munge_socket);
 	free(c->node_name);
+	free(c->site_store);
+	free(c->site_store_credentials);
 	for (unsigned i = 0; i < c->ninit_libraries; i++)
 		free(c->init_libraries[i]);
 	*c = (struct pdi_config){0};
@@ -156,6 +163,14 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_string(&c->admin_group, value);
 	if (!strcmp(key, "database"))
 		return set_string(&c->database, value);
+	if (!strcmp(key, "site_store"))
+		return set_string(&c->site_store, value);
+	if (!strcmp(key, "site_store_credentials"))
+		return set_string(&c->site_store_credentials, value);
+	if (!strcmp(key, "site_store_queue"))
+		return set_uint(value, 1, 65536, &c->site_store_queue);
+	if (!strcmp(key, "site_store_retry_s"))
+		return set_uint(value, 1, 86400, &c->site_store_retry_s);
 	if (!strcmp(key, "retention_days"))
 		return set_uint(value, 0, 100000, &c->retention_days);
 	if (!strcmp(key, "retention_mib"))
@@ -176,6 +191,12 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_uint(value, 2, 65536, &c->gather_fanout);
 	if (!strcmp(key, "gather_timeout_ms"))
 		return set_uint(value, 10, 600000, &c->gather_timeout_ms);
+	if (!strcmp(key, "peer_max_request_kib"))
+		return set_uint(value, 4, 65536, &c->peer_max_request_kib);
+	if (!strcmp(key, "peer_replay_entries"))
+		return set_uint(value, 16, 1u << 24, &c->peer_replay_entries);
+	if (!strcmp(key, "munge_timeout_ms"))
+		return set_uint(value, 10, 60000, &c->munge_timeout_ms);
 	if (!strcmp(key, "node_name"))
 		return *value && strlen(value) < 64 ? set_string(&c->node_name, value) : -EINVAL;
 	if (!strcmp(key, "cache_steps"))

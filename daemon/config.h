@@ -23,12 +23,19 @@ struct pdi_config {
 	unsigned retention_days;              /* ended steps older than this are deleted; 0 keeps */
 	unsigned retention_mib;               /* and the oldest beyond this size; 0 = no limit */
 	unsigned checkpoint_s;                /* running steps are written this often */
+	char *site_store;                     /* postgresql://... URI of the site store; NULL: none */
+	char *site_store_credentials;         /* file with its password, readable by pdimond only */
+	unsigned site_store_queue;            /* ended steps held in memory for it at most */
+	unsigned site_store_retry_s;          /* reconnect after this long when it is down */
 	unsigned hang_timeout_ms;             /* a task this long inside one MPI call is blocked */
 	unsigned peer_port;                   /* TCP port for the other pdimonds; 0: no listener */
 	char *peer_address;                   /* bind address; NULL: all */
 	char *munge_socket;                   /* NULL: MUNGE's default */
 	unsigned gather_fanout;               /* children per daemon in a step's gather tree */
 	unsigned gather_timeout_ms;           /* per tree level */
+	unsigned peer_max_request_kib;        /* a peer request's body, before it is authenticated */
+	unsigned peer_replay_entries;         /* the peer credentials' replay cache */
+	unsigned munge_timeout_ms;            /* bound on each MUNGE encode or decode */
 	char *node_name;                      /* this node as Slurm and the other daemons name it */
 	unsigned cache_steps;                 /* ended steps kept in memory once stored, at most */
 	unsigned cache_mib;                   /* and what they hold, at most: the store has the rest */

@@ -132,9 +132,10 @@ static void setup_peer(struct pdi_daemon *d)
 	struct pdi_gather_options go = {.node_name = c->node_name, .bind_address = c->peer_address,
 					.port = (uint16_t)c->peer_port, .munge_socket = c->munge_socket,
 					.fanout = c->gather_fanout, .level_ms = c->gather_timeout_ms,
-					.service_uid = geteuid()};
+					.service_uid = geteuid(), .munge_timeout_ms = c->munge_timeout_ms,
+					.replay_entries = c->peer_replay_entries};
 	struct pdi_peer_options po = {.address = c->peer_address, .port = (uint16_t)c->peer_port,
-				      .frame_ms = c->gather_timeout_ms};
+				      .frame_ms = c->gather_timeout_ms, .max_body = c->peer_max_request_kib * 1024u};
 	int r;
 
 	if (c->peer_port == 0)
@@ -168,6 +169,7 @@ static void on_timer(struct pdi_daemon *d)
 	if (read(d->timer_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
 		log_warning("Cannot read the drain timer: %m");
 	(void)pdi_tracer_drain(d->tracer);
+	pdi_log_ratelimit_flush(); /* what the rate limits held back, once their interval is over */
 	if (now - d->last_checkpoint_ns >= (uint64_t)d->cfg.checkpoint_s * 1000000000ull) {
 		pdi_persist_checkpoint(d);
 		pdi_step_store_again(d);

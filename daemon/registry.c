@@ -382,14 +382,11 @@ unsigned pdi_step_running_tasks(const struct pdi_step *s)
 	return n;
 }
 
-int pdi_proc_rank(pid_t pid)
+int pdi_proc_environ(pid_t pid, char **ret, size_t *ret_len)
 {
-	/* Open MPI's mpirun, PMIx (Slurm, Open MPI 4+), MPICH's hydra and Slurm's PMI */
-	static const char *const vars[] = {"OMPI_COMM_WORLD_RANK=", "PMIX_RANK=", "PMI_RANK=",
-					   "SLURM_PROCID="};
 	char path[64], *buf = NULL;
 	size_t len = 0, cap = 0;
-	int fd, rank = -ENOENT;
+	int fd, r = 0;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
@@ -400,8 +397,8 @@ int pdi_proc_rank(pid_t pid)
 		if (len + 4096 > cap) {
 			char *b = realloc(buf, cap + 65536);
 			if (!b) {
-				rank = -ENOMEM;
-				goto out;
+				r = -ENOMEM;
+				break;
 			}
 			buf = b;
 			cap += 65536;
@@ -411,20 +408,48 @@ int pdi_proc_rank(pid_t pid)
 			break;
 		len += (size_t)n;
 	}
-	if (!buf)
-		goto out;
-	buf[len] = '\0';
-	for (unsigned v = 0; v < ELEMENTSOF(vars) && rank < 0; v++)
-		for (char *p = buf; p < buf + len; p += strlen(p) + 1)
-			if (strncmp(p, vars[v], strlen(vars[v])) == 0) {
-				char *end;
-				long x = strtol(p + strlen(vars[v]), &end, 10);
-				if (*end == '\0' && x >= 0 && x <= INT32_MAX)
-					rank = (int)x;
-				break;
-			}
-out:
-	free(buf);
 	close(fd);
+	if (r < 0 || !buf) {
+		free(buf);
+		return r < 0 ? r : -ENOENT;
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+const char *pdi_env_get(const char *env, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = env; p < env + len; p += strlen(p) + 1)
+		if (strncmp(p, name, n) == 0 && p[n] == '=')
+			return p + n + 1;
+	return NULL;
+}
+
+int pdi_proc_rank(pid_t pid)
+{
+	/* Open MPI's mpirun, PMIx (Slurm, Open MPI 4+), MPICH's hydra and Slurm's PMI */
+	static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+	int rank = -ENOENT, r;
+	size_t len;
+	char *env;
+
+	if ((r = pdi_proc_environ(pid, &env, &len)) < 0)
+		return r;
+	for (unsigned v = 0; v < ELEMENTSOF(vars) && rank < 0; v++) {
+		const char *val = pdi_env_get(env, len, vars[v]);
+		char *end;
+		long x;
+
+		if (!val)
+			continue;
+		x = strtol(val, &end, 10);
+		if (*end == '\0' && end != val && x >= 0 && x <= INT32_MAX)
+			rank = (int)x;
+	}
+	free(env);
 	return rank;
 }

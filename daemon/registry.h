@@ -66,6 +66,8 @@ struct pdi_step {
 	uint32_t nsites;
 	struct pdi_u64map site_idx;
 	char *executable;             /* the program of its first task: prior runs are found by it */
+	char build[80];               /* its identity (program.h); "" when unknown */
+	uint64_t input_size;          /* the user's input size (--pdi-monitor=size=N); 0: none */
 	char **nodes;                 /* a Slurm step's nodes, in Slurm's order (the first roots the
 	                               * gather), as its first registration gave them; NULL if none */
 	unsigned nnodes;
@@ -166,3 +168,7 @@ unsigned pdi_registry_evict(struct pdi_registry *r, const struct pdi_cache_limit
 
 /* The rank an MPI launcher gave PID, from its environment; -ENOENT when none says. */
 int pdi_proc_rank(pid_t pid);
+/* PID's environment: NUL-separated, NUL-terminated, malloc'd; -ESRCH when it is gone. */
+int pdi_proc_environ(pid_t pid, char **ret, size_t *ret_len);
+/* NAME's value in such an environment, or NULL. */
+const char *pdi_env_get(const char *env, size_t len, const char *name);

@@ -135,12 +135,42 @@ void pdi_json_arr_end(struct pdi_json *j)
 	close_level(j, "]");
 }
 
+/* The length of the well-formed UTF-8 sequence at P (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF), 0 when P does not start one. P is NUL-terminated, and
+ * NUL is never a continuation byte, so reading ahead stops in time. */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3, lo = p[0] == 0xe0 ? 0xa0 : 0x80, hi = p[0] == 0xed ? 0x9f : 0xbf;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, lo = p[0] == 0xf0 ? 0x90 : 0x80, hi = p[0] == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/* S as a JSON string. Names come from monitored programs (call sites, files), so bytes that
+ * are not UTF-8 become U+FFFD: the document stays valid JSON whatever a program is called. */
 static void put_string(struct pdi_json *j, const char *s)
 {
 	char esc[8];
 
 	put(j, "\"");
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = utf8_len(p);
+
 		if (*p == '"' || *p == '\\') {
 			esc[0] = '\\';
 			esc[1] = (char)*p;
@@ -148,9 +178,13 @@ static void put_string(struct pdi_json *j, const char *s)
 		} else if (*p < 0x20) {
 			snprintf(esc, sizeof(esc), "\\u%04x", *p);
 			put(j, esc);
+		} else if (n == 0) {
+			put(j, "\\ufffd");
+			n = 1;
 		} else {
-			pdi_json_raw(j, (const char *)p, 1);
+			pdi_json_raw(j, (const char *)p, n);
 		}
+		p += n ? n : 1;
 	}
 	put(j, "\"");
 }

@@ -100,9 +100,27 @@ static void decoder_compact(struct pdi_wire_decoder *d)
 	}
 }
 
+static int header_check(const uint8_t *p, uint32_t max_body, struct pdi_wire_frame *h);
+
+int pdi_wire_decoder_announced(const struct pdi_wire_decoder *d, size_t *ret_len)
+{
+	struct pdi_wire_frame h;
+	int r;
+
+	if (d->err)
+		return d->err;
+	if (d->len - d->consumed < PDI_WIRE_HEADER)
+		return 0;
+	r = header_check(d->buf + d->consumed, d->max_body, &h);
+	if (r < 0)
+		return r;
+	*ret_len = PDI_WIRE_HEADER + (size_t)h.cred_len + h.body_len;
+	return 1;
+}
+
 static int decoder_reserve(struct pdi_wire_decoder *d, size_t n)
 {
-	size_t cap = d->cap ? d->cap : DECODER_MIN_CAP;
+	size_t cap = d->cap ? d->cap : DECODER_MIN_CAP, frame;
 	uint8_t *p;
 
 	if (n > SIZE_MAX / 2 - d->len)
@@ -111,6 +129,9 @@ static int decoder_reserve(struct pdi_wire_decoder *d, size_t n)
 		return 0;
 	while (cap - d->len < n)
 		cap *= 2;
+	/* no more than the announced frame (and this feed): what the receiver budgeted for */
+	if (pdi_wire_decoder_announced(d, &frame) > 0 && cap > d->consumed + frame && cap > d->len + n)
+		cap = d->consumed + frame > d->len + n ? d->consumed + frame : d->len + n;
 	p = realloc(d->buf, cap);
 	if (!p)
 		return -ENOMEM;

@@ -71,6 +71,12 @@ int pdi_wire_decoder_feed(struct pdi_wire_decoder *d, const void *data, size_t n
  * -EMSGSIZE (body_len over max_body). */
 int pdi_wire_decoder_next(struct pdi_wire_decoder *d, struct pdi_wire_frame *f);
 
+/* Once the next frame's header is in (and valid): 1 and its whole length (header,
+ * credential and body) in *RET_LEN, so that a receiver can judge what a peer announced
+ * before it arrives; 0 while the header is incomplete or when nothing waits; the sticky
+ * error. Never more than that frame is allocated for it (and one feed beyond). */
+int pdi_wire_decoder_announced(const struct pdi_wire_decoder *d, size_t *ret_len);
+
 /* The frame's credential as a C string in BUF (LEN bytes): 0, or -EBADMSG if it holds a
  * NUL or does not fit. */
 int pdi_wire_frame_cred(const struct pdi_wire_frame *f, char *buf, size_t len);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* spank_local.c -- srun: when the step is over, print pdimon's verdict to the user's
- * terminal and write the full JSON report next to them. */
+ * terminal and write the full JSON report next to them (an HTML page where the report's name
+ * ends in .html: spank_html.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -124,6 +125,16 @@ int pdimon_local_exit(spank_t sp)
 		snprintf(path, sizeof(path), "%s", pdimon_ctx.report);
 	else
 		snprintf(path, sizeof(path), "pdimon-%s.json", step);
+	if (pdimon_html_wanted(path)) {
+		if (pdimon_write_html(path, json, why, sizeof(why)) == 0) {
+			fprintf(stderr, PDI_PREFIX "full report in %s\n", path);
+			pdimon_bus_reply_free(reply);
+			return 0;
+		}
+		fprintf(stderr, PDI_PREFIX "cannot write the HTML report %s: %s; writing the JSON report instead\n",
+			path, why);
+		snprintf(strrchr(path, '.'), sizeof(path) - (size_t)(strrchr(path, '.') - path), ".json");
+	}
 	if (write_report(path, json, why, sizeof(why)) == 0)
 		fprintf(stderr, PDI_PREFIX "full report in %s\n", path);
 	else

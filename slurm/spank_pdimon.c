@@ -76,7 +76,7 @@ static bool parse_ms(const char *arg, const char *key, unsigned *ret)
 	return true;
 }
 
-/* plugstack.conf arguments: default=on|off bus=ADDRESS timeout_ms=N wait_ms=N */
+/* plugstack.conf arguments: default=on|off bus=ADDRESS cli=PATH timeout_ms=N wait_ms=N */
 static void parse_plugstack(int ac, char **av)
 {
 	for (int i = 0; i < ac; i++) {
@@ -86,10 +86,12 @@ static void parse_plugstack(int ac, char **av)
 			pdimon_ctx.enabled = false;
 		else if (!strncmp(av[i], "bus=", 4))
 			snprintf(pdimon_ctx.bus, sizeof(pdimon_ctx.bus), "%s", av[i] + 4);
+		else if (!strncmp(av[i], "cli=", 4))
+			snprintf(pdimon_ctx.cli, sizeof(pdimon_ctx.cli), "%s", av[i] + 4);
 		else if (!parse_ms(av[i], "timeout_ms=", &pdimon_ctx.timeout_ms) &&
 			 !parse_ms(av[i], "wait_ms=", &pdimon_ctx.wait_ms))
 			slurm_error(PDI_PREFIX "unknown plugstack argument '%s' (default=on|off, bus=ADDRESS, "
-				    "timeout_ms=N, wait_ms=N), ignoring", av[i]);
+				    "cli=PATH, timeout_ms=N, wait_ms=N), ignoring", av[i]);
 	}
 }
 

@@ -15,6 +15,7 @@ struct pdimon_ctx {
 	char report[PATH_MAX];   /* where srun writes the JSON report, "" for pdimon-JOB.STEP.json */
 	char options[64];        /* passed to pdimond with each task: "phases=..." */
 	char bus[256];           /* D-Bus address of pdimond's bus, "" for the system bus */
+	char cli[PATH_MAX];      /* the pdimon CLI that renders HTML reports, "" for the installed one */
 	unsigned timeout_ms;     /* bound on every call to pdimond */
 	unsigned wait_ms;        /* how long srun waits for the step's end to reach pdimond */
 	bool registered;         /* slurmstepd: at least one task was registered */
@@ -37,6 +38,11 @@ int pdimon_remote_exit(spank_t sp);
 /* srun */
 int pdimon_local_user_init(spank_t sp);
 int pdimon_local_exit(spank_t sp);
+
+/* srun: REPORT names an HTML page (.html, .htm); write JSON there as one, through the CLI
+ * (spank_html.c). 0, or a negative errno with a one-line reason in WHY. */
+bool pdimon_html_wanted(const char *path);
+int pdimon_write_html(const char *path, const char *json, char *why, size_t whylen);
 
 /* Steps that are no MPI job: batch scripts, the extern step, interactive steps. */
 bool pdimon_skip_step(uint32_t step_id);

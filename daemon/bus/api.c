@@ -20,10 +20,12 @@
 #include "daemon.h"
 #include "step_end.h"
 #include "persist.h"
+#include "program.h"
 #include "report.h"
 #include "json.h"
 #include "log.h"
 #include "tracer.h"
+#include "trend_store.h"
 
 #define STEP_NAME_MAX 128
 
@@ -343,6 +345,7 @@ static bool may_launch(struct pdi_daemon *d, const struct pdi_caller *c)
  *                          expanded by the plugin with Slurm's own hostlist code; '+' is in
  *                          no host name. Sent until a registration with it succeeded.
  *   ntasks=N               the step's tasks on all its nodes (with nodes=)
+ *   size=N                 the input size the user gave (--pdi-monitor=size=N), for trends
  * Unknown keys are refused: a plugin and a daemon out of step should say so. */
 struct step_options {
 	enum pdi_phases phases;
@@ -350,6 +353,7 @@ struct step_options {
 	unsigned nnodes;
 	char *node;
 	uint32_t ntasks;
+	unsigned long long input_size;
 };
 
 #define STEP_OPTIONS_MAX (16u << 20) /* a million nodes with names of 15 characters */
@@ -439,6 +443,8 @@ static int parse_step_options(const char *options, struct step_options *ret)
 			r = split_nodes(o + 6, ret);
 		else if (!strncmp(o, "ntasks=", 7) && !ret->ntasks)
 			r = parse_ntasks(o + 7, &ret->ntasks);
+		else if (!strncmp(o, "size=", 5) && !ret->input_size)
+			r = pdi_input_size_parse(o + 5, &ret->input_size);
 		else
 			r = -EINVAL;
 	}
@@ -486,7 +492,7 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 		return fail(r, "cannot parse options: %s", strerror(-r));
 	if (r < 0)
 		return fail(-EINVAL, "invalid options '%.64s': use phases=auto or phases=pcontrol, node=NAME, "
-				     "nodes=NAME+NAME... (NAME of [A-Za-z0-9._-], NAME in the nodes), ntasks=N", options);
+				     "nodes=NAME+NAME... (NAME of [A-Za-z0-9._-], NAME in the nodes), ntasks=N, size=N", options);
 	if (pid <= 0 || rank > INT32_MAX) {
 		reply = fail(-EINVAL, "invalid pid %d or rank %u", (int)pid, rank);
 		goto out;
@@ -525,6 +531,8 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 	}
 	if (o.ntasks && !s->total_tasks)
 		s->total_tasks = o.ntasks;
+	if (o.input_size)
+		s->input_size = o.input_size;
 	if (o.node && !s->node) {
 		s->node = o.node;
 		o.node = NULL;
@@ -735,6 +743,31 @@ struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *
 			return rep;
 	}
 	return start_later(d, c, s, PDI_ANALYSIS, format, later);
+}
+
+#define PROGRAM_MAX 255
+
+struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c, const char *program,
+				const char *format)
+{
+	struct pdi_trend_runs runs = {0};
+	char why[512], *text;
+	int r;
+
+	if (strcmp(format, "json") && strcmp(format, "text") && strcmp(format, "svg"))
+		return fail(-EINVAL, "unknown format '%.16s': use json, text or svg", format);
+	if (!*program || strlen(program) > PROGRAM_MAX || strchr(program, '\n'))
+		return fail(-EINVAL, "invalid program name: give its path, its file name or its build ID");
+	if (!d->store)
+		return fail(-ENOENT, "no store to read runs from: pdimond keeps none (database is empty in pdimond.conf)");
+	r = pdi_trend_runs_local(d->store, program, c->uid, c->admin, &runs);
+	if (r < 0)
+		return fail(r, "cannot read the stored runs: %s", strerror(-r));
+	r = pdi_trend_runs_render(&runs, program, "local store", format, &text, why, sizeof(why));
+	pdi_trend_runs_done(&runs);
+	if (r < 0)
+		return fail(r, "%s", why);
+	return ok_text(text);
 }
 
 struct pdi_reply pdi_api_status(struct pdi_daemon *d, const struct pdi_caller *c, bool json)

@@ -60,4 +60,8 @@ struct pdi_reply pdi_api_report(struct pdi_daemon *d, const struct pdi_caller *c
 /* The step's analysis in FORMAT: json (the report's document), text or dot; mostly LATER. */
 struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
 				 const char *format, const struct pdi_later *later);
+/* `pdimon trends`: how PROGRAM's per-site calls, bytes and time grow across the stored runs
+ * C may read, in FORMAT: json, text or svg. */
+struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c, const char *program,
+				const char *format);
 struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job, uint32_t step);

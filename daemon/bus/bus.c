@@ -273,6 +273,11 @@ static int method_analyze(sd_bus_message *m, void *userdata, sd_bus_error *error
 	return reply_or_keep(m, error, k, pdi_api_analyze(d, &c, step, format, &(struct pdi_later){answer_kept, k}), NULL);
 }
 
+static int method_trends(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	return step_format_method(m, userdata, error, pdi_api_trends);
+}
+
 static int method_end_step(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
 	struct pdi_daemon *d = userdata;
@@ -310,6 +315,8 @@ static const sd_bus_vtable monitor_vtable[] = {
 				SD_BUS_RESULT("s", result), method_register_task, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("EndStep", SD_BUS_ARGS("u", job_id, "u", step_id), SD_BUS_RESULT("s", result),
 				method_end_step, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Trends", SD_BUS_ARGS("s", program, "s", format), SD_BUS_RESULT("s", trends),
+				method_trends, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_SIGNAL_WITH_ARGS("StepEnded", SD_BUS_ARGS("s", step, "s", state), 0),
 	SD_BUS_VTABLE_END,
 };

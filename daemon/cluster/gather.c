@@ -4,14 +4,13 @@
  *
  * Design choice: the listener and the reading of requests are non-blocking, in pdimond's
  * epoll loop (peer.c). Everything else here blocks and runs on a worker thread (worker.h):
- * MUNGE calls (a dead munged stalls each one for seconds), connecting to the children,
- * sending, collecting their answers with poll() and a hard deadline, merging, answering. A
- * gather is thus a straight line of code (no per-gather state machine threaded through the
- * event loop), every wait in it is bounded by the request's budget, and the loop never waits
- * for it: several gathers, as root or serving parents, run at once, each on its own worker.
- * This node's own part is not made here: the caller makes it on the loop (it reads the
- * daemon's state) and hands it in. The functions below share only the options (read-only
- * once made) and the replay cache (under its lock).
+ * MUNGE calls, connecting to the children, sending, collecting their answers with poll() and
+ * a hard deadline, merging, answering. A gather is thus a straight line of code (no
+ * per-gather state machine threaded through the event loop), every wait in it is bounded by
+ * the request's budget, and the loop never waits for it: several gathers, as root or serving
+ * parents, run at once, each on its own worker. This node's own part is not made here: the
+ * caller makes it on the loop (it reads the daemon's state) and hands it in. The functions
+ * below share only the options (read-only once made) and struct pdi_auth (thread-safe).
  *
  * Deadlines: the root waits height x level_ms; each request carries the time its sender
  * waits for the answer (the budget). A daemon waits for its own children half a level less
@@ -23,7 +22,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,17 +33,16 @@
 #include "gather.h"
 #include "log.h"
 #include "peer_auth.h"
+#include "u64map.h"
 
-#define REPLAY_ENTRIES 65536
 #define READ_CHUNK 65536
 
 struct pdi_gather {
 	struct pdi_gather_options o; /* its strings are the copies below */
-	char *node_name, *bind_address, *munge_socket;
+	char *node_name, *bind_address;
 	const struct pdi_gather_ops *ops;
 	void *ctx;
-	pthread_mutex_t replay_lock; /* workers verify frames at the same time */
-	struct pdi_auth_replay *replay;
+	struct pdi_auth *auth;
 };
 
 static uint64_t now_ns(void)
@@ -387,18 +384,21 @@ int pdi_gather_new(const struct pdi_gather_options *o, const struct pdi_gather_o
 	if (!g)
 		return -ENOMEM;
 	g->o = *o;
-	pthread_mutex_init(&g->replay_lock, NULL);
 	g->ops = ops;
 	g->ctx = ctx;
 	g->node_name = strdup(o->node_name);
 	g->bind_address = o->bind_address && o->bind_address[0] ? strdup(o->bind_address) : NULL;
-	g->munge_socket = o->munge_socket && o->munge_socket[0] ? strdup(o->munge_socket) : NULL;
 	g->o.node_name = g->node_name;
 	g->o.bind_address = g->bind_address;
-	g->o.munge_socket = g->munge_socket;
+	g->o.munge_socket = NULL; /* the caller's string: pdi_auth keeps its own copy */
 	if (!g->o.max_body)
 		g->o.max_body = PDI_WIRE_DEFAULT_MAX_BODY;
-	r = g->node_name ? pdi_auth_replay_new(REPLAY_ENTRIES, &g->replay) : -ENOMEM;
+	r = g->node_name ? pdi_auth_new(&(struct pdi_auth_options){.munge_socket = o->munge_socket,
+								  .service_uid = o->service_uid,
+								  .timeout_ms = o->munge_timeout_ms,
+								  .replay_entries = o->replay_entries},
+					&g->auth)
+			 : -ENOMEM;
 	if (r < 0) {
 		pdi_gather_free(g);
 		return r;
@@ -411,11 +411,9 @@ void pdi_gather_free(struct pdi_gather *g)
 {
 	if (!g)
 		return;
-	pdi_auth_replay_free(g->replay);
-	pthread_mutex_destroy(&g->replay_lock);
+	pdi_auth_free(g->auth);
 	free(g->node_name);
 	free(g->bind_address);
-	free(g->munge_socket);
 	free(g);
 }
 
@@ -433,7 +431,7 @@ static int make_frame(struct pdi_gather *g, uint8_t type, const char *op, uint32
 		return -EMSGSIZE;
 	snprintf(claim.op, sizeof(claim.op), "%s", op);
 	snprintf(claim.sender, sizeof(claim.sender), "%s", g->node_name);
-	r = pdi_auth_sign(g->munge_socket, PDI_AUTH_DEFAULT_TTL, &claim, body->buf, body->len, &cred);
+	r = pdi_auth_sign(g->auth, PDI_AUTH_DEFAULT_TTL, &claim, body->buf, body->len, &cred);
 	if (r < 0)
 		return r;
 	r = pdi_wire_encode(type, 0, cred, (uint32_t)strlen(cred), body->buf, (uint32_t)body->len, ret, ret_len);
@@ -441,29 +439,17 @@ static int make_frame(struct pdi_gather *g, uint8_t type, const char *op, uint32
 	return r;
 }
 
-/* A frame's credential checked: MUNGE-valid, from the service uid. */
+/* A frame's credential checked (peer_auth.h): MUNGE-valid, from the service uid, fresh. */
 static int verify_frame(struct pdi_gather *g, const struct pdi_wire_frame *f, struct pdi_auth_claim *ret_claim,
 			char *why, size_t whylen)
 {
 	char cred[PDI_WIRE_MAX_CRED + 1];
-	uid_t uid;
-	int r;
 
 	if (pdi_wire_frame_cred(f, cred, sizeof(cred)) < 0) {
 		snprintf(why, whylen, "malformed credential");
 		return -EBADMSG;
 	}
-	pthread_mutex_lock(&g->replay_lock);
-	r = pdi_auth_verify(g->munge_socket, g->replay, cred, f->body, f->body_len, ret_claim, &uid, NULL, why, whylen);
-	pthread_mutex_unlock(&g->replay_lock);
-	if (r < 0)
-		return r;
-	if (uid != g->o.service_uid) {
-		snprintf(why, whylen, "credential of uid %u, not of the service uid %u", (unsigned)uid,
-			 (unsigned)g->o.service_uid);
-		return -EPERM;
-	}
-	return 0;
+	return pdi_auth_verify(g->auth, cred, f->body, f->body_len, ret_claim, why, whylen);
 }
 
 /* Write all of BUF to the non-blocking FD before DEADLINE_NS. */
@@ -908,7 +894,19 @@ int pdi_gather_run(struct pdi_gather *g, uint32_t job, uint32_t step, const char
 	return subgather(g, &q, now_ns() + total * 1000000ull, self, ret);
 }
 
-/* Answer the parent on FD: BODY in a frame of TYPE, bound to its request's CLAIM. */
+/* The log key of PEER ("address:port"): its address, so that one host's flood is limited
+ * as one whatever its source ports. */
+static uint64_t peer_key(const char *peer)
+{
+	const char *colon = strrchr(peer, ':');
+	char addr[64];
+
+	snprintf(addr, sizeof(addr), "%.*s", colon ? (int)(colon - peer) : (int)strlen(peer), peer);
+	return pdi_hash_str(addr);
+}
+
+/* Answer the parent on FD: BODY in a frame of TYPE, bound to its request's CLAIM (which
+ * authenticated as the service uid's: never call this for anything else). */
 static void answer(struct pdi_gather *g, int fd, const char *peer, uint8_t type, const struct pdi_auth_claim *claim,
 		   const struct pdi_wire_writer *body, uint64_t deadline_ns)
 {
@@ -921,34 +919,30 @@ static void answer(struct pdi_gather *g, int fd, const char *peer, uint8_t type,
 	if (r == 0)
 		r = write_all(fd, frame, len, deadline_ns);
 	if (r < 0)
-		log_warning_errno(r, "Peer %s: cannot answer its gather of %u.%u: %m", peer, claim->job, claim->step);
+		log_warning_errno_limited(peer_key(peer), r, "Peer %s: cannot answer its gather of %u.%u: %m", peer,
+					  claim->job, claim->step);
 	free(frame);
 }
 
+/* Refuse an authenticated request (CLAIM is the service uid's) with a signed ERROR. */
 static void refuse(struct pdi_gather *g, int fd, const char *peer, const struct pdi_auth_claim *claim,
 		   const char *why, uint64_t deadline_ns)
 {
 	struct pdi_wire_writer w = {0};
 
-	log_warning("Peer %s: gather refused: %s", peer, why);
+	log_warning_limited(peer_key(peer), "Peer %s: gather %u.%u refused: %s", peer, claim->job, claim->step, why);
 	pdi_wire_put_str(&w, why);
 	answer(g, fd, peer, PDI_WIRE_ERROR, claim, &w, deadline_ns);
 	pdi_wire_writer_done(&w);
 }
 
-/* F's request checked: authentic, from a daemon, for this node. */
-static int check_request(struct pdi_gather *g, const struct pdi_wire_frame *f, struct pdi_auth_claim *claim,
+/* F's request decoded and checked against CLAIM, its authenticated credential: for this
+ * node, as the credential says. */
+static int check_request(struct pdi_gather *g, const struct pdi_wire_frame *f, const struct pdi_auth_claim *claim,
 			 struct pdi_gather_request *q, char *why, size_t whylen)
 {
 	int r;
 
-	if (f->type != PDI_WIRE_GATHER) {
-		snprintf(why, whylen, "a frame of type %u where a request was expected", f->type);
-		return -EBADMSG;
-	}
-	r = verify_frame(g, f, claim, why, whylen);
-	if (r < 0)
-		return r;
 	r = pdi_gather_request_decode(f->body, f->body_len, q);
 	if (r < 0) {
 		snprintf(why, whylen, "malformed request");
@@ -965,26 +959,34 @@ static int check_request(struct pdi_gather *g, const struct pdi_wire_frame *f, s
 	return 0;
 }
 
-int pdi_gather_check(struct pdi_gather *g, const struct pdi_wire_frame *f, struct pdi_auth_claim *ret_claim,
-		     struct pdi_gather_request *ret, char *why, size_t whylen)
+int pdi_gather_check(struct pdi_gather *g, int fd, const char *peer, const struct pdi_wire_frame *f,
+		     uint64_t t0_ns, struct pdi_auth_claim *ret_claim, struct pdi_gather_request *ret)
 {
 	struct pdi_auth_claim claim = {0};
 	struct pdi_gather_request q = {0};
-	int r = check_request(g, f, &claim, &q, why, whylen);
+	char why[PDI_GATHER_WHY_MAX + 1];
+	int r;
 
-	*ret_claim = claim; /* a refusal is bound to what it could read of the request */
+	/* who sent it, first: an unauthenticated peer is told nothing, signed or not */
+	r = verify_frame(g, f, &claim, why, sizeof(why));
+	if (r == 0 && f->type != PDI_WIRE_GATHER) {
+		snprintf(why, sizeof(why), "a frame of type %u where a request was expected", f->type);
+		r = -EBADMSG;
+	}
 	if (r < 0) {
+		log_warning_limited(peer_key(peer), "Peer %s: request refused, closing without an answer: %s", peer,
+				    why);
+		return r;
+	}
+	r = check_request(g, f, &claim, &q, why, sizeof(why));
+	if (r < 0) {
+		refuse(g, fd, peer, &claim, why, t0_ns + (uint64_t)g->o.level_ms * 1000000ull);
 		pdi_gather_request_done(&q);
 		return r;
 	}
+	*ret_claim = claim;
 	*ret = q;
 	return 0;
-}
-
-void pdi_gather_refuse(struct pdi_gather *g, int fd, const char *peer, const struct pdi_auth_claim *claim,
-		       const char *why, uint64_t t0_ns)
-{
-	refuse(g, fd, peer, claim, why, t0_ns + (uint64_t)g->o.level_ms * 1000000ull);
 }
 
 void pdi_gather_serve(struct pdi_gather *g, int fd, const char *peer, const struct pdi_auth_claim *claim,

@@ -39,10 +39,11 @@ struct pdi_gather_options {
 	unsigned level_ms;        /* timeout per tree level */
 	uint32_t max_body;        /* largest frame body accepted from a child */
 	uid_t service_uid;        /* the only uid whose daemons we believe */
+	unsigned munge_timeout_ms; /* bound on each MUNGE call; 0: PDI_AUTH_DEFAULT_TIMEOUT_MS */
+	size_t replay_entries;    /* the replay cache's size; 0: PDI_AUTH_DEFAULT_REPLAY */
 };
 
 struct pdi_gather;
-struct pdi_auth_replay;
 
 int pdi_gather_new(const struct pdi_gather_options *o, const struct pdi_gather_ops *ops, void *ctx,
 		   struct pdi_gather **ret);
@@ -83,15 +84,15 @@ int pdi_gather_run(struct pdi_gather *g, uint32_t job, uint32_t step, const char
 struct pdi_auth_claim;
 struct pdi_gather_request;
 
-/* Serving a parent, first: the GATHER frame F (read by peer.c) verified (authentic, from a
- * daemon, for this node) and decoded into *RET (pdi_gather_request_done() it). On failure a
- * negative errno and a one-line reason in WHY; *RET_CLAIM is filled as far as it could be
- * read either way, to bind the refusal. */
-int pdi_gather_check(struct pdi_gather *g, const struct pdi_wire_frame *f, struct pdi_auth_claim *ret_claim,
-		     struct pdi_gather_request *ret, char *why, size_t whylen);
-/* Answer the parent on FD with an ERROR frame saying WHY (PEER names it in the log). */
-void pdi_gather_refuse(struct pdi_gather *g, int fd, const char *peer, const struct pdi_auth_claim *claim,
-		       const char *why, uint64_t t0_ns);
+/* Serving a parent, first: the GATHER frame F from PEER ("address:port") on FD, read by
+ * peer.c at T0_NS, verified and decoded into *RET (pdi_gather_request_done() it) with its
+ * credential's claim. A frame that does not authenticate as the service uid's gets no answer
+ * at all: the daemon signs nothing whose content an unauthenticated peer chose (its job, step
+ * and nonce would make a genuine answer to someone else's request); an authenticated request
+ * that is wrong is answered with an ERROR. 0, or a negative errno (FD answered as it should
+ * be: close it). */
+int pdi_gather_check(struct pdi_gather *g, int fd, const char *peer, const struct pdi_wire_frame *f,
+		     uint64_t t0_ns, struct pdi_auth_claim *ret_claim, struct pdi_gather_request *ret);
 /* Then: forward checked request Q to the children, merge their parts after SELF (this node's,
  * moved from), and answer RESULT or ERROR on FD, every wait bounded by the request's budget
  * counted from T0_NS (CLOCK_MONOTONIC, when the connection was accepted). */

@@ -38,8 +38,6 @@ int pdi_gather_step_part(struct pdi_gather *g, struct pdi_snapshot *snap, int st
 	struct pdi_wire_writer w = {0};
 	int r;
 
-	if (status == 0 && (r = pdi_snapshot_walk(snap)) < 0)
-		status = r;
 	if (status == 0)
 		status = pdi_view_encode(&snap->view, &w);
 	r = pdi_gather_own_part(g, status, &w, ret);
@@ -79,20 +77,16 @@ static void serve_run(struct pdi_job *pj)
 {
 	struct serve_job *j = pdi_job_of(pj, struct serve_job, job);
 	struct pdi_gather_result self = {0};
-	char why[PDI_GATHER_WHY_MAX + 1];
 
 	if (!j->checked) {
-		if (pdi_gather_check(j->g, &j->f, &j->claim, &j->q, why, sizeof(why)) == 0) {
-			j->checked = true;
-			return; /* to the loop, for this node's part */
-		}
-		pdi_gather_refuse(j->g, j->fd, j->peer, &j->claim, why, j->t0_ns);
+		/* refused (answered or not, as it deserves) unless it goes back to the loop */
+		j->checked = pdi_gather_check(j->g, j->fd, j->peer, &j->f, j->t0_ns, &j->claim, &j->q) == 0;
 		return;
 	}
-	if (pdi_gather_step_part(j->g, j->snap, j->local_status, &self) < 0) {
-		pdi_gather_refuse(j->g, j->fd, j->peer, &j->claim, "out of memory", j->t0_ns);
-		return;
-	}
+	if (j->local_status == 0 && pdi_snapshot_walk(j->snap) < 0)
+		j->local_status = -ENOMEM;
+	/* out of memory even for saying why: the parent finds the answer short of this node */
+	(void)pdi_gather_step_part(j->g, j->snap, j->local_status, &self);
 	pdi_gather_serve(j->g, j->fd, j->peer, &j->claim, &j->q, &self, j->t0_ns);
 	pdi_gather_result_done(&self);
 	j->checked = false; /* answered: nothing comes after */

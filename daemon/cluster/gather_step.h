@@ -12,8 +12,9 @@ struct pdi_gather_result;
 struct pdi_snapshot;
 struct pdi_wire_frame;
 
-/* On a worker: this node's part of a gather from SNAP (its live stacks taken now), or, when
- * STATUS < 0, this node missing for that reason (SNAP unused, may be NULL). 0 or -ENOMEM. */
+/* On a worker: this node's part of a gather from SNAP (its live stacks taken already), or,
+ * when STATUS < 0, this node missing for that reason (SNAP unused, may be NULL). 0 or
+ * -ENOMEM. */
 int pdi_gather_step_part(struct pdi_gather *g, struct pdi_snapshot *snap, int status, struct pdi_gather_result *ret);
 
 /* peer.c's frame handler: a parent's request F on FD, served off the loop. True: FD is ours

@@ -4,8 +4,9 @@
  *
  * The listener never trusts a peer with more than a bounded share of the daemon: at most
  * max_conns connections in all and max_per_addr from one address, each holding at most
- * one frame (the decoder refuses an announced oversized body before buffering it) and
- * living at most frame_ms before its request is complete. */
+ * one request (the decoder refuses an announced oversized body before buffering it),
+ * announcing together at most max_preauth_per_addr bytes per address and
+ * max_preauth_total in all, and living at most frame_ms before its request is complete. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -20,10 +21,10 @@
 
 #include "log.h"
 #include "peer.h"
+#include "u64map.h"
 
 #define READS_PER_WAKEUP 16   /* then back to the loop, so that one fast peer starves nobody */
 #define ACCEPTS_PER_WAKEUP 64
-#define LOG_BURST 20          /* refusal lines per second before they are only counted */
 
 struct conn {
 	int fd; /* -1: a free slot */
@@ -31,6 +32,7 @@ struct conn {
 	char addr[INET6_ADDRSTRLEN];     /* what the per-address limit counts */
 	uint64_t t0_ns, deadline_ns;
 	size_t received;
+	size_t announced; /* the frame's length once its header is in: charged to the budgets */
 	struct pdi_wire_decoder dec;
 };
 
@@ -42,8 +44,7 @@ struct pdi_peer {
 	void *ctx;
 	struct conn *conns;
 	unsigned nconns;
-	uint64_t log_window_ns;   /* start of the current second of refusal lines */
-	unsigned log_lines, log_suppressed;
+	size_t preauth; /* the connections' announced bytes */
 	uint8_t buf[65536];
 };
 
@@ -55,22 +56,11 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* One line per refused or closed peer, at most LOG_BURST a second: a flood of connections
- * must not turn into a flood of log lines. */
-static void peer_log(struct pdi_peer *p, const char *peer, const char *why)
+/* One line per refused or closed peer, rate-limited per address: a flood of connections
+ * must not turn into a flood of log lines, nor hide another address's first refusal. */
+static void peer_log(const char *addr, const char *peer, const char *why)
 {
-	uint64_t now = now_ns();
-
-	if (now - p->log_window_ns >= 1000000000ull) {
-		if (p->log_suppressed)
-			log_warning("Peer connections: %u more refusals not logged", p->log_suppressed);
-		p->log_window_ns = now;
-		p->log_lines = p->log_suppressed = 0;
-	}
-	if (p->log_lines++ < LOG_BURST)
-		log_warning("Peer %s: %s, closing the connection", peer, why);
-	else
-		p->log_suppressed++;
+	log_warning_limited(pdi_hash_str(addr), "Peer %s: %s, closing the connection", peer, why);
 }
 
 static void conn_close(struct pdi_peer *p, struct conn *c)
@@ -80,6 +70,8 @@ static void conn_close(struct pdi_peer *p, struct conn *c)
 	close(c->fd); /* leaves the epoll set with it */
 	c->fd = -1;
 	pdi_wire_decoder_done(&c->dec);
+	p->preauth -= c->announced;
+	c->announced = 0;
 	p->nconns--;
 }
 
@@ -143,6 +135,12 @@ int pdi_peer_new(const struct pdi_peer_options *o, int epoll_fd, uint64_t listen
 		p->o.max_per_addr = PDI_PEER_MAX_PER_ADDR;
 	if (!p->o.frame_ms)
 		p->o.frame_ms = 2000;
+	if (!p->o.max_body)
+		p->o.max_body = PDI_PEER_MAX_REQUEST;
+	if (!p->o.max_preauth_per_addr)
+		p->o.max_preauth_per_addr = 2 * (size_t)p->o.max_body;
+	if (!p->o.max_preauth_total)
+		p->o.max_preauth_total = 8 * (size_t)p->o.max_body;
 	p->epoll_fd = epoll_fd;
 	p->conn_src = conn_src;
 	p->fn = fn;
@@ -238,7 +236,7 @@ static void admit(struct pdi_peer *p, int fd, const struct sockaddr_storage *sa)
 			   &(struct epoll_event){.events = EPOLLIN, .data.u64 = p->conn_src | (uint64_t)(c - p->conns)}) < 0)
 		why = "cannot watch it";
 	if (why) {
-		peer_log(p, peer, why);
+		peer_log(addr, peer, why);
 		close(fd);
 		return;
 	}
@@ -259,7 +257,7 @@ void pdi_peer_on_listen(struct pdi_peer *p)
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-				log_warning("Cannot accept a peer connection: %m");
+				log_warning_limited(0, "Cannot accept a peer connection: %m");
 			return;
 		}
 		admit(p, fd, &sa);
@@ -277,11 +275,47 @@ static const char *frame_error(int r)
 	}
 }
 
+/* Bytes announced by the connections from ADDR. */
+static size_t announced_from(const struct pdi_peer *p, const char *addr)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < p->o.max_conns; i++)
+		if (p->conns[i].fd >= 0 && !strcmp(p->conns[i].addr, addr))
+			n += p->conns[i].announced;
+	return n;
+}
+
+/* Charge C's frame, once its header announced its length, to its address's budget and the
+ * total; NULL when it fits, or why not (WHY, WHYLEN). */
+static const char *charge(struct pdi_peer *p, struct conn *c, char *why, size_t whylen)
+{
+	size_t len, addr;
+
+	if (c->announced || pdi_wire_decoder_announced(&c->dec, &len) <= 0)
+		return NULL;
+	addr = announced_from(p, c->addr);
+	if (addr + len > p->o.max_preauth_per_addr) {
+		snprintf(why, whylen, "%zu bytes announced while its address holds %zu of its %zu unauthenticated bytes",
+			 len, addr, p->o.max_preauth_per_addr);
+		return why;
+	}
+	if (p->preauth + len > p->o.max_preauth_total) {
+		snprintf(why, whylen, "%zu bytes announced while peers hold %zu of the %zu unauthenticated bytes", len,
+			 p->preauth, p->o.max_preauth_total);
+		return why;
+	}
+	c->announced = len;
+	p->preauth += len;
+	return NULL;
+}
+
 /* What C sent is there: read it, and hand a complete frame to the handler. */
 static void conn_read(struct pdi_peer *p, struct conn *c)
 {
 	struct pdi_wire_frame f;
-	char why[96];
+	const char *over;
+	char why[160];
 
 	for (unsigned i = 0; i < READS_PER_WAKEUP; i++) {
 		ssize_t n = recv(c->fd, p->buf, sizeof(p->buf), 0);
@@ -296,7 +330,7 @@ static void conn_read(struct pdi_peer *p, struct conn *c)
 			else
 				snprintf(why, sizeof(why), "truncated frame (%zu bytes, then the end)", c->received);
 			if (n < 0 || c->received > 0)
-				peer_log(p, c->peer, why);
+				peer_log(c->addr, c->peer, why);
 			return conn_close(p, c);
 		}
 		c->received += (size_t)n;
@@ -304,7 +338,11 @@ static void conn_read(struct pdi_peer *p, struct conn *c)
 		if (r == 0)
 			r = pdi_wire_decoder_next(&c->dec, &f);
 		if (r < 0) {
-			peer_log(p, c->peer, frame_error(r));
+			peer_log(c->addr, c->peer, frame_error(r));
+			return conn_close(p, c);
+		}
+		if (r == 0 && (over = charge(p, c, why, sizeof(why)))) {
+			peer_log(c->addr, c->peer, over);
 			return conn_close(p, c);
 		}
 		if (r > 0) {
@@ -335,7 +373,7 @@ void pdi_peer_expire(struct pdi_peer *p)
 		if (c->fd < 0 || now < c->deadline_ns)
 			continue;
 		snprintf(why, sizeof(why), "no complete request within %u ms (%zu bytes)", p->o.frame_ms, c->received);
-		peer_log(p, c->peer, why);
+		peer_log(c->addr, c->peer, why);
 		conn_close(p, c);
 	}
 }
@@ -355,4 +393,9 @@ int pdi_peer_timeout_ms(const struct pdi_peer *p)
 unsigned pdi_peer_nconns(const struct pdi_peer *p)
 {
 	return p ? p->nconns : 0;
+}
+
+size_t pdi_peer_preauth_bytes(const struct pdi_peer *p)
+{
+	return p ? p->preauth : 0;
 }

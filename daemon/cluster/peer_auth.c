@@ -9,17 +9,21 @@
  *
  * MUNGE encrypts and authenticates it, so nothing in it is trusted before munged said the
  * credential is genuine; it is still parsed as hostile, the key being shared by every
- * node. SHA-256 comes from nettle. */
+ * node. SHA-256 comes from nettle; the MUNGE calls are munge_call.c's, bounded in time. */
 #include <errno.h>
 #include <munge.h>
 #include <nettle/sha2.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
+#include "munge_call.h"
 #include "peer_auth.h"
 #include "wire.h"
 
@@ -32,13 +36,18 @@ _Static_assert(sizeof(((struct pdi_auth_claim *)0)->body_sha256) == SHA256_DIGES
 struct replay_entry {
 	uint64_t nonce;
 	time_t expires;
-	uid_t uid;
 	char op[sizeof(((struct pdi_auth_claim *)0)->op)];
 };
 
-/* A flat array: peer requests come a few per step, so a linear scan of a few thousand
- * entries costs less than the munged round trip that precedes it. */
-struct pdi_auth_replay {
+struct pdi_auth {
+	char *munge_socket;
+	uid_t service_uid;
+	unsigned max_ttl_s, timeout_ms, retry_ms;
+	atomic_uint_fast64_t down_until_ns; /* munged failed: fail fast until then */
+	/* the replay cache: a flat array under its lock. Only the service uid's credentials
+	 * enter, a few per gather, so a linear scan costs less than the munged round trip
+	 * that precedes it */
+	pthread_mutex_t lock;
 	struct replay_entry *v;
 	size_t n, max;
 };
@@ -131,6 +140,14 @@ static int claim_decode(const void *p, size_t len, struct pdi_auth_claim *ret)
 
 /* ---- MUNGE ---- */
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static int munge_errno(munge_err_t e)
 {
 	switch (e) {
@@ -165,112 +182,103 @@ static const char *munge_what(int r)
 	}
 }
 
-static int munge_fail(munge_ctx_t ctx, munge_err_t e, char *why, size_t whylen)
+/* Whether munged failed within retry_ms: then fail at once, saying so. */
+static int munged_down(struct pdi_auth *a, char *why, size_t whylen)
 {
-	const char *detail = ctx ? munge_ctx_strerror(ctx) : NULL;
-	int r = munge_errno(e);
+	uint64_t until = atomic_load(&a->down_until_ns), now = now_ns();
 
-	return say(why, whylen, r, "%s: %s", munge_what(r), detail ? detail : munge_strerror(e));
+	if (now >= until)
+		return 0;
+	return say(why, whylen, -EIO, "munged unreachable: it failed less than %u ms ago, not asking again until then",
+		   a->retry_ms);
 }
 
-static int ctx_new(const char *munge_socket, int ttl_s, munge_ctx_t *ret, char *why, size_t whylen)
+/* R from a MUNGE call (munge_call.c's errors) or RES's error, with WHY; munged is marked
+ * down when it did not answer. */
+static int munge_outcome(struct pdi_auth *a, int r, const struct pdi_munge_result *res, char *why, size_t whylen)
 {
-	munge_ctx_t ctx = munge_ctx_create();
-	munge_err_t e = EMUNGE_SUCCESS;
-
-	if (!ctx)
-		return say(why, whylen, -ENOMEM, "munge context: out of memory");
-	if (munge_socket)
-		e = munge_ctx_set(ctx, MUNGE_OPT_SOCKET, munge_socket);
-	if (e == EMUNGE_SUCCESS && ttl_s > 0)
-		e = munge_ctx_set(ctx, MUNGE_OPT_TTL, ttl_s);
-	if (e != EMUNGE_SUCCESS) {
-		int r = munge_fail(ctx, e, why, whylen);
-
-		munge_ctx_destroy(ctx);
-		return r;
+	if (r == -ETIMEDOUT || r == -EBUSY) {
+		atomic_store(&a->down_until_ns, now_ns() + (uint64_t)a->retry_ms * 1000000ull);
+		if (r == -EBUSY)
+			return say(why, whylen, -EIO, "munged unreachable: %u earlier calls still wait for it",
+				   PDI_MUNGE_MAX_STUCK);
+		return say(why, whylen, r, "munged did not answer within %u ms", a->timeout_ms);
 	}
-	*ret = ctx;
+	if (r < 0)
+		return say(why, whylen, r, "cannot call munged: %s", strerror(-r));
+	if (res->e == EMUNGE_SUCCESS)
+		return 0;
+	r = munge_errno(res->e);
+	if (r == -EIO)
+		atomic_store(&a->down_until_ns, now_ns() + (uint64_t)a->retry_ms * 1000000ull);
+	return say(why, whylen, r, "%s: %s", munge_what(r), res->detail[0] ? res->detail : munge_strerror(res->e));
+}
+
+int pdi_auth_new(const struct pdi_auth_options *o, struct pdi_auth **ret)
+{
+	size_t entries = o->replay_entries ? o->replay_entries : PDI_AUTH_DEFAULT_REPLAY;
+	struct pdi_auth *a;
+
+	if ((o->max_ttl_s && o->max_ttl_s < PDI_AUTH_DEFAULT_TTL) || entries > SIZE_MAX / sizeof(struct replay_entry))
+		return -EINVAL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->service_uid = o->service_uid;
+	a->max_ttl_s = o->max_ttl_s ? o->max_ttl_s : PDI_AUTH_MAX_TTL;
+	a->timeout_ms = o->timeout_ms ? o->timeout_ms : PDI_AUTH_DEFAULT_TIMEOUT_MS;
+	a->retry_ms = o->retry_ms ? o->retry_ms : a->timeout_ms;
+	a->max = entries;
+	pthread_mutex_init(&a->lock, NULL);
+	a->v = calloc(entries, sizeof(*a->v));
+	if (!a->v || (o->munge_socket && o->munge_socket[0] && !(a->munge_socket = strdup(o->munge_socket)))) {
+		pdi_auth_free(a);
+		return -ENOMEM;
+	}
+	*ret = a;
 	return 0;
 }
 
-int pdi_auth_sign(const char *munge_socket, int ttl_s, struct pdi_auth_claim *claim, const void *body, size_t body_len,
+void pdi_auth_free(struct pdi_auth *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_destroy(&a->lock);
+	free(a->v);
+	free(a->munge_socket);
+	free(a);
+}
+
+int pdi_auth_sign(struct pdi_auth *a, int ttl_s, struct pdi_auth_claim *claim, const void *body, size_t body_len,
 		  char **ret_cred)
 {
+	struct pdi_munge_result res = {0};
 	struct pdi_wire_writer w = {0};
-	munge_ctx_t ctx = NULL;
-	char *cred = NULL;
-	munge_err_t e;
 	int r;
 
 	if (!body && body_len)
 		return -EINVAL;
 	body_digest(body, body_len, claim->body_sha256);
 	r = claim_encode(claim, &w);
-	if (r < 0)
-		goto out;
-	r = ctx_new(munge_socket, ttl_s > 0 ? ttl_s : PDI_AUTH_DEFAULT_TTL, &ctx, NULL, 0);
-	if (r < 0)
-		goto out;
-	e = munge_encode(&cred, ctx, w.buf, (int)w.len);
-	if (e != EMUNGE_SUCCESS) {
-		r = munge_errno(e);
-		goto out;
+	if (r == 0)
+		r = munged_down(a, NULL, 0);
+	if (r == 0)
+		r = munge_outcome(a,
+				  pdi_munge_encode(a->munge_socket, ttl_s > 0 ? ttl_s : PDI_AUTH_DEFAULT_TTL, w.buf,
+						   (int)w.len, a->timeout_ms, &res),
+				  &res, NULL, 0);
+	if (r == 0) {
+		*ret_cred = res.cred;
+		res.cred = NULL;
 	}
-	*ret_cred = cred;
-	cred = NULL;
-out:
-	free(cred);
-	if (ctx)
-		munge_ctx_destroy(ctx);
+	pdi_munge_result_done(&res);
 	pdi_wire_writer_done(&w);
 	return r;
 }
 
-/* When MUNGE itself will call the credential expired: past that, no replay can succeed
- * and the entry may go. */
-static int cred_expiry(munge_ctx_t ctx, time_t *ret)
-{
-	time_t encoded;
-	int ttl;
-
-	if (munge_ctx_get(ctx, MUNGE_OPT_ENCODE_TIME, &encoded) != EMUNGE_SUCCESS ||
-	    munge_ctx_get(ctx, MUNGE_OPT_TTL, &ttl) != EMUNGE_SUCCESS || ttl < 0)
-		return -EKEYREJECTED;
-	*ret = encoded + ttl + REPLAY_SLACK_S;
-	return 0;
-}
-
 /* ---- our replay cache ---- */
 
-int pdi_auth_replay_new(size_t max_entries, struct pdi_auth_replay **ret)
-{
-	struct pdi_auth_replay *c;
-
-	if (!max_entries || max_entries > SIZE_MAX / sizeof(struct replay_entry))
-		return -EINVAL;
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	c->v = calloc(max_entries, sizeof(*c->v));
-	if (!c->v) {
-		free(c);
-		return -ENOMEM;
-	}
-	c->max = max_entries;
-	*ret = c;
-	return 0;
-}
-
-void pdi_auth_replay_free(struct pdi_auth_replay *replay)
-{
-	if (!replay)
-		return;
-	free(replay->v);
-	free(replay);
-}
-
-static void replay_purge(struct pdi_auth_replay *c, time_t now)
+static void replay_purge(struct pdi_auth *c, time_t now)
 {
 	size_t k = 0;
 
@@ -280,86 +288,77 @@ static void replay_purge(struct pdi_auth_replay *c, time_t now)
 	c->n = k;
 }
 
-static int replay_seen(const struct pdi_auth_replay *c, uid_t uid, const struct pdi_auth_claim *claim)
+static int replay_seen(const struct pdi_auth *c, const struct pdi_auth_claim *claim)
 {
 	for (size_t i = 0; i < c->n; i++)
-		if (c->v[i].nonce == claim->nonce && c->v[i].uid == uid && !strcmp(c->v[i].op, claim->op))
+		if (c->v[i].nonce == claim->nonce && !strcmp(c->v[i].op, claim->op))
 			return 1;
 	return 0;
 }
 
-/* Refuse a (uid, nonce, op) seen before, else remember it until EXPIRES. */
-static int replay_check_add(struct pdi_auth_replay *c, uid_t uid, const struct pdi_auth_claim *claim, time_t expires,
-			    char *why, size_t whylen)
+/* Refuse a (nonce, op) seen before, else remember it until EXPIRES. Under c->lock. */
+static int replay_check_add(struct pdi_auth *c, const struct pdi_auth_claim *claim, time_t expires, char *why,
+			    size_t whylen)
 {
 	struct replay_entry *e;
 
-	if (replay_seen(c, uid, claim))
-		return say(why, whylen, -EALREADY, "credential replayed: uid %u already sent op \"%s\" with nonce %016llx",
-			   (unsigned)uid, claim->op, (unsigned long long)claim->nonce);
+	if (replay_seen(c, claim))
+		return say(why, whylen, -EALREADY, "credential replayed: op \"%s\" with nonce %016llx was seen before",
+			   claim->op, (unsigned long long)claim->nonce);
 	if (c->n == c->max)
 		replay_purge(c, time(NULL));
 	if (c->n == c->max)
 		return say(why, whylen, -EBUSY, "replay cache full (%zu live credentials), refusing", c->max);
 	e = &c->v[c->n++];
-	*e = (struct replay_entry){.nonce = claim->nonce, .expires = expires, .uid = uid};
+	*e = (struct replay_entry){.nonce = claim->nonce, .expires = expires};
 	memcpy(e->op, claim->op, sizeof(e->op));
 	return 0;
 }
 
-int pdi_auth_verify(const char *munge_socket, struct pdi_auth_replay *replay, const char *cred, const void *body,
-		    size_t body_len, struct pdi_auth_claim *ret_claim, uid_t *ret_uid, gid_t *ret_gid, char *why,
-		    size_t whylen)
+int pdi_auth_verify(struct pdi_auth *a, const char *cred, const void *body, size_t body_len,
+		    struct pdi_auth_claim *ret_claim, char *why, size_t whylen)
 {
 	uint8_t digest[SHA256_DIGEST_SIZE];
+	struct pdi_munge_result res = {0};
 	struct pdi_auth_claim claim;
-	munge_ctx_t ctx = NULL;
-	void *payload = NULL;
-	time_t expires;
-	int plen = 0, r;
-	munge_err_t e;
-	uid_t uid;
-	gid_t gid;
+	int r;
 
 	if (!cred || (!body && body_len))
 		return say(why, whylen, -EINVAL, "no credential or body");
-	r = ctx_new(munge_socket, 0, &ctx, why, whylen);
+	r = munged_down(a, why, whylen);
 	if (r < 0)
 		return r;
-	e = munge_decode(cred, ctx, &payload, &plen, &uid, &gid);
-	if (e != EMUNGE_SUCCESS) {
-		r = munge_fail(ctx, e, why, whylen);
+	r = munge_outcome(a, pdi_munge_decode(a->munge_socket, cred, a->timeout_ms, &res), &res, why, whylen);
+	if (r < 0)
+		goto out;
+	/* whoever else made it, it goes no further: nothing of theirs is parsed or kept */
+	if (res.uid != a->service_uid) {
+		r = say(why, whylen, -EPERM, "credential of uid %u, not of the service uid %u", (unsigned)res.uid,
+			(unsigned)a->service_uid);
 		goto out;
 	}
-	r = claim_decode(payload, plen > 0 ? (size_t)plen : 0, &claim);
+	if (res.ttl < 0 || (unsigned)res.ttl > a->max_ttl_s) {
+		r = say(why, whylen, -EKEYREJECTED, "credential valid for %d s, over the cap of %u s", res.ttl,
+			a->max_ttl_s);
+		goto out;
+	}
+	r = claim_decode(res.payload, res.plen > 0 ? (size_t)res.plen : 0, &claim);
 	if (r < 0) {
-		r = say(why, whylen, r, "claim malformed (%d payload bytes from uid %u)", plen, (unsigned)uid);
+		r = say(why, whylen, r, "claim malformed (%d payload bytes)", res.plen);
 		goto out;
 	}
 	body_digest(body, body_len, digest);
 	if (memcmp(digest, claim.body_sha256, sizeof(digest))) {
-		r = say(why, whylen, -EBADMSG, "body does not match the credential (op \"%s\" from %s, uid %u)", claim.op,
-			claim.sender, (unsigned)uid);
+		r = say(why, whylen, -EBADMSG, "body does not match the credential (op \"%s\" from %s)", claim.op,
+			claim.sender);
 		goto out;
 	}
-	r = cred_expiry(ctx, &expires);
-	if (r < 0) {
-		r = say(why, whylen, r, "credential rejected: munge gave no encode time or TTL");
-		goto out;
-	}
-	if (replay) {
-		r = replay_check_add(replay, uid, &claim, expires, why, whylen);
-		if (r < 0)
-			goto out;
-	}
-	if (ret_claim)
+	pthread_mutex_lock(&a->lock);
+	r = replay_check_add(a, &claim, res.encoded + res.ttl + REPLAY_SLACK_S, why, whylen);
+	pthread_mutex_unlock(&a->lock);
+	if (r == 0 && ret_claim)
 		*ret_claim = claim;
-	if (ret_uid)
-		*ret_uid = uid;
-	if (ret_gid)
-		*ret_gid = gid;
 out:
-	free(payload);
-	munge_ctx_destroy(ctx);
+	pdi_munge_result_done(&res);
 	return r;
 }

@@ -16,6 +16,7 @@
 #include "step_end.h"
 #include "log.h"
 #include "mpi_funcs.h"
+#include "program.h"
 #include "sites.h"
 #include "tracer.h"
 
@@ -157,17 +158,7 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 		pdi_registry_end_task(&d->reg, t);
 		return r;
 	}
-	if (!s->executable) {
-		char path[64], exe[4096];
-		ssize_t n;
-
-		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-		n = readlink(path, exe, sizeof(exe) - 1);
-		if (n > 0) {
-			exe[n] = '\0';
-			s->executable = strdup(exe);
-		}
-	}
+	pdi_program_identify(d, s, pid);
 	log_info("Monitoring pid %d as rank %d of step %s (%u probes in %s)", (int)pid, t->rank, s->name,
 		 att.nprobes, att.object);
 	*ret = t;

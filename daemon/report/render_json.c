@@ -8,6 +8,7 @@
 #include "json.h"
 #include "ranges.h"
 #include "prefix_tree.h"
+#include "rank_phases.h"
 #include "render.h"
 
 const char *pdi_effect_name(enum pdi_effect e)
@@ -310,6 +311,23 @@ static void json_nodes(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_obj_end(j);
 }
 
+/* Ranks x phases, for the HTML report's map (rank_phases.h). */
+static void json_rank_phases(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_view *s = a->view;
+	const struct pdi_model **models = calloc(s->ntasks + 1, sizeof(*models));
+	int *ranks = calloc(s->ntasks + 1, sizeof(*ranks));
+
+	for (unsigned i = 0; models && ranks && i < s->ntasks; i++) {
+		models[i] = s->tasks[i].model;
+		ranks[i] = s->tasks[i].rank;
+	}
+	if (!models || !ranks || pdi_rank_phases_json(j, ranks, models, s->ntasks) < 0)
+		j->failed = true;
+	free(models);
+	free(ranks);
+}
+
 char *pdi_render_json(const struct pdi_analysis *a)
 {
 	const struct pdi_view *s = a->view;
@@ -357,6 +375,7 @@ char *pdi_render_json(const struct pdi_analysis *a)
 		pdi_json_key(&j, "prefix_tree");
 		(void)pdi_ptree_render_json(a->tree, &j);
 	}
+	json_rank_phases(&j, a);
 	pdi_json_key(&j, "tasks");
 	pdi_json_arr_begin(&j);
 	for (unsigned i = 0; i < s->ntasks; i++)

@@ -17,6 +17,8 @@
 #include "model_io.h"
 #include "mpi_funcs.h"
 #include "persist.h"
+#include "samples.h"
+#include "site_totals.h"
 #include "store.h"
 #include "tracer.h"
 #include "worker.h"
@@ -91,6 +93,9 @@ struct record {
 	struct pdi_store_task *tasks;  /* models owned */
 	unsigned ntasks;
 	char *report;                  /* the report's JSON, NULL if none (yet) */
+	struct pdi_store_site_total *totals; /* an ended step's: what trends fit */
+	uint32_t ntotals;
+	bool site_pending;             /* an ended step the site store is to collect */
 	int status;
 	char why[256];
 };
@@ -107,6 +112,7 @@ static void record_free(struct record *rec)
 		free((void *)rec->tasks[i].model);
 	free(rec->tasks);
 	free(rec->report);
+	free(rec->totals);
 	free(rec);
 }
 
@@ -124,6 +130,10 @@ static int write_record(struct record *rec)
 		r = pdi_store_put_task(rec->store, rec->st.name, &rec->tasks[i]);
 	if (r >= 0 && rec->report)
 		r = pdi_store_put_report(rec->store, rec->st.name, rec->report);
+	if (r >= 0 && rec->totals)
+		r = pdi_store_put_site_totals(rec->store, rec->st.name, rec->totals, rec->ntotals);
+	if (r >= 0 && rec->site_pending)
+		r = pdi_store_set_site_pending(rec->store, rec->st.name, true);
 	return r;
 }
 
@@ -202,6 +212,28 @@ static int copy_sites(const struct pdi_step *s, struct record *rec)
 	return 0;
 }
 
+/* What each site of ended step S did, over its tasks here (what trends fit), and whether the
+ * site store is to collect it. */
+static int copy_end(struct pdi_daemon *d, const struct pdi_step *s, struct record *rec)
+{
+	struct pdi_site_total *t = calloc(s->nsites + 1, sizeof(*t));
+
+	rec->totals = calloc(s->nsites + 1, sizeof(*rec->totals));
+	if (!t || !rec->totals) {
+		free(t);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < s->ntasks; i++)
+		pdi_site_totals_add(t, s->nsites, &s->tasks[i]->model);
+	for (uint32_t i = 0; i < s->nsites; i++)
+		rec->totals[i] = (struct pdi_store_site_total){.index = i, .calls = t[i].calls, .bytes = t[i].bytes,
+							       .time_ns = t[i].time_ns};
+	rec->ntotals = s->nsites;
+	rec->site_pending = d->cfg.site_store != NULL;
+	free(t);
+	return 0;
+}
+
 /* STEP as the store will hold it: its row, sites, tasks with their models, the registered
  * tasks still to come and the commands of pdimon run (no model, but a restart must watch
  * them again), and its report once it has one. */
@@ -211,10 +243,12 @@ static int copy_step(struct pdi_daemon *d, const struct pdi_step *s, struct reco
 	int r;
 
 	rec->st = (struct pdi_store_step){.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid,
-					  .started = s->started, .ended = s->ended, .ntasks = s->ntasks};
+					  .started = s->started, .ended = s->ended, .ntasks = s->ntasks,
+					  .input_size = s->input_size, .total_tasks = s->total_tasks};
 	snprintf(rec->st.name, sizeof(rec->st.name), "%s", s->name);
 	snprintf(rec->st.state, sizeof(rec->st.state), "%s", s->ended ? "ended" : "running");
 	snprintf(rec->st.executable, sizeof(rec->st.executable), "%s", s->executable ? s->executable : "");
+	snprintf(rec->st.build, sizeof(rec->st.build), "%s", s->build);
 	if ((r = copy_sites(s, rec)) < 0)
 		return r;
 	for (unsigned i = 0; i < d->reg.nwatches; i++)
@@ -237,7 +271,9 @@ static int copy_step(struct pdi_daemon *d, const struct pdi_step *s, struct reco
 	}
 	if (s->report_json && !(rec->report = strdup(s->report_json)))
 		return -ENOMEM;
-	return 0;
+	if (s->report_json)
+		pdi_report_verdict(s->report_json, rec->st.verdict, sizeof(rec->st.verdict));
+	return s->ended ? copy_end(d, s, rec) : 0;
 }
 
 int pdi_persist_step(struct pdi_daemon *d, struct pdi_step *s, pdi_persist_fn done)
@@ -451,6 +487,9 @@ static int load_step(struct pdi_daemon *d, const struct pdi_store_step *st, bool
 		r = -ENOMEM;
 	if (r >= 0)
 		r = pdi_store_list_sites(d->store, st->name, load_site, &l);
+	l.s->input_size = st->input_size;
+	l.s->total_tasks = st->total_tasks;
+	snprintf(l.s->build, sizeof(l.s->build), "%s", st->build);
 	if (r >= 0)
 		r = pdi_store_list_tasks(d->store, st->name, load_task, &l);
 	if (r < 0) {

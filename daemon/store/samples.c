@@ -16,6 +16,7 @@
  * function or a macro, two calls on one line) when the file is the same; namesakes left over
  * are paired in order of first appearance. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,17 +106,31 @@ static int by_recency(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Does the report say the run completed? It is pdi_json's output: a quote inside a string is
- * escaped, so "verdict": can only be the key, and the first "kind" after it is its own. */
-static bool completed(const char *json)
+void pdi_report_verdict(const char *json, char *buf, size_t len)
 {
+	/* pdi_json's output: a quote inside a string is escaped, so "verdict": can only be the
+	 * key, and the first "kind" after it is its own */
 	const char *p = strstr(json, "\"verdict\":");
+	size_t n;
 
+	buf[0] = '\0';
 	if (!p || !(p = strstr(p, "\"kind\":")))
-		return false;
+		return;
 	p += strlen("\"kind\":");
 	p += strspn(p, " \t\r\n");
-	return strncmp(p, "\"completed\"", strlen("\"completed\"")) == 0;
+	if (*p++ != '"')
+		return;
+	n = strcspn(p, "\"\\");
+	if (p[n] == '"' && n < len)
+		snprintf(buf, len, "%.*s", (int)n, p);
+}
+
+static bool completed(const char *json)
+{
+	char kind[16];
+
+	pdi_report_verdict(json, kind, sizeof(kind));
+	return !strcmp(kind, "completed");
 }
 
 static int check_verdict(struct loader *l, const char *step)
@@ -234,6 +249,9 @@ static int take_task(void *ctx, const struct pdi_store_task *x)
 	struct pdi_model *m;
 	int r;
 
+	/* a launcher pdimond watched (a checkpoint stored it while the step ran): no task */
+	if (!strcmp(x->state, "watched"))
+		return 0;
 	if (l->taken >= l->s->ntasks || x->rank != l->order[l->taken].rank) {
 		l->why = "its ranks are not the step's";
 		return NOT_NORMAL;

@@ -49,3 +49,7 @@ struct pdi_samples {
 int pdi_samples_load(struct pdi_store *st, const struct pdi_step *s, unsigned max_runs, struct pdi_samples *ret);
 /* Accepts a zeroed struct; leaves it zeroed. */
 void pdi_samples_done(struct pdi_samples *v);
+
+/* The kind of a stored report's verdict ("completed", "hang"...) into BUF; "" when it has none
+ * or it does not fit LEN. */
+void pdi_report_verdict(const char *json, char *buf, size_t len);

@@ -71,6 +71,21 @@ static const char *const migrations[] = {
 	"  step INTEGER PRIMARY KEY REFERENCES steps (id) ON DELETE CASCADE,"
 	"  json TEXT NOT NULL);"
 	"PRAGMA application_id = 1346652493;", /* APPLICATION_ID, 0x5044494d */
+	/* 2: the program's identity and input size, the verdict, the per-site totals that trends
+	 * fit, and which ended steps the site store does not have yet */
+	"ALTER TABLE steps ADD COLUMN build TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE steps ADD COLUMN input_size INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE steps ADD COLUMN total_tasks INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE steps ADD COLUMN verdict TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE steps ADD COLUMN site_pending INTEGER NOT NULL DEFAULT 0;"
+	"CREATE INDEX steps_site_pending ON steps (ended, id) WHERE site_pending != 0;"
+	"CREATE TABLE site_totals ("
+	"  step INTEGER NOT NULL REFERENCES steps (id) ON DELETE CASCADE,"
+	"  idx INTEGER NOT NULL," /* the site's index in sites */
+	"  calls INTEGER NOT NULL,"
+	"  bytes INTEGER NOT NULL,"
+	"  time_ns INTEGER NOT NULL,"
+	"  PRIMARY KEY (step, idx)) WITHOUT ROWID;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -88,19 +103,26 @@ enum query {
 	Q_TASKS_UNWATCH,
 	Q_REPORT_PUT,
 	Q_REPORT_GET,
+	Q_TOTAL_PUT,
+	Q_TOTALS,
+	Q_PENDING_SET,
+	Q_PENDING,
 	Q_EXPIRE_AGE,
 	Q_EXPIRE_OLDEST,
 	Q_SIZE,
 	Q_COUNT
 };
 
-#define STEP_COLS "name, job_id, step_id, uid, state, started, ended, executable, ntasks"
+#define STEP_COLS                                                                                                  \
+	"name, job_id, step_id, uid, state, started, ended, executable, ntasks, build, input_size, total_tasks, verdict"
 
 static const char *const queries[Q_COUNT] = {
-	[Q_STEP_PUT] = "INSERT INTO steps (" STEP_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+	[Q_STEP_PUT] = "INSERT INTO steps (" STEP_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
 		       " ON CONFLICT (name) DO UPDATE SET job_id = excluded.job_id, step_id = excluded.step_id,"
 		       " uid = excluded.uid, state = excluded.state, started = excluded.started,"
-		       " ended = excluded.ended, executable = excluded.executable, ntasks = excluded.ntasks",
+		       " ended = excluded.ended, executable = excluded.executable, ntasks = excluded.ntasks,"
+		       " build = excluded.build, input_size = excluded.input_size, total_tasks = excluded.total_tasks,"
+		       " verdict = excluded.verdict",
 	[Q_STEP_ID] = "SELECT id FROM steps WHERE name = ?1",
 	[Q_STEP_GET] = "SELECT " STEP_COLS " FROM steps WHERE name = ?1",
 	[Q_STEPS] = "SELECT " STEP_COLS " FROM steps ORDER BY started, id",
@@ -121,9 +143,17 @@ static const char *const queries[Q_COUNT] = {
 	[Q_REPORT_PUT] = "INSERT INTO reports (step, json) VALUES (?1, ?2)"
 			 " ON CONFLICT (step) DO UPDATE SET json = excluded.json",
 	[Q_REPORT_GET] = "SELECT json FROM reports WHERE step = ?1",
-	[Q_EXPIRE_AGE] = "DELETE FROM steps WHERE ended != 0 AND ended < ?1",
+	[Q_TOTAL_PUT] = "INSERT INTO site_totals (step, idx, calls, bytes, time_ns) VALUES (?1, ?2, ?3, ?4, ?5)"
+			" ON CONFLICT (step, idx) DO UPDATE SET calls = excluded.calls, bytes = excluded.bytes,"
+			" time_ns = excluded.time_ns",
+	[Q_TOTALS] = "SELECT t.idx, s.name, t.calls, t.bytes, t.time_ns FROM site_totals t"
+		     " JOIN sites s ON s.step = t.step AND s.idx = t.idx WHERE t.step = ?1 ORDER BY t.idx",
+	[Q_PENDING_SET] = "UPDATE steps SET site_pending = ?2 WHERE id = ?1",
+	[Q_PENDING] = "SELECT name FROM steps WHERE site_pending != 0 ORDER BY ended, id",
+	/* age spares what the site store does not have yet; size takes it last */
+	[Q_EXPIRE_AGE] = "DELETE FROM steps WHERE ended != 0 AND ended < ?1 AND site_pending = 0",
 	[Q_EXPIRE_OLDEST] = "DELETE FROM steps WHERE id ="
-			    " (SELECT id FROM steps WHERE ended != 0 ORDER BY ended, id LIMIT 1)",
+			    " (SELECT id FROM steps WHERE ended != 0 ORDER BY site_pending, ended, id LIMIT 1)",
 	[Q_SIZE] = "SELECT page_count * page_size, freelist_count * page_size"
 		   " FROM pragma_page_count, pragma_freelist_count, pragma_page_size",
 };
@@ -699,13 +729,15 @@ static int find_step(struct pdi_store *s, const char *name, int64_t *id)
 
 static int put_step(struct pdi_store *s, const struct pdi_store_step *st)
 {
-	size_t name, state, exe;
+	size_t name, state, exe, build, verdict;
 	struct binder b = {.rc = SQLITE_OK};
 	int r;
 
 	if (field_len(st->name, sizeof(st->name), &name) < 0 || !name ||
 	    field_len(st->state, sizeof(st->state), &state) < 0 ||
-	    field_len(st->executable, sizeof(st->executable), &exe) < 0)
+	    field_len(st->executable, sizeof(st->executable), &exe) < 0 ||
+	    field_len(st->build, sizeof(st->build), &build) < 0 ||
+	    field_len(st->verdict, sizeof(st->verdict), &verdict) < 0 || st->input_size > INT64_MAX)
 		return -EINVAL;
 	if ((r = prep(s, Q_STEP_PUT, &b.st)) < 0)
 		return r;
@@ -718,6 +750,10 @@ static int put_step(struct pdi_store *s, const struct pdi_store_step *st)
 	b_int(&b, st->ended);
 	b_text(&b, st->executable, exe);
 	b_int(&b, st->ntasks);
+	b_text(&b, st->build, build);
+	b_int(&b, (int64_t)st->input_size);
+	b_int(&b, st->total_tasks);
+	b_text(&b, st->verdict, verdict);
 	return run(s, Q_STEP_PUT, b.st, &b);
 }
 
@@ -739,6 +775,10 @@ static void read_step(sqlite3_stmt *q, struct pdi_store_step *st)
 	st->ended = sqlite3_column_int64(q, 6);
 	col_field(q, 7, st->executable, sizeof(st->executable));
 	st->ntasks = (uint32_t)sqlite3_column_int64(q, 8);
+	col_field(q, 9, st->build, sizeof(st->build));
+	st->input_size = (uint64_t)sqlite3_column_int64(q, 10);
+	st->total_tasks = (uint32_t)sqlite3_column_int64(q, 11);
+	col_field(q, 12, st->verdict, sizeof(st->verdict));
 }
 
 int pdi_store_get_step(struct pdi_store *s, const char *name, struct pdi_store_step *ret)
@@ -954,6 +994,97 @@ int pdi_store_list_tasks(struct pdi_store *s, const char *step, int (*cb)(void *
 	struct task_list l = {cb, ctx};
 
 	return list_children(s, Q_TASKS, step, each_task, &l);
+}
+
+/* ---- per-site totals ---- */
+
+static int put_totals(struct pdi_store *s, const char *step, const struct pdi_store_site_total *v, size_t n)
+{
+	int64_t id;
+	int r = find_step(s, step, &id);
+
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		struct binder b = {.rc = SQLITE_OK};
+
+		if (v[i].calls > INT64_MAX || v[i].bytes > INT64_MAX || v[i].time_ns > INT64_MAX)
+			return -EINVAL;
+		if ((r = prep(s, Q_TOTAL_PUT, &b.st)) < 0)
+			return r;
+		b_int(&b, id);
+		b_int(&b, v[i].index);
+		b_int(&b, (int64_t)v[i].calls);
+		b_int(&b, (int64_t)v[i].bytes);
+		b_int(&b, (int64_t)v[i].time_ns);
+		r = run(s, Q_TOTAL_PUT, b.st, &b);
+	}
+	return r;
+}
+
+int pdi_store_put_site_totals(struct pdi_store *s, const char *step, const struct pdi_store_site_total *v, size_t n)
+{
+	int r = write_begin(s);
+
+	return r < 0 ? r : write_end(s, put_totals(s, step, v, n));
+}
+
+struct total_list {
+	int (*cb)(void *, const struct pdi_store_site_total *);
+	void *ctx;
+};
+
+static int each_total(sqlite3_stmt *q, void *arg)
+{
+	struct total_list *l = arg;
+	struct pdi_store_site_total t = {
+		.index = (uint32_t)sqlite3_column_int64(q, 0), .name = col_str(q, 1),
+		.calls = (uint64_t)sqlite3_column_int64(q, 2), .bytes = (uint64_t)sqlite3_column_int64(q, 3),
+		.time_ns = (uint64_t)sqlite3_column_int64(q, 4)};
+
+	return l->cb(l->ctx, &t);
+}
+
+int pdi_store_list_site_totals(struct pdi_store *s, const char *step,
+			       int (*cb)(void *, const struct pdi_store_site_total *), void *ctx)
+{
+	struct total_list l = {cb, ctx};
+
+	return list_children(s, Q_TOTALS, step, each_total, &l);
+}
+
+/* ---- what the site store does not have yet ---- */
+
+static int set_pending(struct pdi_store *s, const char *step, bool pending)
+{
+	struct binder b = {.rc = SQLITE_OK};
+	int64_t id;
+	int r;
+
+	if ((r = find_step(s, step, &id)) < 0 || (r = prep(s, Q_PENDING_SET, &b.st)) < 0)
+		return r;
+	b_int(&b, id);
+	b_int(&b, pending);
+	return run(s, Q_PENDING_SET, b.st, &b);
+}
+
+int pdi_store_set_site_pending(struct pdi_store *s, const char *step, bool pending)
+{
+	int r = write_begin(s);
+
+	return r < 0 ? r : write_end(s, set_pending(s, step, pending));
+}
+
+int pdi_store_list_site_pending(struct pdi_store *s, int (*cb)(void *ctx, const char *step), void *ctx)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	if ((r = prep(s, Q_PENDING, &st)) < 0)
+		return r;
+	while ((r = row(s, st)) > 0)
+		if ((r = cb(ctx, col_str(st, 0))) < 0)
+			break;
+	unprep(s, Q_PENDING, st);
+	return r < 0 ? r : 0;
 }
 
 /* ---- reports ---- */

@@ -49,7 +49,11 @@ struct pdi_store_step {
 	char state[16];           /* "running", "ended", "cancelled", "hung"... free text */
 	int64_t started, ended;   /* unix seconds, ended 0 while running */
 	char executable[256];     /* program path, for "prior runs of the same program" */
-	uint32_t ntasks;
+	uint32_t ntasks;          /* on this node */
+	char build[80];           /* the program's identity (program.h): "" when unknown */
+	uint64_t input_size;      /* the user's --pdi-monitor=size=N; 0 when not given */
+	uint32_t total_tasks;     /* on all the step's nodes, as Slurm counts them; 0: ntasks */
+	char verdict[16];         /* the report's kind once it ended ("completed", "hang"...); "" */
 };
 
 /* In listings, the strings point into the store and live until the callback returns. */
@@ -94,8 +98,25 @@ int pdi_store_list_tasks(struct pdi_store *s, const char *step, int (*cb)(void *
 			 void *ctx);
 int pdi_store_get_report(struct pdi_store *s, const char *step, char **ret_json); /* malloc'd */
 
-/* Retention: delete the ended steps that ended more than MAX_AGE_S before NOW (0 = keep),
- * then, oldest end first, ended steps until page_count * page_size is under MAX_BYTES (0 = no
+/* What each call site of a step did, summed over the step's tasks on this node and all their
+ * phases: what trends fit (trends.h). NAME (listings only) lives until the callback returns. */
+struct pdi_store_site_total {
+	uint32_t index;    /* the site's index, as pdi_store_put_sites() stored it */
+	const char *name;
+	uint64_t calls, bytes, time_ns;
+};
+int pdi_store_put_site_totals(struct pdi_store *s, const char *step, const struct pdi_store_site_total *v, size_t n);
+int pdi_store_list_site_totals(struct pdi_store *s, const char *step,
+			       int (*cb)(void *, const struct pdi_store_site_total *), void *ctx);
+
+/* The ended steps the site store (site_store.h) does not have yet: marked when stored ended,
+ * cleared once the site store committed them; listed oldest end first. Retention by age
+ * spares them; retention by size deletes them last. */
+int pdi_store_set_site_pending(struct pdi_store *s, const char *step, bool pending);
+int pdi_store_list_site_pending(struct pdi_store *s, int (*cb)(void *ctx, const char *step), void *ctx);
+
+/* Retention: delete the ended steps that ended more than MAX_AGE_S before NOW (0 = keep) and
+ * that the site store has, then, oldest end first (those it has first), ended steps until page_count * page_size is under MAX_BYTES (0 = no
  * limit), giving the freed pages back. Running steps are never deleted, whatever the size.
  * Returns the number of steps deleted. */
 int pdi_store_expire(struct pdi_store *s, int64_t now, int64_t max_age_s, uint64_t max_bytes);

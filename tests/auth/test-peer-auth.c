@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* test-peer-auth.c -- the peer protocol's credentials against a real munged: genuine,
  * forged, for another body, replayed (MUNGE's cache and ours), expired, made by another
- * user, and with munged gone. Root only; prints TAP.
+ * user (refused before it reaches the replay cache), valid too long, and with munged gone
+ * or stopped (each call bounded in time). Root only; prints TAP.
  *
  * It runs its own munged with a fresh key on a socket in a private directory, so that it
  * neither needs nor disturbs the machine's. */
@@ -36,6 +37,7 @@ static char dir[] = "/tmp/pdimon-auth-XXXXXX";
 static const char *munged = "/usr/sbin/munged", *mungekey = "/usr/sbin/mungekey";
 static char sock[256], key[256];
 static pid_t munged_pid;
+static struct pdi_auth *signer; /* root's, for signing */
 static int ntests, nfailed;
 static bool case_failed;
 
@@ -177,6 +179,18 @@ static uint64_t fresh_nonce(void)
 	return n;
 }
 
+/* A verifier (or signer) on our munged, for the service uid 0. */
+static struct pdi_auth *new_auth(const char *socket, size_t entries, unsigned timeout_ms)
+{
+	struct pdi_auth *a = NULL;
+
+	if (pdi_auth_new(&(struct pdi_auth_options){.munge_socket = socket, .service_uid = 0,
+						    .replay_entries = entries, .timeout_ms = timeout_ms},
+			 &a) < 0)
+		bail("pdi_auth_new failed");
+	return a;
+}
+
 static char *sign(const char *op, uint64_t nonce, int ttl, const char *body)
 {
 	struct pdi_auth_claim c;
@@ -184,7 +198,7 @@ static char *sign(const char *op, uint64_t nonce, int ttl, const char *body)
 	int r;
 
 	fill_claim(&c, op, nonce);
-	r = pdi_auth_sign(sock, ttl, &c, body, strlen(body), &cred);
+	r = pdi_auth_sign(signer, ttl, &c, body, strlen(body), &cred);
 	if (r < 0) {
 		printf("# pdi_auth_sign: %s\n", strerror(-r));
 		bail("cannot sign");
@@ -230,8 +244,9 @@ static void start_munged(void)
 		bail("fork failed");
 
 	fill_claim(&c, "probe", 1);
+	signer = new_auth(sock, 1, 0);
 	for (;;) {
-		if (access(sock, F_OK) == 0 && pdi_auth_sign(sock, 10, &c, "", 0, &cred) == 0)
+		if (access(sock, F_OK) == 0 && pdi_auth_sign(signer, 10, &c, "", 0, &cred) == 0)
 			break;
 		if (waitpid(munged_pid, &status, WNOHANG) == munged_pid) {
 			munged_pid = 0;
@@ -249,101 +264,93 @@ static void start_munged(void)
 
 static const char body[] = "{\"op\":\"gather\",\"job\":42,\"step\":7}";
 
-static int verify(struct pdi_auth_replay *replay, const char *cred, const char *b, struct pdi_auth_claim *claim,
-		  uid_t *uid, char *why, size_t whylen)
+static int verify(struct pdi_auth *a, const char *cred, const char *b, struct pdi_auth_claim *claim, char *why,
+		  size_t whylen)
 {
-	gid_t gid;
-
 	why[0] = '\0';
-	return pdi_auth_verify(sock, replay, cred, b, strlen(b), claim, uid, &gid, why, whylen);
+	return pdi_auth_verify(a, cred, b, strlen(b), claim, why, whylen);
 }
 
-static struct pdi_auth_replay *new_cache(size_t n)
+static struct pdi_auth *new_cache(size_t n)
 {
-	struct pdi_auth_replay *c = NULL;
-
-	if (pdi_auth_replay_new(n, &c) < 0)
-		bail("pdi_auth_replay_new failed");
-	return c;
+	return new_auth(sock, n, 0);
 }
 
 static void case_genuine(void)
 {
-	struct pdi_auth_replay *cache = new_cache(64);
+	struct pdi_auth *cache = new_cache(64);
 	struct pdi_auth_claim sent, got;
 	uint64_t nonce = fresh_nonce();
-	uid_t uid = 12345;
 	char *cred = NULL, why[256];
 	int r;
 
 	fill_claim(&sent, "gather", nonce);
-	r = pdi_auth_sign(sock, 30, &sent, body, strlen(body), &cred);
+	r = pdi_auth_sign(signer, 30, &sent, body, strlen(body), &cred);
 	CHECK(r == 0, "sign: %s", strerror(-r));
-	r = verify(cache, cred, body, &got, &uid, why, sizeof(why));
+	r = verify(cache, cred, body, &got, why, sizeof(why));
 	CHECK(r == 0, "verify: %d %s", r, why);
-	CHECK(uid == 0, "uid %u", (unsigned)uid);
 	CHECK(!strcmp(got.op, "gather") && got.job == 42 && got.step == 7 && got.nonce == nonce, "claim");
 	CHECK(!strcmp(got.sender, "n1"), "sender %s", got.sender);
 	CHECK(!memcmp(got.body_sha256, sent.body_sha256, 32), "digest");
 	free(cred);
-	pdi_auth_replay_free(cache);
+	pdi_auth_free(cache);
 }
 
 static void case_forged(void)
 {
-	struct pdi_auth_replay *cache = new_cache(64);
+	struct pdi_auth *cache = new_cache(64);
 	char *cred = sign("gather", fresh_nonce(), 30, body), why[256];
 	size_t mid = strlen(cred) / 2;
-	uid_t uid = 12345;
+	struct pdi_auth_claim got = {.job = 12345};
 	int r;
 
 	/* another base64 character: still well-formed, no longer what munged made */
 	cred[mid] = cred[mid] == 'A' ? 'B' : 'A';
-	r = verify(cache, cred, body, NULL, &uid, why, sizeof(why));
+	r = verify(cache, cred, body, &got, why, sizeof(why));
 	CHECK(r == -EKEYREJECTED, "flipped byte: %d %s", r, why);
-	CHECK(uid == 12345, "uid touched on failure");
+	CHECK(got.job == 12345, "claim touched on failure");
 	printf("# forged: %s\n", why);
-	r = verify(cache, "MUNGE:bm90IGEgY3JlZGVudGlhbA==:", body, NULL, NULL, why, sizeof(why));
+	r = verify(cache, "MUNGE:bm90IGEgY3JlZGVudGlhbA==:", body, NULL, why, sizeof(why));
 	CHECK(r == -EKEYREJECTED, "made-up credential: %d %s", r, why);
-	r = verify(cache, "", body, NULL, NULL, why, sizeof(why));
+	r = verify(cache, "", body, NULL, why, sizeof(why));
 	CHECK(r == -EKEYREJECTED, "empty credential: %d %s", r, why);
 	free(cred);
-	pdi_auth_replay_free(cache);
+	pdi_auth_free(cache);
 }
 
 static void case_other_body(void)
 {
-	struct pdi_auth_replay *cache = new_cache(64);
+	struct pdi_auth *cache = new_cache(64);
 	char *cred = sign("gather", fresh_nonce(), 30, body), why[256];
 	int r;
 
-	r = verify(cache, cred, "{\"op\":\"gather\",\"job\":42,\"step\":8}", NULL, NULL, why, sizeof(why));
+	r = verify(cache, cred, "{\"op\":\"gather\",\"job\":42,\"step\":8}", NULL, why, sizeof(why));
 	CHECK(r == -EBADMSG, "%d %s", r, why);
 	printf("# other body: %s\n", why);
 	free(cred);
-	pdi_auth_replay_free(cache);
+	pdi_auth_free(cache);
 }
 
 static void case_replayed_munge(void)
 {
-	struct pdi_auth_replay *a = new_cache(64), *b = new_cache(64);
+	struct pdi_auth *a = new_cache(64), *b = new_cache(64);
 	char *cred = sign("gather", fresh_nonce(), 30, body), why[256];
 	int r;
 
-	r = verify(a, cred, body, NULL, NULL, why, sizeof(why));
+	r = verify(a, cred, body, NULL, why, sizeof(why));
 	CHECK(r == 0, "first: %d %s", r, why);
 	/* a fresh cache of ours: only munged remembers */
-	r = verify(b, cred, body, NULL, NULL, why, sizeof(why));
+	r = verify(b, cred, body, NULL, why, sizeof(why));
 	CHECK(r == -EALREADY, "again: %d %s", r, why);
 	printf("# replayed (munge): %s\n", why);
 	free(cred);
-	pdi_auth_replay_free(a);
-	pdi_auth_replay_free(b);
+	pdi_auth_free(a);
+	pdi_auth_free(b);
 }
 
 static void case_replayed_ours(void)
 {
-	struct pdi_auth_replay *cache = new_cache(64);
+	struct pdi_auth *cache = new_cache(64);
 	uint64_t nonce = fresh_nonce();
 	/* two genuine credentials, same uid, nonce and op: what a replay after munged forgot
 	 * its cache looks like to us */
@@ -351,39 +358,39 @@ static void case_replayed_ours(void)
 	char *c3 = sign("result", nonce, 30, body), why[256];
 	int r;
 
-	r = verify(cache, c1, body, NULL, NULL, why, sizeof(why));
+	r = verify(cache, c1, body, NULL, why, sizeof(why));
 	CHECK(r == 0, "first: %d %s", r, why);
-	r = verify(cache, c2, body, NULL, NULL, why, sizeof(why));
+	r = verify(cache, c2, body, NULL, why, sizeof(why));
 	CHECK(r == -EALREADY, "same nonce and op: %d %s", r, why);
 	printf("# replayed (ours): %s\n", why);
-	r = verify(cache, c3, body, NULL, NULL, why, sizeof(why));
+	r = verify(cache, c3, body, NULL, why, sizeof(why));
 	CHECK(r == 0, "a reply repeats the nonce under another op: %d %s", r, why);
 	free(c1);
 	free(c2);
 	free(c3);
-	pdi_auth_replay_free(cache);
+	pdi_auth_free(cache);
 }
 
 static void case_cache_full(void)
 {
-	struct pdi_auth_replay *cache = new_cache(1);
+	struct pdi_auth *cache = new_cache(1);
 	char *c1 = sign("gather", fresh_nonce(), 30, body), *c2 = sign("gather", fresh_nonce(), 30, body), why[256];
 	int r;
 
-	r = verify(cache, c1, body, NULL, NULL, why, sizeof(why));
+	r = verify(cache, c1, body, NULL, why, sizeof(why));
 	CHECK(r == 0, "first: %d %s", r, why);
-	r = verify(cache, c2, body, NULL, NULL, why, sizeof(why));
+	r = verify(cache, c2, body, NULL, why, sizeof(why));
 	CHECK(r == -EBUSY, "full of live entries: %d %s", r, why);
 	free(c1);
 	free(c2);
-	pdi_auth_replay_free(cache);
+	pdi_auth_free(cache);
 }
 
 /* TTL 1: probes signed with it right after the credential are decoded one per poll until
  * munged calls one expired; the credential, never decoded before, must then be too. */
 static void case_expired(void)
 {
-	struct pdi_auth_replay *cache = new_cache(64);
+	struct pdi_auth *cache = new_cache(64);
 	char *cred = sign("gather", fresh_nonce(), 1, body), *probes[EXPIRE_PROBES], why[256];
 	long t0 = now_ms(), deadline = t0 + EXPIRE_TIMEOUT_MS;
 	int r = 0, i;
@@ -391,7 +398,7 @@ static void case_expired(void)
 	for (i = 0; i < EXPIRE_PROBES; i++)
 		probes[i] = sign("probe", fresh_nonce(), 1, body);
 	for (i = 0; i < EXPIRE_PROBES && now_ms() < deadline; i++) {
-		r = verify(cache, probes[i], body, NULL, NULL, why, sizeof(why));
+		r = verify(cache, probes[i], body, NULL, why, sizeof(why));
 		if (r == -EKEYEXPIRED)
 			break;
 		nap_ms(EXPIRE_TIMEOUT_MS / EXPIRE_PROBES);
@@ -400,15 +407,15 @@ static void case_expired(void)
 		free(probes[j]);
 	CHECK(r == -EKEYEXPIRED, "no probe expired within %d ms (last: %d %s)", EXPIRE_TIMEOUT_MS, r, why);
 	printf("# a TTL-1 credential expired after %ld ms\n", now_ms() - t0);
-	r = verify(cache, cred, body, NULL, NULL, why, sizeof(why));
+	r = verify(cache, cred, body, NULL, why, sizeof(why));
 	CHECK(r == -EKEYEXPIRED, "%d %s", r, why);
 	printf("# expired: %s\n", why);
 	free(cred);
-	pdi_auth_replay_free(cache);
+	pdi_auth_free(cache);
 }
 
-/* A child that becomes nobody signs; the parent reads the credential from a pipe. */
-static char *sign_as_nobody(void)
+/* A child that becomes nobody signs with TTL; the parent reads the credential from a pipe. */
+static char *sign_as_nobody(uint64_t nonce, int ttl)
 {
 	static char buf[PDI_WIRE_MAX_CRED + 1];
 	struct pollfd pfd;
@@ -424,10 +431,10 @@ static char *sign_as_nobody(void)
 		char *cred = NULL;
 
 		close(p[0]);
-		fill_claim(&c, "gather", 99);
+		fill_claim(&c, "gather", nonce);
 		if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 || setresuid(NOBODY, NOBODY, NOBODY) < 0)
 			_exit(2);
-		if (pdi_auth_sign(sock, 30, &c, body, strlen(body), &cred) < 0)
+		if (pdi_auth_sign(new_auth(sock, 1, 0), ttl, &c, body, strlen(body), &cred) < 0)
 			_exit(3);
 		if (write(p[1], cred, strlen(cred)) != (ssize_t)strlen(cred))
 			_exit(4);
@@ -452,21 +459,43 @@ static char *sign_as_nobody(void)
 	return buf;
 }
 
+/* A genuine credential of another user is refused on its uid before anything else: it
+ * never fills the replay cache (any user's "munge -t 3600" credentials would otherwise
+ * fill it and every gather would be refused). */
 static void case_other_user(void)
 {
-	struct pdi_auth_replay *cache = new_cache(64);
-	struct pdi_auth_claim got;
-	char *cred = sign_as_nobody(), why[256];
-	uid_t uid = 0;
+	struct pdi_auth *cache = new_cache(1);
+	uint64_t nonce = fresh_nonce();
+	char *mine, *cred, why[256];
 	int r;
 
+	cred = sign_as_nobody(nonce, 3600);
 	CHECK(cred && *cred, "no credential from nobody");
-	r = verify(cache, cred, body, &got, &uid, why, sizeof(why));
-	CHECK(r == 0, "%d %s", r, why);
-	/* genuine, but made by nobody: the caller's policy refuses it on this uid */
-	CHECK(uid == NOBODY, "uid %u", (unsigned)uid);
-	CHECK(got.nonce == 99, "claim");
-	pdi_auth_replay_free(cache);
+	r = verify(cache, cred, body, NULL, why, sizeof(why));
+	CHECK(r == -EPERM, "%d %s", r, why);
+	CHECK(strstr(why, "uid 65534"), "says whose: %s", why);
+	printf("# other user: %s\n", why);
+	/* the cache holds one entry, still free: the service's own credential gets it */
+	mine = sign("gather", nonce, 30, body);
+	r = verify(cache, mine, body, NULL, why, sizeof(why));
+	CHECK(r == 0, "the service uid's credential after nobody's: %d %s", r, why);
+	free(mine);
+	pdi_auth_free(cache);
+}
+
+/* Even the service uid's credentials may not live longer than the cap. */
+static void case_ttl_capped(void)
+{
+	struct pdi_auth *cache = new_cache(64);
+	char *cred = sign("gather", fresh_nonce(), 3600, body), why[256];
+	int r;
+
+	r = verify(cache, cred, body, NULL, why, sizeof(why));
+	CHECK(r == -EKEYREJECTED, "%d %s", r, why);
+	CHECK(strstr(why, "over the cap"), "%s", why);
+	printf("# TTL 3600: %s\n", why);
+	free(cred);
+	pdi_auth_free(cache);
 }
 
 /* A bound Unix socket that never listens, then closed: connecting is refused. */
@@ -488,31 +517,75 @@ static int stale_socket(const char *path)
 	return r;
 }
 
+#define BOUND_MS 300 /* the MUNGE timeout of the cases below */
+#define SLACK_MS 700 /* a loaded machine's scheduling, on top of it */
+
 static void case_munged_gone(void)
 {
 	char gone[300], why[256], *cred = sign("gather", fresh_nonce(), 30, body), *none = NULL;
+	struct pdi_auth *a;
 	struct pdi_auth_claim c;
-	long t0 = now_ms();
+	long t0 = now_ms(), t;
 	int r;
 
 	snprintf(gone, sizeof(gone), "%s/no-munged.socket", dir);
+	a = new_auth(gone, 64, BOUND_MS);
 	why[0] = '\0';
-	r = pdi_auth_verify(gone, NULL, cred, body, strlen(body), NULL, NULL, NULL, why, sizeof(why));
+	r = pdi_auth_verify(a, cred, body, strlen(body), NULL, why, sizeof(why));
 	CHECK(r == -EIO, "verify: %d %s", r, why);
 	CHECK(strstr(why, "munged unreachable") && strstr(why, gone), "message: %s", why);
 	printf("# munged gone: %s (%ld ms)\n", why, now_ms() - t0);
 	fill_claim(&c, "gather", 1);
-	r = pdi_auth_sign(gone, 30, &c, body, strlen(body), &none);
+	r = pdi_auth_sign(a, 30, &c, body, strlen(body), &none);
 	CHECK(r == -EIO, "sign: %d", r);
 	CHECK(!none, "no credential");
-	/* a socket left behind by a munged that died: nobody listens */
+	pdi_auth_free(a);
+	/* a socket left behind by a munged that died: nobody listens, libmunge retries for
+	 * seconds; the call returns at the bound, and the next one at once */
 	snprintf(gone, sizeof(gone), "%s/stale.socket", dir);
 	CHECK(stale_socket(gone) == 0, "stale socket: %s", strerror(errno));
+	a = new_auth(gone, 64, BOUND_MS);
 	t0 = now_ms();
-	r = pdi_auth_verify(gone, NULL, cred, body, strlen(body), NULL, NULL, NULL, why, sizeof(why));
-	CHECK(r == -EIO, "verify on a stale socket: %d %s", r, why);
-	printf("# stale socket: %s (%ld ms)\n", why, now_ms() - t0);
+	r = pdi_auth_verify(a, cred, body, strlen(body), NULL, why, sizeof(why));
+	t = now_ms() - t0;
+	CHECK(r == -ETIMEDOUT || r == -EIO, "verify on a stale socket: %d %s", r, why);
+	CHECK(t < BOUND_MS + SLACK_MS, "verify on a stale socket took %ld ms (bound %d)", t, BOUND_MS);
+	printf("# stale socket: %s (%ld ms)\n", why, t);
+	t0 = now_ms();
+	r = pdi_auth_verify(a, cred, body, strlen(body), NULL, why, sizeof(why));
+	t = now_ms() - t0;
+	CHECK(r == -EIO && strstr(why, "not asking again"), "the next call fails fast: %d %s", r, why);
+	CHECK(t < SLACK_MS, "the next call took %ld ms", t);
+	printf("# then: %s (%ld ms)\n", why, t);
+	pdi_auth_free(a);
 	free(cred);
+}
+
+/* munged stopped (SIGSTOP): it accepts connections and never answers. */
+static void case_munged_stopped(void)
+{
+	struct pdi_auth *a = new_auth(sock, 64, BOUND_MS);
+	char *cred = sign("gather", fresh_nonce(), 30, body), why[256];
+	long t0, t;
+	int r;
+
+	CHECK(kill(munged_pid, SIGSTOP) == 0, "SIGSTOP munged: %s", strerror(errno));
+	t0 = now_ms();
+	r = pdi_auth_verify(a, cred, body, strlen(body), NULL, why, sizeof(why));
+	t = now_ms() - t0;
+	kill(munged_pid, SIGCONT);
+	CHECK(r == -ETIMEDOUT, "verify with munged stopped: %d %s", r, why);
+	CHECK(t < BOUND_MS + SLACK_MS, "it took %ld ms (bound %d)", t, BOUND_MS);
+	printf("# munged stopped: %s (%ld ms)\n", why, t);
+	free(cred);
+	pdi_auth_free(a);
+	/* munged answers again: a fresh verifier is served at once */
+	a = new_auth(sock, 64, 0);
+	cred = sign("gather", fresh_nonce(), 30, body);
+	r = verify(a, cred, body, NULL, why, sizeof(why));
+	CHECK(r == 0, "after SIGCONT: %d %s", r, why);
+	free(cred);
+	pdi_auth_free(a);
 }
 
 /* Usage: test-peer-auth [MUNGED MUNGEKEY] (meson passes the ones it found). */
@@ -528,7 +601,7 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	start_munged();
-	printf("1..9\n");
+	printf("1..11\n");
 	run_case("genuine credential verifies, uid 0, claim intact", case_genuine);
 	run_case("forged credential rejected", case_forged);
 	run_case("credential for another body rejected", case_other_body);
@@ -536,7 +609,10 @@ int main(int argc, char **argv)
 	run_case("replay refused by our cache (same uid, nonce, op)", case_replayed_ours);
 	run_case("full replay cache refuses", case_cache_full);
 	run_case("expired credential rejected", case_expired);
-	run_case("credential made by nobody verifies as uid 65534", case_other_user);
-	run_case("munged not running: -EIO with a clear message", case_munged_gone);
+	run_case("credential made by nobody refused on its uid, before the replay cache", case_other_user);
+	run_case("credential valid longer than the cap refused", case_ttl_capped);
+	run_case("munged not running or gone: -EIO, each call bounded, then fail fast", case_munged_gone);
+	run_case("munged stopped: the call returns at its bound", case_munged_stopped);
+	pdi_auth_free(signer);
 	return nfailed ? 1 : 0;
 }

@@ -203,12 +203,9 @@ static bool on_frame(void *ctx, int fd, const char *peer, const struct pdi_wire_
 	struct pdi_auth_claim claim;
 	struct pdi_gather_request q = {0};
 	struct pdi_gather_result self = {0};
-	char why[PDI_GATHER_WHY_MAX + 1];
 
-	if (pdi_gather_check(node->g, f, &claim, &q, why, sizeof(why)) < 0) {
-		pdi_gather_refuse(node->g, fd, peer, &claim, why, t0_ns);
+	if (pdi_gather_check(node->g, fd, peer, f, t0_ns, &claim, &q) < 0)
 		return false;
-	}
 	(void)gnode_own_part(node, q.uid, &self);
 	pdi_gather_serve(node->g, fd, peer, &claim, &q, &self, t0_ns);
 	pdi_gather_result_done(&self);

@@ -166,6 +166,40 @@ class SystemBus:
         self.proc.wait(timeout=30)
 
 
+class Munged:
+    """A private munged with a fresh key on a socket of its own (munge(1) -S SOCKET)."""
+
+    def __init__(self, directory, threads=4):
+        self.dir = directory
+        self.socket = os.path.join(directory, "munge.socket")
+        key = os.path.join(directory, "munge.key")
+        subprocess.run(["mungekey", "-c", "-k", key], check=True, capture_output=True, timeout=20)
+        self.proc = subprocess.Popen(
+            ["munged", "--foreground", "--force", "--socket=" + self.socket, "--key-file=" + key,
+             "--pid-file=" + os.path.join(directory, "munged.pid"),
+             "--log-file=" + os.path.join(directory, "munged.log"),
+             "--seed-file=" + os.path.join(directory, "munged.seed"), "--num-threads=%d" % threads],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(self.answers, 20, "munged to answer")
+
+    def answers(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"munged exited with {self.proc.returncode}")
+        r = subprocess.run(f"munge -n -S {self.socket} | unmunge -S {self.socket}", shell=True,
+                           capture_output=True, timeout=10)
+        return r.returncode == 0
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a test may have stopped it
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
 class Daemon:
     def __init__(self, *settings, bus=None, database=None):
         self.dir = tempfile.mkdtemp(prefix="pdimon-test-")

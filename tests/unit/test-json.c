@@ -118,6 +118,25 @@ Test(json, string_escaping)
 		   "\"\x7f/\xc3\xa9\",\"\",\"\"]");
 }
 
+/* Names come from monitored programs: bytes that are not UTF-8 must not make the document
+ * invalid JSON. Each bad byte becomes U+FFFD; well-formed sequences of 2, 3 and 4 bytes pass. */
+Test(json, invalid_utf8_replaced)
+{
+	struct pdi_json j;
+
+	pdi_json_init(&j);
+	pdi_json_arr_begin(&j);
+	pdi_json_str(&j, "a\xff" "b");          /* never valid */
+	pdi_json_str(&j, "\xc3");               /* truncated at the end */
+	pdi_json_str(&j, "\xc0\xaf");           /* overlong '/' */
+	pdi_json_str(&j, "\xed\xa0\x80");       /* a surrogate */
+	pdi_json_str(&j, "\xf4\x90\x80\x80");   /* past U+10FFFF */
+	pdi_json_str(&j, "\xe2\x82\xac\xf0\x9f\x98\x80"); /* euro sign, an emoji */
+	pdi_json_arr_end(&j);
+	expect(&j, "[\"a\\ufffdb\",\"\\ufffd\",\"\\ufffd\\ufffd\",\"\\ufffd\\ufffd\\ufffd\","
+		   "\"\\ufffd\\ufffd\\ufffd\\ufffd\",\"\xe2\x82\xac\xf0\x9f\x98\x80\"]");
+}
+
 Test(json, key_escaping)
 {
 	struct pdi_json j;

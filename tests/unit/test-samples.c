@@ -155,6 +155,7 @@ struct run {
 	const uint32_t *num;
 	unsigned build;       /* another build: other site keys */
 	bool extra;           /* makes the call the step does not */
+	bool watched;         /* a watched launcher among its task rows (pdimon run) */
 	int bad_rank;         /* >= 0: that rank has a problem of kind BAD */
 	enum { BAD_NONE, BAD_LOST, BAD_ENDED_IN_MPI, BAD_DROPPED, BAD_CORRUPT, BAD_RANK } bad;
 };
@@ -213,6 +214,13 @@ static void put_run(struct run r)
 	/* the store lists tasks by rank: put them in another order */
 	for (int rank = (int)r.ntasks - 1; rank >= 0; rank--)
 		put_task(&r, rank);
+	if (r.watched) {
+		/* the launcher of `pdimon run`, as a checkpoint while the step ran stored it */
+		struct pdi_store_task w = {.rank = -1, .pid = 999};
+
+		snprintf(w.state, sizeof(w.state), "watched");
+		cr_assert_eq(pdi_store_put_task(st, r.name, &w), 0);
+	}
 	if (r.verdict) {
 		snprintf(json, sizeof(json), "{\"step\":\"%s\",\"state\":\"ended\",\"verdict\":{\"kind\":\"%s\",\"groups\":[]}}",
 			 r.name, r.verdict);
@@ -264,7 +272,9 @@ Test(samples, same_program_and_size_most_recent_first)
 	x = normal("old", 100, num_rev);
 	x.build = 1; /* rebuilt since: other keys, same names */
 	put_run(x);
-	put_run(normal("newer", 200, num_mix));
+	x = normal("newer", 200, num_mix);
+	x.watched = true;
+	put_run(x);
 	x = normal("other-exe", 300, num_step);
 	x.exe = "/home/u/bin/other";
 	put_run(x);

@@ -110,6 +110,10 @@ static void assert_same_step(const struct pdi_store_step *a, const struct pdi_st
 	cr_assert_eq(a->ended, b->ended);
 	cr_assert_str_eq(a->executable, b->executable);
 	cr_assert_eq(a->ntasks, b->ntasks);
+	cr_assert_str_eq(a->build, b->build);
+	cr_assert_eq(a->input_size, b->input_size);
+	cr_assert_eq(a->total_tasks, b->total_tasks);
+	cr_assert_str_eq(a->verdict, b->verdict);
 }
 
 static uint16_t fn_id(const char *name)
@@ -317,7 +321,7 @@ Test(store, create_put_get_list_reopen)
 	/* what open made */
 	cr_assert_eq(stat(path, &sb), 0);
 	cr_assert_eq(sb.st_mode & 0777, 0600, "mode %o", sb.st_mode & 0777);
-	cr_assert_eq(sql("PRAGMA user_version"), 1);
+	cr_assert_eq(sql("PRAGMA user_version"), 2);
 	cr_assert_eq(sql("PRAGMA application_id"), 0x5044494d);
 	cr_assert_eq(sql("PRAGMA auto_vacuum"), 2, "incremental");
 	cr_assert_eq(sql("SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'"), 1);
@@ -333,7 +337,7 @@ Test(store, open_adopts_an_empty_file_and_closes_null)
 	cr_assert_geq(fd, 0);
 	close(fd);
 	pdi_store_close(open_ok());
-	cr_assert_eq(sql("PRAGMA user_version"), 1);
+	cr_assert_eq(sql("PRAGMA user_version"), 2);
 	pdi_store_close(NULL);
 }
 
@@ -723,10 +727,10 @@ Test(store, newer_schema_is_refused)
 	char err[256];
 
 	pdi_store_close(open_ok());
-	sql("PRAGMA user_version = 2");
+	sql("PRAGMA user_version = 3");
 	cr_assert_eq(open_err(err), -EPROTONOSUPPORT);
 	cr_assert_not_null(strstr(err, "newer pdimon"), "%s", err);
-	cr_assert_eq(sql("PRAGMA user_version"), 2, "left alone");
+	cr_assert_eq(sql("PRAGMA user_version"), 3, "left alone");
 }
 
 /* Open as an unprivileged user in a child: root writes anything, whatever the modes say. */
@@ -894,7 +898,7 @@ Test(store, hostile_strings_are_data)
 	tasks_free(&tl);
 	assert_report(s, evil, json);
 	cr_assert_eq(list_steps(s, false).n, 1, "nothing was dropped or injected");
-	cr_assert_eq(sql("SELECT count(*) FROM sqlite_master WHERE type = 'table'"), 4);
+	cr_assert_eq(sql("SELECT count(*) FROM sqlite_master WHERE type = 'table'"), 5);
 	pdi_store_close(s);
 }
 
@@ -960,5 +964,105 @@ Test(store, a_second_connection_gives_up_on_a_lock_after_its_timeout)
 	cr_expect_eq(pdi_store_put_step(writer, &st), 0, "the lock is gone");
 	pdi_store_close(writer);
 	pdi_store_close(reader);
+
+/* ---- schema 2: program identity, per-site totals, the site store's outbox ---- */
+
+static int collect_total(void *ctx, const struct pdi_store_site_total *t)
+{
+	struct pdi_store_site_total *v = ctx;
+
+	cr_assert_lt(t->index, 2);
+	v[t->index] = *t;
+	v[t->index].name = strdup(t->name);
+	return 0;
+}
+
+static int collect_name(void *ctx, const char *name)
+{
+	char *v = ctx;
+
+	strcat(v, name);
+	strcat(v, " ");
+	return 0;
+}
+
+Test(store, identity_totals_and_the_site_outbox)
+{
+	struct pdi_store *s = open_ok();
+	struct pdi_store_step a = step("a", 100, 200), b = step("b", 150, 300), got;
+	struct pdi_store_site sites[] = {
+		{.index = 0, .fn = fn_id("MPI_Send"), .name = "MPI_Send@a.c:3", .key = 1},
+		{.index = 1, .fn = fn_id("MPI_Barrier"), .name = "MPI_Barrier@a.c:9", .key = 2}};
+	struct pdi_store_site_total totals[] = {{.index = 0, .calls = 300, .bytes = 2400, .time_ns = 5000},
+						{.index = 1, .calls = 10, .time_ns = (uint64_t)INT64_MAX}}, back[2] = {0};
+	char pending[64] = "";
+
+	snprintf(a.build, sizeof(a.build), "build-id:0123abcd");
+	a.input_size = 1u << 20;
+	a.total_tasks = 8;
+	snprintf(a.verdict, sizeof(a.verdict), "completed");
+	cr_assert_eq(pdi_store_put_step(s, &a), 0);
+	cr_assert_eq(pdi_store_put_step(s, &b), 0);
+	cr_assert_eq(pdi_store_get_step(s, "a", &got), 0);
+	assert_same_step(&got, &a);
+	cr_assert_eq(pdi_store_put_sites(s, "a", sites, 2), 0);
+	cr_assert_eq(pdi_store_put_site_totals(s, "a", totals, 2), 0);
+	cr_assert_eq(pdi_store_list_site_totals(s, "a", collect_total, back), 0);
+	cr_assert_str_eq(back[0].name, "MPI_Send@a.c:3");
+	cr_assert_eq(back[0].calls, 300);
+	cr_assert_eq(back[0].bytes, 2400);
+	cr_assert_eq(back[1].time_ns, (uint64_t)INT64_MAX);
+	free((char *)back[0].name);
+	free((char *)back[1].name);
+	totals[0].calls = (uint64_t)INT64_MAX + 1;
+	cr_assert_eq(pdi_store_put_site_totals(s, "a", totals, 2), -EINVAL);
+	cr_assert_eq(pdi_store_put_site_totals(s, "nope", totals, 1), -ENOENT);
+
+	/* the outbox: oldest end first; retention by age spares it, by size takes it last */
+	cr_assert_eq(pdi_store_set_site_pending(s, "b", true), 0);
+	cr_assert_eq(pdi_store_set_site_pending(s, "a", true), 0);
+	cr_assert_eq(pdi_store_list_site_pending(s, collect_name, pending), 0);
+	cr_assert_str_eq(pending, "a b ");
+	cr_assert_eq(pdi_store_expire(s, 10000, 10, 0), 0, "both pending: kept");
+	cr_assert_eq(pdi_store_set_site_pending(s, "a", false), 0);
+	cr_assert_eq(pdi_store_expire(s, 10000, 10, 0), 1);
+	cr_assert_eq(pdi_store_get_step(s, "a", &got), -ENOENT);
+	cr_assert_eq(sql("SELECT count(*) FROM site_totals"), 0, "cascaded");
+	pending[0] = 0;
+	cr_assert_eq(pdi_store_list_site_pending(s, collect_name, pending), 0);
+	cr_assert_str_eq(pending, "b ");
+	cr_assert_eq(pdi_store_expire(s, 10000, 0, 1), 1, "a size limit takes pending steps too");
+	pdi_store_close(s);
+}
+
+Test(store, a_version_1_database_is_migrated)
+{
+	struct pdi_store *s;
+	struct pdi_store_step got;
+	char state[160];
+
+	snprintf(state, sizeof(state), "%s/state", dir);
+	cr_assert_eq(mkdir(state, 0700), 0);
+	/* version 1 as the released pdimon made it */
+	sql("PRAGMA application_id = 1346652493");
+	sql("CREATE TABLE steps (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, job_id INTEGER NOT NULL,"
+	    " step_id INTEGER NOT NULL, uid INTEGER NOT NULL, state TEXT NOT NULL, started INTEGER NOT NULL,"
+	    " ended INTEGER NOT NULL, executable TEXT NOT NULL, ntasks INTEGER NOT NULL)");
+	sql("CREATE TABLE sites (step INTEGER NOT NULL REFERENCES steps (id) ON DELETE CASCADE, idx INTEGER NOT NULL,"
+	    " fn TEXT NOT NULL, name TEXT NOT NULL, caller TEXT NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL,"
+	    " site_key INTEGER NOT NULL, PRIMARY KEY (step, idx)) WITHOUT ROWID");
+	sql("CREATE TABLE tasks (id INTEGER PRIMARY KEY, step INTEGER NOT NULL REFERENCES steps (id) ON DELETE CASCADE,"
+	    " rank INTEGER NOT NULL, pid INTEGER NOT NULL, state TEXT NOT NULL, events_lost INTEGER NOT NULL,"
+	    " ended_in TEXT NOT NULL, model BLOB, UNIQUE (step, rank, pid))");
+	sql("CREATE TABLE reports (step INTEGER PRIMARY KEY REFERENCES steps (id) ON DELETE CASCADE, json TEXT NOT NULL)");
+	sql("INSERT INTO steps VALUES (1, 'old', 7, 0, 1000, 'ended', 10, 20, '/bin/x', 4)");
+	sql("PRAGMA user_version = 1");
+	s = open_ok();
+	cr_assert_eq(sql("PRAGMA user_version"), 2);
+	cr_assert_eq(pdi_store_get_step(s, "old", &got), 0);
+	cr_assert_eq(got.ntasks, 4);
+	cr_assert_str_eq(got.build, "");
+	cr_assert_eq(got.input_size, 0);
+	cr_assert_str_eq(got.verdict, "");
 	pdi_store_close(s);
 }

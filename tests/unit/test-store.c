@@ -964,6 +964,8 @@ Test(store, a_second_connection_gives_up_on_a_lock_after_its_timeout)
 	cr_expect_eq(pdi_store_put_step(writer, &st), 0, "the lock is gone");
 	pdi_store_close(writer);
 	pdi_store_close(reader);
+	pdi_store_close(s);
+}
 
 /* ---- schema 2: program identity, per-site totals, the site store's outbox ---- */
 

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "registry.h"
+#include "service.h"
 
 struct pdi_tracer;
 struct pdi_objcache;
@@ -36,6 +37,13 @@ enum pdi_source_kind {
 
 struct pdi_daemon {
 	struct pdi_config cfg;
+	const char *config_path;  /* what SIGHUP rereads, made absolute */
+	bool explicit_config;     /* --config: the file must exist */
+	char **overrides;         /* --set KEY=VALUE, applied after the file, at every reload */
+	unsigned noverrides;
+	bool verbose;             /* -v: debug messages whatever log_level says */
+	struct pdi_service svc;   /* the service manager, or the parent waiting in the terminal */
+	uint64_t loop_max_ns;     /* the longest a wake-up kept the loop busy since the start */
 	struct pdi_registry reg;
 	struct pdi_tracer *tracer;
 	struct pdi_objcache *objs;

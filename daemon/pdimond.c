@@ -6,6 +6,7 @@
  * pdimonds asking for this node's part of a step: peer.c, gather.c). */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -13,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <syslog.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -27,6 +27,7 @@
 #include "objcache.h"
 #include "peer.h"
 #include "persist.h"
+#include "service.h"
 #include "step_end.h"
 #include "tracer.h"
 #include "worker.h"
@@ -34,6 +35,8 @@
 /* Threads for slow jobs: enough for a few gathers (each holds one for up to its deadline)
  * beside stack walks and analyses. */
 #define PDI_WORKER_THREADS 8
+/* A wake-up this long is worth a line in the log: something slow ran on the loop */
+#define SLOW_WAKEUP_NS (250 * 1000000ull)
 /* Jobs waiting for one of them before new requests are refused as busy */
 #define PDI_WORKER_QUEUE 256
 
@@ -82,6 +85,16 @@ static int add_fd(struct pdi_daemon *d, int fd, uint64_t src)
 	return epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
+/* The signals the loop reads from its signalfd: blocked from the start, so that a SIGHUP
+ * while pdimond starts is a reload waiting to be read, not the end of it. */
+static void handled_signals(sigset_t *ret)
+{
+	sigemptyset(ret);
+	sigaddset(ret, SIGTERM);
+	sigaddset(ret, SIGINT);
+	sigaddset(ret, SIGHUP);
+}
+
 static int setup_loop(struct pdi_daemon *d)
 {
 	struct itimerspec its = {0};
@@ -91,12 +104,7 @@ static int setup_loop(struct pdi_daemon *d)
 	d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->epoll_fd < 0)
 		return -errno;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	handled_signals(&mask);
 	d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (d->signal_fd < 0 || d->timer_fd < 0)
@@ -186,13 +194,61 @@ static void on_timer(struct pdi_daemon *d)
 	}
 }
 
+static void note_fixed(const char *key, void *ctx)
+{
+	struct pdi_daemon *d = ctx;
+
+	log_warning("Setting %s changed in %s: it takes effect when pdimond restarts", key, d->config_path);
+}
+
+/* What the settings a running pdimond may change act on. */
+static void apply_config(struct pdi_daemon *d)
+{
+	struct itimerspec its = {0};
+
+	pdi_log_level = d->verbose ? PDI_LOG_DEBUG : d->cfg.log_level;
+	resolve_accounts(d);
+	d->reg.model_cfg = d->cfg.model; /* for the tasks that start from now on */
+	its.it_interval.tv_sec = d->cfg.drain_interval_ms / 1000;
+	its.it_interval.tv_nsec = (long)(d->cfg.drain_interval_ms % 1000) * 1000000;
+	its.it_value = its.it_interval;
+	if (d->timer_fd >= 0 && timerfd_settime(d->timer_fd, 0, &its, NULL) < 0)
+		log_warning("Cannot set the drain timer to %u ms, ignoring: %m", d->cfg.drain_interval_ms);
+	d->evict_due = true; /* the cache's limits may be smaller */
+}
+
+/* SIGHUP (systemctl reload): the configuration file and --set again. A file that does not
+ * parse changes nothing, and says why in one line. */
+static void reload(struct pdi_daemon *d)
+{
+	struct pdi_config c, old;
+	char why[512];
+	int r;
+
+	pdi_service_reloading(&d->svc);
+	r = pdi_config_read(d->config_path, d->explicit_config, d->overrides, d->noverrides, &c, why, sizeof(why));
+	if (r < 0) {
+		log_error("Cannot reload the configuration, keeping the running one: %s", why);
+	} else {
+		pdi_config_keep_fixed(&c, &d->cfg, note_fixed, d);
+		old = d->cfg;
+		d->cfg = c;
+		pdi_config_done(&old);
+		apply_config(d);
+		log_info("Reloaded the configuration from %s", d->config_path);
+	}
+	pdi_service_status(&d->svc, r < 0 ? "Serving; the last reload failed (see the log)" : "Serving");
+}
+
 static void on_signal(struct pdi_daemon *d)
 {
 	struct signalfd_siginfo si;
 
 	while (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGHUP)
-			continue; /* nothing to reload yet that cannot wait for a restart */
+		if (si.ssi_signo == SIGHUP) {
+			reload(d);
+			continue;
+		}
 		log_info("Received %s, detaching all probes", strsignal((int)si.ssi_signo));
 		d->quit = true;
 	}
@@ -204,14 +260,19 @@ static int run_loop(struct pdi_daemon *d)
 
 	while (!d->quit) {
 		int n = epoll_wait(d->epoll_fd, evs, ELEMENTSOF(evs), loop_timeout_ms(d));
+		uint64_t woke = pdi_now_ns(), took;
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return log_error_errno(-errno, "epoll_wait failed: %m");
 		}
+		unsigned kinds = 0;
+
 		for (int i = 0; i < n; i++) {
 			uint64_t u = evs[i].data.u64;
+
+			kinds |= 1u << PDI_SRC_KIND(u);
 
 			switch (PDI_SRC_KIND(u)) {
 			case PDI_SRC_RING:
@@ -253,7 +314,16 @@ static int run_loop(struct pdi_daemon *d)
 		pdi_peer_expire(d->peer);
 		/* a bus timeout has no fd of its own: process the bus on every wake-up */
 		pdi_bus_process(d);
+		/* how long this wake-up kept the loop from the ring buffer and the bus */
+		took = pdi_now_ns() - woke;
+		if (took > d->loop_max_ns)
+			d->loop_max_ns = took;
+		if (took >= SLOW_WAKEUP_NS)
+			log_warning_limited(SLOW_WAKEUP_NS, "The loop was busy for %" PRIu64 " ms (sources %#x): the ring "
+					    "buffer and the bus waited", took / 1000000, kinds);
+		pdi_service_alive(&d->svc, pdi_now_ns() / 1000);
 	}
+	pdi_service_stopping(&d->svc);
 	return 0;
 }
 
@@ -335,25 +405,29 @@ int main(int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},    {"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},    {0},
 	};
-	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1};
+	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .svc = PDI_SERVICE_INIT};
 	const char *config_path = PDI_CONFIG_PATH;
-	char *overrides[64];
-	unsigned noverrides = 0, line;
-	bool foreground = false, verbose = false, explicit_config = false;
+	char *overrides[64], why[512], *abs_config;
+	bool foreground = false;
+	sigset_t mask;
 	int c, r;
+
+	handled_signals(&mask);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
 
 	while ((c = getopt_long(argc, argv, "fc:o:vh", opts, NULL)) >= 0) {
 		switch (c) {
 		case 'f': foreground = true; break;
-		case 'c': config_path = optarg; explicit_config = true; break;
+		case 'c': config_path = optarg; d.explicit_config = true; break;
 		case 'o':
-			if (noverrides == ELEMENTSOF(overrides)) {
+			if (d.noverrides == ELEMENTSOF(overrides)) {
 				fprintf(stderr, "pdimond: too many --set options\n");
 				return 2;
 			}
-			overrides[noverrides++] = optarg;
+			overrides[d.noverrides++] = optarg;
 			break;
-		case 'v': verbose = true; break;
+		case 'v': d.verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("pdimond %s\n", PDI_VERSION); return 0;
 		default: usage(stderr); return 2;
@@ -363,34 +437,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pdimond: unexpected argument '%s'; see pdimond --help\n", argv[optind]);
 		return 2;
 	}
-	pdi_config_defaults(&d.cfg);
-	r = pdi_config_load(&d.cfg, config_path, explicit_config, &line);
+	r = pdi_config_read(config_path, d.explicit_config, overrides, d.noverrides, &d.cfg, why, sizeof(why));
 	if (r < 0) {
-		if (line)
-			fprintf(stderr, "pdimond: %s:%u: %s\n", config_path, line,
-				r == -ENOKEY ? "unknown setting" : "invalid value");
-		else
-			fprintf(stderr, "pdimond: cannot read %s: %s\n", config_path, strerror(-r));
-		pdi_config_done(&d.cfg);
+		fprintf(stderr, "pdimond: %s\n", why);
 		return 1;
 	}
-	for (unsigned i = 0; i < noverrides; i++) {
-		char *eq = strchr(overrides[i], '=');
-
-		if (eq)
-			*eq = '\0';
-		r = eq ? pdi_config_set(&d.cfg, overrides[i], eq + 1) : -EINVAL;
-		if (r < 0) {
-			fprintf(stderr, "pdimond: --set %s: %s\n", overrides[i],
-				r == -ENOKEY ? "unknown setting" : "invalid value (want KEY=VALUE)");
-			pdi_config_done(&d.cfg);
-			return 1;
-		}
-	}
-	resolve_accounts(&d);
-	pdi_log_level = verbose ? PDI_LOG_DEBUG : d.cfg.log_level;
+	/* SIGHUP rereads the same file and --set options, wherever the daemon's cwd is then */
+	abs_config = realpath(config_path, NULL);
+	d.config_path = abs_config ? abs_config : config_path;
+	d.overrides = overrides;
 	pdi_registry_init(&d.reg, &d.cfg.model);
-
+	apply_config(&d);
+	/* before the bus connection (sd-bus refuses a forked child) and before any thread */
+	if (!foreground && (r = pdi_service_background(&d.svc)) < 0) {
+		log_error_errno(r, "Cannot go to the background: %m");
+		goto out;
+	}
 	if (geteuid() != 0) {
 		/* not fatal by itself: capabilities may be enough; the BPF load decides */
 		log_debug("Not running as root");
@@ -425,14 +487,6 @@ int main(int argc, char **argv)
 	if (pdi_tracer_trap_init(d.tracer, d.objs, d.cfg.init_libraries, d.cfg.ninit_libraries) == 0)
 		log_warning("No MPI library found to trap MPI_Init in (setting mpi_libraries): "
 			    "pdimon run will not see new processes; pdimon attach still works");
-	if (!foreground) {
-		if (daemon(0, 0) < 0) {
-			r = log_error_errno(-errno, "Cannot go to the background: %m");
-			goto out;
-		}
-		openlog("pdimond", LOG_PID, LOG_DAEMON);
-		pdi_log_to_syslog = true;
-	}
 	d.started_ns = d.rate_t_ns = d.last_checkpoint_ns = d.last_expire_ns = pdi_now_ns();
 	pdi_persist_expire(&d);
 	r = pdi_persist_restore(&d);
@@ -440,10 +494,12 @@ int main(int argc, char **argv)
 		log_warning_errno(r, "Cannot restore the steps that were running, ignoring: %m");
 	pdi_persist_loop_reads(&d);
 	log_info("pdimond %s ready as %s", PDI_VERSION, PDI_BUS_NAME);
+	pdi_service_ready(&d.svc, "Serving");
 	r = run_loop(&d);
 	if (d.failed)
 		r = -EIO;
 out:
 	daemon_done(&d);
+	free(abs_config);
 	return r < 0 ? 1 : 0;
 }

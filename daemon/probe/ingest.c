@@ -13,6 +13,7 @@
 
 #include "bus.h"
 #include "daemon.h"
+#include "detach.h"
 #include "step_end.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -189,6 +190,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 		t->nended_peers = pdi_task_peers(t, &f, t->ended_peers, ELEMENTSOF(t->ended_peers));
 	}
 	pdi_tracer_forget(d->tracer, t->pid);
+	pdi_detach_later(d->workers, &t->att);
 	pdi_registry_end_task(&d->reg, t);
 	log_info("Task pid %d (rank %d) of step %s ended%s%s", (int)t->pid, t->rank, t->step->name,
 		 t->ended_in ? " inside " : "", t->ended_in ? t->ended_in : "");

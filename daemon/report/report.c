@@ -15,7 +15,6 @@
 #include "gather.h"
 #include "gather_step.h"
 #include "log.h"
-#include "render.h"
 #include "report.h"
 #include "slurm_nodes.h"
 #include "snapshot.h"
@@ -46,13 +45,6 @@ struct report_job {
 	unsigned fanout, level_ms;
 	struct pdi_report_result res;
 };
-
-void pdi_report_result_done(struct pdi_report_result *res)
-{
-	free(res->text);
-	free(res->summary);
-	res->text = res->summary = NULL;
-}
 
 static void failf(struct pdi_report_result *res, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void failf(struct pdi_report_result *res, int status, const char *fmt, ...)
@@ -133,11 +125,6 @@ static int ask_slurm(struct report_job *j)
 	return r;
 }
 
-static char *render(const struct pdi_analysis *a, const char *format)
-{
-	return !strcmp(format, "json") ? pdi_render_json(a) : !strcmp(format, "dot") ? pdi_render_dot(a) : pdi_render_text(a);
-}
-
 /* The analysis of V rendered into J's result. Sample runs come from the store for a view of
  * this node's step only: the store holds this node's parts of earlier steps. */
 static void analyse(struct report_job *j, const struct pdi_view *v)
@@ -152,17 +139,10 @@ static void analyse(struct report_job *j, const struct pdi_view *v)
 	pdi_store_close(store);
 	if (r < 0)
 		return failf(&j->res, r, "cannot analyse step %s: %s", j->name, strerror(-r));
-	if (j->what == PDI_REPORT) {
-		j->res.text = pdi_render_json(&a);
-		j->res.summary = pdi_render_summary(&a);
-	} else {
-		j->res.text = render(&a, j->format);
-	}
+	r = pdi_report_render(&a, j->what, j->format, &j->res);
 	pdi_analysis_done(&a);
-	if (!j->res.text || (j->what == PDI_REPORT && !j->res.summary)) {
-		pdi_report_result_done(&j->res);
-		failf(&j->res, -ENOMEM, "out of memory");
-	}
+	if (r < 0)
+		failf(&j->res, r, "out of memory");
 }
 
 static void job_run(struct pdi_job *pj)

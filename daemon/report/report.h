@@ -43,3 +43,9 @@ int pdi_report_start_elsewhere(struct pdi_daemon *d, uint32_t job, uint32_t step
 			       pdi_report_fn done, void *ctx);
 
 void pdi_report_result_done(struct pdi_report_result *res);
+
+struct pdi_analysis;
+/* A's rendering into RES: WHAT PDI_REPORT, its JSON and summary; PDI_ANALYSIS, FORMAT (json,
+ * text, dot). RES's text and summary are set together, or (-ENOMEM) not touched at all. */
+int pdi_report_render(const struct pdi_analysis *a, enum pdi_report_what what, const char *format,
+		      struct pdi_report_result *res);

@@ -201,7 +201,7 @@ class Munged:
 
 
 class Daemon:
-    def __init__(self, *settings, bus=None, database=None):
+    def __init__(self, *settings, bus=None, database=None, config="/dev/null"):
         self.dir = tempfile.mkdtemp(prefix="pdimon-test-")
         os.chmod(self.dir, 0o755)
         self.own_bus = bus is None
@@ -211,7 +211,7 @@ class Daemon:
         self.database = database or os.path.join(self.dir, "pdimon.db")
         # a short hang timeout: tests wait for blocked tasks, not for the site default
         # no peer port: a one-node daemon of a test serves no gather, and binds nothing
-        args = [PDIMOND, "--foreground", "--config", "/dev/null", "--set", f"database={self.database}",
+        args = [PDIMOND, "--foreground", "--config", config, "--set", f"database={self.database}",
                 "--set", f"hang_timeout_ms={HANG_MS}", "--set", "peer_port=0"]
         for s in settings:
             args += ["--set", s]

@@ -11,11 +11,13 @@ import json
 import os
 import signal
 import sqlite3
+import tempfile
+import time
 import subprocess
 import sys
 import unittest
 
-from harness import HANG_MS, PDIMON, DaemonTest, StatusProbe, find_ranks, mpirun, wait_for
+from harness import HANG_MS, PDIMON, PDIMOND, Daemon, DaemonTest, StatusProbe, SystemBus, find_ranks, mpirun, wait_for
 
 USER = "pdimontest"
 
@@ -114,6 +116,20 @@ class Loop(DaemonTest):
         bus_script(self.d.bus.address, "for i in range(40):\n    m.GetStep('%d.0' % (1000 + i), 'json')\n")
         self.assertLessEqual(self.d.status()["steps"], 4)
 
+    def test_a_step_that_cannot_be_loaded_leaves_nothing(self):
+        # review bug: a stored step that fails half way through loading stayed in memory, half
+        r = self.d.pdimon("run", "--step", "broken", "--", *mpirun("mpich", 2, "ring", 5), check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.d.stop()
+        with sqlite3.connect(self.d.database) as db:  # a site of a function no pdimon knows
+            db.execute("UPDATE sites SET fn = 'MPI_Frobnicate' WHERE idx = 1")
+        self.d = Daemon(*self.settings, database=self.d.database)
+        for _ in range(2):
+            r = self.d.pdimon("show", "broken", check=False)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn("cannot read step 'broken'", r.stderr)
+        self.assertEqual(self.d.status()["steps"], 0)
+
     def test_locked_database_stalls_nothing(self):
         self.registrations(2000, 1)
         wait_for(lambda: "2000.0" in self.stored(), 30, "the first step stored")
@@ -135,6 +151,100 @@ class Loop(DaemonTest):
         # (a lock that keeps readers out cannot be taken while pdimond holds the file open in
         # WAL mode; were it, the loop's reads give up after 50 ms: persist.c LOOP_BUSY_MS)
         locker.close()
+
+
+class Service(unittest.TestCase):
+    """pdimond as a real daemon (issue 10 item 7): in the background, and reloading."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="pdimon-service-")
+        os.chmod(self.dir, 0o755)
+        self.bus = SystemBus(self.dir)
+        self.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.bus.address)
+        self.pids = []
+
+    def tearDown(self):
+        for pid in self.pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.bus.stop()
+
+    def pdimon(self, *args, check=True):
+        r = subprocess.run([PDIMON, *map(str, args)], capture_output=True, text=True, timeout=120, env=self.env)
+        if check and r.returncode != 0:
+            raise AssertionError(f"pdimon {args}: {r.stderr}")
+        return r
+
+    def background(self, *settings):
+        args = [PDIMOND, "--config", "/dev/null", "--set", f"database={self.dir}/pdimon.db", "--set", "peer_port=0"]
+        for s in settings:
+            args += ["--set", s]
+        return subprocess.run(args, capture_output=True, text=True, timeout=120, env=self.env)
+
+    def test_background_daemon_serves(self):
+        # the command returns once the daemon serves, which then lives on its own
+        r = self.background()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        st = json.loads(self.pdimon("status", "--json").stdout)
+        pid = st["pid"]
+        self.pids.append(pid)
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        self.assertNotEqual(int(fields[1]), os.getpid(), "the daemon is still the launcher's child")
+        self.assertEqual(int(fields[3]), pid, "the daemon leads no session of its own")
+        # it monitors a real job, and a second one is refused with its reason on the terminal
+        r = self.pdimon("run", "--step", "bg", "--", *mpirun("mpich", 2, "ring", 10), check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(self.pdimon("show", "bg", "--json").stdout)["state"], "ended")
+        r = self.background()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("Another pdimond owns org.pdimon.Monitor1", r.stderr)
+        # SIGTERM ends it: the name is free again
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 60, "the daemon to exit")
+        r = self.pdimon("status", check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("pdimond is not running", r.stderr)
+        # a daemon that cannot start says why where it was started, and fails
+        r = self.background("ring_buffer_kib=3")
+        self.assertEqual((r.returncode, r.stderr.strip()), (1, "pdimond: --set ring_buffer_kib: invalid value (want KEY=VALUE)"))
+
+    def test_sighup_rereads_the_configuration(self):
+        conf = os.path.join(self.dir, "pdimond.conf")
+        with open(conf, "w") as f:
+            f.write("cache_steps = 4\nlog_level = info\n")
+        d = Daemon(bus=self.bus, config=conf)
+        try:
+            with open(conf, "w") as f:
+                f.write("cache_steps = 1\nlog_level = debug\n")
+            d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: "Reloaded the configuration from " + conf in d.read_log(), 30, "the reload")
+            # a broken file changes nothing and says why in one line
+            with open(conf, "w") as f:
+                f.write("cache_steps = 1\nlog_level = loud\n")
+            d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: "Cannot reload" in d.read_log(), 30, "the refused reload")
+            line = [x for x in d.read_log().splitlines() if "Cannot reload" in x]
+            self.assertEqual(len(line), 1)
+            self.assertTrue(line[0].endswith(f"keeping the running one: {conf}:2: invalid value"), line[0])
+            d.status()  # still serving
+            # what a running daemon cannot change waits for a restart, and says so
+            with open(conf, "w") as f:
+                f.write("cache_steps = 1\nlog_level = debug\nring_buffer_kib = 4096\n")
+            d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: d.read_log().count("Reloaded the configuration") == 2, 30, "the third reload")
+            self.assertIn(f"Setting ring_buffer_kib changed in {conf}: it takes effect when pdimond restarts", d.read_log())
+            # the new settings act: debug lines, and a cache of one step
+            r = d.pdimon("run", "--step", "one", "--", *mpirun("mpich", 2, "ring", 5), check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = d.pdimon("run", "--step", "two", "--", *mpirun("mpich", 2, "ring", 5), check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("debug:", d.read_log())
+            wait_for(lambda: d.status()["steps"] == 1, 30, "the cache to keep one ended step")
+        finally:
+            d.stop()
 
 
 if __name__ == "__main__":

@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* probe_floor.c -- attaches do-nothing uprobes exactly where pdimond attaches its own: the floor.
  *
- * Usage: probe-floor [--perf-links] [--max-seconds S] --pid PID...
+ * Usage: probe-floor [--perf-links] [--at-start] [--max-seconds S] --pid PID...
+ *        probe-floor --list [--at-start] --pid PID...
  *
  * The probes are those pdi_probe_targets_find() gives pdimond, attached the same way (one
  * uprobe_multi link per direction where the kernel has them, else one perf link per offset
- * and direction) with the same cookies. Prints "attached N probes ..." on stdout once all
+ * and direction) with the same cookies, and the same placement of entry probes on emulated
+ * instructions (entry_place.h) unless --at-start puts every probe on its function's first byte. Prints "attached N probes ..." on stdout once all
  * processes are probed, then stays attached until stdin reaches end of file, SIGTERM or
- * SIGINT arrives, or --max-seconds (default 3600) pass; then detaches and exits 0. */
+ * SIGINT arrives, or --max-seconds (default 3600) pass; then detaches and exits 0.
+ *
+ * --list attaches nothing: it prints one line per probe of each process, tab-separated
+ *   pid function symbol_offset probe_offset skipped_bytes probed_kind first_kind why
+ * (kinds "emulated" or "single-stepped"; why "-" when the probe is on an emulated instruction). */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,6 +30,8 @@
 #include <bpf/libbpf.h>
 
 #include "empty.skel.h"
+#include "event.h"
+#include "mpi_funcs.h"
 #include "objcache.h"
 #include "probe_targets.h"
 #include "uprobe_multi.h"
@@ -36,6 +45,7 @@ struct floor {
 	struct bpf_link **links; /* perf links */
 	unsigned nlinks;
 	unsigned nprobes;
+	unsigned target_flags; /* PDI_TARGETS_AT_START with --at-start */
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -113,7 +123,7 @@ static int floor_attach(struct floor *f, pid_t pid)
 
 	if (!pt)
 		return -ENOMEM;
-	r = pdi_probe_targets_find(f->objs, pid, pt);
+	r = pdi_probe_targets_find(f->objs, pid, f->target_flags, pt);
 	if (r < 0) {
 		fprintf(stderr, "probe-floor: no MPI probes for pid %d: %s\n", (int)pid, strerror(-r));
 		goto out;
@@ -127,6 +137,25 @@ static int floor_attach(struct floor *f, pid_t pid)
 	fprintf(stderr, "probe-floor: pid %d: %u probes in %s\n", (int)pid, pt->n, pt->object);
 	f->nprobes += pt->n;
 out:
+	free(pt);
+	return r;
+}
+
+static int floor_list(struct floor *f, pid_t pid)
+{
+	struct pdi_probe_targets *pt = malloc(sizeof(*pt));
+	int r;
+
+	if (!pt)
+		return -ENOMEM;
+	r = pdi_probe_targets_find(f->objs, pid, f->target_flags, pt);
+	if (r < 0)
+		fprintf(stderr, "probe-floor: no MPI probes for pid %d: %s\n", (int)pid, strerror(-r));
+	for (unsigned i = 0; r == 0 && i < pt->n; i++)
+		printf("%d\t%s\t0x%" PRIx64 "\t0x%" PRIx64 "\t%u\t%s\t%s\t%s\n", (int)pid,
+		       pdi_mpi_funcs[PDI_COOKIE_FN(pt->cookies[i])].name, pt->offsets[i] - pt->skipped[i],
+		       pt->offsets[i], pt->skipped[i], pdi_insn_kind_name(pt->kinds[i]),
+		       pdi_insn_kind_name(pt->first_kinds[i]), pt->kinds[i] == PDI_INSN_EMULATED ? "-" : pt->why[i]);
 	free(pt);
 	return r;
 }
@@ -186,28 +215,33 @@ static int wait_for_end(int sfd, double max_s)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: probe-floor [--perf-links] [--max-seconds S] --pid PID...\n");
+	fprintf(out, "usage: probe-floor [--perf-links] [--at-start] [--max-seconds S] --pid PID...\n"
+		     "       probe-floor --list [--at-start] --pid PID...\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
 					     {"perf-links", no_argument, NULL, 'l'},
+					     {"at-start", no_argument, NULL, 's'},
+					     {"list", no_argument, NULL, 'L'},
 					     {"max-seconds", required_argument, NULL, 'm'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
 	struct floor f = {0};
 	pid_t *pids = calloc((size_t)argc, sizeof(*pids));
 	unsigned npids = 0;
-	bool perf_links = false;
+	bool perf_links = false, list = false;
 	double max_s = 3600;
 	sigset_t mask;
 	int c, r, sfd = -1;
 
 	if (!pids)
 		return 1;
-	while ((c = getopt_long(argc, argv, "p:lm:h", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "p:lsLm:h", opts, NULL)) >= 0) {
 		switch (c) {
+		case 'L': list = true; break;
+		case 's': f.target_flags |= PDI_TARGETS_AT_START; break;
 		case 'p': pids[npids++] = (pid_t)atoi(optarg); break;
 		case 'l': perf_links = true; break;
 		case 'm': max_s = atof(optarg); break;
@@ -246,6 +280,11 @@ int main(int argc, char **argv)
 	r = pdi_objcache_new(&f.objs);
 	if (r < 0)
 		goto out;
+	if (list) {
+		for (unsigned i = 0; i < npids && r == 0; i++)
+			r = floor_list(&f, pids[i]);
+		goto out;
+	}
 	f.skel = empty_bpf__open();
 	if (!f.skel) {
 		r = -errno;

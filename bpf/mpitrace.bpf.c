@@ -96,13 +96,65 @@ static __always_inline struct pdi_inflight *thread_entry(__u64 id)
 	return bpf_map_lookup_elem(&inflight, &id);
 }
 
+/* ---- the overhead budget (daemon/probe/budget.c): probes that come and go ----
+ * pdimond detaches a hot function's return probe, or all its probes, while a task calls it too
+ * often. A call in flight then never reports its return; the next hit of the thread finds it
+ * still marked active. Whether a hit is nested in the call in flight or the call has ended
+ * unseen is told by the stack: a nested call runs below the call's entry stack pointer. */
+
+/* Hand the call F describes to the daemon. */
+static __always_inline void emit_call(struct pdi_inflight *f, __u64 id, __u64 t_exit, __s64 ret, __u16 flags)
+{
+	struct pdi_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u64 wake;
+
+	if (!e) {
+		count_lost(id >> 32);
+		return;
+	}
+	e->kind = PDI_EV_CALL;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->fn = PDI_COOKIE_FN(f->cookie);
+	e->flags = flags;
+	e->callsite = f->callsite;
+	e->t_enter = f->t_enter;
+	e->t_exit = t_exit;
+	__builtin_memcpy(e->args, f->args, sizeof(e->args));
+	e->req = f->reqs[0];
+	if (f->req_ptr) {
+		e->req = 0;
+		read_handle(&e->req, f->cookie, f->req_ptr);
+	}
+	e->ret = ret;
+	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(e, wake);
+}
+
+/* Is a hit at SP (return address RA) inside the thread's call in flight? A call found to have
+ * ended unseen is emitted, its end unknown, and the thread is idle again. */
+static __always_inline bool hit_is_nested(struct pdi_inflight *f, __u64 id, __u64 sp, __u64 ra)
+{
+	if (!f->active)
+		return false;
+	if (sp < f->sp)
+		return true;
+	/* MPI_x tail-calling PMPI_x (both probed): the same call, whose return address the
+	 * first return probe has already replaced */
+	if (sp == f->sp && ra != f->ra)
+		return true;
+	emit_call(f, id, bpf_ktime_get_ns(), 0, PDI_EVF_NO_EXIT);
+	f->active = 0;
+	return false;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(mpi_enter)
 {
 	/* the registers first, before any branch: the verifier refuses a context pointer the
 	 * compiler has offset to share one load between paths */
 	__u64 sp = PT_REGS_SP(ctx), a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx),
-	      a4 = PT_REGS_PARM4(ctx), a5 = PT_REGS_PARM5(ctx), a6 = PARM6(ctx), ptr;
+	      a4 = PT_REGS_PARM4(ctx), a5 = PT_REGS_PARM5(ctx), a6 = PARM6(ctx), ptr, ra = 0;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pdi_inflight *f;
@@ -112,12 +164,15 @@ int BPF_KPROBE(mpi_enter)
 	f = thread_entry(id);
 	if (!f)
 		return 0;
+	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
 	/* an MPI call made by an MPI call: only the outermost one is the application's */
-	if (f->active++ > 0)
+	if (hit_is_nested(f, id, sp, ra))
 		return 0;
 	f->cookie = cookie;
 	f->t_enter = bpf_ktime_get_ns();
-	bpf_probe_read_user(&f->callsite, sizeof(f->callsite), (void *)sp);
+	f->sp = sp;
+	f->ra = ra;
+	f->callsite = ra;
 	f->args[0] = a1;
 	f->args[1] = a2;
 	f->args[2] = a3;
@@ -148,46 +203,30 @@ int BPF_KPROBE(mpi_enter)
 			f->nreqs = cnt;
 		}
 	}
+	/* no return probe: the entry is the whole call for the model (the thread stays idle) */
+	if (cookie & PDI_COOKIE_ENTRY_ONLY) {
+		emit_call(f, id, f->t_enter, 0, PDI_EVF_NO_EXIT);
+		return 0;
+	}
+	f->active = 1;
 	return 0;
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(mpi_exit)
 {
+	__u64 sp = PT_REGS_SP(ctx), rc = PT_REGS_RC(ctx);
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pdi_inflight *f = bpf_map_lookup_elem(&inflight, &id);
-	struct pdi_event *e;
-	__u64 flags;
 
 	/* no entry, or idle: the return of a call entered before we attached */
-	if (!f || f->active == 0)
+	if (!f || !f->active)
 		return 0;
-	if (--f->active > 0)
+	/* the return of a call nested in the thread's call in flight: SP is at most its entry's */
+	if (sp <= f->sp)
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_lost(id >> 32);
-		return 0;
-	}
-	e->kind = PDI_EV_CALL;
-	e->pid = id >> 32;
-	e->tid = (__u32)id;
-	e->fn = PDI_COOKIE_FN(f->cookie);
-	e->depth = 0;
-	e->callsite = f->callsite;
-	e->t_enter = f->t_enter;
-	e->t_exit = bpf_ktime_get_ns();
-	__builtin_memcpy(e->args, f->args, sizeof(e->args));
-	e->req = f->reqs[0];
-	if (f->req_ptr) {
-		e->req = 0;
-		read_handle(&e->req, f->cookie, f->req_ptr);
-	}
-	e->ret = PT_REGS_RC(ctx);
-
-	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-									       : BPF_RB_NO_WAKEUP;
-	bpf_ringbuf_submit(e, flags);
+	emit_call(f, id, bpf_ktime_get_ns(), (__s64)rc, 0);
+	f->active = 0;
 	return 0;
 }
 

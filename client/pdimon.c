@@ -54,7 +54,7 @@ static void usage(FILE *f)
 		"  run [--step NAME] [--size N] -- COMMAND...\n"
 		"                                       run COMMAND, monitoring every MPI process it starts;\n"
 		"                                       N: its input size, for trends\n"
-		"  trends PROGRAM [--json|--text|--svg FILE]\n"
+		"  trends PROGRAM [--json|--text|--svg FILE|--html FILE]\n"
 		"                                       how each call site's calls, bytes and time per task\n"
 		"                                       grow across stored runs at different task counts\n"
 		"                                       (and input sizes), least scalable first\n\n"
@@ -336,13 +336,19 @@ static int write_file(const char *path, const char *text)
 
 static int cmd_trends(int argc, char **argv)
 {
-	const char *args[2] = {NULL, "text"}, *svg = NULL;
+	const char *args[2] = {NULL, "text"}, *svg = NULL, *html_path = NULL;
 	char *text;
 	int r;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			args[1] = "json";
+		else if (!strcmp(argv[i], "--html")) {
+			if (++i == argc)
+				return die(-EINVAL, "trends: --html needs a file name (or - for standard output)");
+			args[1] = "json"; /* the page is drawn from the JSON document */
+			html_path = argv[i];
+		}
 		else if (!strcmp(argv[i], "--text"))
 			args[1] = "text";
 		else if (!strcmp(argv[i], "--svg")) {
@@ -351,7 +357,8 @@ static int cmd_trends(int argc, char **argv)
 			args[1] = "svg";
 			svg = argv[i];
 		} else if (argv[i][0] == '-')
-			return die(-EINVAL, "trends: unknown option '%s' (use --json, --text or --svg FILE)", argv[i]);
+			return die(-EINVAL, "trends: unknown option '%s' (use --json, --text, --svg FILE or --html FILE)",
+				   argv[i]);
 		else if (args[0])
 			return die(-EINVAL, "trends: one program at a time ('%s' and '%s')", args[0], argv[i]);
 		else
@@ -359,6 +366,8 @@ static int cmd_trends(int argc, char **argv)
 	}
 	if (!args[0])
 		return die(-EINVAL, "trends: which program? (its path, its file name or its build ID)");
+	if (html_path)
+		return call_html("Trends", fill_two_strings, args, 1, html_path);
 	if (!svg)
 		return call("Trends", fill_two_strings, args, 1);
 	if ((r = call_text("Trends", fill_two_strings, args, 1, &text)) < 0)

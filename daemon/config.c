@@ -52,6 +52,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.node_name = default_node_name(),
 		.cache_steps = 32,
 		.cache_mib = 64,
+		.max_overhead_pct = 3,
 	};
 	for (unsigned i = 0; i < ELEMENTSOF(default_libraries); i++)
 		c->init_libraries[c->ninit_libraries++] = strdup(default_libraries[i]);
@@ -207,6 +208,28 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_libraries(c, value);
 	if (!strcmp(key, "log_level"))
 		return parse_level(value, &c->log_level);
+	if (!strcmp(key, "max_overhead_pct")) {
+		char *end;
+		double x;
+
+		if (!strcmp(value, "off")) {
+			c->max_overhead_pct = 0;
+			return 0;
+		}
+		errno = 0;
+		x = strtod(value, &end);
+		if (errno || end == value || *end || !(x > 0 && x <= 100))
+			return -EINVAL;
+		c->max_overhead_pct = x;
+		return 0;
+	}
+	if (!strcmp(key, "probe_placement")) {
+		/* "emulated": past single-stepped first instructions where safe (probe/entry_place.h) */
+		if (strcmp(value, "emulated") && strcmp(value, "function-start"))
+			return -EINVAL;
+		c->probe_at_start = !strcmp(value, "function-start");
+		return 0;
+	}
 	if (!strcmp(key, "auto_phases"))
 		return parse_bool(value, &c->model.auto_phases);
 	if (!strcmp(key, "drain_interval_ms")) {

@@ -39,6 +39,8 @@ struct pdi_config {
 	char *node_name;                      /* this node as Slurm and the other daemons name it */
 	unsigned cache_steps;                 /* ended steps kept in memory once stored, at most */
 	unsigned cache_mib;                   /* and what they hold, at most: the store has the rest */
+	bool probe_at_start;                  /* entry probes on functions' first byte, never moved */
+	double max_overhead_pct;              /* the most a task's probes may cost it; 0: no budget */
 	struct pdi_model_config model;
 };
 

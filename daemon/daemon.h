@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "calibrate.h"
 #include "config.h"
 #include "registry.h"
 #include "service.h"
@@ -17,6 +18,7 @@ struct pdi_store;
 struct pdi_peer;
 struct pdi_gather;
 struct pdi_workers;
+struct pdi_site_store;
 typedef struct sd_bus sd_bus;
 
 /* epoll_event.data.u64: what became ready, and which one (a task's index). */
@@ -30,6 +32,8 @@ enum pdi_source_kind {
 	PDI_SRC_PEER,        /* one of those connections (its slot in peer.c) */
 	PDI_SRC_WORKERS,     /* jobs finished off the loop (worker.h) */
 	PDI_SRC_STORE,       /* records written by the store's lane (persist.h) */
+	PDI_SRC_BUDGET,      /* the overhead budget's slot timer (probe/budget.h) */
+	PDI_SRC_SITE_STORE,  /* the site store's lane finished a job (site_store.h) */
 };
 #define PDI_SRC(kind, index) ((uint64_t)(kind) << 56 | (uint64_t)(index))
 #define PDI_SRC_KIND(u) ((unsigned)((u) >> 56))
@@ -67,6 +71,12 @@ struct pdi_daemon {
 	struct pdi_gather *gather; /* a step's tree gather (gather.h); NULL without the listener */
 	struct pdi_workers *workers; /* slow work off the loop (worker.h) */
 	bool evict_due;            /* a step joined the cache of ended steps: check its limits */
+	/* the overhead budget (probe/budget.h) */
+	struct pdi_probe_costs probe_costs; /* per hit on this node, measured at start-up */
+	int budget_fd;                      /* its slot timer; -1 when the budget is off */
+	bool budget_armed;                  /* the timer runs only while tasks do */
+	uint64_t budget_epoch_ns, budget_last_ns;
+	struct pdi_site_store *site; /* the site's PostgreSQL; NULL when none (site_store.h) */
 };
 
 uint64_t pdi_now_ns(void);

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "bus.h"
 #include "daemon.h"
 #include "gather.h"
@@ -26,8 +27,10 @@
 #include "log.h"
 #include "objcache.h"
 #include "peer.h"
+#include "probe_targets.h"
 #include "persist.h"
 #include "service.h"
+#include "site_store.h"
 #include "step_end.h"
 #include "tracer.h"
 #include "worker.h"
@@ -119,6 +122,8 @@ static int setup_loop(struct pdi_daemon *d)
 	    (r = add_fd(d, pdi_tracer_epoll_fd(d->tracer), PDI_SRC(PDI_SRC_RING, 0))) < 0)
 		return r;
 	/* no thread exists before the first job: the pool may be made before daemonizing */
+	if ((r = pdi_budget_open(d)) < 0)
+		return r;
 	if ((r = pdi_workers_new("work", PDI_WORKER_THREADS, PDI_WORKER_QUEUE, &d->workers)) < 0 ||
 	    (r = add_fd(d, pdi_workers_fd(d->workers), PDI_SRC(PDI_SRC_WORKERS, 0))) < 0)
 		return r;
@@ -178,6 +183,7 @@ static void on_timer(struct pdi_daemon *d)
 		log_warning("Cannot read the drain timer: %m");
 	(void)pdi_tracer_drain(d->tracer);
 	pdi_log_ratelimit_flush(); /* what the rate limits held back, once their interval is over */
+	pdi_site_store_tick(d);
 	if (now - d->last_checkpoint_ns >= (uint64_t)d->cfg.checkpoint_s * 1000000000ull) {
 		pdi_persist_checkpoint(d);
 		pdi_step_store_again(d);
@@ -305,6 +311,12 @@ static int run_loop(struct pdi_daemon *d)
 			case PDI_SRC_STORE:
 				pdi_persist_dispatch(d);
 				break;
+			case PDI_SRC_BUDGET:
+				pdi_budget_on_timer(d);
+				break;
+			case PDI_SRC_SITE_STORE:
+				pdi_site_store_dispatch(d);
+				break;
 			}
 		}
 		if (d->evict_due) {
@@ -335,10 +347,12 @@ static void daemon_done(struct pdi_daemon *d)
 		pdi_workers_wait_idle(d->workers);
 	pdi_workers_free(d->workers);
 	d->workers = NULL;
+	pdi_budget_close(d);
 	/* the running steps to the store, so that the next pdimond takes them over; then all
 	 * that is queued for the store is written */
 	if (d->tracer)
 		pdi_persist_checkpoint(d);
+	pdi_site_store_close(d); /* before the local store: its last write's outcome goes there */
 	pdi_persist_close(d);
 	for (unsigned i = 0; i < d->reg.ntasks; i++)
 		pdi_attachment_detach(&d->reg.tasks[i]->att);
@@ -405,7 +419,7 @@ int main(int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},    {"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},    {0},
 	};
-	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .svc = PDI_SERVICE_INIT};
+	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .budget_fd = -1, .svc = PDI_SERVICE_INIT};
 	const char *config_path = PDI_CONFIG_PATH;
 	char *overrides[64], why[512], *abs_config;
 	bool foreground = false;
@@ -468,12 +482,20 @@ int main(int argc, char **argv)
 	if (r < 0)
 		goto out;
 	r = pdi_tracer_new(&(struct pdi_tracer_options){.ring_bytes = d.cfg.ring_buffer_kib * 1024u,
-							.wakeup_bytes = d.cfg.wakeup_kib * 1024u},
+							.wakeup_bytes = d.cfg.wakeup_kib * 1024u,
+							.target_flags = d.cfg.probe_at_start ? PDI_TARGETS_AT_START : 0},
 			   pdi_ingest_event, &d, &d.tracer);
 	if (r < 0) {
 		explain_load_failure(r);
 		goto out;
 	}
+	r = pdi_probe_calibrate(d.tracer, &d.probe_costs);
+	if (r < 0)
+		log_warning_errno(r, "Cannot measure what a probe costs here, assuming a slow VM's figures: %m");
+	log_info("A probed call costs %.1f us here (%.1f us when its first instruction is single-stepped, %.1f us "
+		 "without its return probe); max_overhead_pct %g%s", d.probe_costs.full_emulated / 1e3,
+		 d.probe_costs.full_stepped / 1e3, d.probe_costs.entry_only_emulated / 1e3, d.cfg.max_overhead_pct,
+		 d.cfg.max_overhead_pct > 0 ? "" : " (off)");
 	r = pdi_persist_open(&d);
 	if (r < 0)
 		goto out;
@@ -484,6 +506,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	setup_peer(&d);
+	/* not fatal: monitoring goes on, ended steps wait in the local store */
+	if (pdi_site_store_open(&d) == 0 && d.site &&
+	    (r = add_fd(&d, pdi_site_store_fd(&d), PDI_SRC(PDI_SRC_SITE_STORE, 0))) < 0) {
+		log_error_errno(r, "Cannot watch the site store's lane: %m");
+		goto out;
+	}
 	if (pdi_tracer_trap_init(d.tracer, d.objs, d.cfg.init_libraries, d.cfg.ninit_libraries) == 0)
 		log_warning("No MPI library found to trap MPI_Init in (setting mpi_libraries): "
 			    "pdimon run will not see new processes; pdimon attach still works");

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "log.h"
 #include "registry.h"
 
@@ -22,6 +23,7 @@ static void task_free(struct pdi_task *t)
 	if (!t)
 		return;
 	pdi_attachment_detach(&t->att);
+	pdi_budget_task_free(t->budget);
 	pdi_model_done(&t->model);
 	pdi_u64map_free(&t->site_cache);
 	pdi_maps_free(&t->maps);

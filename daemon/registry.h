@@ -13,6 +13,7 @@
 #include "u64map.h"
 
 struct pdi_step;
+struct pdi_budget_task;
 
 /* A call site: an MPI function called from one place in one object. Tasks of a step
  * running the same program share sites, whatever their load addresses. */
@@ -38,6 +39,7 @@ struct pdi_task {
 	int pidfd;           /* readable when the process exits */
 	enum pdi_task_state state;
 	struct pdi_attachment att;
+	struct pdi_budget_task *budget; /* its probes' cost and levels (probe/budget.h); NULL: no budget */
 	struct pdi_model model;
 	struct pdi_u64map site_cache; /* call site address | fn << 48 -> site index */
 	struct pdi_maps maps;         /* the process's mappings, reread when an address is not in them */

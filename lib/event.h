@@ -21,6 +21,9 @@
 #define PDI_COOKIE_REQ_SIZE(c) ((((c) >> 26) & 1) ? 4 : 8)
 #define PDI_COOKIE_MAKE(fn, arg, mode, int_handles)                                                \
 	((__u64)(fn) | ((__u64)(arg) << 16) | ((__u64)(mode) << 24) | ((__u64)!!(int_handles) << 26))
+/* The overhead budget dropped this function's return probe: the entry emits the call (a
+ * nonblocking call whose end the model can do without, see daemon/probe/budget.c). */
+#define PDI_COOKIE_ENTRY_ONLY (1ull << 27)
 
 enum pdi_req_mode {
 	PDI_REQ_NONE = 0,
@@ -34,13 +37,16 @@ enum pdi_event_kind {
 	PDI_EV_INIT = 2, /* a process of a watched tree entered MPI_Init: attach to it */
 };
 
+#define PDI_EVF_NO_EXIT 1 /* the call's end was not seen: t_exit is its entry (an entry-only probe)
+			   * or when its end was noticed (its return probe went while it ran) */
+
 /* One completed MPI call, emitted at return. */
 struct pdi_event {
 	__u32 kind;      /* enum pdi_event_kind */
 	__u32 pid;       /* thread group id: the task */
 	__u32 tid;       /* thread */
 	__u16 fn;        /* index into pdi_mpi_funcs[] */
-	__u16 depth;     /* nesting depth (0 = called by the application) */
+	__u16 flags;     /* PDI_EVF_* */
 	__u64 callsite;  /* return address at entry: the exact call site */
 	__u64 t_enter;   /* CLOCK_MONOTONIC ns */
 	__u64 t_exit;    /* CLOCK_MONOTONIC ns */
@@ -60,8 +66,10 @@ struct pdi_inflight {
 	__u64 args[PDI_NARGS];
 	__u64 req_ptr;            /* where to read the request at return (PDI_REQ_OUT) */
 	__u64 reqs[PDI_NREQS];    /* requests being completed (PDI_REQ_IN/ARRAY) */
-	__u32 active;             /* MPI calls in progress: 0 idle, 1 the application's, more nested */
+	__u32 active;             /* 1 while the application's MPI call is in progress, else 0 */
 	__u32 nreqs;
+	__u64 sp;                 /* stack pointer at its entry: calls below it are nested in it */
+	__u64 ra;                 /* its return address as found at entry (CALLSITE may be another) */
 };
 
 /* The I-th request handle an in-flight completion call waits on. MPICH's 32-bit handles

@@ -53,6 +53,7 @@ void pdi_model_done(struct pdi_model *m)
 	free(m->coll_sites);
 	free(m->reqs);
 	pdi_u64map_free(&m->req_idx);
+	pdi_unobserved_free(&m->unobserved);
 	*m = (struct pdi_model){0};
 }
 

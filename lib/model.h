@@ -13,6 +13,7 @@
 
 #include "timedist.h"
 #include "u64map.h"
+#include "unobserved.h"
 
 #define PDI_STATE_COMP (1ull << 63)
 /* collectives whose sites are recorded (coll_sites) to find the main loop's period */
@@ -129,6 +130,9 @@ struct pdi_model {
 	/* what the memory bound cost us */
 	size_t bytes;
 	uint64_t dropped_states, dropped_edges, dropped_requests, folded_phase_cuts;
+
+	/* what the overhead budget kept the probes from seeing (unobserved.h) */
+	struct pdi_unobserved_log unobserved;
 };
 
 void pdi_model_init(struct pdi_model *m, const struct pdi_model_config *cfg);

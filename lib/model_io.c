@@ -17,6 +17,10 @@
  *	        u32 from, to; u64 n; f64 mean, m2; u8 nbuckets, then nbuckets x (f32 mean, u32 count)
  *	u32 nreqs, cap_reqs, then nreqs x (u64 handle, i32 peer, i32 tag, u32 site, u16 fn)
  *
+ * Format 2 appends what the overhead budget left unobserved (unobserved.h):
+ *	u32 n, then n x (u64 t_start, t_end; u16 fn (blob index, 0xffff: all); u8 level, duty_log2;
+ *	    u32 rate, cost_ppm), then u64 stretched
+ *
  * Capacities are kept because they decide when the model next grows and what its byte
  * budget has left: the decoded model must take the same calls the same way. The decoder
  * trusts nothing: every count is checked against the bytes left before anything is
@@ -36,6 +40,7 @@
 #define EDGE_MIN_SIZE 33
 #define PHASE_MIN_SIZE 32
 #define REQUEST_SIZE 22
+#define UNOBSERVED_SIZE 28
 #define FLAG_STARTED 1
 #define FLAG_SAW_PCONTROL 2
 
@@ -51,7 +56,8 @@ _Static_assert(sizeof(struct pdi_edge) == 112, "struct pdi_edge changed: encode 
 _Static_assert(sizeof(struct pdi_gauss) == 24 && sizeof(struct pdi_hist) == 76, "time distributions changed");
 _Static_assert(sizeof(struct pdi_phase) == 96, "struct pdi_phase changed: encode the new field");
 _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
-_Static_assert(sizeof(struct pdi_model) == 200, "struct pdi_model changed: encode the new field");
+_Static_assert(sizeof(struct pdi_model) == 224, "struct pdi_model changed: encode the new field");
+_Static_assert(sizeof(struct pdi_unobserved) == 32, "struct pdi_unobserved changed: encode the new field");
 #endif
 
 /* ---- writing ---- */
@@ -106,6 +112,9 @@ static int fn_table_build(struct fn_table *t, const struct pdi_model *m)
 		return r;
 	for (uint32_t i = 0; i < m->nreqs; i++)
 		if ((r = fn_use(t, m->reqs[i].fn)) < 0)
+			return r;
+	for (uint32_t i = 0; i < m->unobserved.n; i++)
+		if (m->unobserved.v[i].fn != PDI_UNOBSERVED_ALL && (r = fn_use(t, m->unobserved.v[i].fn)) < 0)
 			return r;
 	return 0;
 }
@@ -199,6 +208,25 @@ static void enc_requests(struct pdi_wire_writer *w, const struct pdi_model *m, c
 	}
 }
 
+static void enc_unobserved(struct pdi_wire_writer *w, const struct pdi_model *m, const struct fn_table *t)
+{
+	const struct pdi_unobserved_log *l = &m->unobserved;
+
+	pdi_wire_put_u32(w, l->n);
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct pdi_unobserved *u = &l->v[i];
+
+		pdi_wire_put_u64(w, u->t_start);
+		pdi_wire_put_u64(w, u->t_end);
+		pdi_wire_put_u16(w, u->fn == PDI_UNOBSERVED_ALL ? PDI_UNOBSERVED_ALL : (uint16_t)(t->ref[u->fn] - 1));
+		pdi_wire_put_u8(w, u->level);
+		pdi_wire_put_u8(w, u->duty_log2);
+		pdi_wire_put_u32(w, u->rate);
+		pdi_wire_put_u32(w, u->cost_ppm);
+	}
+	pdi_wire_put_u64(w, l->stretched);
+}
+
 static void seal(uint8_t *p, size_t len)
 {
 	memcpy(p, PDI_MODEL_MAGIC, 4);
@@ -225,6 +253,7 @@ int pdi_model_encode(const struct pdi_model *m, void **ret_buf, size_t *ret_len)
 	for (uint32_t i = 0; i < m->nphases; i++)
 		enc_phase(&w, &m->phases[i]);
 	enc_requests(&w, m, &t);
+	enc_unobserved(&w, m, &t);
 	if ((r = w.err) < 0)
 		goto out;
 	seal(w.buf, w.len);
@@ -523,6 +552,42 @@ static int dec_requests(struct dec *d, struct pdi_model *m)
 	return 0;
 }
 
+static int dec_unobserved(struct dec *d, struct pdi_model *m)
+{
+	struct pdi_unobserved_log *l = &m->unobserved;
+	uint32_t n = r_u32(&d->r);
+
+	if (!r_fits(&d->r, n, UNOBSERVED_SIZE) || n > PDI_UNOBSERVED_MAX)
+		return -EBADMSG;
+	if (n && !(l->v = calloc(n, sizeof(*l->v))))
+		return -ENOMEM;
+	l->cap = n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct pdi_unobserved *u = &l->v[i];
+		uint16_t fn;
+		int e;
+
+		u->t_start = r_u64(&d->r);
+		u->t_end = r_u64(&d->r);
+		fn = r_u16(&d->r);
+		if (fn == PDI_UNOBSERVED_ALL)
+			u->fn = fn;
+		else if (fn >= d->nfns)
+			return -EBADMSG;
+		else
+			u->fn = d->fns[fn];
+		u->level = r_u8(&d->r);
+		u->duty_log2 = r_u8(&d->r);
+		u->rate = r_u32(&d->r);
+		u->cost_ppm = r_u32(&d->r);
+		if ((e = d->r.bad ? -EBADMSG : 0) < 0)
+			return e;
+		l->n = i + 1;
+	}
+	l->stretched = r_u64(&d->r);
+	return 0;
+}
+
 /* What the model code charges to its budget: every array's capacity and every map's table
  * (grow_array() and map_put() in model.c; the period sample is not charged). */
 static size_t model_bytes(const struct pdi_model *m)
@@ -557,12 +622,13 @@ static int check_header(const uint8_t *p, size_t len)
 	return 0;
 }
 
-static int dec_model(struct dec *d, struct pdi_model *m)
+static int dec_model(struct dec *d, struct pdi_model *m, uint32_t version)
 {
 	int e;
 
 	if ((e = dec_fn_table(d)) < 0 || (e = dec_scalars(d, m)) < 0 || (e = dec_coll_sites(d, m)) < 0 ||
-	    (e = dec_phases(d, m)) < 0 || (e = dec_requests(d, m)) < 0)
+	    (e = dec_phases(d, m)) < 0 || (e = dec_requests(d, m)) < 0 ||
+	    (version >= 2 && (e = dec_unobserved(d, m)) < 0))
 		return e;
 	if (d->r.bad || d->r.left)
 		return -EBADMSG;
@@ -580,7 +646,7 @@ int pdi_model_decode(const void *buf, size_t len, const struct pdi_model_config 
 		return buf ? e : -EBADMSG;
 	d.r = (struct rbuf){.p = (const uint8_t *)buf + HEADER_SIZE, .left = len - HEADER_SIZE};
 	pdi_model_init(&m, cfg);
-	e = dec_model(&d, &m);
+	e = dec_model(&d, &m, (uint32_t)pdi_le_get((const uint8_t *)buf + 8, 4));
 	free(d.fns);
 	if (e < 0) {
 		pdi_model_done(&m);

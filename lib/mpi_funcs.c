@@ -122,3 +122,8 @@ int pdi_mpi_func_find(const char *name)
 			return (int)i;
 	return -ENOENT;
 }
+
+const char *pdi_mpi_func_name(unsigned fn)
+{
+	return fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?";
+}

@@ -44,6 +44,9 @@ struct pdi_mpi_func {
 extern const struct pdi_mpi_func pdi_mpi_funcs[];
 extern const unsigned pdi_mpi_nfuncs;
 
+/* The name of function FN, "?" when out of range. */
+const char *pdi_mpi_func_name(unsigned fn);
+
 /* Index of the function called NAME (with or without the P prefix), or -ENOENT. */
 int pdi_mpi_func_find(const char *name);
 

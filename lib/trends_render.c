@@ -242,10 +242,15 @@ static void text_report(struct pdi_json *t, const struct pdi_trend_report *r, do
 			tasks ? "per task, n = tasks" : "per task, s = input size", "r2", "growth");
 	for (size_t i = 0; i < r->trends->n; i++) {
 		const struct pdi_trend_entry *e = &r->trends->v[i];
+		char growth[32];
 
 		formula(&e->fit, feature_var(r), buf, sizeof(buf));
-		pdi_json_printf(t, "%3zu%c  %-44.200s %-6s %-28s %6.3f %7.3gx\n", i + 1, e->flagged ? '!' : ' ',
-				r->in->sites[e->site], pdi_trend_metric_names[e->metric], buf, e->fit.r2, e->growth);
+		if (isfinite(e->growth))
+			snprintf(growth, sizeof(growth), "%7.3gx", e->growth);
+		else
+			snprintf(growth, sizeof(growth), "from 0"); /* no call at the smallest size */
+		pdi_json_printf(t, "%3zu%c  %-44.200s %-6s %-28s %6.3f %8s\n", i + 1, e->flagged ? '!' : ' ',
+				r->in->sites[e->site], pdi_trend_metric_names[e->metric], buf, e->fit.r2, growth);
 	}
 	for (size_t i = 0; i < r->trends->n; i++) {
 		const struct pdi_trend_entry *e = &r->trends->v[i];

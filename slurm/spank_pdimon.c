@@ -17,7 +17,20 @@ SPANK_PLUGIN(pdimon, 1);
 
 struct pdimon_ctx pdimon_ctx = {.timeout_ms = 2000, .wait_ms = 5000};
 
-static const char valid_options[] = "off, on, report=PATH, phases=pcontrol, phases=auto";
+static const char valid_options[] = "off, on, report=PATH, phases=pcontrol, phases=auto, size=N";
+
+/* size=N: a whole number 1..2^62 (pdimond checks it again) */
+static bool valid_size(const char *v)
+{
+	unsigned long long x;
+	char *end;
+
+	if (*v < '0' || *v > '9' || strlen(v) >= sizeof(pdimon_ctx.input_size))
+		return false;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	return !errno && !*end && x > 0 && x <= 1ull << 62;
+}
 
 /* --pdi-monitor[=OPTS]: OPTS a comma list. Called in srun and again in slurmstepd. */
 static int option_cb(int val, const char *optarg, int remote)
@@ -44,6 +57,8 @@ static int option_cb(int val, const char *optarg, int remote)
 			snprintf(c.report, sizeof(c.report), "%s", o + 7);
 		else if (!strcmp(o, "phases=pcontrol") || !strcmp(o, "phases=auto"))
 			snprintf(c.options, sizeof(c.options), "%s", o);
+		else if (!strncmp(o, "size=", 5) && valid_size(o + 5))
+			snprintf(c.input_size, sizeof(c.input_size), "%s", o + 5);
 		else {
 			slurm_error(PDI_PREFIX "invalid --pdi-monitor option '%s'; valid: %s", o, valid_options);
 			return -1;
@@ -55,9 +70,9 @@ done:
 }
 
 static struct spank_option monitor_option = {
-	"pdi-monitor", "[off|report=PATH|phases=pcontrol|auto]",
+	"pdi-monitor", "[off|report=PATH|phases=pcontrol|auto|size=N]",
 	"Monitor this step's MPI tasks with pdimon and print where it went wrong when it ends "
-	"(comma-separated options: off, report=PATH, phases=pcontrol|auto)",
+	"(comma-separated options: off, report=PATH, phases=pcontrol|auto, size=N: the input size, for pdimon trends)",
 	2, 0, option_cb};
 
 /* KEY=N with N milliseconds in 1..600000 */

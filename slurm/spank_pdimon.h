@@ -14,6 +14,7 @@ struct pdimon_ctx {
 	bool enabled;            /* monitor this step: the site default, or what the user said */
 	char report[PATH_MAX];   /* where srun writes the JSON report, "" for pdimon-JOB.STEP.json */
 	char options[64];        /* passed to pdimond with each task: "phases=..." */
+	char input_size[24];     /* size=N: the run's input size, for pdimon trends; "" when not given */
 	char bus[256];           /* D-Bus address of pdimond's bus, "" for the system bus */
 	char cli[PATH_MAX];      /* the pdimon CLI that renders HTML reports, "" for the installed one */
 	unsigned timeout_ms;     /* bound on every call to pdimond */

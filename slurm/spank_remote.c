@@ -72,6 +72,10 @@ static char *register_options(spank_t sp, bool with_nodes)
 	int r;
 
 	r = append(&out, &len, &cap, pdimon_ctx.options);
+	if (r >= 0 && pdimon_ctx.input_size[0])
+		r = append(&out, &len, &cap, len ? ",size=" : "size=");
+	if (r >= 0 && pdimon_ctx.input_size[0])
+		r = append(&out, &len, &cap, pdimon_ctx.input_size);
 	list = step_nodelist(sp);
 	if (r < 0 || !list || spank_get_item(sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS)
 		goto done;

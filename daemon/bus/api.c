@@ -24,6 +24,7 @@
 #include "report.h"
 #include "json.h"
 #include "log.h"
+#include "site_store.h"
 #include "tracer.h"
 #include "trend_store.h"
 
@@ -747,9 +748,19 @@ struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *
 
 #define PROGRAM_MAX 255
 
-struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c, const char *program,
-				const char *format)
+/* The site store's answer (site_store.h) to the caller waiting through a struct pdi_later. */
+static void trends_answer(void *ctx, int status, const char *text)
 {
+	struct pdi_later *to = ctx;
+
+	to->answer(to->ctx, status < 0 ? fail(status, "%s", text) : ok_text(strdup(text)), NULL);
+	free(to);
+}
+
+struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c, const char *program,
+				const char *format, const struct pdi_later *later)
+{
+	struct pdi_later *to;
 	struct pdi_trend_runs runs = {0};
 	char why[512], *text;
 	int r;
@@ -760,6 +771,16 @@ struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c
 		return fail(-EINVAL, "invalid program name: give its path, its file name or its build ID");
 	if (!d->store)
 		return fail(-ENOENT, "no store to read runs from: pdimond keeps none (database is empty in pdimond.conf)");
+	/* the site's runs, when there is a site store: answered once its lane has them */
+	if (later && d->site && (to = malloc(sizeof(*to)))) {
+		*to = *later;
+		r = pdi_site_store_trends(d, program, c->uid, c->admin, format, trends_answer, to);
+		if (r == 0)
+			return (struct pdi_reply){PDI_REPLY_LATER, NULL};
+		free(to);
+		if (r == -EBUSY)
+			return fail(r, "the site store has too many queries waiting: try again in a moment");
+	}
 	r = pdi_trend_runs_local(d->store, program, c->uid, c->admin, &runs);
 	if (r < 0)
 		return fail(r, "cannot read the stored runs: %s", strerror(-r));

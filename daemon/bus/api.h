@@ -61,7 +61,9 @@ struct pdi_reply pdi_api_report(struct pdi_daemon *d, const struct pdi_caller *c
 struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
 				 const char *format, const struct pdi_later *later);
 /* `pdimon trends`: how PROGRAM's per-site calls, bytes and time grow across the stored runs
- * C may read, in FORMAT: json, text or svg. */
+ * C may read, in FORMAT: json, text or svg. From the site store when there is one (and LATER
+ * is given: the answer then comes through it, and the reply is PDI_REPLY_LATER), else from
+ * the local store. */
 struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c, const char *program,
-				const char *format);
+				const char *format, const struct pdi_later *later);
 struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job, uint32_t step);

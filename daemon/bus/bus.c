@@ -275,7 +275,20 @@ static int method_analyze(sd_bus_message *m, void *userdata, sd_bus_error *error
 
 static int method_trends(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-	return step_format_method(m, userdata, error, pdi_api_trends);
+	struct pdi_daemon *d = userdata;
+	const char *program, *format;
+	struct kept_call *k;
+	struct pdi_caller c;
+	int r;
+
+	r = sd_bus_message_read(m, "ss", &program, &format);
+	if (r < 0)
+		return r;
+	WITH_CALLER(m, d, error, c);
+	if (!(k = keep(m, false)))
+		return -ENOMEM;
+	return reply_or_keep(m, error, k, pdi_api_trends(d, &c, program, format, &(struct pdi_later){answer_kept, k}),
+			     NULL);
 }
 
 static int method_end_step(sd_bus_message *m, void *userdata, sd_bus_error *error)

@@ -7,8 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "daemon.h"
 #include "worker.h"
+#include "site_store.h"
 #include "json.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -86,14 +88,17 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	for (unsigned i = 0; i < d->reg.nsteps; i++)
 		running_steps += !strcmp(step_state(d->reg.steps[i]), "running");
 	if (!json) {
+		char site[768];
+
+		pdi_site_store_status_line(d, site, sizeof(site));
 		if (asprintf(&text,
 			     "pdimond %s, up %.0f s\n"
 			     "steps:       %u (%u running)\n"
 			     "tasks:       %u (%u running)\n"
 			     "events:      %" PRIu64 " (%.0f/s), %" PRIu64 " lost\n"
-			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n",
+			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n%s",
 			     PDI_VERSION, uptime, d->reg.nsteps, running_steps, d->reg.ntasks, running_tasks,
-			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024) < 0)
+			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024, site) < 0)
 			return NULL;
 		return text;
 	}
@@ -112,6 +117,7 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	pdi_json_kv_uint(&j, "memory_model_bytes", model_bytes);
 	pdi_json_kv_int(&j, "pid", getpid());
 	status_loop(&j, d);
+	pdi_site_store_status(d, &j);
 	pdi_json_obj_end(&j);
 	return pdi_json_steal(&j);
 }
@@ -301,6 +307,35 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	pdi_json_obj_end(j);
 }
 
+/* The overhead budget's view of a running task: its probes' estimated cost and the levels of
+ * the functions it degraded (budget.h). */
+static void json_budget(struct pdi_daemon *d, struct pdi_json *j, const struct pdi_task *t)
+{
+	const struct pdi_budget_task *b = t->budget;
+	char buf[32];
+
+	pdi_json_key(j, "budget");
+	if (!b) {
+		pdi_json_null(j);
+		return;
+	}
+	pdi_json_obj_begin(j);
+	pdi_json_kv_double(j, "max_overhead_pct", d->cfg.max_overhead_pct);
+	pdi_json_kv_double(j, "cost_pct", b->cost * 100);
+	pdi_json_key(j, "degraded");
+	pdi_json_arr_begin(j);
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
+		if (b->fn[fn].level) {
+			pdi_json_obj_begin(j);
+			pdi_json_kv_str(j, "function", pdi_mpi_funcs[fn].name);
+			pdi_json_kv_str(j, "level", pdi_budget_level_name(b->fn[fn].level, buf, sizeof(buf)));
+			pdi_json_kv_double(j, "rate_per_s", b->fn[fn].rate);
+			pdi_json_obj_end(j);
+		}
+	pdi_json_arr_end(j);
+	pdi_json_obj_end(j);
+}
+
 static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task *t)
 {
 	const struct pdi_model *m = &t->model;
@@ -322,6 +357,8 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_kv_uint(j, "phase_cuts", m->folded_phase_cuts);
 	pdi_json_obj_end(j);
 	pdi_json_kv_uint(j, "model_bytes", m->bytes);
+	json_budget(d, j, t);
+	pdi_unobserved_json(&m->unobserved, j, pdi_mpi_func_name);
 	json_current(d, j, t);
 	pdi_json_key(j, "phases");
 	pdi_json_arr_begin(j);
@@ -399,6 +436,21 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 		    t->model.calls, t->model.nphases, lost ? "" : "\n");
 		if (lost)
 			pdi_json_printf(&j, ", %" PRIu64 " events lost: model incomplete\n", lost);
+		for (uint32_t k = 0; k < t->model.unobserved.n; k++) {
+			const struct pdi_unobserved *u = &t->model.unobserved.v[k];
+			char share[32] = "";
+
+			if (u->level == PDI_UNOBS_SAMPLED)
+				snprintf(share, sizeof(share), " 1/%u", 1u << u->duty_log2);
+			pdi_json_printf(&j, "  overhead budget: %s %s%s from +%.3f s%s", u->fn == PDI_UNOBSERVED_ALL ? "all functions" : pdi_mpi_func_name(u->fn),
+					pdi_unobserved_level_name(u->level), share, (double)(u->t_start - d->started_ns) / 1e9,
+					u->t_end ? "" : " (still)");
+			if (u->t_end)
+				pdi_json_printf(&j, " to +%.3f s", (double)(u->t_end - d->started_ns) / 1e9);
+			if (u->rate)
+				pdi_json_printf(&j, ": %u calls/s would cost %.1f%% of its time", u->rate, (double)u->cost_ppm / 1e4);
+			pdi_json_printf(&j, "\n");
+		}
 		text_current(d, &j, t);
 		for (uint32_t k = 0; k < t->model.nphases; k++) {
 			const struct pdi_phase *p = &t->model.phases[k];

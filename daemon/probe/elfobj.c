@@ -462,6 +462,16 @@ int pdi_elfobj_func_vaddr(struct pdi_elfobj *o, const char *name, uint64_t *ret_
 	return 0;
 }
 
+int pdi_elfobj_func_size(struct pdi_elfobj *o, const char *name, uint64_t *ret_size)
+{
+	const struct fsym *s = find_by_name(o, name);
+
+	if (!s)
+		return -ENOENT;
+	*ret_size = s->end > s->addr ? s->end - s->addr : 0;
+	return 0;
+}
+
 static int vaddr_to_offset(const struct pdi_elfobj *o, uint64_t vaddr, uint64_t *ret_offset)
 {
 	for (size_t i = 0; i < o->nloads; i++) {

@@ -26,6 +26,9 @@ int pdi_elfobj_fd(const struct pdi_elfobj *o);
 int pdi_elfobj_func_offset(struct pdi_elfobj *o, const char *name, uint64_t *ret_offset);
 /* Same but returns the ELF virtual address (st_value). */
 int pdi_elfobj_func_vaddr(struct pdi_elfobj *o, const char *name, uint64_t *ret_vaddr);
+/* Bytes of function NAME's code (its symbol's size, or up to the next symbol for size-less
+ * ones); 0 when unknown. -ENOENT if absent. */
+int pdi_elfobj_func_size(struct pdi_elfobj *o, const char *name, uint64_t *ret_size);
 /* Translate a file offset (as computed from /proc/PID/maps: addr - start + pgoff) to the ELF
  * virtual address via the PT_LOAD headers. -ENOENT if no segment loads that offset. */
 int pdi_elfobj_offset_to_vaddr(struct pdi_elfobj *o, uint64_t offset, uint64_t *ret_vaddr);

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "bus.h"
 #include "daemon.h"
 #include "detach.h"
@@ -18,6 +19,7 @@
 #include "log.h"
 #include "mpi_funcs.h"
 #include "program.h"
+#include "site_store.h"
 #include "sites.h"
 #include "tracer.h"
 
@@ -122,6 +124,7 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	}
 	t->events++;
 	d->events++;
+	pdi_budget_hit(t->budget, e->fn);
 	if (add_call(d, t, e) < 0)
 		t->model.dropped_edges++;
 	return 0;
@@ -153,6 +156,8 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 	}
 	t->att = att;
 	t->pidfd = pidfd;
+	if ((r = pdi_budget_task_begin(d, t)) < 0)
+		log_warning_errno(r, "pid %d: no overhead budget for it: %m", (int)pid);
 	ev.data.u64 = PDI_SRC(PDI_SRC_TASK, (uint32_t)pid); /* tasks move in the registry; pids do not */
 	if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0) {
 		r = -errno;
@@ -190,6 +195,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 		t->nended_peers = pdi_task_peers(t, &f, t->ended_peers, ELEMENTSOF(t->ended_peers));
 	}
 	pdi_tracer_forget(d->tracer, t->pid);
+	pdi_budget_task_end(d, t);
 	pdi_detach_later(d->workers, &t->att);
 	pdi_registry_end_task(&d->reg, t);
 	log_info("Task pid %d (rank %d) of step %s ended%s%s", (int)t->pid, t->rank, t->step->name,

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "elfobj.h"
 #include "event.h"
@@ -29,7 +31,47 @@ unsigned pdi_func_offsets(struct pdi_elfobj *o, const char *name, uint64_t off[2
 	return n;
 }
 
-int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, struct pdi_probe_targets *ret)
+/* Functions larger than this are not decoded whole, so their probes stay on their first byte. */
+#define MAX_PLACED_FUNC_BYTES (64 * 1024)
+
+uint64_t pdi_probe_place(struct pdi_elfobj *o, const char *name, uint64_t off, unsigned flags,
+			 struct pdi_entry_place *ret)
+{
+	struct pdi_entry_place pl = {.kind = PDI_INSN_STEPPED, .first_kind = PDI_INSN_STEPPED};
+	uint64_t size = 0;
+	uint8_t *code;
+	ssize_t n;
+
+	*ret = pl;
+	if (pdi_elfobj_func_size(o, name, &size) < 0 || size == 0 || size > MAX_PLACED_FUNC_BYTES) {
+		ret->why = "the function's size is unknown";
+		return off;
+	}
+	code = malloc(size);
+	if (!code) {
+		ret->why = "out of memory";
+		return off;
+	}
+	n = pread(pdi_elfobj_fd(o), code, size, (off_t)off);
+	if (n > 0) {
+		uint64_t vaddr = 0;
+
+		(void)pdi_elfobj_offset_to_vaddr(o, off, &vaddr);
+		(void)pdi_entry_place(code, (size_t)n, vaddr, &pl);
+		if (flags & PDI_TARGETS_AT_START) {
+			pl.skip = 0;
+			pl.kind = pl.first_kind;
+			pl.why = "placement turned off";
+		}
+		*ret = pl;
+	} else {
+		ret->why = "the function's code cannot be read";
+	}
+	free(code);
+	return off + ret->skip;
+}
+
+int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, unsigned flags, struct pdi_probe_targets *ret)
 {
 	const struct pdi_mapping *m;
 	struct pdi_maps maps = {0};
@@ -60,9 +102,29 @@ int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, struct pdi_prob
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs && ret->n + 2 <= PDI_MAX_PROBES; fn++) {
 		const struct pdi_mpi_func *f = &pdi_mpi_funcs[fn];
 		unsigned k = pdi_func_offsets(ret->obj, f->name, &ret->offsets[ret->n]);
+		char pname[80];
 
-		for (unsigned i = 0; i < k; i++)
-			ret->cookies[ret->n + i] = PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, ret->int_handles);
+		snprintf(pname, sizeof(pname), "P%s", f->name);
+		for (unsigned i = 0; i < k; i++) {
+			struct pdi_entry_place pl;
+			unsigned at = ret->n + i;
+			uint64_t o;
+			/* the symbol at this offset: MPI_x, or PMPI_x where it is no alias of MPI_x */
+			const char *sym = pdi_elfobj_func_offset(ret->obj, f->name, &o) == 0 && o == ret->offsets[at]
+						  ? f->name
+						  : pname;
+
+			/* MPI_Init stays where the trap that stops a starting process sits (tracer.c): a
+			 * process held there has run that first instruction and must not hit MPI_Init's
+			 * probe again further on. It runs once per process: its cost does not matter. */
+			ret->offsets[at] = pdi_probe_place(ret->obj, sym, ret->offsets[at],
+							   f->cls == PDI_FC_INIT ? flags | PDI_TARGETS_AT_START : flags, &pl);
+			ret->skipped[at] = pl.skip;
+			ret->kinds[at] = pl.kind;
+			ret->first_kinds[at] = pl.first_kind;
+			ret->why[at] = pl.why;
+			ret->cookies[at] = PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, ret->int_handles);
+		}
 		ret->n += k;
 	}
 	return 0;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -38,6 +39,7 @@ struct pdi_tracer {
 	struct stat *trapped; /* the library inodes whose MPI_Init is trapped */
 	unsigned ntrapped;
 	bool multi;           /* attach with uprobe_multi links */
+	unsigned target_flags; /* enum pdi_targets_flags */
 };
 
 /* libbpf's own messages only with -v: every failure they describe is reported by pdimond
@@ -72,6 +74,7 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 	libbpf_set_print(libbpf_print);
 	t->on_event = on_event;
 	t->ctx = ctx;
+	t->target_flags = opts->target_flags;
 	t->skel = mpitrace_bpf__open();
 	if (!t->skel) {
 		r = -errno;
@@ -121,7 +124,7 @@ int pdi_tracer_check(struct pdi_objcache *objs, pid_t pid)
 
 	if (!pt)
 		return -ENOMEM;
-	r = pdi_probe_targets_find(objs, pid, pt);
+	r = pdi_probe_targets_find(objs, pid, PDI_TARGETS_AT_START, pt);
 	free(pt);
 	return r;
 }
@@ -185,7 +188,7 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 
 	if (!pt)
 		return -ENOMEM;
-	r = pdi_probe_targets_find(objs, pid, pt);
+	r = pdi_probe_targets_find(objs, pid, t->target_flags, pt);
 	if (r < 0)
 		goto out;
 	if (t->multi) {
@@ -199,17 +202,26 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 		pdi_attachment_detach(&a);
 		goto out;
 	}
-	log_debug("pid %d: %u MPI functions probed in %s", (int)pid, pt->n, pt->object);
+	for (unsigned i = 0; i < pt->n; i++) {
+		a.nmoved += pt->skipped[i] > 0;
+		a.nstepped += pt->kinds[i] == PDI_INSN_STEPPED;
+	}
+	log_debug("pid %d: %u MPI functions probed in %s, %u entry probes moved to an emulated instruction, "
+		  "%u single-stepped", (int)pid, pt->n, pt->object, a.nmoved, a.nstepped);
 	a.nprobes = pt->n;
 	a.int_handles = pt->int_handles;
 	a.dtypes = pt->dtypes;
 	a.obj = pt->obj;
 	snprintf(a.object, sizeof(a.object), "%s", pt->object);
+	a.targets = pt;
+	pt = NULL;
 	*ret = a;
 out:
 	free(pt);
 	return r;
 }
+
+static void close_fds(int fds[2]);
 
 void pdi_attachment_detach(struct pdi_attachment *a)
 {
@@ -223,6 +235,178 @@ void pdi_attachment_detach(struct pdi_attachment *a)
 			close(a->multi_fds[i]);
 			a->multi_fds[i] = -1;
 		}
+	for (unsigned fn = 0; a->fns && fn < pdi_mpi_nfuncs; fn++)
+		close_fds(a->fns[fn].fds);
+	free(a->fns);
+	a->fns = NULL;
+	free(a->targets);
+	a->targets = NULL;
+}
+
+/* ---- per-function probes for the overhead budget ---- */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int ensure_fns(struct pdi_attachment *a)
+{
+	if (a->fns)
+		return 0;
+	a->fns = calloc(pdi_mpi_nfuncs, sizeof(*a->fns));
+	if (!a->fns)
+		return -ENOMEM;
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
+		a->fns[fn].fds[0] = a->fns[fn].fds[1] = -1;
+	return 0;
+}
+
+/* The probes of function FN, or of every function still in the shared links when FN < 0,
+ * with their cookies (ENTRY_ONLY added when asked). */
+static unsigned select_probes(const struct pdi_attachment *a, int fn, bool entry_only, uint64_t *offs,
+			      uint64_t *cookies)
+{
+	const struct pdi_probe_targets *pt = a->targets;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < pt->n; i++) {
+		unsigned f = PDI_COOKIE_FN(pt->cookies[i]);
+
+		if (fn >= 0 ? f != (unsigned)fn : a->fns[f].own)
+			continue;
+		offs[n] = pt->offsets[i];
+		cookies[n++] = pt->cookies[i] | (entry_only ? PDI_COOKIE_ENTRY_ONLY : 0);
+	}
+	return n;
+}
+
+static void close_fds(int fds[2])
+{
+	for (unsigned k = 0; k < 2; k++)
+		if (fds[k] >= 0) {
+			close(fds[k]);
+			fds[k] = -1;
+		}
+}
+
+/* uprobe_multi: FN's own links for MODE (none for OFF), the return link first. */
+static int attach_fn_multi(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
+			   enum pdi_probe_mode mode)
+{
+	uint64_t offs[PDI_MAX_PROBES], cookies[PDI_MAX_PROBES];
+	unsigned n = mode == PDI_PROBE_OFF ? 0 : select_probes(a, (int)fn, mode == PDI_PROBE_ENTRY_ONLY, offs, cookies);
+
+	for (int ret = mode == PDI_PROBE_FULL; n > 0 && ret >= 0; ret--) {
+		struct bpf_program *prog = ret ? t->skel->progs.mpi_exit : t->skel->progs.mpi_enter;
+		int fd = pdi_uprobe_multi_attach(bpf_program__fd(prog), a->targets->path, offs, cookies, n, ret, pid);
+
+		if (fd < 0)
+			return fd;
+		a->fns[fn].fds[ret] = fd;
+	}
+	return 0;
+}
+
+/* The task's shared links again, without the functions that have links of their own. The old
+ * ones are closed first: two of our probes on one instruction would each take the call. */
+static int rebuild_shared(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid)
+{
+	uint64_t offs[PDI_MAX_PROBES], cookies[PDI_MAX_PROBES];
+	unsigned n;
+
+	close_fds(a->multi_fds);
+	n = select_probes(a, -1, false, offs, cookies);
+	return n > 0 ? attach_multi(t, a, pid, a->targets->path, offs, cookies, n) : 0;
+}
+
+/* perf links: target I's pair sits at links[2 I] (return) and links[2 I + 1] (entry). */
+static int set_mode_perf(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
+			 enum pdi_probe_mode mode)
+{
+	const struct pdi_probe_targets *pt = a->targets;
+	int r = 0;
+
+	for (unsigned i = 0; i < pt->n && 2 * i + 1 < a->nlinks; i++) {
+		uint64_t cookie = pt->cookies[i];
+
+		if (PDI_COOKIE_FN(cookie) != fn)
+			continue;
+		for (unsigned k = 0; k < 2; k++) {
+			bpf_link__destroy(a->links[2 * i + k]);
+			a->links[2 * i + k] = NULL;
+		}
+		for (int ret = mode == PDI_PROBE_FULL; mode != PDI_PROBE_OFF && ret >= 0 && r == 0; ret--) {
+			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret,
+				    .bpf_cookie = cookie | (mode == PDI_PROBE_ENTRY_ONLY ? PDI_COOKIE_ENTRY_ONLY : 0));
+			struct bpf_program *prog = ret ? t->skel->progs.mpi_exit : t->skel->progs.mpi_enter;
+			struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, pid, pt->path, pt->offsets[i], &opts);
+
+			if (!l)
+				r = -errno;
+			a->links[2 * i + (ret ? 0 : 1)] = l;
+		}
+	}
+	return r;
+}
+
+int pdi_tracer_attach_offsets(struct pdi_tracer *t, pid_t pid, const char *path, const uint64_t *offs,
+			      const uint64_t *cookies, unsigned n, bool with_return, int fds[2])
+{
+	fds[0] = fds[1] = -1;
+	if (!t->multi)
+		return -EOPNOTSUPP;
+	for (int ret = with_return; ret >= 0; ret--) {
+		struct bpf_program *prog = ret ? t->skel->progs.mpi_exit : t->skel->progs.mpi_enter;
+		int fd = pdi_uprobe_multi_attach(bpf_program__fd(prog), path, offs, cookies, n, ret, pid);
+
+		if (fd < 0) {
+			close_fds(fds);
+			return fd;
+		}
+		fds[ret] = fd;
+	}
+	return 0;
+}
+
+int pdi_tracer_set_mode(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
+			enum pdi_probe_mode mode, uint64_t *ret_gap_ns)
+{
+	struct pdi_fn_probes *p;
+	int r;
+
+	*ret_gap_ns = 0;
+	if (fn >= pdi_mpi_nfuncs || !a->targets)
+		return -EINVAL;
+	if ((r = ensure_fns(a)) < 0)
+		return r;
+	p = &a->fns[fn];
+	if (p->mode == mode && (p->own || mode == PDI_PROBE_FULL))
+		return 0;
+	if (!t->multi) {
+		r = set_mode_perf(t, a, pid, fn, mode);
+	} else {
+		close_fds(p->fds);
+		if (!p->own) {
+			uint64_t t0 = mono_ns();
+
+			p->own = true;
+			r = rebuild_shared(t, a, pid);
+			*ret_gap_ns = mono_ns() - t0;
+		}
+		if (r == 0)
+			r = attach_fn_multi(t, a, pid, fn, mode);
+	}
+	if (r < 0) {
+		close_fds(p->fds);
+		p->mode = PDI_PROBE_OFF;
+		return r;
+	}
+	p->mode = (uint8_t)mode;
+	return 0;
 }
 
 static bool is_trapped(const struct pdi_tracer *t, const struct stat *st)

@@ -12,18 +12,27 @@
 struct pdi_tracer;
 struct pdi_objcache;
 struct pdi_elfobj;
+struct pdi_probe_targets;
 
 typedef int (*pdi_event_fn)(void *ctx, const struct pdi_event *e);
 
 struct pdi_tracer_options {
 	uint32_t ring_bytes;   /* ring buffer size: a power of two, at least a page */
 	uint32_t wakeup_bytes; /* BPF wakes the daemon once this much is pending */
+	unsigned target_flags; /* enum pdi_targets_flags: PDI_TARGETS_AT_START turns placement off */
 };
 
 /* Load the BPF programs. -EPERM/-EACCES when not privileged, -EOPNOTSUPP without BPF. */
 int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event, void *ctx,
 		   struct pdi_tracer **ret);
 void pdi_tracer_free(struct pdi_tracer *t);
+
+/* One function's probes in one process, as the overhead budget left them. */
+struct pdi_fn_probes {
+	int fds[2];   /* its own uprobe_multi links (entry, return), -1 when none */
+	uint8_t mode; /* enum pdi_probe_mode */
+	bool own;     /* out of the process's shared links for good */
+};
 
 /* The probes of one process. */
 struct pdi_attachment {
@@ -35,6 +44,10 @@ struct pdi_attachment {
 	struct pdi_dtypes dtypes;  /* sizes of the predefined datatypes, by handle */
 	char object[256];          /* where the MPI symbols come from */
 	struct pdi_elfobj *obj;
+	struct pdi_probe_targets *targets; /* what was probed where (offsets, cookies, placement) */
+	struct pdi_fn_probes *fns; /* per function (pdi_mpi_funcs) once the budget changed one; NULL: all full */
+	unsigned nmoved;           /* entry probes moved past a single-stepped first instruction */
+	unsigned nstepped;         /* entry probes left on an instruction the kernel single-steps */
 };
 
 /* Attach entry and return probes on every probed MPI function PID maps.
@@ -42,6 +55,30 @@ struct pdi_attachment {
 int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid,
 		      struct pdi_attachment *ret);
 void pdi_attachment_detach(struct pdi_attachment *a);
+
+/* pdimond's programs on N offsets of PATH for PID alone (entry, and return WITH_RETURN), as
+ * uprobe_multi links in FDS (entry, return; -1 unused): for calibrate.c. -EOPNOTSUPP without
+ * uprobe_multi. */
+int pdi_tracer_attach_offsets(struct pdi_tracer *t, pid_t pid, const char *path, const uint64_t *offs,
+			      const uint64_t *cookies, unsigned n, bool with_return, int fds[2]);
+
+/* What the overhead budget leaves of one function's probes in one task. */
+enum pdi_probe_mode {
+	PDI_PROBE_FULL = 0,       /* entry and return */
+	PDI_PROBE_ENTRY_ONLY = 1, /* entry only: the call is emitted there, its end unknown */
+	PDI_PROBE_OFF = 2,        /* none */
+};
+
+/* Give function FN's probes in PID (attached as A) MODE. With uprobe_multi links a function's
+ * first change moves it out of the task's shared links into its own: for the time of two
+ * attaches the task's other functions are not probed either (*RET_GAP_NS, 0 otherwise; the
+ * caller marks it in the model). On failure FN is left without probes (PDI_PROBE_OFF). */
+int pdi_tracer_set_mode(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
+			enum pdi_probe_mode mode, uint64_t *ret_gap_ns);
+static inline enum pdi_probe_mode pdi_attachment_mode(const struct pdi_attachment *a, unsigned fn)
+{
+	return a->fns ? (enum pdi_probe_mode)a->fns[fn].mode : PDI_PROBE_FULL;
+}
 
 /* Would pdi_tracer_attach() find an MPI library in PID? 0, -ESRCH or -ENOENT. */
 int pdi_tracer_check(struct pdi_objcache *objs, pid_t pid);

@@ -172,6 +172,12 @@ static bool missed_calls(const struct pdi_view_task *t)
 	return t->gap;
 }
 
+/* the overhead budget thinned its probes for a while (unobserved.h) */
+static bool observed_in_part(const struct pdi_view_task *t)
+{
+	return t->model->unobserved.n > 0;
+}
+
 /* Classes of the tasks that made MPI calls, and their sample runs' models lined up. */
 static int automaded_input(struct pdi_store *store, struct pdi_analysis *a, const struct pdi_model ***ret_models,
 			   uint32_t **ret_weights, struct pdi_samples *samples, const struct pdi_model ***ret_rows)
@@ -330,6 +336,10 @@ int pdi_analysis_build(struct pdi_store *store, const struct pdi_view *s, struct
 			     "understate them", ranks);
 	if (ranks_where(s, missed_calls, ranks, sizeof(ranks)))
 		add_limit(a, "ranks %s made calls while pdimond was down: their models miss them", ranks);
+	if (ranks_where(s, observed_in_part, ranks, sizeof(ranks)))
+		add_limit(a, "ranks %s were probed in part to keep them within max_overhead_pct (their \"unobserved\" "
+			     "intervals): calls of the functions named there are missing from their models for that "
+			     "time, so transitions around them, and where a rank was inside them, may be unseen", ranks);
 	if (!strcmp(a->kind, "hang") && (r = least_progressed(a)) < 0)
 		goto fail;
 	if ((r = automaded(store, a)) < 0 || (r = prefix_tree(a)) < 0)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "mpi_funcs.h"
 #include "ranges.h"
 #include "prefix_tree.h"
 #include "rank_phases.h"
@@ -284,6 +285,7 @@ static void json_task(struct pdi_json *j, const struct pdi_view_task *t)
 	pdi_json_kv_uint(j, "transitions", nedges);
 	pdi_json_kv_uint(j, "events_lost", t->lost);
 	pdi_json_kv_bool(j, "incomplete", t->lost || m->dropped_states || m->dropped_edges);
+	pdi_unobserved_json(&m->unobserved, j, pdi_mpi_func_name); /* the overhead budget's marks */
 	pdi_json_obj_end(j);
 }
 

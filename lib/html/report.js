@@ -137,7 +137,8 @@
     draw(el, h.spec, h.cells > 4000 ? 'canvas' : 'svg');
   }
   if (data.trends && (el = document.getElementById('trends-chart'))) {
-    data.trends.sites.forEach(function (s, i) {
+    var container = el;
+    Promise.all(data.trends.sites.map(function (s, i) {
       var box = document.createElement('figure'), cap = document.createElement('figcaption');
       var chart = document.createElement('div');
       box.className = s.flagged ? 'trend flagged' : 'trend';
@@ -145,8 +146,12 @@
       chart.className = 'trend-chart';
       box.appendChild(cap);
       box.appendChild(chart);
-      el.appendChild(box);
-      draw(chart, trend(s));
+      container.appendChild(box);
+      return draw(chart, trend(s));
+    })).then(function () {
+      /* the section is drawn once every site's chart is, failed if one of them failed */
+      var failed = container.querySelector('[data-drawn="failed"]');
+      container.setAttribute('data-drawn', failed ? 'failed' : 'yes');
     });
   }
 })();

@@ -116,6 +116,21 @@ class Html(DaemonTest):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.page(out, "stalled-analyze")
 
+    def test_trends_page(self):
+        # a call site whose calls per task grow with the task count (tests/mpi/grow.c), run at
+        # 2 and 4 tasks: `pdimon trends --html` draws its points and fits, log-log
+        for n in (2, 4):
+            r = self.d.pdimon("run", "--step", f"grow{n}", "--", *mpirun("mpich", n, "grow", 10, 64),
+                              check=False, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        t = json.loads(self.d.pdimon("trends", "grow.mpich", "--json").stdout)
+        first = t["sites"][0]["site"]
+        root = self.page(self.html_of("trends", "grow.mpich", "--html", os.path.join(self.tmp, "trends.html")),
+                         "trends")
+        self.assertIn("grow.mpich", root.find(id="verdict").text())
+        self.assertTrue(root.find(id="trends-chart").find("svg"), "the log-log chart drawn")
+        self.assertIn(first, root.find(id="trend-table").text(), "the least scalable call site listed")
+
     def test_hostile_names(self):
         # a real program whose source file is named with what HTML, SVG and DOT must escape:
         # its call sites (FUNCTION@FILE:LINE) carry the name into every part of the page

@@ -9,6 +9,7 @@ test_spank.py Spank.test_monitored_step
 import glob
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import unittest
@@ -81,11 +82,14 @@ class Spank(unittest.TestCase):
 
     def test_report_path_and_phases_option(self):
         out = os.path.join(self.c.dir, "custom.json")
-        r = self.srun(f"--pdi-monitor=report={out},phases=pcontrol", "-n", 2, "--mpi=pmix", self.ring, 5)
+        r = self.srun(f"--pdi-monitor=report={out},size=4096,phases=pcontrol", "-n", 2, "--mpi=pmix", self.ring, 5)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(f"full report in {out}", r.stderr)
         with open(out) as f:
             self.assertEqual(json.load(f)["verdict"]["kind"], "completed")
+        # size=N is the run's input size, for pdimon trends
+        with sqlite3.connect(self.d.database) as db:
+            self.assertEqual(db.execute("SELECT input_size FROM steps").fetchall(), [(4096,)])
 
     def test_unmonitored_without_the_flag(self):
         r = self.srun("-n", 2, "--mpi=pmix", self.ring, 5)

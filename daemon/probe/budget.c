@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* budget.c -- holding every task within max_overhead_pct: measure, degrade, restore, mark.
+ *
+ * Time is cut in periods of one second, each of PDI_BUDGET_SLOTS slots; the budget timer fires
+ * at every slot. A function probed in time slices is on during the first 1/2^k of each period,
+ * the same slots for every task of the node, so that tasks of a step miss the same stretches
+ * and their models stay comparable. Rates are counted from the calls the daemon receives, over
+ * the time the function's probes were on: a sliced or detached function is still measured. A
+ * rate that rises is acted on at the next slot; a function is restored, one per period, once
+ * it has kept its level two periods, to the fullest level that leaves the task at half its
+ * budget, so that a polling burst costs fidelity only while it lasts. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "budget.h"
+#include "daemon.h"
+#include "entry_place.h"
+#include "log.h"
+#include "mpi_funcs.h"
+#include "probe_targets.h"
+#include "tracer.h"
+
+#define PERIOD_NS 1000000000ull
+#define SLOT_NS (PERIOD_NS / PDI_BUDGET_SLOTS)
+#define DETACHED_EVERY 4 /* a detached function is re-measured in one slot every 4 periods */
+#define RESTORE_AFTER 2  /* periods at one level before it is restored */
+
+/* Calls whose end the model can do without: nonblocking completion tests and probes. */
+static bool entry_only_ok(unsigned fn)
+{
+	const struct pdi_mpi_func *f = &pdi_mpi_funcs[fn];
+
+	return f->cls == PDI_FC_TEST || !strcmp(f->name, "MPI_Iprobe") || !strcmp(f->name, "MPI_Improbe");
+}
+
+unsigned pdi_budget_duty_log2(unsigned level)
+{
+	return level < 2 ? 0 : level < PDI_BUDGET_DETACHED ? level - 1 : 8;
+}
+
+const char *pdi_budget_level_name(unsigned level, char *buf, unsigned len)
+{
+	if (level == 0)
+		return "full";
+	if (level == 1)
+		return "entry only";
+	if (level >= PDI_BUDGET_DETACHED)
+		return "detached";
+	snprintf(buf, len, "sampled 1/%u", 1u << pdi_budget_duty_log2(level));
+	return buf;
+}
+
+/* The next level up or down from LEVEL for FN (entry only exists for some functions). */
+static unsigned next_level(unsigned fn, unsigned level, int dir)
+{
+	unsigned l = dir > 0 ? level + 1 : level - 1;
+
+	if (l == 1 && !entry_only_ok(fn))
+		l = dir > 0 ? 2 : 0;
+	return l;
+}
+
+/* What one hit of FN costs at LEVEL, in ns. */
+static double hit_cost(const struct pdi_daemon *d, const struct pdi_budget_fn *f, unsigned fn, unsigned level)
+{
+	bool entry_only = level == 1 || (level >= 2 && entry_only_ok(fn));
+	const struct pdi_probe_costs *c = &d->probe_costs;
+
+	if (f->kind == PDI_INSN_EMULATED)
+		return entry_only ? c->entry_only_emulated : c->full_emulated;
+	return entry_only ? c->entry_only_stepped : c->full_stepped;
+}
+
+static double contribution(const struct pdi_daemon *d, const struct pdi_budget_fn *f, unsigned fn, unsigned level)
+{
+	return f->rate * hit_cost(d, f, fn, level) * 1e-9 / (double)(1u << pdi_budget_duty_log2(level));
+}
+
+static double task_cost(const struct pdi_daemon *d, const struct pdi_budget_task *b)
+{
+	double c = 0;
+
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
+		c += contribution(d, &b->fn[fn], fn, b->fn[fn].level);
+	return c;
+}
+
+/* The probes FN should have in slot SLOT of period PERIOD at LEVEL. */
+static enum pdi_probe_mode mode_in_slot(unsigned fn, unsigned level, uint64_t slot, uint64_t period)
+{
+	bool on;
+
+	if (level == 0)
+		return PDI_PROBE_FULL;
+	if (level == 1)
+		return PDI_PROBE_ENTRY_ONLY;
+	if (level < PDI_BUDGET_DETACHED)
+		on = slot < (PDI_BUDGET_SLOTS >> pdi_budget_duty_log2(level));
+	else
+		on = slot == 0 && period % DETACHED_EVERY == 0;
+	if (!on)
+		return PDI_PROBE_OFF;
+	return entry_only_ok(fn) ? PDI_PROBE_ENTRY_ONLY : PDI_PROBE_FULL;
+}
+
+/* FN of T goes from its level to LEVEL at NOW: said in the log and marked in the model. */
+static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, unsigned level, uint64_t now)
+{
+	struct pdi_budget_fn *f = &t->budget->fn[fn];
+	double full = contribution(d, f, fn, 0);
+	char a[32], b[32];
+
+	log_info("pid %d (rank %d) of step %s: %s %s -> %s: %.0f calls/s, fully probed %.1f%% of its time "
+		 "(max_overhead_pct %g)", (int)t->pid, t->rank, t->step->name, pdi_mpi_funcs[fn].name,
+		 pdi_budget_level_name(f->level, a, sizeof(a)), pdi_budget_level_name(level, b, sizeof(b)), f->rate,
+		 full * 100, d->cfg.max_overhead_pct);
+	f->level = (uint8_t)level;
+	f->stable = 0;
+	if (level == 0)
+		pdi_unobserved_end(&t->model.unobserved, (uint16_t)fn, now);
+	else
+		(void)pdi_unobserved_begin(&t->model.unobserved, (uint16_t)fn,
+					   level == 1			      ? PDI_UNOBS_ENTRY_ONLY
+					   : level < PDI_BUDGET_DETACHED ? PDI_UNOBS_SAMPLED
+									   : PDI_UNOBS_DETACHED,
+					   (uint8_t)pdi_budget_duty_log2(level), (uint32_t)(f->rate < 4e9 ? f->rate : 4e9),
+					   (uint32_t)(full * 1e6 < 4e9 ? full * 1e6 : 4e9), now);
+}
+
+/* Over budget: one step down for the function that costs most, until it fits. */
+static void degrade(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
+{
+	struct pdi_budget_task *b = t->budget;
+	double max = d->cfg.max_overhead_pct / 100;
+
+	for (unsigned iter = 0; iter < 8 * pdi_mpi_nfuncs && (b->cost = task_cost(d, b)) > max; iter++) {
+		unsigned worst = pdi_mpi_nfuncs;
+		double wc = 0;
+
+		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
+			double c = contribution(d, &b->fn[fn], fn, b->fn[fn].level);
+
+			if (b->fn[fn].level < PDI_BUDGET_DETACHED && c > wc) {
+				wc = c;
+				worst = fn;
+			}
+		}
+		if (worst == pdi_mpi_nfuncs)
+			break;
+		set_level(d, t, worst, next_level(worst, b->fn[worst].level, +1), now);
+	}
+}
+
+/* Under budget: one function that kept its level goes back to the fullest level that leaves
+ * the task at half its budget, the cheapest such step first. */
+static void restore(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
+{
+	struct pdi_budget_task *b = t->budget;
+	double max = d->cfg.max_overhead_pct / 100, base = task_cost(d, b), best_cost = 0;
+	unsigned best = pdi_mpi_nfuncs, best_level = 0;
+
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
+		struct pdi_budget_fn *f = &b->fn[fn];
+		double now_c;
+
+		if (f->level == 0 || f->stable < RESTORE_AFTER)
+			continue;
+		now_c = contribution(d, f, fn, f->level);
+		for (unsigned l = 0; l < f->level; l = next_level(fn, l, +1)) {
+			double c = base - now_c + contribution(d, f, fn, l);
+
+			if (c > max / 2)
+				continue;
+			if (best == pdi_mpi_nfuncs || c < best_cost) {
+				best = fn;
+				best_level = l;
+				best_cost = c;
+			}
+			break;
+		}
+	}
+	if (best < pdi_mpi_nfuncs)
+		set_level(d, t, best, best_level, now);
+}
+
+/* Probes as the levels want them in this slot; a probe move that left a gap is marked. */
+static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint64_t period, uint64_t now)
+{
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
+		enum pdi_probe_mode m = mode_in_slot(fn, t->budget->fn[fn].level, slot, period);
+		uint64_t gap = 0;
+		int r;
+
+		if (pdi_attachment_mode(&t->att, fn) == m)
+			continue;
+		r = pdi_tracer_set_mode(d->tracer, &t->att, t->pid, fn, m, &gap);
+		if (r < 0)
+			log_warning_errno(r, "pid %d: cannot change the probes of %s, so it is not probed: %m", (int)t->pid,
+					  pdi_mpi_funcs[fn].name);
+		if (gap)
+			(void)pdi_unobserved_add(&t->model.unobserved, PDI_UNOBSERVED_ALL, PDI_UNOBS_GAP, now - gap, now);
+	}
+}
+
+static void arm(struct pdi_daemon *d, bool on)
+{
+	struct itimerspec its = {0};
+
+	if (d->budget_fd < 0 || d->budget_armed == on)
+		return;
+	if (on) {
+		its.it_interval.tv_nsec = (long)SLOT_NS;
+		its.it_value.tv_nsec = (long)SLOT_NS;
+	}
+	if (timerfd_settime(d->budget_fd, 0, &its, NULL) == 0)
+		d->budget_armed = on;
+}
+
+int pdi_budget_open(struct pdi_daemon *d)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = PDI_SRC(PDI_SRC_BUDGET, 0)};
+
+	d->budget_fd = -1;
+	if (d->cfg.max_overhead_pct <= 0)
+		return 0;
+	d->budget_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (d->budget_fd < 0)
+		return -errno;
+	if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, d->budget_fd, &ev) < 0)
+		return -errno;
+	d->budget_epoch_ns = d->budget_last_ns = pdi_now_ns();
+	return 0;
+}
+
+void pdi_budget_close(struct pdi_daemon *d)
+{
+	if (d->budget_fd >= 0)
+		close(d->budget_fd);
+	d->budget_fd = -1;
+}
+
+int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t)
+{
+	struct pdi_budget_task *b;
+	const struct pdi_probe_targets *pt = t->att.targets;
+
+	if (d->budget_fd < 0 || !pt)
+		return 0;
+	b = calloc(1, sizeof(*b));
+	if (!b || !(b->fn = calloc(pdi_mpi_nfuncs, sizeof(*b->fn)))) {
+		free(b);
+		return -ENOMEM;
+	}
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
+		b->fn[fn].kind = PDI_INSN_EMULATED;
+	/* a function with a single-stepped probe (of its two symbols) pays that */
+	for (unsigned i = 0; i < pt->n; i++)
+		if (pt->kinds[i] == PDI_INSN_STEPPED)
+			b->fn[PDI_COOKIE_FN(pt->cookies[i])].kind = PDI_INSN_STEPPED;
+	t->budget = b;
+	arm(d, true);
+	return 0;
+}
+
+void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t)
+{
+	uint64_t now = pdi_now_ns();
+
+	(void)d;
+	if (!t->budget)
+		return;
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
+		pdi_unobserved_end(&t->model.unobserved, (uint16_t)fn, now);
+	pdi_budget_task_free(t->budget);
+	t->budget = NULL;
+}
+
+void pdi_budget_on_timer(struct pdi_daemon *d)
+{
+	uint64_t expirations, now = pdi_now_ns(), elapsed, slot, period;
+	bool new_period, any = false;
+
+	if (read(d->budget_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
+		log_warning("Cannot read the budget timer: %m");
+	elapsed = now - d->budget_last_ns;
+	period = (now - d->budget_epoch_ns) / PERIOD_NS;
+	slot = (now - d->budget_epoch_ns) % PERIOD_NS / SLOT_NS;
+	new_period = period != (d->budget_last_ns - d->budget_epoch_ns) / PERIOD_NS;
+	d->budget_last_ns = now;
+	/* calls are counted as they are drained (drain_interval_ms, or a full wake-up): a rate
+	 * lags by that much, which the period-long averages absorb */
+	for (unsigned i = 0; i < d->reg.ntasks; i++) {
+		struct pdi_task *t = d->reg.tasks[i];
+		struct pdi_budget_task *b = t->budget;
+
+		if (t->state != PDI_TASK_RUNNING || !b)
+			continue;
+		any = true;
+		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
+			struct pdi_budget_fn *f = &b->fn[fn];
+
+			if (pdi_attachment_mode(&t->att, fn) != PDI_PROBE_OFF)
+				f->observed_ns += elapsed;
+			/* a rate that rises is believed at once, after two slots of it */
+			if (f->observed_ns >= 2 * SLOT_NS) {
+				double r = (double)f->hits * 1e9 / (double)f->observed_ns;
+
+				if (r > f->rate)
+					f->rate = r;
+			}
+			if (new_period) {
+				if (f->observed_ns >= SLOT_NS / 2)
+					f->rate = (double)f->hits * 1e9 / (double)f->observed_ns;
+				f->hits = f->observed_ns = 0;
+				if (f->stable < UINT16_MAX)
+					f->stable++;
+			}
+		}
+		degrade(d, t, now);
+		if (new_period)
+			restore(d, t, now);
+		b->cost = task_cost(d, b);
+		apply(d, t, slot, period, now);
+	}
+	if (!any)
+		arm(d, false);
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* budget.h -- the overhead budget: no task pays its probes more than max_overhead_pct.
+ *
+ * Each task's cost is the sum over its probed functions of (calls per second) x (what a hit
+ * costs on this node, calibrate.h). When it would pass the budget, the hottest function is
+ * degraded one step at a time: its return probe dropped (nonblocking calls only), then
+ * probed in time slices of 1/2 ... 1/32 of every second, then detached (re-measured in one
+ * slice every 4 s). When its rate falls, it is restored to the fullest level that fits. Each change is marked
+ * in the task's model (unobserved.h). See doc/design/overhead-budget.md. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "calibrate.h"
+
+struct pdi_daemon;
+struct pdi_task;
+
+#define PDI_BUDGET_SLOTS 32u    /* a period is cut in this many slots */
+#define PDI_BUDGET_DETACHED 7   /* the last level */
+
+/* One function of one task. */
+struct pdi_budget_fn {
+	uint8_t level;          /* 0 full, 1 entry only, 2-6 slices of 1/2-1/32, 7 detached */
+	uint8_t kind;           /* its entry instruction: enum pdi_insn_kind */
+	uint16_t stable;        /* periods since its level last changed */
+	uint64_t hits;          /* calls seen this period */
+	uint64_t observed_ns;   /* time its probes were on this period */
+	double rate;            /* calls per second, from the last period it was seen in */
+};
+
+struct pdi_budget_task {
+	struct pdi_budget_fn *fn; /* per pdi_mpi_funcs entry */
+	double cost;              /* estimated share of the task's time its probes take */
+};
+
+/* The budget timer (a timerfd the loop polls), or -1 when the budget is off. */
+int pdi_budget_open(struct pdi_daemon *d);
+void pdi_budget_close(struct pdi_daemon *d);
+/* The budget timer fired: slices begin and end, rates are measured, levels change. */
+void pdi_budget_on_timer(struct pdi_daemon *d);
+/* A task's probes were attached / it ended. */
+int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t);
+void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t);
+/* One call of function FN of task T was seen (ingest.c). */
+static inline void pdi_budget_hit(struct pdi_budget_task *b, unsigned fn)
+{
+	if (b)
+		b->fn[fn].hits++;
+}
+
+static inline void pdi_budget_task_free(struct pdi_budget_task *b)
+{
+	if (b)
+		free(b->fn);
+	free(b);
+}
+
+/* Share of its time (1/2^duty_log2) a function at LEVEL is probed; 0 for full-time levels. */
+unsigned pdi_budget_duty_log2(unsigned level);
+/* "full", "entry only", "sampled 1/8", "detached" */
+const char *pdi_budget_level_name(unsigned level, char *buf, unsigned len);

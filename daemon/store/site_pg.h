@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* site_pg.h -- the site store's PostgreSQL side: one connection, its schema and migrations,
+ * writing a node's part of an ended step, reading the runs trends fit. Blocking (every wait
+ * bounded by libpq timeouts): called only on the site store's lane (site_store.c), never on
+ * the loop. Every function returns 0 or a negative errno and fills WHY with one line:
+ *   -ECONNREFUSED  the server cannot be reached (down, wrong host or port)
+ *   -EACCES        it refused our credentials
+ *   -EPROTONOSUPPORT its schema is newer than this pdimond knows
+ *   -EIO           anything else it said (the line is its message)
+ *   -ENOMEM        */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "store.h"
+#include "trend_store.h"
+
+#define PDI_SITE_SCHEMA "pdimon" /* every table lives in this PostgreSQL schema */
+
+struct pdi_site_pg;
+
+/* A node's part of an ended step, everything copied: what the site store keeps. */
+struct pdi_site_step {
+	struct pdi_store_step step;
+	char *report;                       /* the report's JSON; NULL when none */
+	struct pdi_site_row {
+		uint32_t index;
+		char *fn, *name, *caller, *file;
+		int line;
+		uint64_t key;
+		uint64_t calls, bytes, time_ns; /* the site's totals on this node */
+	} *sites;
+	size_t nsites;
+	struct pdi_site_task {
+		struct pdi_store_task t;        /* its model points into MODEL below */
+		void *model;
+	} *tasks;
+	size_t ntasks;
+};
+
+void pdi_site_step_free(struct pdi_site_step *s);
+/* Read step NAME's rows from the local store into a new payload. -ENOENT, -ENOMEM or a store error. */
+int pdi_site_step_read(struct pdi_store *st, const char *name, struct pdi_site_step **ret);
+
+/* A connection to URI (libpq's URI or key=value string, without a password) with PASSWORD
+ * (NULL: none, or libpq's own ~/.pgpass), as NODE. Connects on first use. */
+int pdi_site_pg_new(const char *uri, const char *password, const char *node, struct pdi_site_pg **ret);
+void pdi_site_pg_free(struct pdi_site_pg *p);
+
+/* Connected, with the schema brought up to date (migrations under an advisory lock, so that
+ * several pdimonds starting at once do not race). */
+int pdi_site_pg_ready(struct pdi_site_pg *p, char *why, size_t len);
+
+/* Write S (upsert by node and step name: writing it twice is harmless) in one transaction. */
+int pdi_site_pg_put_step(struct pdi_site_pg *p, const struct pdi_site_step *s, char *why, size_t len);
+
+/* The ended runs of PROGRAM (trend_runs.h's naming) that UID may read (all when ADMIN), a
+ * Slurm step's parts on all its nodes summed into one run. */
+int pdi_site_pg_trend_runs(struct pdi_site_pg *p, const char *program, uid_t uid, bool admin,
+			   struct pdi_trend_runs *ret, char *why, size_t len);

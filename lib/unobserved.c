@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* unobserved.c -- the log of what a task's model did not see (see unobserved.h). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "json.h"
+#include "unobserved.h"
+
+static struct pdi_unobserved *push(struct pdi_unobserved_log *l)
+{
+	if (l->n == l->cap) {
+		uint32_t cap = l->cap ? l->cap * 2 : 8;
+		struct pdi_unobserved *v;
+
+		if (l->n >= PDI_UNOBSERVED_MAX)
+			return NULL;
+		if (cap > PDI_UNOBSERVED_MAX)
+			cap = PDI_UNOBSERVED_MAX;
+		v = realloc(l->v, sizeof(*v) * cap);
+		if (!v)
+			return NULL;
+		l->v = v;
+		l->cap = cap;
+	}
+	return &l->v[l->n++];
+}
+
+/* The log is full: the last record takes the new one in (it covers the later time too). */
+static void stretch(struct pdi_unobserved_log *l, uint8_t level, uint64_t t_end)
+{
+	struct pdi_unobserved *last = &l->v[l->n - 1];
+
+	if (level > last->level)
+		last->level = level;
+	if (last->t_end && (t_end == 0 || t_end > last->t_end))
+		last->t_end = t_end;
+	l->stretched++;
+}
+
+int pdi_unobserved_begin(struct pdi_unobserved_log *l, uint16_t fn, uint8_t level, uint8_t duty_log2,
+			 uint32_t rate, uint32_t cost_ppm, uint64_t t)
+{
+	struct pdi_unobserved *u;
+
+	pdi_unobserved_end(l, fn, t);
+	u = push(l);
+	if (!u) {
+		if (l->n == 0)
+			return -ENOMEM;
+		stretch(l, level, 0);
+		return 0;
+	}
+	*u = (struct pdi_unobserved){.t_start = t, .fn = fn, .level = level, .duty_log2 = duty_log2,
+				     .rate = rate, .cost_ppm = cost_ppm};
+	return 0;
+}
+
+void pdi_unobserved_end(struct pdi_unobserved_log *l, uint16_t fn, uint64_t t)
+{
+	for (uint32_t i = l->n; i-- > 0;)
+		if (l->v[i].fn == fn && l->v[i].t_end == 0) {
+			l->v[i].t_end = t > l->v[i].t_start ? t : l->v[i].t_start + 1;
+			return;
+		}
+}
+
+int pdi_unobserved_add(struct pdi_unobserved_log *l, uint16_t fn, uint8_t level, uint64_t t_start, uint64_t t_end)
+{
+	struct pdi_unobserved *u = push(l);
+
+	if (!u) {
+		if (l->n == 0)
+			return -ENOMEM;
+		stretch(l, level, t_end);
+		return 0;
+	}
+	*u = (struct pdi_unobserved){.t_start = t_start, .t_end = t_end > t_start ? t_end : t_start + 1, .fn = fn,
+				     .level = level};
+	return 0;
+}
+
+bool pdi_unobserved_overlaps(const struct pdi_unobserved_log *l, uint16_t fn, uint64_t from, uint64_t to)
+{
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct pdi_unobserved *u = &l->v[i];
+
+		if (fn != PDI_UNOBSERVED_ALL && u->fn != fn && u->fn != PDI_UNOBSERVED_ALL)
+			continue;
+		if (u->t_start <= to && (u->t_end == 0 || u->t_end >= from))
+			return true;
+	}
+	return false;
+}
+
+void pdi_unobserved_free(struct pdi_unobserved_log *l)
+{
+	free(l->v);
+	*l = (struct pdi_unobserved_log){0};
+}
+
+const char *pdi_unobserved_level_name(unsigned level)
+{
+	switch (level) {
+	case PDI_UNOBS_ENTRY_ONLY: return "entry only";
+	case PDI_UNOBS_SAMPLED: return "sampled";
+	case PDI_UNOBS_DETACHED: return "detached";
+	case PDI_UNOBS_GAP: return "gap";
+	}
+	return "?";
+}
+
+void pdi_unobserved_json(const struct pdi_unobserved_log *l, struct pdi_json *j, const char *(*fn_name)(unsigned fn))
+{
+	pdi_json_key(j, "unobserved");
+	pdi_json_arr_begin(j);
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct pdi_unobserved *u = &l->v[i];
+
+		pdi_json_obj_begin(j);
+		pdi_json_kv_str(j, "function", u->fn == PDI_UNOBSERVED_ALL ? "all" : fn_name(u->fn));
+		pdi_json_kv_str(j, "level", pdi_unobserved_level_name(u->level));
+		pdi_json_kv_double(j, "observed_share", u->level == PDI_UNOBS_SAMPLED ? 1.0 / (double)(1u << u->duty_log2)
+							 : u->level == PDI_UNOBS_ENTRY_ONLY ? 1.0 : 0.0);
+		pdi_json_kv_uint(j, "from_ns", u->t_start);
+		pdi_json_key(j, "to_ns");
+		if (u->t_end)
+			pdi_json_uint(j, u->t_end);
+		else
+			pdi_json_null(j);
+		pdi_json_kv_uint(j, "rate_per_s", u->rate);
+		pdi_json_kv_double(j, "full_cost_pct", (double)u->cost_ppm / 1e4);
+		pdi_json_obj_end(j);
+	}
+	pdi_json_arr_end(j);
+	pdi_json_kv_uint(j, "unobserved_stretched", l->stretched);
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""test_budget.py -- the overhead budget on a real polling program, and where entry probes go.
+
+Run one case as: test_budget.py Budget.test_polling_burst_degraded_then_restored
+Asserts the mechanism and the marks in the model, never timings.
+"""
+import os
+import re
+import subprocess
+import unittest
+
+from harness import BUILD, DaemonTest, find_ranks, kill_tree, mpirun, wait_for
+
+PROBE_FLOOR = os.path.join(BUILD, "bench/probe-floor")
+
+
+class Budget(DaemonTest):
+    settings = ("max_overhead_pct=3",)
+
+    def check_burst(self, impl):
+        # 1 s quiet, 2 s polling MPI_Test + MPI_Iprobe flat out, 6 s quiet
+        r = self.d.pdimon("run", "--step", f"poll-{impl}", "--", *mpirun(impl, 2, "poll", "phases", 1, 2, 6),
+                          check=False, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        log = self.d.read_log()
+        self.assertRegex(log, r"A probed call costs [0-9.]+ us here")
+        s = self.d.show(f"poll-{impl}")
+        self.assertEqual(len(s["tasks"]), 2)
+        for t in s["tasks"]:
+            self.assertEqual(t["events_lost"], 0)
+            marks = [u for u in t["unobserved"] if u["function"] in ("MPI_Test", "MPI_Iprobe")]
+            self.assertTrue(marks, f"rank {t['rank']}: the polling calls were not degraded: {t['unobserved']}")
+            self.assertGreater(marks[0]["rate_per_s"], 0, "the rate that made it so")
+            for u in marks:
+                self.assertIn(u["level"], ("entry only", "sampled", "detached"))
+                self.assertIsNotNone(u["to_ns"], "every mark ends (restored, or the task ended)")
+                self.assertGreater(u["to_ns"], u["from_ns"])
+            # the quiet calls kept their probes: the last quiet phase's exchanges are all there
+            self.assertFalse([u for u in t["unobserved"] if u["function"] in ("MPI_Sendrecv", "MPI_Bcast")])
+            # degraded, then restored while the task still ran (a "-> full" line for its pid)
+            pid = t["pid"]
+            self.assertRegex(log, rf"pid {pid} .*: MPI_(Test|Iprobe) full -> ")
+            self.assertRegex(log, rf"pid {pid} .*: MPI_(Test|Iprobe) [a-z0-9/ ]+ -> full")
+        rep = self.d.pdimon("report", f"poll-{impl}", "--json").stdout
+        self.assertIn('"unobserved"', rep)
+        self.assertIn("max_overhead_pct", self.d.pdimon("analyze", f"poll-{impl}", check=False).stdout +
+                      self.d.pdimon("report", f"poll-{impl}").stdout)
+
+    def test_polling_burst_degraded_then_restored(self):
+        self.check_burst("openmpi")
+
+    def test_polling_burst_degraded_then_restored_mpich(self):
+        self.check_burst("mpich")
+
+
+class Placement(unittest.TestCase):
+    """Entry probes sit on an emulated instruction wherever that is safe, on both MPI libraries."""
+
+    def placements(self, impl):
+        p = subprocess.Popen(mpirun(impl, 2, "poll", "phases", 30, 0, 0), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            pid = find_ranks(f"poll.{impl}", 2, p.pid)[0]
+
+            def listed():
+                r = subprocess.run([PROBE_FLOOR, "--list", "--pid", str(pid)], capture_output=True, text=True,
+                                   timeout=60)
+                return r.stdout if r.returncode == 0 and r.stdout else None
+            out = wait_for(listed, 60, "the ranks to map their MPI library")
+        finally:
+            kill_tree(p)
+        rows = {}
+        for line in out.splitlines():
+            _, fn, start, probe, skipped, kind, first, why = line.split("\t")
+            rows.setdefault(fn, []).append((int(start, 16), int(probe, 16), int(skipped), kind, first, why))
+        return rows
+
+    def check(self, rows):
+        for fn, probes in rows.items():
+            for start, probe, skipped, kind, first, why in probes:
+                self.assertEqual(probe - start, skipped, fn)
+                if first == "emulated":
+                    self.assertEqual(skipped, 0, f"{fn}: an emulated first instruction stays probed")
+                if kind == "single-stepped":
+                    self.assertEqual(skipped, 0, fn)
+                    self.assertNotEqual(why, "-", f"{fn}: a single-stepped probe says why")
+                if fn in ("MPI_Init", "MPI_Init_thread"):
+                    self.assertEqual(skipped, 0, "MPI_Init stays where the start-up trap is")
+
+    def test_openmpi(self):
+        rows = self.placements("openmpi")
+        self.check(rows)
+        # Open MPI 4.1 begins these with a RIP-relative mov, then push: moved to the push
+        for fn in ("MPI_Waitall", "MPI_Test"):
+            start, probe, skipped, kind, first, why = rows[fn][0]
+            self.assertEqual((first, kind), ("single-stepped", "emulated"), fn)
+            self.assertGreater(skipped, 0, fn)
+        self.assertGreater(len(rows), 60)
+
+    def test_mpich(self):
+        rows = self.placements("mpich")
+        self.check(rows)
+        # MPICH's MPI_File_read_all begins with sub $8,%rsp: it moves the stack, so it stays
+        for start, probe, skipped, kind, first, why in rows["MPI_File_read_all"]:
+            self.assertEqual(skipped, 0)
+            self.assertIn("stack", why)
+        self.assertGreater(len(rows), 60)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -5,7 +5,8 @@
  *   1. its report is built on a worker (report.h), from a copy of the step taken now;
  *   2. the step with its report is written to the store on the store's lane (persist.h), in a
  *      transaction of its own, after anything queued before it;
- *   3. the end is announced: the log line and the StepEnded signal;
+ *   3. the end is announced: the log line and the StepEnded signal (and the site store, when
+ *      there is one, is told it has a step to collect);
  *   4. the step may leave memory: the cache of ended steps keeps the most recently used
  *      within its limits (cache_steps, cache_mib), the store serves the rest.
  * No step of it runs inside ingestion, inside a transaction or on the loop's time beyond the
@@ -21,6 +22,7 @@
 #include "log.h"
 #include "persist.h"
 #include "report.h"
+#include "site_store.h"
 #include "step_end.h"
 
 struct end_ctx {
@@ -84,6 +86,8 @@ static void stored(struct pdi_daemon *d, const char *name, uint32_t end_gen, int
 	/* not stored (a full disk, a locked database): announced all the same, written again at
 	 * the next checkpoint, kept in memory until then */
 	s->stored = status == 0;
+	if (s->stored)
+		pdi_site_store_kick(d); /* stored pending: on to the site store */
 	if (!s->announced)
 		announce(d, s);
 	else if (s->stored)

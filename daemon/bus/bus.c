@@ -256,39 +256,33 @@ static int method_get_report(sd_bus_message *m, void *userdata, sd_bus_error *er
 	return reply_or_keep(m, error, k, rep, summary);
 }
 
-static int method_analyze(sd_bus_message *m, void *userdata, sd_bus_error *error)
+/* A method that takes two strings and answers one, maybe later (Analyze, Trends). */
+static int two_strings_later(sd_bus_message *m, struct pdi_daemon *d, sd_bus_error *error,
+			     struct pdi_reply (*api)(struct pdi_daemon *, const struct pdi_caller *, const char *,
+						     const char *, const struct pdi_later *))
 {
-	struct pdi_daemon *d = userdata;
-	const char *step, *format;
+	const char *a, *b;
 	struct kept_call *k;
 	struct pdi_caller c;
 	int r;
 
-	r = sd_bus_message_read(m, "ss", &step, &format);
+	r = sd_bus_message_read(m, "ss", &a, &b);
 	if (r < 0)
 		return r;
 	WITH_CALLER(m, d, error, c);
 	if (!(k = keep(m, false)))
 		return -ENOMEM;
-	return reply_or_keep(m, error, k, pdi_api_analyze(d, &c, step, format, &(struct pdi_later){answer_kept, k}), NULL);
+	return reply_or_keep(m, error, k, api(d, &c, a, b, &(struct pdi_later){answer_kept, k}), NULL);
+}
+
+static int method_analyze(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	return two_strings_later(m, userdata, error, pdi_api_analyze);
 }
 
 static int method_trends(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-	struct pdi_daemon *d = userdata;
-	const char *program, *format;
-	struct kept_call *k;
-	struct pdi_caller c;
-	int r;
-
-	r = sd_bus_message_read(m, "ss", &program, &format);
-	if (r < 0)
-		return r;
-	WITH_CALLER(m, d, error, c);
-	if (!(k = keep(m, false)))
-		return -ENOMEM;
-	return reply_or_keep(m, error, k, pdi_api_trends(d, &c, program, format, &(struct pdi_later){answer_kept, k}),
-			     NULL);
+	return two_strings_later(m, userdata, error, pdi_api_trends);
 }
 
 static int method_end_step(sd_bus_message *m, void *userdata, sd_bus_error *error)

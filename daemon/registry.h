@@ -99,6 +99,9 @@ struct pdi_step_waiter {
 	void *ctx;
 };
 
+/* Every waiter of S answered (and forgotten). */
+void pdi_step_answer_waiters(struct pdi_step *s, int status, const char *json, const char *summary, const char *why);
+
 /* A process whose MPI_Init (its own, or a descendant's) makes a task of STEP: the command
  * of "pdimon run", or a Slurm task registered before it executes the program. */
 struct pdi_watch {

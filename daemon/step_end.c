@@ -47,33 +47,14 @@ void pdi_step_evict(struct pdi_daemon *d)
 		log_debug("%u ended steps left memory for the store", n);
 }
 
-static void answer_waiters(struct pdi_step *s, const struct pdi_report_result *res)
-{
-	struct pdi_step_waiter *w = s->waiters;
-
-	s->waiters = NULL;
-	while (w) {
-		struct pdi_step_waiter *next = w->next;
-
-		w->answer(w->ctx, res->status, res->text, res->summary, res->why);
-		free(w);
-		w = next;
-	}
-}
-
 static void announce(struct pdi_daemon *d, struct pdi_step *s)
 {
-	struct pdi_report_result res = {.text = s->report_json, .summary = s->report_summary};
-
 	s->announced = true;
 	log_info("Step %s ended", s->name);
 	pdi_bus_emit_step_ended(d, s, s->ending ? "ended" : "finished");
 	/* those who waited for the end hear of it when everybody else does: the step is stored */
-	if (!s->report_json) {
-		res.status = -EIO;
-		snprintf(res.why, sizeof(res.why), "its report could not be built (see the daemon's log)");
-	}
-	answer_waiters(s, &res);
+	pdi_step_answer_waiters(s, s->report_json ? 0 : -EIO, s->report_json, s->report_summary,
+				"its report could not be built (see the daemon's log)");
 	pdi_step_evict(d);
 }
 
@@ -101,7 +82,7 @@ static void report_built(struct pdi_daemon *d, void *ctx, struct pdi_report_resu
 
 	/* running again, or gone: whoever waited for this end gets what was built */
 	if (!s && (again = pdi_registry_find_step(&d->reg, e->name)))
-		answer_waiters(again, res);
+		pdi_step_answer_waiters(again, res->status, res->text, res->summary, res->why);
 	if (s && res->status == 0) {
 		s->report_json = res->text;
 		s->report_summary = res->summary;
@@ -128,12 +109,13 @@ void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s)
 		e->end_gen = s->end_gen;
 		/* built for the step's owner: whoever may read the step reads the same report */
 		r = pdi_report_start(d, s, s->uid, PDI_REPORT, "json", report_built, e);
-		if (r == 0)
-			return;
-		struct pdi_report_result res = {.status = r};
+		if (r < 0) {
+			struct pdi_report_result res = {.status = r};
 
-		snprintf(res.why, sizeof(res.why), "cannot build it: %s", strerror(-r));
-		return report_built(d, e, &res); /* frees E */
+			snprintf(res.why, sizeof(res.why), "cannot build it: %s", strerror(-r));
+			report_built(d, e, &res); /* frees E */
+		}
+		return;
 	}
 	free(e);
 	log_error("Step %s: out of memory for its end; announced without a report or a record", s->name);

@@ -12,14 +12,12 @@
 #include <unistd.h>
 
 #include "budget.h"
-#include "bus.h"
 #include "daemon.h"
 #include "detach.h"
 #include "step_end.h"
 #include "log.h"
 #include "mpi_funcs.h"
 #include "program.h"
-#include "site_store.h"
 #include "sites.h"
 #include "tracer.h"
 

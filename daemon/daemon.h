@@ -18,6 +18,7 @@ struct pdi_store;
 struct pdi_peer;
 struct pdi_gather;
 struct pdi_workers;
+struct pdi_subscribers;
 struct pdi_site_store;
 typedef struct sd_bus sd_bus;
 
@@ -71,6 +72,7 @@ struct pdi_daemon {
 	struct pdi_gather *gather; /* a step's tree gather (gather.h); NULL without the listener */
 	struct pdi_workers *workers; /* slow work off the loop (worker.h) */
 	bool evict_due;            /* a step joined the cache of ended steps: check its limits */
+	struct pdi_subscribers *subscribers; /* who hears the step signals (bus/subscribe.c) */
 	/* the overhead budget (probe/budget.h) */
 	struct pdi_probe_costs probe_costs; /* per hit on this node, measured at start-up */
 	int budget_fd;                      /* its slot timer; -1 when the budget is off */

@@ -13,6 +13,7 @@
 #include "u64map.h"
 
 struct pdi_step;
+struct pdi_site_samples;
 struct pdi_budget_task;
 
 /* A call site: an MPI function called from one place in one object. Tasks of a step
@@ -87,6 +88,10 @@ struct pdi_step {
 	struct pdi_step_waiter *waiters; /* callers waiting for the report of its end */
 	uint64_t used;                /* when it was last asked for (registry clock): the cache's LRU */
 	char *report_json, *report_summary; /* built once the step has ended: it no longer changes */
+	struct pdi_site_samples *site_samples; /* earlier runs from the site store (samples.h); NULL */
+	unsigned site_samples_asked;  /* the task count they were last asked for (0: never) */
+	unsigned site_samples_seen;   /* the task count at the last look, and since when: asked */
+	uint64_t site_samples_seen_ns; /* once it stays the same for a while */
 	time_t started, ended;
 };
 

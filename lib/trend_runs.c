@@ -14,19 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errline.h"
 #include "trend_runs.h"
 
-__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
 
 static const char *base_name(const char *path)
 {
@@ -81,14 +71,14 @@ static int choose_runs(struct pdi_trend_set *s, const char *program, const struc
 		if (!is_program(&runs[i], program))
 			continue;
 		if (latest && strcmp(latest->executable, runs[i].executable))
-			return fail(err, errlen, -ENOTUNIQ, "several programs are called %s (%s, %s): name one by its path",
+			return pdi_errline(err, errlen, -ENOTUNIQ, "several programs are called %s (%s, %s): name one by its path",
 				    program, latest->executable, runs[i].executable);
 		matched++;
 		if (!latest || runs[i].ended > latest->ended)
 			latest = &runs[i];
 	}
 	if (!latest)
-		return fail(err, errlen, -ENOENT, "no stored run of %s that you may read (pdimon steps --all lists them)",
+		return pdi_errline(err, errlen, -ENOENT, "no stored run of %s that you may read (pdimon steps --all lists them)",
 			    program);
 	for (size_t i = 0; i < n; i++) {
 		if (!is_program(&runs[i], program))
@@ -110,10 +100,10 @@ static int choose_runs(struct pdi_trend_set *s, const char *program, const struc
 				      not_completed, not_completed == 1 ? "" : "s") < 0)
 		return -ENOMEM;
 	if (matched == 1)
-		return fail(err, errlen, -EINVAL, "%s has 1 stored run; trends need runs at 2 or more task counts or input "
+		return pdi_errline(err, errlen, -EINVAL, "%s has 1 stored run; trends need runs at 2 or more task counts or input "
 						  "sizes (3 or more to fit a power law)", latest->executable);
 	if (nkeep < 2)
-		return fail(err, errlen, -EINVAL, "%s has %zu usable run%s of its latest build (%zu of an earlier build, %zu "
+		return pdi_errline(err, errlen, -EINVAL, "%s has %zu usable run%s of its latest build (%zu of an earlier build, %zu "
 						  "that did not complete); trends need 2 or more", latest->executable, nkeep,
 			    nkeep == 1 ? "" : "s", other_build, not_completed);
 	*ret_nkeep = nkeep;
@@ -275,7 +265,7 @@ static int build(struct pdi_trend_set *s, const char *program, const char *sourc
 	by_tasks = best_group(runs, keep, nkeep, BY_TASKS, &held_tasks);
 	by_size = best_group(runs, keep, nkeep, BY_SIZE, &held_size);
 	if (!by_tasks && !by_size)
-		return fail(err, errlen, -EINVAL, "the %zu usable runs of %s all ran at %u tasks%s: trends need runs at 2 or "
+		return pdi_errline(err, errlen, -EINVAL, "the %zu usable runs of %s all ran at %u tasks%s: trends need runs at 2 or "
 						  "more task counts (or input sizes given with --pdi-monitor=size=N)",
 			    nkeep, s->executable, runs[keep[0]].tasks, runs[keep[0]].input_size ? " and one input size" : "");
 	if ((r = collect_names(s, runs, keep, nkeep)) < 0)
@@ -305,7 +295,7 @@ int pdi_trend_set_build(const char *program, const char *source, const struct pd
 	free(keep);
 	if (r < 0) {
 		if (r == -ENOMEM && errlen && !err[0])
-			fail(err, errlen, r, "out of memory");
+			pdi_errline(err, errlen, r, "out of memory");
 		pdi_trend_set_free(s);
 		return r;
 	}

@@ -310,7 +310,7 @@ static double growth_of(const struct pdi_trend_fit *f, double xmin, double xmax)
 
 	if (f->model == PDI_TREND_FLAT)
 		return 1.0;
-	if (lo > 0)
+	if (lo > 1e-9 * fabs(hi)) /* below that, rounding of a fit through zero */
 		return hi / lo;
 	return hi > lo ? INFINITY : hi < lo ? 0.0 : 1.0; /* from nothing to something */
 }

@@ -2,6 +2,7 @@
 /* trends_render.c -- ranked trends as `pdimon trends` prints them: the JSON document (the
  * interface other renderers, the HTML report among them, read), a text table after
  * ti-trend-prof's Table 1, and an SVG chart of the top series with their fitted curves. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,28 +167,31 @@ static void json_report(struct pdi_json *j, const struct pdi_trend_report *r, do
 	pdi_json_arr_end(j);
 }
 
-static size_t max_runs(const struct pdi_trend_doc *d)
+/* Room for the distinct sizes of D's reports and their run counts: 0, or -ENOMEM. */
+static int sizes_new(const struct pdi_trend_doc *d, double **sizes, unsigned **counts)
 {
 	size_t n = 1;
 
 	for (size_t i = 0; i < d->nreports; i++)
 		if (d->reports[i].in->nruns > n)
 			n = d->reports[i].in->nruns;
-	return n;
+	*sizes = malloc(n * sizeof(**sizes));
+	*counts = malloc(n * sizeof(**counts));
+	if (*sizes && *counts)
+		return 0;
+	free(*sizes);
+	free(*counts);
+	return -ENOMEM;
 }
 
 char *pdi_trends_render_json(const struct pdi_trend_doc *d)
 {
-	size_t cap = max_runs(d);
-	double *sizes = malloc(cap * sizeof(*sizes));
-	unsigned *counts = malloc(cap * sizeof(*counts));
+	unsigned *counts;
 	struct pdi_json j;
+	double *sizes;
 
-	if (!sizes || !counts) {
-		free(sizes);
-		free(counts);
+	if (sizes_new(d, &sizes, &counts) < 0)
 		return NULL;
-	}
 	pdi_json_init(&j);
 	pdi_json_obj_begin(&j);
 	pdi_json_kv_str(&j, "program", d->program);
@@ -264,16 +268,12 @@ static void text_report(struct pdi_json *t, const struct pdi_trend_report *r, do
 
 char *pdi_trends_render_text(const struct pdi_trend_doc *d)
 {
-	size_t cap = max_runs(d);
-	double *sizes = malloc(cap * sizeof(*sizes));
-	unsigned *counts = malloc(cap * sizeof(*counts));
+	unsigned *counts;
 	struct pdi_json t;
+	double *sizes;
 
-	if (!sizes || !counts) {
-		free(sizes);
-		free(counts);
+	if (sizes_new(d, &sizes, &counts) < 0)
 		return NULL;
-	}
 	pdi_json_init(&t);
 	pdi_json_printf(&t, "Trends of %s (%s%s%s), from the %s\n", d->program, d->executable,
 			d->build[0] ? ", build " : "", d->build, d->source);
@@ -363,8 +363,8 @@ char *pdi_trends_render_svg(const struct pdi_trend_doc *d)
 	pdi_json_printf(&s, "</title>\n<text x=\"10\" y=\"24\" font-size=\"15\">Trends of ");
 	svg_text(&s, d->program);
 	if (r)
-		pdi_json_printf(&s, " by %s, %zu runs: the %zu least scalable series", strcmp(r->feature, "tasks") ? "input size" : "task count",
-				r->in->nruns, n);
+		pdi_json_printf(&s, " by %s, %zu runs: the %zu least scalable series",
+				strcmp(r->feature, "tasks") ? "input size" : "task count", r->in->nruns, n);
 	pdi_json_printf(&s, "</text>\n");
 	for (size_t i = 0; i < n; i++)
 		svg_panel(&s, r, &r->trends->v[i], i + 1, (double)(i % SVG_COLS) * SVG_W,

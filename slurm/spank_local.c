@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,22 +15,31 @@
 
 #include "spank_pdimon.h"
 
-/* Write TEXT to PATH whole or not at all: a full disk leaves any earlier report intact. */
+/* Write TEXT to PATH whole or not at all: a full disk leaves any earlier report intact.
+ * The temporary file beside PATH gets an unpredictable name and is created, never opened:
+ * O_EXCL (mkostemps), so that nobody who may write to that directory can plant a symlink
+ * or a file of theirs under the name and have srun write through it as the user. */
 static int write_report(const char *path, const char *text, char *why, size_t whylen)
 {
 	char tmp[PATH_MAX + 16];
 	size_t len = strlen(text);
+	mode_t mask;
 	int fd, r = 0;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= (int)sizeof(tmp)) {
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX.tmp", path) >= (int)sizeof(tmp)) {
 		snprintf(why, whylen, "path too long");
 		return -ENAMETOOLONG;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = mkostemps(tmp, 4, O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(why, whylen, "%s", strerror(errno));
 		return -errno;
 	}
+	/* mkostemps makes it 0600: the report is 0644 less the umask, as documented */
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0644 & ~mask) < 0)
+		r = -errno;
 	for (size_t done = 0; done < len && r == 0;) {
 		ssize_t n = write(fd, text + done, len - done);
 		if (n < 0)
@@ -59,30 +69,46 @@ static void sleep_ms(unsigned ms)
 }
 
 /* The report once pdimond has seen the step end (slurmstepd tells it, maybe after srun
- * got here), or the latest one when that takes longer than wait_ms. */
+ * got here), or the latest one when that takes longer than wait_ms: real time, calls
+ * included. srun's waits between calls count against the plugin's budget as its calls
+ * do: a call that finds the budget spent, or pdimond silent, ends the wait with the latest
+ * report, if any. */
 static int fetch_report(const char *step, void **ret_reply, char *why, size_t whylen)
 {
-	unsigned waited = 0;
+	uint64_t until = pdimon_now_ms() + pdimon_ctx.wait_ms;
+	void *last = NULL;
 	int r;
 
 	for (;;) {
 		const char *json, *summary;
+		void *reply = NULL;
+		uint64_t now;
+		unsigned nap;
 
-		r = pdimon_bus_call("GetReport", why, whylen, ret_reply, "s", step);
+		r = pdimon_bus_call("GetReport", why, whylen, &reply, "s", step);
 		if (r < 0)
-			return r;
-		r = pdimon_bus_reply_report(*ret_reply, &json, &summary);
+			break;
+		r = pdimon_bus_reply_report(reply, &json, &summary);
 		if (r < 0) {
 			snprintf(why, whylen, "pdimond's report is unreadable: %s", strerror(-r));
-			pdimon_bus_reply_free(*ret_reply);
-			return r;
+			pdimon_bus_reply_free(reply);
+			break;
 		}
-		if (waited >= pdimon_ctx.wait_ms || strstr(json, "\"state\":\"ended\""))
-			return 0;
-		pdimon_bus_reply_free(*ret_reply);
-		sleep_ms(100);
-		waited += 100;
+		pdimon_bus_reply_free(last);
+		last = reply;
+		now = pdimon_now_ms();
+		if (now >= until || strstr(json, "\"state\":\"ended\""))
+			break;
+		nap = until - now < 100 ? (unsigned)(until - now) : 100;
+		if (nap > pdimon_budget_left_ms())
+			nap = pdimon_budget_left_ms();
+		sleep_ms(nap);
+		pdimon_budget_spend(nap);
 	}
+	if (!last)
+		return r;
+	*ret_reply = last;
+	return 0;
 }
 
 /* srun knows its step once it has an allocation; at exit Slurm 22.05 no longer answers

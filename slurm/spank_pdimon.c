@@ -2,8 +2,10 @@
 /* spank_pdimon.c -- the SPANK plugin's entry points: options, then a dispatch on the
  * context (srun: print the verdict; slurmstepd: register tasks with pdimond).
  *
- * The plugin never fails or slows a job: every call to pdimond is bounded by a short
- * timeout, every hook returns success, and what went wrong is said in one line. */
+ * The plugin never fails a job and slows it by at most its budget: every call to pdimond
+ * takes at most what is left of the step's budget_ms, a pdimond that does not answer is
+ * not called again for the step (spank_budget.c), every hook returns success, and what
+ * went wrong is said in one line. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +17,7 @@
 
 SPANK_PLUGIN(pdimon, 1);
 
-struct pdimon_ctx pdimon_ctx = {.timeout_ms = 2000, .wait_ms = 5000};
+struct pdimon_ctx pdimon_ctx = {.timeout_ms = 2000, .wait_ms = 5000, .budget_ms = 5000};
 
 static const char valid_options[] = "off, on, report=PATH, phases=pcontrol, phases=auto, size=N";
 
@@ -91,7 +93,7 @@ static bool parse_ms(const char *arg, const char *key, unsigned *ret)
 	return true;
 }
 
-/* plugstack.conf arguments: default=on|off bus=ADDRESS cli=PATH timeout_ms=N wait_ms=N */
+/* plugstack.conf arguments: default=on|off bus=ADDRESS cli=PATH timeout_ms=N wait_ms=N budget_ms=N */
 static void parse_plugstack(int ac, char **av)
 {
 	for (int i = 0; i < ac; i++) {
@@ -104,9 +106,10 @@ static void parse_plugstack(int ac, char **av)
 		else if (!strncmp(av[i], "cli=", 4))
 			snprintf(pdimon_ctx.cli, sizeof(pdimon_ctx.cli), "%s", av[i] + 4);
 		else if (!parse_ms(av[i], "timeout_ms=", &pdimon_ctx.timeout_ms) &&
-			 !parse_ms(av[i], "wait_ms=", &pdimon_ctx.wait_ms))
+			 !parse_ms(av[i], "wait_ms=", &pdimon_ctx.wait_ms) &&
+			 !parse_ms(av[i], "budget_ms=", &pdimon_ctx.budget_ms))
 			slurm_error(PDI_PREFIX "unknown plugstack argument '%s' (default=on|off, bus=ADDRESS, "
-				    "cli=PATH, timeout_ms=N, wait_ms=N), ignoring", av[i]);
+				    "cli=PATH, timeout_ms=N, wait_ms=N, budget_ms=N), ignoring", av[i]);
 	}
 }
 

@@ -146,10 +146,12 @@ int pdimon_remote_task_post_fork(spank_t sp)
 	r = pdimon_bus_call("RegisterTask", why, sizeof(why), NULL, "uuuuus", job, step, rank, (uint32_t)pid,
 			    (uint32_t)uid, options);
 	free(options);
-	if (r < 0) {
-		slurm_info(PDI_PREFIX "task %u of step %u.%u not monitored: %s", rank, job, step, why);
+	/* once pdimond gave no answer the other tasks are skipped at once, and said at the end */
+	if (r < 0 && r != -ETIME)
+		slurm_info(PDI_PREFIX "task %u of step %u.%u not monitored: %s%s", rank, job, step, why,
+			   pdimon_ctx.budget.gave_up ? "; pdimond is not asked again for this step" : "");
+	if (r < 0)
 		return 0;
-	}
 	pdimon_ctx.registered = true;
 	return 0;
 }
@@ -159,10 +161,12 @@ int pdimon_remote_exit(spank_t sp)
 	uint32_t job, step;
 	char why[256];
 
-	if (!pdimon_ctx.registered || spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
 		return 0;
-	if (pdimon_bus_call("EndStep", why, sizeof(why), NULL, "uu", job, step) < 0)
+	if (pdimon_ctx.budget.skipped)
+		slurm_info(PDI_PREFIX "%u more tasks of step %u.%u not monitored: %s", pdimon_ctx.budget.skipped, job,
+			   step, pdimon_ctx.budget.why[0] ? pdimon_ctx.budget.why : "the plugin's time budget is spent");
+	if (pdimon_ctx.registered && pdimon_bus_call("EndStep", why, sizeof(why), NULL, "uu", job, step) < 0)
 		slurm_info(PDI_PREFIX "cannot end step %u.%u: %s", job, step, why);
 	return 0;
 }

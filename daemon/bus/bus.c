@@ -299,6 +299,15 @@ static int method_end_step(sd_bus_message *m, void *userdata, sd_bus_error *erro
 	return reply(m, error, pdi_api_end_step(d, &c, job, step));
 }
 
+static int method_subscribe(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	struct pdi_daemon *d = userdata;
+	struct pdi_caller c;
+
+	WITH_CALLER(m, d, error, c);
+	return pdi_bus_subscribe(d, m, c.uid, error);
+}
+
 static const sd_bus_vtable monitor_vtable[] = {
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_METHOD_WITH_ARGS("Status", SD_BUS_ARGS("b", json), SD_BUS_RESULT("s", status),
@@ -324,6 +333,9 @@ static const sd_bus_vtable monitor_vtable[] = {
 				method_end_step, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("Trends", SD_BUS_ARGS("s", program, "s", format), SD_BUS_RESULT("s", trends),
 				method_trends, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Subscribe", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_subscribe,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	/* sent unicast to subscribers only (subscribe.c), never broadcast */
 	SD_BUS_SIGNAL_WITH_ARGS("StepEnded", SD_BUS_ARGS("s", step, "s", state), 0),
 	SD_BUS_VTABLE_END,
 };
@@ -363,6 +375,7 @@ int pdi_bus_open(struct pdi_daemon *d)
 
 void pdi_bus_close(struct pdi_daemon *d)
 {
+	pdi_bus_subscribers_free(d);
 	if (d->bus)
 		(void)sd_bus_flush(d->bus);
 	d->bus = sd_bus_flush_close_unref(d->bus);
@@ -401,13 +414,3 @@ int pdi_bus_timeout_ms(struct pdi_daemon *d)
 	return usec <= now ? 0 : (int)((usec - now + 999) / 1000);
 }
 
-void pdi_bus_emit_step_ended(struct pdi_daemon *d, const struct pdi_step *s, const char *state)
-{
-	int r;
-
-	if (!d->bus)
-		return;
-	r = sd_bus_emit_signal(d->bus, PDI_BUS_PATH, PDI_BUS_IFACE, "StepEnded", "ss", s->name, state);
-	if (r < 0)
-		log_warning_errno(r, "Cannot announce the end of step %s, ignoring: %m", s->name);
-}

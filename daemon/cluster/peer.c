@@ -394,8 +394,3 @@ unsigned pdi_peer_nconns(const struct pdi_peer *p)
 {
 	return p ? p->nconns : 0;
 }
-
-size_t pdi_peer_preauth_bytes(const struct pdi_peer *p)
-{
-	return p ? p->preauth : 0;
-}

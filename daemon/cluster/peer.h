@@ -63,5 +63,3 @@ void pdi_peer_expire(struct pdi_peer *p);
 int pdi_peer_timeout_ms(const struct pdi_peer *p);
 /* Open connections (tests). */
 unsigned pdi_peer_nconns(const struct pdi_peer *p);
-/* Bytes announced by the open connections, not authenticated yet (tests, status). */
-size_t pdi_peer_preauth_bytes(const struct pdi_peer *p);

@@ -116,14 +116,17 @@ int pdi_probe_calibrate(struct pdi_tracer *t, struct pdi_probe_costs *ret)
 				    .entry_only_stepped = 21000};
 	int r;
 
-	if ((r = measure(t, pdi_calib_emulated, cookie, true, &c.full_emulated)) < 0 ||
-	    (r = measure(t, pdi_calib_stepped, cookie, true, &c.full_stepped)) < 0 ||
-	    (r = measure(t, pdi_calib_emulated, cookie | PDI_COOKIE_ENTRY_ONLY, false, &c.entry_only_emulated)) < 0) {
-		*ret = c;
-		return r;
-	}
-	c.entry_only_stepped = c.entry_only_emulated + (c.full_stepped > c.full_emulated ? c.full_stepped - c.full_emulated : 0);
+	if ((r = measure(t, pdi_calib_emulated, cookie, true, &c.full_emulated)) == 0 &&
+	    (r = measure(t, pdi_calib_stepped, cookie, true, &c.full_stepped)) == 0 &&
+	    (r = measure(t, pdi_calib_emulated, cookie | PDI_COOKIE_ENTRY_ONLY, false, &c.entry_only_emulated)) == 0)
+		c.entry_only_stepped = c.entry_only_emulated +
+				       (c.full_stepped > c.full_emulated ? c.full_stepped - c.full_emulated : 0);
 	pdi_tracer_forget(t, getpid());
+	/* Our probed calls fill the ring buffer without waking anyone (NO_WAKEUP): left there,
+	 * they would leave no room for the first MPI_Init trap until the first timed drain,
+	 * and a trap that cannot report does not stop its process, which then goes unseen. */
+	pdi_tracer_discard(t);
+	/* on failure the caller gets conservative defaults, and R says why */
 	*ret = c;
-	return 0;
+	return r;
 }

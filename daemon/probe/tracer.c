@@ -30,6 +30,7 @@
 #include "uprobe_multi.h"
 
 struct pdi_tracer {
+	bool discarding;      /* pdi_tracer_discard(): events consumed unseen */
 	struct mpitrace_bpf *skel;
 	struct ring_buffer *rb;
 	pdi_event_fn on_event;
@@ -57,7 +58,7 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	struct pdi_tracer *t = ctx;
 	struct pdi_event e;
 
-	if (size < sizeof(e))
+	if (size < sizeof(e) || t->discarding)
 		return 0;
 	memcpy(&e, data, sizeof(e));
 	return t->on_event(t->ctx, &e);
@@ -502,6 +503,13 @@ void pdi_tracer_unwatch(struct pdi_tracer *t, pid_t pid)
 int pdi_tracer_epoll_fd(struct pdi_tracer *t)
 {
 	return ring_buffer__epoll_fd(t->rb);
+}
+
+void pdi_tracer_discard(struct pdi_tracer *t)
+{
+	t->discarding = true;
+	(void)ring_buffer__consume(t->rb);
+	t->discarding = false;
 }
 
 int pdi_tracer_drain(struct pdi_tracer *t)

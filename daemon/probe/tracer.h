@@ -94,6 +94,8 @@ void pdi_tracer_unwatch(struct pdi_tracer *t, pid_t pid);
 int pdi_tracer_epoll_fd(struct pdi_tracer *t);
 /* Hand every pending event to on_event. Returns the number handled or negative errno. */
 int pdi_tracer_drain(struct pdi_tracer *t);
+/* Empty the ring buffer without handing its events on: those of pdimond's own probes. */
+void pdi_tracer_discard(struct pdi_tracer *t);
 
 /* Events the BPF side could not queue for PID (ring buffer full). */
 uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid);

@@ -54,7 +54,7 @@ struct slot {
 };
 
 struct loader {
-	struct pdi_store *st;
+	const struct pdi_sample_source *src;
 	const struct pdi_step *s;
 	struct names names;
 	struct slot *order;
@@ -136,7 +136,7 @@ static bool completed(const char *json)
 static int check_verdict(struct loader *l, const char *step)
 {
 	char *json = NULL;
-	int r = pdi_store_get_report(l->st, step, &json);
+	int r = l->src->get_report(l->src->data, step, &json);
 
 	if (r == -ENOENT) {
 		l->why = "no report";
@@ -228,8 +228,8 @@ static int map_sites(struct loader *l, const char *step)
 	l->nmap = 0;
 	if (l->s->nsites)
 		memset(l->claimed, 0, l->s->nsites * sizeof(*l->claimed));
-	r = pdi_store_list_sites(l->st, step, match_exact, l);
-	return r < 0 ? r : pdi_store_list_sites(l->st, step, match_name, l);
+	r = l->src->list_sites(l->src->data, step, match_exact, l);
+	return r < 0 ? r : l->src->list_sites(l->src->data, step, match_name, l);
 }
 
 /* ---- a run's models ---- */
@@ -292,7 +292,7 @@ static int load_run(struct loader *l, const struct candidate *c)
 		l->run.row[i] = &l->run.models[i];
 	l->taken = 0;
 	l->run_bytes = n * (sizeof(*l->run.models) + sizeof(*l->run.row));
-	r = pdi_store_list_tasks(l->st, c->name, take_task, l);
+	r = l->src->list_tasks(l->src->data, c->name, take_task, l);
 	if (r == 0 && l->taken != n) {
 		l->why = "it has fewer tasks with a model than the step";
 		r = NOT_NORMAL;
@@ -378,10 +378,11 @@ void pdi_samples_done(struct pdi_samples *v)
 	*v = (struct pdi_samples){0};
 }
 
-int pdi_samples_load(struct pdi_store *st, const struct pdi_step *s, unsigned max_runs, struct pdi_samples *ret)
+static int load(const struct pdi_sample_source *src, const struct pdi_step *s, unsigned max_runs,
+		struct pdi_samples *ret)
 {
 	struct pdi_samples v = {.ntasks = s->ntasks};
-	struct loader l = {.st = st, .s = s};
+	struct loader l = {.src = src, .s = s};
 	struct finder f = {.s = s};
 	int r = 0;
 
@@ -389,7 +390,7 @@ int pdi_samples_load(struct pdi_store *st, const struct pdi_step *s, unsigned ma
 		*ret = v;
 		return 0;
 	}
-	if ((r = pdi_store_list_steps(st, false, add_candidate, &f)) >= 0)
+	if ((r = src->list_steps(src->data, add_candidate, &f)) >= 0)
 		r = loader_init(&l);
 	if (r >= 0 && f.n)
 		qsort(f.v, f.n, sizeof(*f.v), by_recency);
@@ -411,4 +412,48 @@ int pdi_samples_load(struct pdi_store *st, const struct pdi_step *s, unsigned ma
 	}
 	*ret = v;
 	return 0;
+}
+
+/* ---- the local store as a source ---- */
+
+static int store_steps(void *data, int (*cb)(void *, const struct pdi_store_step *), void *ctx)
+{
+	return pdi_store_list_steps(data, false, cb, ctx);
+}
+
+static int store_report(void *data, const char *step, char **ret_json)
+{
+	return pdi_store_get_report(data, step, ret_json);
+}
+
+static int store_sites(void *data, const char *step, int (*cb)(void *, const struct pdi_store_site *), void *ctx)
+{
+	return pdi_store_list_sites(data, step, cb, ctx);
+}
+
+static int store_tasks(void *data, const char *step, int (*cb)(void *, const struct pdi_store_task *), void *ctx)
+{
+	return pdi_store_list_tasks(data, step, cb, ctx);
+}
+
+int pdi_samples_load(struct pdi_store *st, const struct pdi_step *s, unsigned max_runs, struct pdi_samples *ret)
+{
+	const struct pdi_sample_source local = {.list_steps = store_steps, .get_report = store_report,
+						.list_sites = store_sites, .list_tasks = store_tasks, .data = st};
+	int r;
+
+	/* the site's runs first, when they were fetched for this many tasks; else this node's */
+	if (s->site_samples && s->site_samples->ntasks == s->ntasks && s->site_samples->source.list_steps &&
+	    (r = load(&s->site_samples->source, s, max_runs, ret)) == 0) {
+		if (ret->nruns)
+			return 0;
+		pdi_samples_done(ret);
+	}
+	return st ? load(&local, s, max_runs, ret) : (*ret = (struct pdi_samples){.ntasks = s->ntasks}, 0);
+}
+
+int pdi_samples_load_from(const struct pdi_sample_source *src, const struct pdi_step *s, unsigned max_runs,
+			  struct pdi_samples *ret)
+{
+	return load(src, s, max_runs, ret);
 }

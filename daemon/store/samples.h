@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "store.h"
 
 struct pdi_store;
 struct pdi_step;
@@ -38,6 +39,24 @@ struct pdi_samples {
 	size_t bytes;                /* what the models hold, as the model code counts it */
 };
 
+/* Where sample runs are read from: the local store, or the runs fetched from the site store.
+ * Listings as store.h's (the strings live until the callback returns). */
+struct pdi_sample_source {
+	int (*list_steps)(void *data, int (*cb)(void *, const struct pdi_store_step *), void *ctx);
+	int (*get_report)(void *data, const char *step, char **ret_json); /* malloc'd; -ENOENT */
+	int (*list_sites)(void *data, const char *step, int (*cb)(void *, const struct pdi_store_site *), void *ctx);
+	int (*list_tasks)(void *data, const char *step, int (*cb)(void *, const struct pdi_store_task *), void *ctx);
+	void *data;
+};
+
+/* Earlier runs of a step's program fetched from the site store (site_store.c) for the step's
+ * task count at the time: kept with the step, freed with it. */
+struct pdi_site_samples {
+	unsigned ntasks;                  /* S->ntasks they were fetched for */
+	struct pdi_sample_source source;  /* over what the fetch holds */
+	void (*free)(struct pdi_site_samples *self);
+};
+
 /* The ended steps in ST that ran S's executable with S's number of tasks (S itself
  * excepted), most recent end first, at most MAX_RUNS, and only those that ran normally: the
  * stored report's verdict is "completed", every task ended outside MPI with no lost event
@@ -45,8 +64,14 @@ struct pdi_samples {
  * renamed to S's current call sites (see samples.c for how sites are matched), so their
  * state keys compare with S's own. Runs that cannot be read are skipped and counted.
  * 0 and *RET filled (nruns may be 0; free with pdi_samples_done()), or *RET untouched and
- * a negative errno from the store, or -ENOMEM. */
+ * a negative errno from the store, or -ENOMEM.
+ * When S holds runs fetched from the site store for its current task count (S->site_samples),
+ * those are taken first (they come from any node of the site), this node's store when they
+ * give none. ST may be NULL then. */
 int pdi_samples_load(struct pdi_store *st, const struct pdi_step *s, unsigned max_runs, struct pdi_samples *ret);
+/* The same from SRC alone. */
+int pdi_samples_load_from(const struct pdi_sample_source *src, const struct pdi_step *s, unsigned max_runs,
+			  struct pdi_samples *ret);
 /* Accepts a zeroed struct; leaves it zeroed. */
 void pdi_samples_done(struct pdi_samples *v);
 

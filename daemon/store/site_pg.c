@@ -14,6 +14,7 @@
 
 #include <libpq-fe.h>
 
+#include "errline.h"
 #include "mpi_funcs.h"
 #include "site_pg.h"
 
@@ -79,19 +80,6 @@ struct pdi_site_pg {
 	bool schema_ok; /* checked since this connection was made */
 };
 
-__attribute__((format(printf, 4, 5))) static int fail(char *why, size_t len, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	/* libpq's messages span lines: one line, as every message of ours */
-	for (char *p = why; *p; p++)
-		if (*p == '\n' || *p == '\r')
-			*p = p[1] ? ' ' : '\0';
-	return r;
-}
 
 /* ---- payloads ---- */
 
@@ -111,6 +99,15 @@ void pdi_site_step_free(struct pdi_site_step *s)
 	free(s->tasks);
 	free(s->report);
 	free(s);
+}
+
+size_t pdi_site_step_bytes(const struct pdi_site_step *s)
+{
+	size_t n = sizeof(*s) + (s->report ? strlen(s->report) : 0) + s->nsites * sizeof(*s->sites);
+
+	for (size_t i = 0; i < s->ntasks; i++)
+		n += sizeof(s->tasks[i]) + s->tasks[i].t.model_len;
+	return n;
 }
 
 static int read_site(void *ctx, const struct pdi_store_site *x)
@@ -240,14 +237,14 @@ static int connect_db(struct pdi_site_pg *p, char *why, size_t len)
 	}
 	p->conn = PQconnectdbParams(keys, values, 1);
 	if (!p->conn)
-		return fail(why, len, -ENOMEM, "out of memory");
+		return pdi_errline(why, len, -ENOMEM, "out of memory");
 	if (PQstatus(p->conn) == CONNECTION_OK)
 		return 0;
 	msg = PQerrorMessage(p->conn);
 	r = PQconnectionNeedsPassword(p->conn) || strstr(msg, "authentication failed") || strstr(msg, "no password")
 		    ? -EACCES
 		    : strstr(msg, "does not exist") ? -EIO : -ECONNREFUSED;
-	fail(why, len, r, "%s", msg);
+	pdi_errline(why, len, r, "%s", msg);
 	disconnect(p);
 	return r;
 }
@@ -263,7 +260,7 @@ static PGresult *checked(struct pdi_site_pg *p, PGresult *res, ExecStatusType wa
 	*r = !res ? -ENOMEM : PQstatus(p->conn) != CONNECTION_OK ? -ECONNREFUSED : -EIO;
 	if (state && !strncmp(state, "28", 2))
 		*r = -EACCES; /* invalid authorization */
-	fail(why, len, *r, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(p->conn));
+	pdi_errline(why, len, *r, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(p->conn));
 	PQclear(res);
 	if (PQstatus(p->conn) != CONNECTION_OK)
 		disconnect(p);
@@ -318,7 +315,7 @@ static int migrate(struct pdi_site_pg *p, char *why, size_t len)
 	if (r >= 0)
 		r = schema_version(p, &v, why, len);
 	if (r >= 0 && v > SCHEMA_VERSION)
-		r = fail(why, len, -EPROTONOSUPPORT,
+		r = pdi_errline(why, len, -EPROTONOSUPPORT,
 			 "its schema is version %d, newer than this pdimond knows (%d): upgrade pdimon on this node", v,
 			 SCHEMA_VERSION);
 	for (; r >= 0 && v < SCHEMA_VERSION; v++) {
@@ -592,9 +589,187 @@ int pdi_site_pg_trend_runs(struct pdi_site_pg *p, const char *program, uid_t uid
 		rollback(p);
 		pdi_trend_runs_done(&rs);
 		if (r == -ENOMEM)
-			fail(why, len, r, "out of memory");
+			pdi_errline(why, len, r, "out of memory");
 		return r;
 	}
 	*ret = rs;
+	return 0;
+}
+
+/* ---- sample runs ---- */
+
+static const char *const SAMPLE_RUNS_Q =
+	"SELECT p.id, p.node, p.name, p.job_id, p.step_id, p.uid, p.state, p.started, p.ended, p.executable,"
+	" p.build, p.input_size, p.total_tasks, p.verdict, p.report FROM " PDI_SITE_SCHEMA ".steps p"
+	" WHERE p.ended <> 0 AND p.executable = $1 AND p.name <> $2 AND p.verdict = 'completed'"
+	" AND (CASE WHEN p.total_tasks > 0 THEN p.total_tasks ELSE p.ntasks END) = $3::integer"
+	" AND (SELECT count(DISTINCT t.rank) FROM " PDI_SITE_SCHEMA ".tasks t"
+	"      WHERE t.step = p.id AND t.rank = ANY($4::integer[]) AND t.state = 'ended') = $5::integer"
+	" ORDER BY p.ended DESC, p.id DESC LIMIT $6::integer";
+static const char *const SAMPLE_SITES_Q = "SELECT idx, fn, name, caller, file, line, site_key FROM " PDI_SITE_SCHEMA
+					  ".sites WHERE step = $1 ORDER BY idx";
+static const char *const SAMPLE_TASKS_Q =
+	"SELECT rank, pid, state, events_lost, ended_in, model FROM " PDI_SITE_SCHEMA ".tasks"
+	" WHERE step = $1 AND rank = ANY($2::integer[]) AND state = 'ended' ORDER BY rank, pid";
+
+static void copy_field(char *dst, size_t size, const char *v)
+{
+	snprintf(dst, size, "%s", v);
+}
+
+static int sample_children(struct pdi_site_pg *p, const char *id, const char *ranks, struct pdi_site_step *s,
+			   char *why, size_t len)
+{
+	struct params q = {0};
+	PGresult *res;
+	int r = 0;
+
+	p_str(&q, id);
+	if (!(res = checked(p, run(p, SAMPLE_SITES_Q, &q), PGRES_TUPLES_OK, &r, why, len)))
+		return r;
+	s->sites = calloc((size_t)PQntuples(res) + 1, sizeof(*s->sites));
+	for (int i = 0; s->sites && i < PQntuples(res); i++) {
+		struct pdi_site_row *x = &s->sites[s->nsites++];
+
+		x->index = (uint32_t)strtoul(PQgetvalue(res, i, 0), NULL, 10);
+		x->fn = strdup(PQgetvalue(res, i, 1));
+		x->name = strdup(PQgetvalue(res, i, 2));
+		x->caller = strdup(PQgetvalue(res, i, 3));
+		x->file = strdup(PQgetvalue(res, i, 4));
+		x->line = atoi(PQgetvalue(res, i, 5));
+		x->key = (uint64_t)strtoll(PQgetvalue(res, i, 6), NULL, 10);
+		if (!x->fn || !x->name || !x->caller || !x->file)
+			r = -ENOMEM;
+	}
+	if (!s->sites)
+		r = -ENOMEM;
+	PQclear(res);
+	if (r < 0)
+		return pdi_errline(why, len, r, "out of memory");
+	p_str(&q, ranks);
+	if (!(res = checked(p, run(p, SAMPLE_TASKS_Q, &q), PGRES_TUPLES_OK, &r, why, len)))
+		return r;
+	s->tasks = calloc((size_t)PQntuples(res) + 1, sizeof(*s->tasks));
+	for (int i = 0; s->tasks && r >= 0 && i < PQntuples(res); i++) {
+		struct pdi_site_task *t = &s->tasks[s->ntasks++];
+		size_t n = 0;
+
+		t->t.rank = atoi(PQgetvalue(res, i, 0));
+		t->t.pid = atoi(PQgetvalue(res, i, 1));
+		copy_field(t->t.state, sizeof(t->t.state), PQgetvalue(res, i, 2));
+		t->t.events_lost = (uint64_t)strtoll(PQgetvalue(res, i, 3), NULL, 10);
+		copy_field(t->t.ended_in, sizeof(t->t.ended_in), PQgetvalue(res, i, 4));
+		if (PQgetisnull(res, i, 5))
+			continue;
+		unsigned char *blob = PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 5), &n);
+
+		if (!blob || !(t->model = malloc(n ? n : 1))) {
+			PQfreemem(blob);
+			r = -ENOMEM;
+			break;
+		}
+		memcpy(t->model, blob, n);
+		PQfreemem(blob);
+		t->t.model = t->model;
+		t->t.model_len = n;
+	}
+	if (!s->tasks)
+		r = -ENOMEM;
+	PQclear(res);
+	return r < 0 ? pdi_errline(why, len, r, "out of memory") : 0;
+}
+
+/* "{4,5,6,7}": an integer[] parameter. */
+static char *int_array(const int32_t *v, size_t n)
+{
+	char *s = malloc(n * 12 + 3), *e;
+
+	if (!s)
+		return NULL;
+	e = s;
+	*e++ = '{';
+	for (size_t i = 0; i < n; i++)
+		e += sprintf(e, "%s%d", i ? "," : "", v[i]);
+	*e++ = '}';
+	*e = '\0';
+	return s;
+}
+
+static int sample_row(struct pdi_site_pg *p, const PGresult *res, int i, const char *ranks, size_t nranks,
+		      struct pdi_site_step **ret, char *why, size_t len)
+{
+	struct pdi_site_step *s = calloc(1, sizeof(*s));
+	struct pdi_store_step *st;
+	int r;
+
+	if (!s)
+		return pdi_errline(why, len, -ENOMEM, "out of memory");
+	st = &s->step;
+	/* named by node too: the same step name has a part on every node */
+	snprintf(st->name, sizeof(st->name), "%.60s:%.60s", PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
+	st->job_id = (uint32_t)strtoul(PQgetvalue(res, i, 3), NULL, 10);
+	st->step_id = (uint32_t)strtoul(PQgetvalue(res, i, 4), NULL, 10);
+	st->uid = (uint32_t)strtoul(PQgetvalue(res, i, 5), NULL, 10);
+	copy_field(st->state, sizeof(st->state), PQgetvalue(res, i, 6));
+	st->started = strtoll(PQgetvalue(res, i, 7), NULL, 10);
+	st->ended = strtoll(PQgetvalue(res, i, 8), NULL, 10);
+	copy_field(st->executable, sizeof(st->executable), PQgetvalue(res, i, 9));
+	copy_field(st->build, sizeof(st->build), PQgetvalue(res, i, 10));
+	st->input_size = (uint64_t)strtoll(PQgetvalue(res, i, 11), NULL, 10);
+	st->total_tasks = (uint32_t)strtoul(PQgetvalue(res, i, 12), NULL, 10);
+	copy_field(st->verdict, sizeof(st->verdict), PQgetvalue(res, i, 13));
+	st->ntasks = (uint32_t)nranks; /* the part of it that matters here */
+	if (!PQgetisnull(res, i, 14) && !(s->report = strdup(PQgetvalue(res, i, 14)))) {
+		pdi_site_step_free(s);
+		return pdi_errline(why, len, -ENOMEM, "out of memory");
+	}
+	if ((r = sample_children(p, PQgetvalue(res, i, 0), ranks, s, why, len)) < 0) {
+		pdi_site_step_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+int pdi_site_pg_sample_runs(struct pdi_site_pg *p, const char *executable, uint32_t total, const char *exclude,
+			    const int32_t *ranks, size_t nranks, unsigned max, struct pdi_site_step ***ret,
+			    size_t *ret_n, char *why, size_t len)
+{
+	struct pdi_site_step **v = NULL;
+	char *array = int_array(ranks, nranks);
+	struct params q = {0};
+	PGresult *res = NULL;
+	size_t n = 0;
+	int r = array ? pdi_site_pg_ready(p, why, len) : pdi_errline(why, len, -ENOMEM, "out of memory");
+
+	if (r >= 0)
+		r = exec(p, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", why, len);
+	if (r >= 0) {
+		p_str(&q, executable);
+		p_str(&q, exclude);
+		p_int(&q, total);
+		p_str(&q, array);
+		p_int(&q, (int64_t)nranks);
+		p_int(&q, max);
+		res = checked(p, run(p, SAMPLE_RUNS_Q, &q), PGRES_TUPLES_OK, &r, why, len);
+	}
+	if (res && !(v = calloc((size_t)PQntuples(res) + 1, sizeof(*v))))
+		r = pdi_errline(why, len, -ENOMEM, "out of memory");
+	for (int i = 0; res && v && r >= 0 && i < PQntuples(res); i++)
+		if ((r = sample_row(p, res, i, array, nranks, &v[n], why, len)) >= 0)
+			n++;
+	PQclear(res);
+	if (r >= 0)
+		r = exec(p, "COMMIT", why, len);
+	free(array);
+	if (r < 0) {
+		rollback(p);
+		for (size_t i = 0; i < n; i++)
+			pdi_site_step_free(v[i]);
+		free(v);
+		return r;
+	}
+	*ret = v;
+	*ret_n = n;
 	return 0;
 }

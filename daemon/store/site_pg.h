@@ -42,6 +42,8 @@ struct pdi_site_step {
 };
 
 void pdi_site_step_free(struct pdi_site_step *s);
+/* About the memory S holds: its models and report. */
+size_t pdi_site_step_bytes(const struct pdi_site_step *s);
 /* Read step NAME's rows from the local store into a new payload. -ENOENT, -ENOMEM or a store error. */
 int pdi_site_step_read(struct pdi_store *st, const char *name, struct pdi_site_step **ret);
 
@@ -61,3 +63,12 @@ int pdi_site_pg_put_step(struct pdi_site_pg *p, const struct pdi_site_step *s, c
  * Slurm step's parts on all its nodes summed into one run. */
 int pdi_site_pg_trend_runs(struct pdi_site_pg *p, const char *program, uid_t uid, bool admin,
 			   struct pdi_trend_runs *ret, char *why, size_t len);
+
+/* AutomaDeD's sample runs from the whole site: the MAX most recent ended runs of EXECUTABLE
+ * at TOTAL tasks that completed, other than a step called EXCLUDE, each from a node's part of
+ * it that holds every one of RANKS (NRANKS of them): that part's step row (its ntasks then
+ * NRANKS), report, sites, and the tasks of RANKS. *RET (NULL when none) and *RET_N: free each
+ * with pdi_site_step_free() and the array with free(). */
+int pdi_site_pg_sample_runs(struct pdi_site_pg *p, const char *executable, uint32_t total, const char *exclude,
+			    const int32_t *ranks, size_t nranks, unsigned max, struct pdi_site_step ***ret,
+			    size_t *ret_n, char *why, size_t len);

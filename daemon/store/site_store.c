@@ -21,12 +21,14 @@
 #include "json.h"
 #include "log.h"
 #include "site_pg.h"
+#include "site_samples.h"
 #include "site_store.h"
 #include "store.h"
 #include "trend_store.h"
 #include "worker.h"
 
 #define LANE_QUEUE 16      /* jobs waiting for the lane: a write batch and trends queries */
+#define BATCH_BYTES ((size_t)64 << 20) /* a batch stops growing past this (one step at least) */
 #define CREDENTIALS_MAX 1024
 #define WHY_MAX 512
 
@@ -41,6 +43,7 @@ struct pdi_site_store {
 	char why[WHY_MAX];      /* the last failure */
 	bool writing;           /* a batch is on the lane */
 	bool dirty;             /* steps may be pending that no batch took yet */
+	bool fetching;          /* sample runs are being fetched for a step */
 	uint64_t next_try_ns;   /* after a failure: not before */
 	uint64_t written;
 };
@@ -140,7 +143,8 @@ int pdi_site_store_open(struct pdi_daemon *d)
 		return -EINVAL;
 	}
 	if ((r = check_uri(c->site_store, shown, sizeof(shown), why, sizeof(why))) < 0 ||
-	    (c->site_store_credentials && (r = read_credentials(c->site_store_credentials, &password, why, sizeof(why))) < 0)) {
+	    (c->site_store_credentials &&
+	     (r = read_credentials(c->site_store_credentials, &password, why, sizeof(why))) < 0)) {
 		log_error("%s; going on without the site store (ended steps stay in the local store)", why);
 		return r;
 	}
@@ -316,7 +320,7 @@ static void pump(struct pdi_site_store *ss)
 				.steps = calloc(p.n, sizeof(*w->steps))};
 	if (!w->steps)
 		goto fail;
-	for (size_t i = 0; i < p.n; i++) {
+	for (size_t i = 0, bytes = 0; i < p.n && bytes < BATCH_BYTES; i++) {
 		r = pdi_site_step_read(d->store, p.names[i], &w->steps[w->n]);
 		if (r == -ENOENT)
 			continue; /* expired meanwhile */
@@ -324,7 +328,9 @@ static void pump(struct pdi_site_store *ss)
 			log_warning_errno(r, "Cannot read step %s for the site store, retrying later: %m", p.names[i]);
 			break;
 		}
-		w->n++;
+		bytes += pdi_site_step_bytes(w->steps[w->n++]);
+		if (bytes >= BATCH_BYTES && i + 1 < p.n)
+			ss->dirty = true; /* the rest in the next batch */
 	}
 	if (!w->n || (r = pdi_workers_submit(ss->lane, &w->job)) < 0) {
 		ss->dirty = true;
@@ -348,10 +354,125 @@ void pdi_site_store_kick(struct pdi_daemon *d)
 	pump(d->site);
 }
 
+/* ---- sample runs from the site ---- */
+
+#define SAMPLE_RUNS 3                     /* as many as the analysis takes (analysis.c) */
+#define SETTLED_NS (1000ull * 1000000ull) /* a step's task count unchanged this long: all joined */
+
+struct fetch_job {
+	struct pdi_job job;
+	struct pdi_site_store *ss;
+	struct pdi_site_pg *pg;
+	char step[129], executable[256];
+	uint32_t total;
+	unsigned ntasks;
+	int32_t *ranks;
+	struct pdi_site_step **runs;
+	size_t nruns;
+	int r;
+	char why[WHY_MAX];
+};
+
+static void fetch_run(struct pdi_job *j)
+{
+	struct fetch_job *f = pdi_job_of(j, struct fetch_job, job);
+
+	f->r = pdi_site_pg_sample_runs(f->pg, f->executable, f->total, f->step, f->ranks, f->ntasks, SAMPLE_RUNS,
+				       &f->runs, &f->nruns, f->why, sizeof(f->why));
+}
+
+static void fetch_done(struct pdi_job *j, bool cancelled)
+{
+	struct fetch_job *f = pdi_job_of(j, struct fetch_job, job);
+	struct pdi_site_store *ss = f->ss;
+	/* by name: the step may be gone (evicted), or be another one */
+	struct pdi_step *s = pdi_registry_find_step(&ss->d->reg, f->step);
+	struct pdi_site_samples *v;
+
+	ss->fetching = false;
+	if (!cancelled && f->r < 0 && (f->r == -ECONNREFUSED || f->r == -EACCES || f->r == -EPROTONOSUPPORT))
+		went_down(ss, f->r, f->why);
+	else if (!cancelled && f->r < 0)
+		log_warning("Step %s: cannot fetch sample runs from the site store, using this node's: %s", f->step,
+			    f->why);
+	if (!cancelled && f->r >= 0 && s && s->ntasks == f->ntasks) {
+		v = pdi_site_samples_new(f->runs, f->nruns, f->ntasks);
+		f->runs = NULL; /* taken over, even when out of memory */
+		if (v) {
+			if (s->site_samples)
+				s->site_samples->free(s->site_samples);
+			s->site_samples = v;
+			log_debug("Step %s: %zu sample run(s) from the site store", f->step, f->nruns);
+		}
+	}
+	for (size_t i = 0; f->runs && i < f->nruns; i++)
+		pdi_site_step_free(f->runs[i]);
+	free(f->runs);
+	free(f->ranks);
+	free(f);
+}
+
+static int fetch_submit(struct pdi_site_store *ss, struct pdi_step *s)
+{
+	struct fetch_job *f = calloc(1, sizeof(*f));
+	int r;
+
+	if (!f || !(f->ranks = calloc(s->ntasks, sizeof(*f->ranks)))) {
+		free(f);
+		return -ENOMEM;
+	}
+	f->job = (struct pdi_job){.run = fetch_run, .done = fetch_done};
+	f->ss = ss;
+	f->pg = ss->pg;
+	snprintf(f->step, sizeof(f->step), "%s", s->name);
+	snprintf(f->executable, sizeof(f->executable), "%s", s->executable);
+	f->ntasks = s->ntasks;
+	f->total = s->total_tasks ? s->total_tasks : s->ntasks;
+	for (unsigned i = 0; i < s->ntasks; i++)
+		f->ranks[i] = s->tasks[i]->rank;
+	if ((r = pdi_workers_submit(ss->lane, &f->job)) < 0) {
+		free(f->ranks);
+		free(f);
+		return r;
+	}
+	ss->fetching = true;
+	return 0;
+}
+
+/* A step's sample runs are fetched once its tasks have all joined (its task count has stayed
+ * the same for a second), before it ends: its report is built at its end, on the loop, and
+ * cannot wait for PostgreSQL then. One fetch at a time; none while the site store is down. */
+static void prefetch(struct pdi_site_store *ss)
+{
+	uint64_t now = pdi_now_ns();
+
+	for (unsigned i = 0; i < ss->d->reg.nsteps && !ss->fetching; i++) {
+		struct pdi_step *s = ss->d->reg.steps[i];
+		bool ranks_known = true;
+
+		if (s->ended || !s->ntasks || !s->executable || s->site_samples_asked == s->ntasks)
+			continue;
+		if (s->site_samples_seen != s->ntasks) {
+			s->site_samples_seen = s->ntasks;
+			s->site_samples_seen_ns = now;
+			continue;
+		}
+		for (unsigned k = 0; k < s->ntasks; k++)
+			ranks_known = ranks_known && s->tasks[k]->rank >= 0;
+		if (now - s->site_samples_seen_ns < SETTLED_NS || !ranks_known ||
+		    (ss->state == DOWN && now < ss->next_try_ns))
+			continue;
+		s->site_samples_asked = s->ntasks;
+		(void)fetch_submit(ss, s);
+	}
+}
+
 void pdi_site_store_tick(struct pdi_daemon *d)
 {
-	if (d->site)
-		pump(d->site);
+	if (!d->site)
+		return;
+	pump(d->site);
+	prefetch(d->site);
 }
 
 /* ---- trends ---- */

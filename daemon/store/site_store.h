@@ -7,7 +7,8 @@
  * owns the connection (worker.h). The local store is the outbox: a step ended here is marked
  * pending in it, in the same transaction that stores it, and unmarked only once PostgreSQL
  * committed it, so an outage, a restart of either side or a crash loses nothing. What waits in
- * memory is one batch of at most site_store_queue steps; the rest waits in the local store. */
+ * memory is one batch of at most site_store_queue steps (and about 64 MiB of models, one step
+ * at least); the rest waits in the local store. */
 #pragma once
 
 #include <stdbool.h>

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errline.h"
 #include "mpi_funcs.h"
 #include "store.h"
 
@@ -209,18 +210,6 @@ static int db_err(struct pdi_store *s, int rc)
 	return sql_errno(s->db, rc);
 }
 
-/* Fill the caller's one-line reason and return R. */
-__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
 
 const char *pdi_store_errmsg(struct pdi_store *s)
 {
@@ -456,17 +445,17 @@ static int prepare_file(const char *path, char *err, size_t errlen)
 	int fd;
 
 	if (strlen(path) >= PATH_MAX)
-		return fail(err, errlen, -ENAMETOOLONG, "%s: %s", path, strerror(ENAMETOOLONG));
+		return pdi_errline(err, errlen, -ENAMETOOLONG, "%s: %s", path, strerror(ENAMETOOLONG));
 	dir_of(path, dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return fail(err, errlen, -errno, "cannot create %s: %s", dir, strerror(errno));
+		return pdi_errline(err, errlen, -errno, "cannot create %s: %s", dir, strerror(errno));
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "cannot open %s for writing: %s", path, strerror(errno));
+		return pdi_errline(err, errlen, -errno, "cannot open %s for writing: %s", path, strerror(errno));
 	close(fd);
 	/* the WAL and its index are files next to the database */
 	if (access(dir, W_OK) < 0)
-		return fail(err, errlen, -errno, "cannot write in %s, which the database's WAL needs: %s", dir,
+		return pdi_errline(err, errlen, -errno, "cannot write in %s, which the database's WAL needs: %s", dir,
 			    strerror(errno));
 	return 0;
 }
@@ -493,19 +482,19 @@ static int quick_check(struct pdi_store *s, const char *path, char *err, size_t 
 
 	if (rc != SQLITE_OK) {
 		r = db_err(s, rc);
-		return fail(err, errlen, r, "%s %s: %s", path, r == -EBADMSG ? "is corrupt" : "cannot be read",
+		return pdi_errline(err, errlen, r, "%s %s: %s", path, r == -EBADMSG ? "is corrupt" : "cannot be read",
 			    sqlite3_errmsg(s->db));
 	}
 	r = row(s, st);
 	if (r > 0 && strcmp(col_str(st, 0), "ok") != 0) {
 		first_problem(col_str(st, 0), &problem, &len);
-		fail(err, errlen, -EBADMSG, "%s is corrupt: %.*s", path, len, problem);
+		pdi_errline(err, errlen, -EBADMSG, "%s is corrupt: %.*s", path, len, problem);
 		r = -EBADMSG;
 	} else if (r < 0) {
-		fail(err, errlen, r, "%s %s: %s", path, r == -EBADMSG ? "is corrupt" : "cannot be read",
+		pdi_errline(err, errlen, r, "%s %s: %s", path, r == -EBADMSG ? "is corrupt" : "cannot be read",
 		     sqlite3_errmsg(s->db));
 	} else if (r == 0) {
-		r = fail(err, errlen, -EIO, "%s: quick_check said nothing", path);
+		r = pdi_errline(err, errlen, -EIO, "%s: quick_check said nothing", path);
 	}
 	sqlite3_finalize(st);
 	return r < 0 ? r : 0;
@@ -519,12 +508,12 @@ static int check_identity(struct pdi_store *s, const char *path, int64_t *versio
 
 	if ((r = pragma_int(s, "PRAGMA application_id", &app)) < 0 || (r = pragma_int(s, "PRAGMA user_version", version)) < 0 ||
 	    (r = pragma_int(s, "SELECT count(*) FROM sqlite_master", &ntables)) < 0)
-		return fail(err, errlen, r, "%s cannot be read: %s", path, sqlite3_errmsg(s->db));
+		return pdi_errline(err, errlen, r, "%s cannot be read: %s", path, sqlite3_errmsg(s->db));
 	if (app != APPLICATION_ID && (app != 0 || *version != 0 || ntables != 0))
-		return fail(err, errlen, -EBADMSG, "%s is not a pdimon database (application_id %#llx, %lld tables)",
+		return pdi_errline(err, errlen, -EBADMSG, "%s is not a pdimon database (application_id %#llx, %lld tables)",
 			    path, (unsigned long long)app, (long long)ntables);
 	if (*version > SCHEMA_VERSION)
-		return fail(err, errlen, -EPROTONOSUPPORT,
+		return pdi_errline(err, errlen, -EPROTONOSUPPORT,
 			    "%s was written by a newer pdimon (schema version %lld, this one knows up to %d)", path,
 			    (long long)*version, SCHEMA_VERSION);
 	return 0;
@@ -538,14 +527,14 @@ static int configure(struct pdi_store *s, const char *path, bool fresh, char *er
 	/* freed pages go back to the file system, so that retention by size can work; it can
 	 * only be chosen before the first table */
 	if (fresh && (r = exec(s, "PRAGMA auto_vacuum = INCREMENTAL")) < 0)
-		return fail(err, errlen, r, "%s: cannot set auto_vacuum: %s", path, sqlite3_errmsg(s->db));
+		return pdi_errline(err, errlen, r, "%s: cannot set auto_vacuum: %s", path, sqlite3_errmsg(s->db));
 	if ((r = db_err(s, sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL))) < 0)
-		return fail(err, errlen, r, "%s: cannot use WAL: %s", path, sqlite3_errmsg(s->db));
+		return pdi_errline(err, errlen, r, "%s: cannot use WAL: %s", path, sqlite3_errmsg(s->db));
 	r = row(s, st);
 	if (r > 0 && strcmp(col_str(st, 0), "wal") != 0)
-		r = fail(err, errlen, -EIO, "%s: cannot use WAL, journal mode stays %s", path, col_str(st, 0));
+		r = pdi_errline(err, errlen, -EIO, "%s: cannot use WAL, journal mode stays %s", path, col_str(st, 0));
 	else if (r <= 0)
-		r = fail(err, errlen, r < 0 ? r : -EIO, "%s: cannot use WAL: %s", path, sqlite3_errmsg(s->db));
+		r = pdi_errline(err, errlen, r < 0 ? r : -EIO, "%s: cannot use WAL: %s", path, sqlite3_errmsg(s->db));
 	sqlite3_finalize(st);
 	if (r < 0)
 		return r;
@@ -553,7 +542,7 @@ static int configure(struct pdi_store *s, const char *path, bool fresh, char *er
 	 * per commit */
 	if ((r = exec(s, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
 			 "PRAGMA journal_size_limit = " WAL_SIZE_LIMIT)) < 0)
-		return fail(err, errlen, r, "%s: cannot configure: %s", path, sqlite3_errmsg(s->db));
+		return pdi_errline(err, errlen, r, "%s: cannot configure: %s", path, sqlite3_errmsg(s->db));
 	return 0;
 }
 
@@ -581,11 +570,11 @@ static int migrate(struct pdi_store *s, const char *path, char *err, size_t errl
 
 	do {
 		if ((r = exec(s, "BEGIN IMMEDIATE")) < 0)
-			return fail(err, errlen, r, "%s: cannot lock it to update the schema: %s", path,
+			return pdi_errline(err, errlen, r, "%s: cannot lock it to update the schema: %s", path,
 				    sqlite3_errmsg(s->db));
 		r = migrate_one(s, &v);
 		if (r < 0 || (r == 0 && (r = exec(s, "COMMIT")) < 0)) {
-			fail(err, errlen, r, "%s: cannot update the schema to version %lld: %s", path, (long long)v + 1,
+			pdi_errline(err, errlen, r, "%s: cannot update the schema to version %lld: %s", path, (long long)v + 1,
 			     sqlite3_errmsg(s->db));
 			if (!sqlite3_get_autocommit(s->db))
 				exec(s, "ROLLBACK");
@@ -593,7 +582,9 @@ static int migrate(struct pdi_store *s, const char *path, char *err, size_t errl
 		}
 	} while (r == 0);
 	exec(s, "ROLLBACK"); /* of the transaction that found nothing to do */
-	return v > SCHEMA_VERSION ? fail(err, errlen, -EPROTONOSUPPORT, "%s was updated by a newer pdimon meanwhile", path) : 0;
+	if (v > SCHEMA_VERSION)
+		return pdi_errline(err, errlen, -EPROTONOSUPPORT, "%s was updated by a newer pdimon meanwhile", path);
+	return 0;
 }
 
 /* What every connection sets for itself, whoever opened the file first. */
@@ -615,7 +606,7 @@ static int setup(struct pdi_store *s, const char *path, char *err, size_t errlen
 
 	connection_setup(s, BUSY_TIMEOUT_MS);
 	if (sqlite3_db_readonly(s->db, "main") == 1)
-		return fail(err, errlen, -EACCES, "%s: SQLite opened it read-only", path);
+		return pdi_errline(err, errlen, -EACCES, "%s: SQLite opened it read-only", path);
 	if ((r = quick_check(s, path, err, errlen)) < 0 || (r = check_identity(s, path, &version, err, errlen)) < 0 ||
 	    (r = configure(s, path, version == 0, err, errlen)) < 0)
 		return r;
@@ -630,14 +621,14 @@ int pdi_store_open(const char *path, struct pdi_store **ret, char *ret_err, size
 	if (errlen)
 		ret_err[0] = 0;
 	if (!path || !*path)
-		return fail(ret_err, errlen, -EINVAL, "no database path");
+		return pdi_errline(ret_err, errlen, -EINVAL, "no database path");
 	if ((r = prepare_file(path, ret_err, errlen)) < 0)
 		return r;
 	if (!(s = calloc(1, sizeof(*s))))
-		return fail(ret_err, errlen, -ENOMEM, "%s: %s", path, strerror(ENOMEM));
+		return pdi_errline(ret_err, errlen, -ENOMEM, "%s: %s", path, strerror(ENOMEM));
 	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
-		r = fail(ret_err, errlen, sql_errno(s->db, rc), "cannot open %s: %s", path,
+		r = pdi_errline(ret_err, errlen, sql_errno(s->db, rc), "cannot open %s: %s", path,
 			 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 		pdi_store_close(s);
 		return r;

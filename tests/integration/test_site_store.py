@@ -40,11 +40,11 @@ class SiteStore(unittest.TestCase):
         os.chmod(path, mode)
         return path
 
-    def start(self, secret=None, uri=None):
+    def start(self, secret=None, uri=None, *more, database=None):
         if self.d:
             self.d.stop()
         self.d = Daemon(f"site_store={uri or self.pg.uri}", f"site_store_credentials={secret or self.secret}",
-                        "site_store_retry_s=1", bus=self.bus, database=self.db)
+                        "site_store_retry_s=1", *more, bus=self.bus, database=database or self.db)
 
     def run_step(self, name, n, prog="grow", impl="mpich"):
         r = self.d.pdimon("run", "--step", name, "--size", 64, "--", *mpirun(impl, n, prog, 10, 64), check=False)
@@ -104,6 +104,21 @@ class SiteStore(unittest.TestCase):
         self.assertEqual(self.pg.psql("SELECT string_agg(name, ',' ORDER BY name) FROM pdimon.steps"),
                          "before,during1,during2")
         self.assertEqual(self.site()["state"], "up")
+
+    def test_sample_runs_from_another_node(self):
+        # two normal runs on "node a" reach the site store...
+        self.start(None, None, "node_name=a")
+        for k in range(2):
+            r = self.d.pdimon("run", "--step", f"normal{k}", "--", *mpirun("mpich", 4, "ring", 50), check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.wait_written(2)
+        # ...and are AutomaDeD's sample runs on "node b", whose own store has never seen the program
+        self.start(None, None, "node_name=b", "log_level=debug", database=os.path.join(self.tmp, "b.db"))
+        r = self.d.pdimon("run", "--step", "third", "--", *mpirun("mpich", 4, "ring", 150, 20000), check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("Step third: 2 sample run(s) from the site store", self.d.read_log())
+        a = json.loads(self.d.pdimon("analyze", "third", "--json").stdout)
+        self.assertEqual(a["automaded"]["sample_runs"], 2, json.dumps(a["automaded"]))
 
     def test_bad_site_stores_leave_monitoring_alone(self):
         # wrong credentials

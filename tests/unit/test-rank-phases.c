@@ -45,7 +45,7 @@ static json_t *render(const int *ranks, struct pdi_model *models, size_t n)
 	const struct pdi_model **mp = calloc(n, sizeof(*mp));
 	struct pdi_json j;
 	json_error_t err;
-	json_t *doc;
+	json_t *doc, *rp;
 	char *text;
 
 	for (size_t i = 0; i < n; i++)
@@ -59,7 +59,9 @@ static json_t *render(const int *ranks, struct pdi_model *models, size_t n)
 	cr_assert(doc, "valid JSON: %s", err.text);
 	free(text);
 	free(mp);
-	return json_object_get(doc, "rank_phases") ? json_incref(json_object_get(doc, "rank_phases")) : NULL;
+	rp = json_incref(json_object_get(doc, "rank_phases")); /* NULL when absent */
+	json_decref(doc);
+	return rp;
 }
 
 Test(rank_phases, a_row_per_rank_with_the_share_in_mpi)

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* pdimond.c -- the node-local pdimon daemon: set-up, the event loop, clean shutdown.
+/* pdimond.c -- the node-local pdimon daemon: set-up, the event loop, reloads, clean shutdown.
  *
- * One thread, one epoll: the BPF ring buffer, the D-Bus connection, a drain timer, a
- * signalfd, one pidfd per monitored task, and the peer port with its connections (other
- * pdimonds asking for this node's part of a step: peer.c, gather.c). */
+ * One epoll loop owns all the daemon's state: the BPF ring buffer, the D-Bus connection, a
+ * drain timer, a signalfd, one pidfd per monitored task, the peer port with its connections
+ * (other pdimonds asking for this node's part of a step: peer.c, gather_step.c), and the
+ * eventfds through which the workers (worker.h) and the store's lane hand back what they did
+ * off the loop. See doc/design/event-loop.md. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -267,19 +269,17 @@ static int run_loop(struct pdi_daemon *d)
 	while (!d->quit) {
 		int n = epoll_wait(d->epoll_fd, evs, ELEMENTSOF(evs), loop_timeout_ms(d));
 		uint64_t woke = pdi_now_ns(), took;
+		unsigned kinds = 0; /* what woke us, for the log line of a slow wake-up */
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return log_error_errno(-errno, "epoll_wait failed: %m");
 		}
-		unsigned kinds = 0;
-
 		for (int i = 0; i < n; i++) {
 			uint64_t u = evs[i].data.u64;
 
 			kinds |= 1u << PDI_SRC_KIND(u);
-
 			switch (PDI_SRC_KIND(u)) {
 			case PDI_SRC_RING:
 				(void)pdi_tracer_drain(d->tracer);

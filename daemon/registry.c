@@ -68,8 +68,7 @@ static void step_free(struct pdi_step *s)
 	free(s->node);
 	free(s->report_json);
 	free(s->report_summary);
-	if (s->site_samples)
-		s->site_samples->free(s->site_samples);
+	pdi_site_samples_unref(s->site_samples);
 	free(s);
 }
 

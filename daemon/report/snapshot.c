@@ -10,6 +10,7 @@
 #include "mpi_funcs.h"
 #include "objcache.h"
 #include "registry.h"
+#include "samples.h"
 #include "snapshot.h"
 #include "stackwalk.h"
 
@@ -31,6 +32,7 @@ static void skeleton_free(struct pdi_step *k)
 	free(k->tasks);
 	free(k->name);
 	free(k->executable);
+	pdi_site_samples_unref(k->site_samples);
 	free(k);
 }
 
@@ -49,6 +51,8 @@ static int skeleton_of(const struct pdi_step *s, struct pdi_step **ret)
 			       .total_tasks = s->total_tasks, .started = s->started, .ended = s->ended};
 	k->name = strdup(s->name);
 	k->executable = s->executable ? strdup(s->executable) : NULL;
+	/* sample runs fetched from the site store: shared, read-only, held until the job is done */
+	k->site_samples = pdi_site_samples_ref(s->site_samples);
 	k->sites = calloc(s->nsites + 1, sizeof(*k->sites));
 	k->tasks = calloc(s->ntasks + 1, sizeof(*k->tasks));
 	if (!k->name || (s->executable && !k->executable) || !k->sites || !k->tasks)

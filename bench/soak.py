@@ -13,7 +13,8 @@ open file descriptors, threads, steps in memory and database size (with its WAL)
   /usr/bin/python3 bench/soak.py --steps 300 --samples 100,300 --check 10    # what CI runs
 
 --check PCT exits 1 when RSS grew more than PCT percent between the last two samples, when
-fds grew between them, or threads or steps in memory went past their bounds. Needs python3-dbus (the
+fds grew by more than a few between them, or threads or steps in memory went past their
+bounds. Needs python3-dbus (the
 registrations go through it). Not a timing: run it under the shared heavy lock.
 """
 import argparse
@@ -27,6 +28,7 @@ from benchlib import BUILD, BenchError, Daemon, kill_tree, spawn, wait_for
 
 RING = os.path.join(BUILD, "tests/mpi/ring.openmpi")
 CACHE_STEPS = 32                # pdimond.conf's default cache_steps
+FD_SLACK = 4
 MAX_THREADS = 8 + 1 + 1 + 2     # workers, the store's lane, the loop, and a stack walk's or a
                                 # MUNGE call's thread of its own
 
@@ -54,7 +56,15 @@ def sample(d, n, db):
     st = wait_for(lambda: idle(d), 120, f"pdimond to be idle after step {n}")
     pid = d.proc.pid
     rss, threads = proc_status(pid)
-    return {"step": n, "rss": rss, "fds": len(os.listdir(f"/proc/{pid}/fd")), "threads": threads,
+    fds = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            fds[fd] = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            pass
+    if os.environ.get("SOAK_FDS"):
+        print(sorted(fds.values()), file=sys.stderr)
+    return {"step": n, "rss": rss, "fds": len(fds), "threads": threads,
             "steps_in_memory": st["steps"], "db": db_bytes(db), "loop_max_ms": st.get("loop_max_wakeup_ms", 0)}
 
 
@@ -110,7 +120,9 @@ def main():
     if a.check is not None:
         # workers are made as work comes, up to their bound: threads may grow to it, not past
         bad = [w for w, ok in ((f"RSS grew more than {a.check}%", growth <= a.check),
-                               ("fds grew", b_["fds"] <= a_["fds"]),
+                               # SQLite keeps a closed connection's descriptor while the process holds a
+                               # lock on the file, and reuses it: a few may come and go
+                               (f"fds grew by more than {FD_SLACK}", b_["fds"] <= a_["fds"] + FD_SLACK),
                                (f"threads past {MAX_THREADS}", b_["threads"] <= MAX_THREADS),
                                (f"steps in memory past the cache's {CACHE_STEPS}", b_["steps_in_memory"] <= CACHE_STEPS),
                                ("pdimond did not exit cleanly", rc == 0)) if not ok]

@@ -111,7 +111,9 @@ class Loop(DaemonTest):
         self.assertEqual(out.strip(), "200")
         st = self.d.status()
         self.assertLessEqual(st["steps"], 4, "refused readers loaded steps")
-        self.assertLess(st["memory_rss_bytes"] - rss, 2 << 20, f"RSS {rss} -> {st['memory_rss_bytes']}")
+        # the review measured 2.5 MiB per refused call; the sanitizers' quarantine alone grows by
+        # about 2 MiB over these calls, so the bound is a few MiB
+        self.assertLess(st["memory_rss_bytes"] - rss, 8 << 20, f"RSS {rss} -> {st['memory_rss_bytes']}")
         # root reads them all: each is loaded, the cache keeps 4
         bus_script(self.d.bus.address, "for i in range(40):\n    m.GetStep('%d.0' % (1000 + i), 'json')\n")
         self.assertLessEqual(self.d.status()["steps"], 4)

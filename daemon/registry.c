@@ -34,24 +34,28 @@ static void task_free(struct pdi_task *t)
 	free(t);
 }
 
-void pdi_step_answer_waiters(struct pdi_step *s, int status, const char *json, const char *summary, const char *why)
+void pdi_step_answer_waiters(struct pdi_step *s, bool built, int status, const char *json, const char *summary,
+			     const char *why)
 {
-	struct pdi_step_waiter *w = s->waiters;
+	struct pdi_step_waiter **p = &s->waiters;
 
-	s->waiters = NULL;
-	while (w) {
-		struct pdi_step_waiter *next = w->next;
+	while (*p) {
+		struct pdi_step_waiter *w = *p;
 
+		if (built && w->stored) {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
 		w->answer(w->ctx, status, json, summary, why);
 		free(w);
-		w = next;
 	}
 }
 
 static void step_free(struct pdi_step *s)
 {
 	/* nobody waits for a step that is gone */
-	pdi_step_answer_waiters(s, -ESTALE, NULL, NULL, "the step is gone");
+	pdi_step_answer_waiters(s, false, -ESTALE, NULL, NULL, "the step is gone");
 	for (uint32_t i = 0; i < s->nsites; i++) {
 		free(s->sites[i].name);
 		free(s->sites[i].caller);

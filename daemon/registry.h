@@ -102,10 +102,13 @@ struct pdi_step_waiter {
 	struct pdi_step_waiter *next;
 	pdi_step_answer_fn answer;
 	void *ctx;
+	bool stored;  /* answered once the step is stored and announced, not once its report is built */
 };
 
-/* Every waiter of S answered (and forgotten). */
-void pdi_step_answer_waiters(struct pdi_step *s, int status, const char *json, const char *summary, const char *why);
+/* S's waiters answered (and forgotten): all of them, or with BUILT only those that wait for
+ * the report alone. */
+void pdi_step_answer_waiters(struct pdi_step *s, bool built, int status, const char *json, const char *summary,
+			     const char *why);
 
 /* A process whose MPI_Init (its own, or a descendant's) makes a task of STEP: the command
  * of "pdimon run", or a Slurm task registered before it executes the program. */

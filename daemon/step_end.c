@@ -53,7 +53,7 @@ static void announce(struct pdi_daemon *d, struct pdi_step *s)
 	log_info("Step %s ended", s->name);
 	pdi_bus_emit_step_ended(d, s, s->ending ? "ended" : "finished");
 	/* those who waited for the end hear of it when everybody else does: the step is stored */
-	pdi_step_answer_waiters(s, s->report_json ? 0 : -EIO, s->report_json, s->report_summary,
+	pdi_step_answer_waiters(s, false, s->report_json ? 0 : -EIO, s->report_json, s->report_summary,
 				"its report could not be built (see the daemon's log)");
 	pdi_step_evict(d);
 }
@@ -82,7 +82,11 @@ static void report_built(struct pdi_daemon *d, void *ctx, struct pdi_report_resu
 
 	/* running again, or gone: whoever waited for this end gets what was built */
 	if (!s && (again = pdi_registry_find_step(&d->reg, e->name)))
-		pdi_step_answer_waiters(again, res->status, res->text, res->summary, res->why);
+		pdi_step_answer_waiters(again, false, res->status, res->text, res->summary, res->why);
+	/* those who wait for the report (srun) have it now; the step's end is not announced
+	 * before it is stored */
+	if (s)
+		pdi_step_answer_waiters(s, true, res->status, res->text, res->summary, res->why);
 	if (s && res->status == 0) {
 		s->report_json = res->text;
 		s->report_summary = res->summary;
@@ -122,16 +126,16 @@ void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s)
 	announce(d, s);
 }
 
-int pdi_step_wait_end(struct pdi_step *s, pdi_step_answer_fn answer, void *ctx)
+int pdi_step_wait_end(struct pdi_step *s, bool stored, pdi_step_answer_fn answer, void *ctx)
 {
 	struct pdi_step_waiter *w;
 
-	if (!s->end_started || s->announced)
+	if (!s->end_started || s->announced || (!stored && s->report_json))
 		return -EALREADY;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	*w = (struct pdi_step_waiter){.next = s->waiters, .answer = answer, .ctx = ctx};
+	*w = (struct pdi_step_waiter){.next = s->waiters, .answer = answer, .ctx = ctx, .stored = stored};
 	s->waiters = w;
 	return 0;
 }

@@ -327,7 +327,7 @@ struct pdi_reply pdi_api_unwatch(struct pdi_daemon *d, const struct pdi_caller *
 	/* the command of pdimon run is over: it returns once the step's end is stored */
 	if ((to = malloc(sizeof(*to)))) {
 		*to = *later;
-		if (pdi_step_wait_end(s, later_done, to) == 0)
+		if (pdi_step_wait_end(s, true, later_done, to) == 0)
 			return (struct pdi_reply){PDI_REPLY_LATER, NULL};
 		free(to);
 	}
@@ -660,7 +660,7 @@ static struct pdi_reply start_later(struct pdi_daemon *d, const struct pdi_calle
 	if (!lc)
 		return fail(-ENOMEM, "out of memory");
 	/* the report of the step's end is on its way: wait for it rather than make another */
-	if (what == PDI_REPORT && pdi_step_wait_end(s, later_from_step_end, lc) == 0)
+	if (what == PDI_REPORT && pdi_step_wait_end(s, false, later_from_step_end, lc) == 0)
 		return (struct pdi_reply){PDI_REPLY_LATER, NULL};
 	/* an ended step's report is its owner's, whoever may read it asks */
 	r = pdi_report_start(d, s, what == PDI_REPORT && s->ended ? s->uid : c->uid, what, format, later_from_job, lc);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analysis.h"
 #include "daemon.h"
@@ -22,6 +23,7 @@
 #include "worker.h"
 
 #define SAMPLES_BUSY_MS 5000 /* sample runs are worth waiting for a locked database, off the loop */
+#define END_REGATHER_NS (200 * 1000000L) /* between two gathers of a step's end */
 
 struct report_job {
 	struct pdi_job job;
@@ -111,6 +113,24 @@ static int gather_view(struct report_job *j, struct pdi_view *ret)
 	return r;
 }
 
+/* The gathered view; for the report of this node's end, again while other nodes' tasks are
+ * still seen running (they end a moment later, or their pdimonds see it later), for up to
+ * one gather level: the report of a step's end is the whole step's end. */
+static int gather_view_at_end(struct report_job *j, struct pdi_view *ret)
+{
+	uint64_t give_up = pdi_now_ns() + (uint64_t)j->level_ms * 1000000ull;
+	bool ended_here = j->what == PDI_REPORT && j->snap && !j->snap->view.running;
+	int r;
+
+	for (;;) {
+		r = gather_view(j, ret);
+		if (r < 0 || !ended_here || !pdi_view_running(ret) || pdi_now_ns() >= give_up)
+			return r;
+		pdi_view_done(ret);
+		(void)nanosleep(&(struct timespec){0, END_REGATHER_NS}, NULL);
+	}
+}
+
 static int ask_slurm(struct report_job *j)
 {
 	int r = pdi_slurm_step_nodes(j->job_id, j->step_id, j->level_ms, &j->nodes, &j->nnodes);
@@ -157,7 +177,7 @@ static void job_run(struct pdi_job *pj)
 	if (j->snap && (r = pdi_snapshot_walk(j->snap)) < 0)
 		return failf(&j->res, r, "out of memory");
 	/* without the others' parts (the gather could not run at all), this node's own */
-	if (j->gather && gather_view(j, &gathered) == 0)
+	if (j->gather && gather_view_at_end(j, &gathered) == 0)
 		v = &gathered;
 	else if (j->snap)
 		v = &j->snap->view;

@@ -19,10 +19,11 @@
  * merges the classes of all nodes. The bench does exactly that, node after node, with a
  * private copy of the model for each task (the copies are made outside the timings), so
  * that at most one node's models live at a time, never 100,000 of them. Timed separately:
- * digesting (per task), classing within the nodes, the root's merge, AutomaDeD on the
- * classes (Gaussian and histogram), PDI (pdi_mm_build per class, pdi_pdg_build over all
- * positions). The total is what one core does for a diagnosis in the distributed design:
- * one node's digests and classing, the root's merge, AutomaDeD (Gaussian) and PDI. */
+ * digesting (per task), classing within the nodes, the root's merge, AutomaDeD alone on the
+ * classes (Gaussian and histogram), and the daemon's own analysis of the root's view
+ * (pdi_analysis_build: the same code path pdimond runs on a gathered view, with its tasks
+ * pointing at their class's model). The total is what one core does for a diagnosis in the
+ * distributed design: one node's digests and classing, the root's merge, the analysis. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -33,6 +34,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "analysis.h"
 #include "automaded.h"
 #include "eqclass.h"
 #include "model.h"
@@ -308,7 +310,7 @@ static int clone_model(struct pdi_model *to, const struct pdi_model *from)
 	*to = *from;
 	to->phases = NULL;
 	to->nphases = to->cap_phases = 0;
-	to->coll_sites = NULL;
+	to->coll_fns = NULL;
 	to->reqs = NULL;
 	to->req_idx = (struct pdi_u64map){0};
 	if (dup_array((void **)&to->phases, from->phases, sizeof(*from->phases) * from->cap_phases) < 0)
@@ -342,8 +344,8 @@ struct result {
 	size_t tasks, classes, roles, states, node_max_classes;
 	uint32_t nodes;
 	double build_s, digest_s, node_classing_s, root_merge_s, worst_node_s;
-	double automaded_s[2], mm_s, pdg_s;
-	bool automaded_found[2], pdi_found;
+	double automaded_s[2], analysis_s;
+	bool automaded_found[2], pdi_found, analysis_found;
 	uint32_t automaded_phase[2], automaded_pick[2]; /* faulty phase; tasks of the faulty class */
 	size_t automaded_clusters[2];
 	size_t lp_groups;
@@ -493,49 +495,74 @@ out:
 	return r;
 }
 
-/* PDI over the first N tasks' positions: all inside the Allreduce but the faulty one. */
-static int run_pdi(struct scenario *s, size_t n, double *ret_mm_s, double *ret_pdg_s, bool *ret_found,
-		   size_t *ret_nlp)
+/* The step's sites as the view names them: index SITE_* calls its function. */
+static struct pdi_site *bench_sites(uint32_t *ret_n)
 {
-	struct pdi_mm *mm = calloc(s->root.n, sizeof(*mm));
-	struct pdi_position *pos = calloc(n, sizeof(*pos));
-	struct pdi_pdg pdg = {0};
+	struct fn_ids fn = fn_ids();
+	uint32_t n = SITE_ISEND + NDIR;
+	struct pdi_site *v = calloc(n, sizeof(*v));
+	static char names[SITE_ISEND + NDIR][48];
+
+	if (!v)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		uint16_t f = i == SITE_INIT ? fn.init : i == SITE_SETUP ? fn.bcast : i == SITE_PCONTROL ? fn.pcontrol
+			     : i == SITE_WAITALL ? fn.waitall : i == SITE_ALLREDUCE ? fn.allreduce : i == SITE_GATHER ? fn.gather
+			     : i == SITE_IO ? fn.io : i >= SITE_ISEND ? fn.isend : i >= SITE_IRECV ? fn.irecv : fn.bcast;
+
+		snprintf(names[i], sizeof(names[i]), "%s@stencil.c:%u", pdi_mpi_funcs[f].name, 100 + i);
+		v[i] = (struct pdi_site){.fn = f, .name = names[i], .caller = "step", .file = "stencil.c", .line = (int)(100 + i)};
+	}
+	*ret_n = n;
+	return v;
+}
+
+/* The daemon's analysis (lib/analysis.c: classing, AutomaDeD, PDI, the prefix tree) of the
+ * root's view of the hung step: every task points at its class's model, as a gathered view
+ * does; all wait inside the Allreduce but the faulty one, which computes after its Waitall. */
+static int run_analysis(struct scenario *s, size_t n, struct result *res)
+{
+	struct pdi_view v = {.name = "bench", .running = true, .nodes = 1, .nodes_answered = 1, .ntasks = (unsigned)n};
+	struct pdi_analysis a;
 	uint64_t t0;
 	int r = -ENOMEM;
 
-	if (!mm || !pos)
+	v.sites = bench_sites(&v.nsites);
+	v.tasks = calloc(n, sizeof(*v.tasks));
+	if (!v.sites || !v.tasks)
 		goto out;
-	t0 = now_ns();
-	for (size_t c = 0; c < s->root.n; c++)
-		if ((r = pdi_mm_build(s->root.classes[c].model, &mm[c])) < 0)
-			goto out;
-	*ret_mm_s = seconds_since(t0);
 	for (size_t c = 0; c < s->root.n; c++)
 		for (uint32_t k = 0; k < s->root.classes[c].n; k++) {
 			uint32_t rank = s->root.classes[c].members[k];
 			bool faulty = rank == s->g.faulty;
+			struct pdi_view_task *t = &v.tasks[rank];
 
-			if (rank < n)
-				pos[rank] = (struct pdi_position){
-					.rank = (int)rank, .state = pdi_state_comm(faulty ? SITE_WAITALL : SITE_ALLREDUCE),
-					.inside = !faulty, .mm = &mm[c]};
+			*t = (struct pdi_view_task){.rank = (int)rank, .running = true, .model = s->root.classes[c].model};
+			t->where = (struct pdi_where){.kind = faulty ? PDI_WHERE_COMPUTING : PDI_WHERE_BLOCKED,
+						      .site = faulty ? SITE_WAITALL : SITE_ALLREDUCE, .for_ns = 2000000000};
+			snprintf(t->where.text, sizeof(t->where.text), "%s%s", faulty ? "after " : "",
+				 v.sites[t->where.site].name);
+			t->progress = pdi_model_visits(t->model, pdi_state_comm((uint32_t)t->where.site));
 		}
 	t0 = now_ns();
-	if ((r = pdi_pdg_build(pos, n, &pdg)) < 0)
+	if ((r = pdi_analysis_build(&v, NULL, &a)) < 0)
 		goto out;
-	*ret_pdg_s = seconds_since(t0);
-	*ret_found = false;
-	for (size_t k = 0; k < pdg.ngroups; k++)
-		if (pdg.groups[k].lp)
-			*ret_found = pdg.groups[k].n == 1 && pdg.groups[k].ranks[0] == (int)s->g.faulty;
-	*ret_found = *ret_found && pdg.nlp == 1;
-	*ret_nlp = pdg.nlp;
+	res->analysis_s = seconds_since(t0);
+	{
+		char want[32];
+
+		snprintf(want, sizeof(want), "[%zu]", s->g.faulty);
+		res->pdi_found = !strcmp(a.lp, want);
+		res->lp_groups = a.has_pdg ? a.pdg.nlp : 0;
+		/* model phase 0 is the prologue: the stalled loop phase is phases/2 + 1 */
+		res->analysis_found = a.has_automaded && a.am.faulty_phase == s->o->phases / 2 + 1 &&
+				      a.classes.classes[a.am.faulty_task].n == 1 &&
+				      v.tasks[a.classes.classes[a.am.faulty_task].members[0]].rank == (int)s->g.faulty;
+	}
+	pdi_analysis_done(&a);
 out:
-	pdi_pdg_done(&pdg);
-	for (size_t c = 0; mm && c < s->root.n; c++)
-		pdi_mm_done(&mm[c]);
-	free(mm);
-	free(pos);
+	free(v.sites);
+	free(v.tasks);
 	return r;
 }
 
@@ -582,7 +609,7 @@ static int run_scenario(const struct options *o, size_t ntasks, struct result *r
 	res->classes = s.root.n;
 	if ((r = run_automaded(&s, PDI_TIME_GAUSS, res)) < 0 || (r = run_automaded(&s, PDI_TIME_HIST, res)) < 0)
 		goto out;
-	r = run_pdi(&s, ntasks, &res->mm_s, &res->pdg_s, &res->pdi_found, &res->lp_groups);
+	r = run_analysis(&s, ntasks, res);
 out:
 	scenario_done(&s);
 	return r;
@@ -590,7 +617,7 @@ out:
 
 static double total_s(const struct result *r)
 {
-	return r->worst_node_s + r->root_merge_s + r->automaded_s[PDI_TIME_GAUSS] + r->mm_s + r->pdg_s;
+	return r->worst_node_s + r->root_merge_s + r->analysis_s;
 }
 
 static void print_result(const struct options *o, const struct result *r)
@@ -607,8 +634,9 @@ static void print_result(const struct options *o, const struct result *r)
 		       " of %" PRIu32 " tasks in %zu clusters, found %s\n",
 		       d == PDI_TIME_GAUSS ? "gauss" : "hist", r->automaded_s[d], r->automaded_phase[d], o->phases / 2 + 1,
 		       r->automaded_pick[d], r->automaded_clusters[d], r->automaded_found[d] ? "yes" : "no");
-	printf("  pdi: mm_build %.3f s (%zu classes), pdg_build %.3f s (%zu positions), lp groups %zu, found %s\n",
-	       r->mm_s, r->classes, r->pdg_s, r->tasks, r->lp_groups, r->pdi_found ? "yes" : "no");
+	printf("  analysis (the daemon's pdi_analysis_build: classing, AutomaDeD gauss, PDI, prefix tree): %.3f s;"
+	       " faulty phase and task found %s; PDI lp groups %zu, hung task alone %s\n",
+	       r->analysis_s, r->analysis_found ? "yes" : "no", r->lp_groups, r->pdi_found ? "yes" : "no");
 }
 
 static void usage(FILE *out)
@@ -676,13 +704,13 @@ int main(int argc, char **argv)
 	}
 	for (unsigned i = 0; i < o.nsizes; i++) {
 		const struct result *r = &res[i];
-		bool ok = r->tasks == PDI_TARGET_TASKS ? r->mm_s + r->pdg_s <= TARGET_S : total_s(r) <= TARGET_S;
+		bool ok = r->tasks == PDI_TARGET_TASKS ? r->analysis_s <= TARGET_S : total_s(r) <= TARGET_S;
 
 		met &= ok;
-		found &= r->automaded_found[PDI_TIME_GAUSS] && r->automaded_found[PDI_TIME_HIST] && r->pdi_found;
-		printf("summary tasks=%zu total_s=%.3f (one node's digests+classing, root merge, AutomaDeD gauss, PDI)"
-		       " pdi_s=%.3f all_digests_one_core_s=%.2f\n",
-		       r->tasks, total_s(r), r->mm_s + r->pdg_s, r->digest_s + r->node_classing_s);
+		found &= r->automaded_found[PDI_TIME_GAUSS] && r->automaded_found[PDI_TIME_HIST] && r->analysis_found && r->pdi_found;
+		printf("summary tasks=%zu total_s=%.3f (one node's digests+classing, root merge, the analysis)"
+		       " analysis_s=%.3f all_digests_one_core_s=%.2f\n",
+		       r->tasks, total_s(r), r->analysis_s, r->digest_s + r->node_classing_s);
 	}
 	printf("summary peak_rss_gib=%.3f found=%s targets (<= %.0f s, <= %.0f GiB; PDI <= %.0f s at %d tasks) %s\n",
 	       peak_rss_gib(), found ? "yes" : "no", TARGET_S, TARGET_GIB, TARGET_S, PDI_TARGET_TASKS,

@@ -29,6 +29,8 @@ struct {
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
+/* One entry per thread of the node that ever called a probed function and still runs; its size
+ * is the setting inflight_threads. When full, calls of new threads are counted as lost. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -42,6 +44,17 @@ struct {
 	__type(key, __u32); /* tgid */
 	__type(value, __u64);
 } lost SEC(".maps");
+
+/* The call a thread (not the main one) of a process was inside when it exited, by tgid: where
+ * a task that died inside MPI was, when its main thread was not in MPI. Kept by the thread exit
+ * program for pdimond, which reads it once the process's pidfd says it has exited and forgets
+ * it with the task (LRU: never full). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tgid */
+	__type(value, struct pdi_inflight);
+} exited_in SEC(".maps");
 
 /* Processes (or ancestors of processes) whose MPI_Init must stop them until the
  * daemon has attached: registered Slurm tasks and the roots of "pdimon run". */
@@ -84,6 +97,116 @@ static __always_inline void count_lost(__u32 tgid)
 		bpf_map_update_elem(&lost, &tgid, &one, BPF_NOEXIST);
 }
 
+/* ---- the application's call site: hops over MPI bindings and libraries ----
+ * (doc/design/call-sites.md). pdimond fills hop_ranges when it attaches to a process and
+ * hops the first time a return address inside those ranges shows up; BPF only follows
+ * what it was told, a bounded number of times, with bounded reads. */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tgid */
+	__type(value, struct pdi_hop_ranges);
+} hop_ranges SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct pdi_hop_key);
+	__type(value, struct pdi_hop);
+} hops SEC(".maps");
+
+static __always_inline bool in_hop_ranges(const struct pdi_hop_ranges *rg, __u64 ra)
+{
+	for (int i = 0; i < PDI_HOP_RANGES; i++)
+		if (i < rg->n && ra >= rg->start[i] && ra < rg->end[i])
+			return true;
+	return false;
+}
+
+/* The stack from the frame whose hop is unknown, for pdimond to finish this call's chain. */
+static __always_inline void send_frames(struct pdi_hop_ranges *rg, __u64 id, __u64 t_enter, __u32 hops, __u64 ra,
+					__u64 sp, __u64 bp, __u64 via)
+{
+	struct pdi_frames *e;
+
+	/* a budget per process: a program whose stacks never resolve cannot flood the ring */
+	if (!rg || rg->frames_budget == 0)
+		return;
+	__sync_fetch_and_add(&rg->frames_budget, -1);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(id >> 32);
+		return;
+	}
+	e->kind = PDI_EV_FRAMES;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->hops = hops;
+	e->pad = 0;
+	e->t_enter = t_enter;
+	e->ra = ra;
+	e->sp = sp;
+	e->bp = bp;
+	e->via = via;
+	/* near the top of a stack the full window may not be mapped: try smaller ones */
+	e->len = PDI_FRAMES_BYTES;
+	if (bpf_probe_read_user(e->stack, PDI_FRAMES_BYTES, (void *)sp)) {
+		e->len = PDI_FRAMES_BYTES / 8;
+		if (bpf_probe_read_user(e->stack, PDI_FRAMES_BYTES / 8, (void *)sp))
+			e->len = 0;
+	}
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/* F->caller, F->via and F->chain for the call whose return address F->callsite is at SP. */
+static __always_inline void follow_call_chain(struct pdi_inflight *f, __u64 id, __u64 sp, __u64 bp)
+{
+	struct pdi_hop_key k = {.tgid = id >> 32};
+	struct pdi_hop_ranges *rg = bpf_map_lookup_elem(&hop_ranges, &k.tgid);
+	__u64 ra = f->callsite, via = 0, next;
+	__u32 end = PDI_CHAIN_DONE;
+
+	for (int i = 0; rg && i <= PDI_HOP_MAX; i++) {
+		struct pdi_hop *h;
+		__u64 cfa;
+
+		if (!in_hop_ranges(rg, ra))
+			break;
+		if (i == PDI_HOP_MAX) {
+			end = PDI_CHAIN_CUT;
+			break;
+		}
+		k.ra = ra;
+		h = bpf_map_lookup_elem(&hops, &k);
+		if (!h) {
+			end = PDI_CHAIN_UNKNOWN;
+			send_frames(rg, id, f->t_enter, i, ra, sp, bp, via);
+			break;
+		}
+		if (h->kind == PDI_HOP_STOP) {
+			end = PDI_CHAIN_STOP;
+			break;
+		}
+		cfa = (h->cfa_bp ? bp : sp) + (__s64)h->cfa_off;
+		if (h->bp_off && bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)h->bp_off))) {
+			end = PDI_CHAIN_STOP;
+			break;
+		}
+		sp = cfa - 8;
+		if (bpf_probe_read_user(&next, sizeof(next), (void *)sp)) {
+			end = PDI_CHAIN_STOP;
+			break;
+		}
+		if (h->kind == PDI_HOP_LIBRARY)
+			via = ra;
+		ra = next;
+	}
+	f->caller = ra;
+	f->via = via;
+	f->chain = end;
+}
+
 /* The thread's entry, created at its first call and kept: see struct pdi_inflight. */
 static __always_inline struct pdi_inflight *thread_entry(__u64 id)
 {
@@ -118,9 +241,14 @@ static __always_inline void emit_call(struct pdi_inflight *f, __u64 id, __u64 t_
 	e->fn = PDI_COOKIE_FN(f->cookie);
 	e->flags = flags;
 	e->callsite = f->callsite;
+	e->caller = f->caller;
+	e->via = f->via;
+	e->chain = f->chain;
+	e->pad = 0;
 	e->t_enter = f->t_enter;
 	e->t_exit = t_exit;
 	__builtin_memcpy(e->args, f->args, sizeof(e->args));
+	e->comm = f->comm;
 	e->req = f->reqs[0];
 	if (f->req_ptr) {
 		e->req = 0;
@@ -153,17 +281,21 @@ int BPF_KPROBE(mpi_enter)
 {
 	/* the registers first, before any branch: the verifier refuses a context pointer the
 	 * compiler has offset to share one load between paths */
-	__u64 sp = PT_REGS_SP(ctx), a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx),
-	      a4 = PT_REGS_PARM4(ctx), a5 = PT_REGS_PARM5(ctx), a6 = PARM6(ctx), ptr, ra = 0;
+	__u64 sp = PT_REGS_SP(ctx), bp = PT_REGS_FP(ctx), a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx),
+	      a3 = PT_REGS_PARM3(ctx), a4 = PT_REGS_PARM4(ctx), a5 = PT_REGS_PARM5(ctx), a6 = PARM6(ctx), ptr, ra = 0;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pdi_inflight *f;
 	__u32 arg, mode;
 
 	barrier_var(sp);
+	barrier_var(bp);
 	f = thread_entry(id);
-	if (!f)
+	if (!f) {
+		/* the node-wide map is full: the call is lost, and said so, never silently */
+		count_lost(id >> 32);
 		return 0;
+	}
 	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
 	/* an MPI call made by an MPI call: only the outermost one is the application's */
 	if (hit_is_nested(f, id, sp, ra))
@@ -173,6 +305,7 @@ int BPF_KPROBE(mpi_enter)
 	f->sp = sp;
 	f->ra = ra;
 	f->callsite = ra;
+	follow_call_chain(f, id, sp, bp);
 	f->args[0] = a1;
 	f->args[1] = a2;
 	f->args[2] = a3;
@@ -182,6 +315,14 @@ int BPF_KPROBE(mpi_enter)
 	f->req_ptr = 0;
 	f->reqs[0] = 0;
 	f->nreqs = 0;
+	f->comm = 0;
+	arg = PDI_COOKIE_COMM_ARG(cookie);
+	if (arg) {
+		f->comm = read_arg(f->args, sp, arg);
+		/* MPICH's handles are ints: what lies above them in a register or slot is noise */
+		if (PDI_COOKIE_REQ_SIZE(cookie) == 4)
+			f->comm = (__u32)f->comm;
+	}
 
 	arg = PDI_COOKIE_REQ_ARG(f->cookie);
 	mode = PDI_COOKIE_REQ_MODE(f->cookie);
@@ -262,9 +403,41 @@ int BPF_KPROBE(mpi_init_trap)
 	e->fn = PDI_COOKIE_FN(bpf_get_attach_cookie(ctx));
 	e->t_enter = bpf_ktime_get_ns();
 	bpf_probe_read_user(&e->callsite, sizeof(e->callsite), (void *)PT_REGS_SP(ctx));
+	e->caller = e->callsite;
+	e->chain = PDI_CHAIN_UNKNOWN; /* pdimond finishes it from the stopped process's stack */
 	e->args[0] = pid; /* the watched process it descends from */
+	e->args[1] = PT_REGS_SP(ctx);
+	e->args[2] = PT_REGS_FP(ctx);
+	/* when the trapped process started: pdimond acts on it only if its pid still names it */
+	e->args[3] = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), group_leader, start_boottime);
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	bpf_send_signal(SIGSTOP);
+	return 0;
+}
+
+/* Thread exit, for every thread of the node: a thread's inflight entry must not outlive it,
+ * or its tid, reused by another process, would be taken for a thread of the task (and
+ * ptraced in its name). A main thread's entry stays: its tid is the process's pid, which no
+ * other process gets while the task is not reaped, and pdimond reads it when the task ends
+ * and then forgets it. Another thread's entry still inside a call moves to exited_in (the
+ * first one only). Costs one hash lookup per thread exit when the thread was never probed
+ * (see bench/thread_exit.c). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(thread_exit, struct task_struct *p)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct pdi_inflight *f;
+
+	(void)p;
+	if ((__u32)id == tgid)
+		return 0;
+	f = bpf_map_lookup_elem(&inflight, &id);
+	if (!f)
+		return 0;
+	if (f->active > 0)
+		bpf_map_update_elem(&exited_in, &tgid, f, BPF_NOEXIST);
+	bpf_map_delete_elem(&inflight, &id);
 	return 0;
 }
 

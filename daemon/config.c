@@ -8,13 +8,24 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "objcache.h"
+#include "trapped.h"
 #include "store.h"
 #include "log.h"
+#include "step_health.h"
 
 static const char *const default_libraries[] = {
 	"/usr/lib/*/libmpi.so.*[0-9]",   "/usr/lib/*/libmpich.so.*[0-9]", "/usr/lib64/libmpi.so.*[0-9]",
 	"/usr/lib64/*/lib/libmpi.so.*[0-9]", "/usr/lib64/libmpich.so.*[0-9]", "/opt/*/lib/libmpi.so.*[0-9]",
 	"/opt/*/lib/libmpich.so.*[0-9]",
+};
+
+/* Libraries that call MPI on the application's behalf (file name globs): a call site names the
+ * application's call into them, with the library function as context. */
+static const char *const default_site_libraries[] = {
+	"libscalapack*", "libblacs*", "libpetsc*", "libslepc*", "libfftw3*mpi*", "libhdf5*", "libnetcdf*",
+	"libpnetcdf*", "libelpa*", "lib*mumps*", "libHYPRE*", "libsuperlu_dist*", "libparmetis*",
+	"libptscotch*", "libadios2*",
 };
 
 /* The host name up to its first dot, as Slurm names nodes by default. */
@@ -34,13 +45,21 @@ void pdi_config_defaults(struct pdi_config *c)
 		.database = strdup(PDI_STORE_DEFAULT_PATH),
 		.retention_days = 90,
 		.retention_mib = 1024,
+		.database_max_mib = 4096,
 		.site_store_queue = 64,
 		.site_store_retry_s = 30,
 		.checkpoint_s = 30,
-		.hang_timeout_ms = 2000,
+		.hang_timeout_ms = 0,
+		.hang_false_alarm_rate = 1e-4,
+		.on_hang = PDI_ON_HANG_REPORT,
+		.on_hang_command_timeout_s = 60,
+		.on_hang_grace_s = 300,
+		.notify_user = true,
+		.metrics_interval_s = 15,
 		.drain_interval_ms = 100,
 		.ring_buffer_kib = 8192,
 		.wakeup_kib = 256,
+		.inflight_threads = 65536,
 		.log_level = PDI_LOG_INFO,
 		.model = pdi_model_config_default,
 		.peer_port = 7087,
@@ -52,18 +71,27 @@ void pdi_config_defaults(struct pdi_config *c)
 		.node_name = default_node_name(),
 		.cache_steps = 32,
 		.cache_mib = 64,
+		.runtime_dir = strdup(PDI_RUNTIME_DIR),
+		.object_cache_max = PDI_OBJCACHE_MAX_OBJECTS,
+		.object_cache_mib = (unsigned)(PDI_OBJCACHE_MAX_BYTES >> 20),
+		.call_site_hops = true,
 		.max_overhead_pct = 3,
 	};
 	for (unsigned i = 0; i < ELEMENTSOF(default_libraries); i++)
 		c->init_libraries[c->ninit_libraries++] = strdup(default_libraries[i]);
+	for (unsigned i = 0; i < ELEMENTSOF(default_site_libraries); i++)
+		c->site_libraries[c->nsite_libraries++] = strdup(default_site_libraries[i]);
 }
 
 void pdi_config_done(struct pdi_config *c)
 {
 	free(c->slurm_user);
+	free(c->runtime_dir);
 	free(c->admin_group);
 	free(c->database);
 	free(c->record_path);
+	free(c->on_hang_command);
+	free(c->metrics_path);
 	free(c->peer_address);
 	free(c->munge_socket);
 	free(c->node_name);
@@ -71,6 +99,8 @@ void pdi_config_done(struct pdi_config *c)
 	free(c->site_store_credentials);
 	for (unsigned i = 0; i < c->ninit_libraries; i++)
 		free(c->init_libraries[i]);
+	for (unsigned i = 0; i < c->nsite_libraries; i++)
+		free(c->site_libraries[i]);
 	*c = (struct pdi_config){0};
 }
 
@@ -98,6 +128,27 @@ static int parse_bool(const char *v, bool *ret)
 	return 0;
 }
 
+/* False alarms per step-hour: a number ("0.0001", "1e-4") or one per N ("1/10000"), in
+ * (0, 1]: the judge extrapolates the tail to it, it must be a real rate. */
+static int parse_rate(const char *v, double *ret)
+{
+	char *end;
+	double x;
+
+	errno = 0;
+	if (!strncmp(v, "1/", 2)) {
+		double n = strtod(v + 2, &end);
+
+		x = n > 0 ? 1 / n : -1;
+	} else {
+		x = strtod(v, &end);
+	}
+	if (errno || end == v || *end || !(x >= 1e-12 && x <= 1))
+		return -EINVAL;
+	*ret = x;
+	return 0;
+}
+
 static int parse_level(const char *v, int *ret)
 {
 	static const struct { const char *name; int level; } levels[] = {
@@ -111,21 +162,22 @@ static int parse_level(const char *v, int *ret)
 	return -EINVAL;
 }
 
-static int set_libraries(struct pdi_config *c, const char *value)
+/* A blank-separated list of globs into GLOBS (at most PDI_MAX_GLOBS), replacing what was there. */
+static int set_globs(char **globs, unsigned *n, const char *value)
 {
 	char *copy = strdup(value), *save = NULL;
 
 	if (!copy)
 		return -ENOMEM;
-	for (unsigned i = 0; i < c->ninit_libraries; i++)
-		free(c->init_libraries[i]);
-	c->ninit_libraries = 0;
+	for (unsigned i = 0; i < *n; i++)
+		free(globs[i]);
+	*n = 0;
 	for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-		if (c->ninit_libraries == PDI_MAX_GLOBS) {
+		if (*n == PDI_MAX_GLOBS) {
 			free(copy);
 			return -E2BIG;
 		}
-		c->init_libraries[c->ninit_libraries++] = strdup(w);
+		globs[(*n)++] = strdup(w);
 	}
 	free(copy);
 	return 0;
@@ -174,10 +226,33 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_uint(value, 1, 86400, &c->site_store_retry_s);
 	if (!strcmp(key, "retention_days"))
 		return set_uint(value, 0, 100000, &c->retention_days);
+	if (!strcmp(key, "database_max_mib"))
+		return set_uint(value, 0, 1u << 30, &c->database_max_mib);
 	if (!strcmp(key, "retention_mib"))
 		return set_uint(value, 0, 1u << 30, &c->retention_mib);
 	if (!strcmp(key, "hang_timeout_ms"))
-		return set_uint(value, 1, 86400000, &c->hang_timeout_ms);
+		return set_uint(value, 0, 86400000, &c->hang_timeout_ms);
+	if (!strcmp(key, "hang_false_alarm_rate"))
+		return parse_rate(value, &c->hang_false_alarm_rate);
+	if (!strcmp(key, "on_hang")) {
+		enum pdi_on_hang a;
+
+		if ((r = pdi_on_hang_parse(value, &a)) == 0)
+			c->on_hang = a;
+		return r;
+	}
+	if (!strcmp(key, "on_hang_command"))
+		return *value && *value != '/' ? -EINVAL : set_string(&c->on_hang_command, value);
+	if (!strcmp(key, "on_hang_command_timeout_s"))
+		return set_uint(value, 1, 86400, &c->on_hang_command_timeout_s);
+	if (!strcmp(key, "on_hang_grace_s"))
+		return set_uint(value, 0, 30 * 86400, &c->on_hang_grace_s);
+	if (!strcmp(key, "notify_user"))
+		return parse_bool(value, &c->notify_user);
+	if (!strcmp(key, "metrics_path"))
+		return *value && *value != '/' ? -EINVAL : set_string(&c->metrics_path, value);
+	if (!strcmp(key, "metrics_interval_s"))
+		return set_uint(value, 1, 86400, &c->metrics_interval_s);
 	if (!strcmp(key, "checkpoint_s"))
 		return set_uint(value, 1, 86400, &c->checkpoint_s);
 	if (!strcmp(key, "record"))
@@ -205,7 +280,9 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 	if (!strcmp(key, "cache_mib"))
 		return set_uint(value, 0, 1u << 20, &c->cache_mib);
 	if (!strcmp(key, "mpi_libraries"))
-		return set_libraries(c, value);
+		return set_globs(c->init_libraries, &c->ninit_libraries, value);
+	if (!strcmp(key, "call_site_libraries"))
+		return set_globs(c->site_libraries, &c->nsite_libraries, value);
 	if (!strcmp(key, "log_level"))
 		return parse_level(value, &c->log_level);
 	if (!strcmp(key, "max_overhead_pct")) {
@@ -232,6 +309,8 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 	}
 	if (!strcmp(key, "auto_phases"))
 		return parse_bool(value, &c->model.auto_phases);
+	if (!strcmp(key, "call_site_hops"))
+		return parse_bool(value, &c->call_site_hops);
 	if (!strcmp(key, "drain_interval_ms")) {
 		if ((r = parse_uint(value, 1, 10000, &x)) == 0)
 			c->drain_interval_ms = (unsigned)x;
@@ -245,11 +324,19 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 			c->ring_buffer_kib = (unsigned)x;
 		return r;
 	}
+	if (!strcmp(key, "inflight_threads"))
+		return set_uint(value, 1, 1u << 22, &c->inflight_threads);
 	if (!strcmp(key, "wakeup_kib")) {
 		if ((r = parse_uint(value, 0, 1 << 20, &x)) == 0)
 			c->wakeup_kib = (unsigned)x;
 		return r;
 	}
+	if (!strcmp(key, "runtime_dir"))
+		return *value == '/' ? set_string(&c->runtime_dir, value) : -EINVAL;
+	if (!strcmp(key, "object_cache_max"))
+		return set_uint(value, 2, 65536, &c->object_cache_max);
+	if (!strcmp(key, "object_cache_mib"))
+		return set_uint(value, 1, 1u << 24, &c->object_cache_mib);
 	if (!strcmp(key, "max_task_memory")) {
 		if ((r = parse_uint(value, 4096, 1ul << 34, &x)) == 0)
 			c->model.max_bytes = x;
@@ -385,6 +472,12 @@ void pdi_config_keep_fixed(struct pdi_config *new, struct pdi_config *old, void 
 	KEEP_VALUE(new, old, peer_replay_entries, "peer_replay_entries", note, ctx);
 	KEEP_VALUE(new, old, munge_timeout_ms, "munge_timeout_ms", note, ctx);
 	KEEP_VALUE(new, old, site_store_queue, "site_store_queue", note, ctx);
+	KEEP_STRING(new, old, runtime_dir, "runtime_dir", note, ctx);
+	KEEP_VALUE(new, old, inflight_threads, "inflight_threads", note, ctx);
+	KEEP_VALUE(new, old, database_max_mib, "database_max_mib", note, ctx);
+	KEEP_VALUE(new, old, object_cache_max, "object_cache_max", note, ctx);
+	KEEP_VALUE(new, old, object_cache_mib, "object_cache_mib", note, ctx);
+	KEEP_VALUE(new, old, probe_at_start, "probe_placement", note, ctx);
 	/* the MPI libraries whose MPI_Init is trapped: trapped once, at the start */
 	for (unsigned i = 0; !libs && i < new->ninit_libraries; i++)
 		libs = strcmp(new->init_libraries[i], old->init_libraries[i]) != 0;

@@ -14,20 +14,34 @@ struct pdi_config {
 	char *admin_group;                    /* its members read every step; NULL for none */
 	char *init_libraries[PDI_MAX_GLOBS]; /* globs of MPI libraries whose MPI_Init is trapped */
 	unsigned ninit_libraries;
+	char *site_libraries[PDI_MAX_GLOBS]; /* libraries that call MPI for the application: call
+						sites name the application's call into them */
+	unsigned nsite_libraries;
+	bool call_site_hops;                  /* follow calls past MPI bindings and libraries */
 	unsigned drain_interval_ms;           /* ring buffer drained at least this often */
 	unsigned ring_buffer_kib;             /* power of two */
 	unsigned wakeup_kib;                  /* pending data that wakes the daemon early */
+	unsigned inflight_threads;            /* size of the node-wide BPF in-flight map */
 	int log_level;
 	char *record_path;                    /* write every ingested call here (benchmarks) */
 	char *database;                       /* SQLite store; NULL or "" keeps nothing */
 	unsigned retention_days;              /* ended steps older than this are deleted; 0 keeps */
 	unsigned retention_mib;               /* and the oldest beyond this size; 0 = no limit */
+	unsigned database_max_mib;            /* hard cap of the database's size; 0 = none */
 	unsigned checkpoint_s;                /* running steps are written this often */
 	char *site_store;                     /* postgresql://... URI of the site store; NULL: none */
 	char *site_store_credentials;         /* file with its password, readable by pdimond only */
 	unsigned site_store_queue;            /* ended steps held in memory for it at most */
 	unsigned site_store_retry_s;          /* reconnect after this long when it is down */
-	unsigned hang_timeout_ms;             /* a task this long inside one MPI call is blocked */
+	unsigned hang_timeout_ms;             /* optional floor: never hung before this much quiet; 0 none */
+	double hang_false_alarm_rate;         /* hung alarms allowed per step-hour of healthy steps */
+	unsigned on_hang;                     /* enum pdi_on_hang: report, command or cancel */
+	char *on_hang_command;                /* run when a step hangs (on_hang = command) */
+	unsigned on_hang_command_timeout_s;   /* and killed after this long */
+	unsigned on_hang_grace_s;             /* a hung step is cancelled after this (on_hang = cancel) */
+	bool notify_user;                     /* say a step's health on its user's output */
+	char *metrics_path;                   /* Prometheus text file; NULL: none */
+	unsigned metrics_interval_s;          /* written this often */
 	unsigned peer_port;                   /* TCP port for the other pdimonds; 0: no listener */
 	char *peer_address;                   /* bind address; NULL: all */
 	char *munge_socket;                   /* NULL: MUNGE's default */
@@ -39,6 +53,9 @@ struct pdi_config {
 	char *node_name;                      /* this node as Slurm and the other daemons name it */
 	unsigned cache_steps;                 /* ended steps kept in memory once stored, at most */
 	unsigned cache_mib;                   /* and what they hold, at most: the store has the rest */
+	char *runtime_dir;                    /* records of watched roots (trapped.h) */
+	unsigned object_cache_max;            /* ELF objects kept open (objcache.h) */
+	unsigned object_cache_mib;            /* and the sum of their file sizes */
 	bool probe_at_start;                  /* entry probes on functions' first byte, never moved */
 	double max_overhead_pct;              /* the most a task's probes may cost it; 0: no budget */
 	struct pdi_model_config model;

@@ -9,6 +9,7 @@
 
 #include "calibrate.h"
 #include "config.h"
+#include "hang.h"
 #include "registry.h"
 #include "service.h"
 
@@ -79,15 +80,21 @@ struct pdi_daemon {
 	bool budget_armed;                  /* the timer runs only while tasks do */
 	uint64_t budget_epoch_ns, budget_last_ns;
 	struct pdi_site_store *site; /* the site's PostgreSQL; NULL when none (site_store.h) */
+	struct pdi_hang hang;         /* hang detection, daemon-wide (hang/hang.h) */
 };
 
 uint64_t pdi_now_ns(void);
 
 /* ingest.c */
 int pdi_ingest_event(void *daemon, const struct pdi_event *e);
-/* Monitor PID as a task of STEP: attach probes, watch for its exit. RANK -1: from its
- * environment. */
-int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank, struct pdi_task **ret);
+/* A pdi_trapped_join_fn: a process of root ROOT's tree found stopped at start joins its
+ * restored watch's step as if its trap had just fired (trapped.h continues it after). */
+void pdi_join_stopped(void *daemon, pid_t root, const struct pdi_ident *id);
+/* A PDI_EV_FRAMES record: the stack of a call whose chain BPF could not finish. */
+void pdi_ingest_frames(void *daemon, const struct pdi_frames *f);
+/* Monitor the pinned process ID as a task of STEP: attach probes, watch for its exit by its
+ * pidfd (the task holds its own). RANK -1: from its environment. */
+int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret);
 /* The task's process has exited (or we stop): drain its events and keep its model. */
 void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t);
 
@@ -97,8 +104,6 @@ unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, 
 
 
 /* show.c: replies are allocated text; NULL on allocation failure */
-/* A state's name: its call site, or the pair of call sites around a computation. */
-void pdi_state_name(const struct pdi_step *s, uint64_t key, char *buf, size_t len);
 char *pdi_show_status(struct pdi_daemon *d, bool json);
 /* A line of "pdimon steps": a step in memory, or only in the store. */
 struct pdi_step_row {
@@ -106,6 +111,8 @@ struct pdi_step_row {
 	uid_t uid;
 	uint32_t job_id, step_id, ntasks, running;
 	time_t started, ended;
+	const char *health;   /* ok, slow, hung; NULL: not known (a step only in the store) */
+	time_t health_since;  /* when it became so; 0 when ok */
 };
 
 /* The steps OWNER may see ((uid_t)-1: all): those in memory, then MORE. */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -32,9 +33,11 @@
 #include "probe_targets.h"
 #include "persist.h"
 #include "service.h"
+#include "step_health.h"
 #include "site_store.h"
 #include "step_end.h"
 #include "tracer.h"
+#include "trapped.h"
 #include "worker.h"
 
 /* Threads for slow jobs: enough for a few gathers (each holds one for up to its deadline)
@@ -78,6 +81,7 @@ static void usage(FILE *f)
 		"  -c, --config FILE      configuration file (default %s)\n"
 		"  -o, --set KEY=VALUE    override a configuration setting\n"
 		"  -v, --verbose          log debug messages\n"
+		"      --release-stopped  continue what a pdimond that is gone left stopped, and exit\n"
 		"  -h, --help             show this help\n"
 		"      --version          show the version\n",
 		PDI_CONFIG_PATH);
@@ -184,6 +188,7 @@ static void on_timer(struct pdi_daemon *d)
 	if (read(d->timer_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
 		log_warning("Cannot read the drain timer: %m");
 	(void)pdi_tracer_drain(d->tracer);
+	pdi_hang_tick(d); /* once a second: the live steps' health (hang/step_health.h) */
 	pdi_log_ratelimit_flush(); /* what the rate limits held back, once their interval is over */
 	pdi_site_store_tick(d);
 	if (now - d->last_checkpoint_ns >= (uint64_t)d->cfg.checkpoint_s * 1000000000ull) {
@@ -373,6 +378,19 @@ static void daemon_done(struct pdi_daemon *d)
 	pdi_config_done(&d->cfg);
 }
 
+/* Every task costs fds (its pidfd, its probes' links) and so do the objects it maps (bounded by
+ * the object cache): take all the hard limit allows, as systemd's LimitNOFILE= sets it. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warning("Cannot raise the open files limit to %llu, ignoring: %m", (unsigned long long)rl.rlim_max);
+	}
+}
+
 /* The capabilities pdimond needs that this process lacks, as "CAP_BPF, CAP_PERFMON". */
 static void missing_capabilities(char *buf, size_t len)
 {
@@ -417,12 +435,13 @@ int main(int argc, char **argv)
 		{"foreground", no_argument, NULL, 'f'}, {"config", required_argument, NULL, 'c'},
 		{"set", required_argument, NULL, 'o'},
 		{"verbose", no_argument, NULL, 'v'},    {"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},    {0},
+		{"version", no_argument, NULL, 'V'},    {"release-stopped", no_argument, NULL, 'R'},
+		{0},
 	};
 	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .budget_fd = -1, .svc = PDI_SERVICE_INIT};
 	const char *config_path = PDI_CONFIG_PATH;
-	char *overrides[64], why[512], *abs_config;
-	bool foreground = false;
+	char *overrides[64], why[512], *abs_config = NULL;
+	bool foreground = false, release_stopped = false;
 	sigset_t mask;
 	int c, r;
 
@@ -444,6 +463,7 @@ int main(int argc, char **argv)
 		case 'v': d.verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("pdimond %s\n", PDI_VERSION); return 0;
+		case 'R': release_stopped = true; break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -460,8 +480,21 @@ int main(int argc, char **argv)
 	abs_config = realpath(config_path, NULL);
 	d.config_path = abs_config ? abs_config : config_path;
 	d.overrides = overrides;
+	raise_fd_limit();
 	pdi_registry_init(&d.reg, &d.cfg.model);
+	d.reg.runtime_dir = d.cfg.runtime_dir;
 	apply_config(&d);
+	if (release_stopped) {
+		/* the unit's ExecStopPost: pdimond is gone, nothing it trapped may stay stopped */
+		r = pdi_trapped_release(d.cfg.runtime_dir, NULL, NULL);
+		if (r < 0)
+			fprintf(stderr, "pdimond: cannot read %s: %s\n", d.cfg.runtime_dir, strerror(-r));
+		else
+			printf("pdimond: continued %d stopped process%s\n", r, r == 1 ? "" : "es");
+		pdi_config_done(&d.cfg);
+		free(abs_config);
+		return r < 0 ? 1 : 0;
+	}
 	/* before the bus connection (sd-bus refuses a forked child) and before any thread */
 	if (!foreground && (r = pdi_service_background(&d.svc)) < 0) {
 		log_error_errno(r, "Cannot go to the background: %m");
@@ -481,24 +514,31 @@ int main(int argc, char **argv)
 	r = pdi_objcache_new(&d.objs);
 	if (r < 0)
 		goto out;
+	pdi_objcache_set_limits(d.objs, d.cfg.object_cache_max, (uint64_t)d.cfg.object_cache_mib << 20);
 	r = pdi_tracer_new(&(struct pdi_tracer_options){.ring_bytes = d.cfg.ring_buffer_kib * 1024u,
 							.wakeup_bytes = d.cfg.wakeup_kib * 1024u,
+							.inflight_threads = d.cfg.inflight_threads,
+							.on_frames = pdi_ingest_frames,
 							.target_flags = d.cfg.probe_at_start ? PDI_TARGETS_AT_START : 0},
 			   pdi_ingest_event, &d, &d.tracer);
 	if (r < 0) {
 		explain_load_failure(r);
 		goto out;
 	}
+	/* the store first: a database pdimond must refuse is said in one line, before anything else */
+	r = pdi_persist_open(&d);
+	if (r < 0)
+		goto out;
 	r = pdi_probe_calibrate(d.tracer, &d.probe_costs);
 	if (r < 0)
 		log_warning_errno(r, "Cannot measure what a probe costs here, assuming a slow VM's figures: %m");
+	/* the calibration's own events fill a small ring: empty it before the first MPI_Init trap
+	 * needs room, not at the first drain tick */
+	(void)pdi_tracer_drain(d.tracer);
 	log_info("A probed call costs %.1f us here (%.1f us when its first instruction is single-stepped, %.1f us "
 		 "without its return probe); max_overhead_pct %g%s", d.probe_costs.full_emulated / 1e3,
 		 d.probe_costs.full_stepped / 1e3, d.probe_costs.entry_only_emulated / 1e3, d.cfg.max_overhead_pct,
 		 d.cfg.max_overhead_pct > 0 ? "" : " (off)");
-	r = pdi_persist_open(&d);
-	if (r < 0)
-		goto out;
 	r = setup_loop(&d);
 	if (r < 0) {
 		if (r != -EADDRINUSE)
@@ -520,6 +560,10 @@ int main(int argc, char **argv)
 	r = pdi_persist_restore(&d);
 	if (r < 0)
 		log_warning_errno(r, "Cannot restore the steps that were running, ignoring: %m");
+	/* what a pdimond that died left stopped in MPI_Init: joined to its restored step, continued */
+	r = pdi_trapped_release(d.cfg.runtime_dir, pdi_join_stopped, &d);
+	if (r < 0)
+		log_warning_errno(r, "Cannot read %s, ignoring: %m", d.cfg.runtime_dir);
 	pdi_persist_loop_reads(&d);
 	log_info("pdimond %s ready as %s", PDI_VERSION, PDI_BUS_NAME);
 	pdi_service_ready(&d.svc, "Serving");

@@ -9,8 +9,10 @@
 
 #include "budget.h"
 #include "log.h"
+#include "callchain.h"
 #include "registry.h"
 #include "samples.h"
+#include "trapped.h"
 
 #define DEAD_TASK (PDI_U64MAP_NONE - 1)
 
@@ -28,6 +30,7 @@ static void task_free(struct pdi_task *t)
 	pdi_model_done(&t->model);
 	pdi_u64map_free(&t->site_cache);
 	pdi_maps_free(&t->maps);
+	pdi_chains_free(t);
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	free(t->ended_in);
@@ -73,6 +76,7 @@ static void step_free(struct pdi_step *s)
 	free(s->report_json);
 	free(s->report_summary);
 	pdi_site_samples_unref(s->site_samples);
+	pdi_step_health_free(s->health);
 	free(s);
 }
 
@@ -84,6 +88,8 @@ void pdi_registry_done(struct pdi_registry *r)
 		step_free(r->steps[i]);
 	free(r->tasks);
 	free(r->steps);
+	for (unsigned i = 0; i < r->nwatches; i++)
+		pdi_ident_release(&r->watches[i].ident);
 	free(r->watches);
 	pdi_u64map_free(&r->task_by_pid);
 	*r = (struct pdi_registry){0};
@@ -139,6 +145,10 @@ static void reopen(struct pdi_step *s)
 {
 	if (s->ended || s->end_started)
 		s->end_gen++;
+	/* and written whole at its next write: the store may have expired it meanwhile */
+	s->nsites_stored = 0;
+	for (unsigned i = 0; i < s->ntasks; i++)
+		s->tasks[i]->stored_final = false;
 	s->ended = 0;
 	s->end_started = false;
 	s->announced = false;
@@ -148,17 +158,19 @@ static void reopen(struct pdi_step *s)
 	s->report_json = s->report_summary = NULL;
 }
 
-int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, pid_t root, int rank)
+int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, struct pdi_ident *root, int rank)
 {
 	struct pdi_watch *v;
 
-	if (pdi_registry_find_watch(r, root))
+	if (pdi_registry_find_watch(r, root->pid))
 		return -EEXIST;
 	v = realloc(r->watches, sizeof(*v) * (r->nwatches + 1));
 	if (!v)
 		return -ENOMEM;
 	r->watches = v;
-	r->watches[r->nwatches++] = (struct pdi_watch){.root = root, .step = s, .rank = rank};
+	r->watches[r->nwatches++] = (struct pdi_watch){.root = root->pid, .ident = *root, .step = s, .rank = rank};
+	root->pidfd = -1;
+	pdi_trapped_note(r->runtime_dir, &r->watches[r->nwatches - 1].ident);
 	s->nwatches++;
 	reopen(s);
 	return 0;
@@ -186,6 +198,8 @@ void pdi_registry_remove_watch(struct pdi_registry *r, pid_t root)
 	if (!w)
 		return;
 	s = w->step;
+	pdi_trapped_forget(r->runtime_dir, &w->ident);
+	pdi_ident_release(&w->ident);
 	*w = r->watches[--r->nwatches];
 	s->nwatches--;
 	maybe_end_step(s);
@@ -227,6 +241,7 @@ static int append_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, in
 	t->pidfd = -1;
 	t->ended_site = -1;
 	t->att.multi_fds[0] = t->att.multi_fds[1] = -1;
+	t->att.object_fd = -1;
 	t->step = s;
 	t->pid = pid;
 	t->rank = rank;
@@ -321,8 +336,11 @@ void pdi_registry_remove_step(struct pdi_registry *r, struct pdi_step *s)
 	}
 	r->ntasks = n;
 	for (i = r->nwatches; i-- > 0;)
-		if (r->watches[i].step == s)
+		if (r->watches[i].step == s) {
+			pdi_trapped_forget(r->runtime_dir, &r->watches[i].ident);
+			pdi_ident_release(&r->watches[i].ident);
 			r->watches[i] = r->watches[--r->nwatches];
+		}
 	for (i = 0; i < r->nsteps && r->steps[i] != s; i++)
 		;
 	if (i < r->nsteps) {

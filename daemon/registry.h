@@ -7,25 +7,17 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "ident.h"
 #include "model.h"
+#include "step_health.h"
 #include "procmaps.h"
+#include "site.h"
 #include "tracer.h"
 #include "u64map.h"
 
 struct pdi_step;
 struct pdi_site_samples;
 struct pdi_budget_task;
-
-/* A call site: an MPI function called from one place in one object. Tasks of a step
- * running the same program share sites, whatever their load addresses. */
-struct pdi_site {
-	uint64_t key;      /* hash of (object inode, address in object, function) */
-	uint16_t fn;
-	char *name;        /* FUNCTION@FILE:LINE, or FUNCTION@OBJECT+0xOFFSET without DWARF */
-	char *caller;      /* the function that makes the call, "" when unknown */
-	char *file;        /* source file as DWARF names it, "" when unknown */
-	int line;
-};
 
 enum pdi_task_state {
 	PDI_TASK_RUNNING,
@@ -38,22 +30,34 @@ struct pdi_task {
 	pid_t pid;
 	int rank;            /* -1 when the process does not say */
 	int pidfd;           /* readable when the process exits */
+	uint64_t start_ticks; /* with the pid and the boot id: the process, across restarts */
 	enum pdi_task_state state;
 	struct pdi_attachment att;
 	struct pdi_budget_task *budget; /* its probes' cost and levels (probe/budget.h); NULL: no budget */
 	struct pdi_model model;
 	struct pdi_u64map site_cache; /* call site address | fn << 48 -> site index */
 	struct pdi_maps maps;         /* the process's mappings, reread when an address is not in them */
+	struct pdi_chains *chains;    /* call chains past MPI bindings and libraries (callchain.c) */
+	uint64_t world_comms[16];     /* MPI_COMM_WORLD and its copies: collectives on these span the
+					 step and cut phases (ingest.c); none when the handle is unknown */
+	unsigned nworld_comms;
 	time_t started, ended;        /* wall clock */
 	uint64_t events;
 	uint64_t lost;                /* events the BPF side could not queue */
 	bool init_pending;            /* stopped in MPI_Init before we attached: see ingest.c */
 	bool gap;                     /* the model missed calls: the daemon was down for a while */
 	struct pdi_call init_call;
+	uint64_t dropped_sites;       /* calls whose new site did not fit in max_task_memory */
+	bool stored_final;            /* ended, and written so: checkpoints skip it */
+	bool store_pending;           /* written in the transaction under way */
 	char *ended_in;               /* the MPI call the task was in when it ended, if any */
 	int64_t ended_site;           /* its site, -1 when unknown */
 	int32_t ended_peers[PDI_NREQS + 1]; /* the ranks that call waited for */
 	unsigned nended_peers;
+	struct pdi_cpu_seen {         /* the last look at its CPU use (task_activity.c) */
+		uint64_t at_ns, run_ns, wait_ns;
+		pid_t tid;
+	} cpu_seen;
 };
 
 enum pdi_phases { PDI_PHASES_DEFAULT, PDI_PHASES_AUTO, PDI_PHASES_PCONTROL };
@@ -67,6 +71,7 @@ struct pdi_step {
 	unsigned ntasks;
 	struct pdi_site *sites;
 	uint32_t nsites;
+	uint32_t nsites_stored;       /* sites [0, nsites_stored) are in the store: never rewritten */
 	struct pdi_u64map site_idx;
 	char *executable;             /* the program of its first task: prior runs are found by it */
 	char build[80];               /* its identity (program.h); "" when unknown */
@@ -93,6 +98,10 @@ struct pdi_step {
 	unsigned site_samples_seen;   /* the task count at the last look, and since when: asked */
 	uint64_t site_samples_seen_ns; /* once it stays the same for a while */
 	time_t started, ended;
+	/* its health (daemon/hang/): the judge's state, and what the user and site chose */
+	struct pdi_step_health *health;
+	uint8_t on_hang;              /* enum pdi_on_hang: --pdi-monitor=on-hang=...; 0: the site's */
+	bool quiet;                   /* --pdi-monitor=notify=off: no line on the user's output */
 };
 
 /* A caller waiting for the report of a step's end (step_end.h): STATUS 0 and the report's
@@ -114,6 +123,7 @@ void pdi_step_answer_waiters(struct pdi_step *s, bool built, int status, const c
  * of "pdimon run", or a Slurm task registered before it executes the program. */
 struct pdi_watch {
 	pid_t root;
+	struct pdi_ident ident;       /* the root, pinned: a reused pid is not it */
 	struct pdi_step *step;
 	int rank;                     /* the rank the launcher gave, -1 to read it from the environment */
 };
@@ -126,6 +136,7 @@ struct pdi_registry {
 	struct pdi_task **tasks;      /* every task, ended ones too, in registration order */
 	unsigned ntasks;
 	struct pdi_u64map task_by_pid; /* pid -> index into tasks, of running tasks */
+	const char *runtime_dir;      /* where watched roots are recorded (trapped.h); NULL: nowhere */
 	struct pdi_model_config model_cfg;
 	uint32_t next_task_id;
 	uint64_t clock;               /* ticks at every use of a step: the cache's LRU order */
@@ -144,7 +155,8 @@ struct pdi_step *pdi_registry_find_step(struct pdi_registry *r, const char *name
 /* The step called NAME, created (owned by UID) if new. */
 int pdi_registry_get_step(struct pdi_registry *r, const char *name, uid_t uid, struct pdi_step **ret);
 
-int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, pid_t root, int rank);
+/* Watch the pinned ROOT, whose pidfd the watch takes over (ROOT's is -1 after). */
+int pdi_registry_add_watch(struct pdi_registry *r, struct pdi_step *s, struct pdi_ident *root, int rank);
 struct pdi_watch *pdi_registry_find_watch(struct pdi_registry *r, pid_t root);
 /* Forget the watch of ROOT; ends its step if that was all it waited for. */
 void pdi_registry_remove_watch(struct pdi_registry *r, pid_t root);

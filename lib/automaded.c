@@ -387,6 +387,90 @@ static double computation_step(const struct work *w, uint32_t *ret_phase, size_t
 	return best;
 }
 
+/* Total time model T spent computing (between MPI calls) in phase P, in seconds. */
+static double computation_total_s(const struct pdi_model *x, uint32_t p)
+{
+	const struct pdi_phase *ph = &x->phases[p];
+	double sum = 0;
+
+	for (uint32_t e = 0; e < ph->nedges; e++)
+		if (pdi_state_is_comp(ph->states[ph->edges[e].from].key))
+			sum += ph->edges[e].time.mean * (double)ph->edges[e].time.n;
+	return sum / 1e9;
+}
+
+/* How much longer than usual each compared phase took, on the model where it grew most; and
+ * how much more one model computed in it than the models' median. */
+static void phase_excess(const struct work *w, struct pdi_automaded *a)
+{
+	uint32_t m = w->end - w->first;
+	double d[m + 1], c[w->n + 1];
+
+	for (uint32_t p = w->first; w->n > 1 && p < w->end; p++) {
+		double med;
+
+		for (size_t t = 0; t < w->n; t++)
+			c[t] = computation_total_s(w->in->models[t], p);
+		med = median(c, w->n); /* sorts C */
+		a->phase_imbalance[p] = c[w->n - 1] - med;
+	}
+
+	for (size_t t = 0; t < w->n; t++) {
+		const struct pdi_model *x = w->in->models[t];
+		double med;
+
+		for (uint32_t i = 0; i < m; i++)
+			d[i] = (double)(x->phases[w->first + i].t_end - x->phases[w->first + i].t_start) / 1e9;
+		med = median(d, m);
+		for (uint32_t p = w->first; p < w->end; p++)
+			a->phase_excess[p] = fmax(a->phase_excess[p],
+						  (double)(x->phases[p].t_end - x->phases[p].t_start) / 1e9 - med);
+	}
+}
+
+/* A temporary effect whose scores point at a phase of usual length, while another phase took
+ * a stall's worth longer than usual: the scores weigh every transition's change alike, so
+ * a reshuffle of microsecond transitions (a loaded machine's noise) can outscore seconds
+ * lost in one. The phase that lost the time is the faulty one. So is it for a permanent
+ * shift (found by splitting the scores, or as a step in computation time) when one phase
+ * lost at least twice the time of any other: one phase far above the rest, not a shift. */
+static uint32_t best_phase(const struct work *w, const double *v, double *ret_second)
+{
+	uint32_t best = w->first;
+
+	*ret_second = 0;
+	for (uint32_t p = w->first; p < w->end; p++)
+		if (v[p] > v[best])
+			best = p;
+	for (uint32_t p = w->first; p < w->end; p++)
+		if (p != best && v[p] > *ret_second)
+			*ret_second = v[p];
+	return best;
+}
+
+/* The imbalance first (one task's stall in computation stands out of a loaded machine's
+ * noise there), the phase's length next (a stall inside MPI lengthens the phase for all). */
+static void prefer_lost_time(const struct work *w, struct pdi_automaded *a)
+{
+	double second, *v = a->phase_imbalance;
+	uint32_t best = best_phase(w, v, &second);
+
+	if (v[best] < PDI_EXCESS_FLOOR_S || v[best] < 2 * second) {
+		v = a->phase_excess;
+		best = best_phase(w, v, &second);
+	}
+	if (best == a->faulty_phase || v[best] < PDI_EXCESS_FLOOR_S ||
+	    (a->effect == PDI_EFFECT_TEMPORARY && v[a->faulty_phase] >= PDI_EXCESS_FLOOR_S / 2) ||
+	    (a->effect == PDI_EFFECT_PERMANENT && v[best] < 2 * second))
+		return;
+	a->effect = PDI_EFFECT_TEMPORARY;
+	a->stepped = false; /* a lasting shift would lose time in every phase after it, not in one */
+	a->faulty_phase = best;
+	a->by_time = true;
+	a->by_imbalance = v == a->phase_imbalance;
+	a->phase_margin = second > 0 ? v[best] / second : 1e9;
+}
+
 /* The faulty phase, temporary or permanent (4.2). */
 static void faulty_phase(struct work *w, struct pdi_automaded *a)
 {
@@ -888,7 +972,10 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 	w.dev = calloc(w.n * w.np, sizeof(*w.dev));
 	a.phase_score = calloc(w.np, sizeof(*a.phase_score));
 	a.task_score = calloc(w.n, sizeof(*a.task_score));
-	if (!w.smm || !w.nu || !w.d || !w.raw || !w.dev || !a.phase_score || !a.task_score)
+	a.phase_excess = calloc(w.np, sizeof(*a.phase_excess));
+	a.phase_imbalance = calloc(w.np, sizeof(*a.phase_imbalance));
+	if (!w.smm || !w.nu || !w.d || !w.raw || !w.dev || !a.phase_score || !a.task_score || !a.phase_excess ||
+	    !a.phase_imbalance)
 		goto out;
 	for (size_t t = 0; t < w.n; t++)
 		if ((r = build_smms(in->models[t], w.np, &w.smm[t * w.np])) < 0)
@@ -901,7 +988,9 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 				goto out;
 	deviations(&w);
 	phase_scores(&w, &a);
+	phase_excess(&w, &a);
 	faulty_phase(&w, &a);
+	prefer_lost_time(&w, &a);
 	task_scores(&w, &a);
 	if ((r = computation_scores(&w, &a)) < 0 || (r = cluster_tasks(&w, &a)) < 0 || (r = characteristic(&w, &a)) < 0)
 		goto out;
@@ -921,6 +1010,8 @@ out:
 void pdi_automaded_done(struct pdi_automaded *a)
 {
 	free(a->phase_score);
+	free(a->phase_excess);
+	free(a->phase_imbalance);
 	free(a->task_score);
 	free(a->cluster);
 	*a = (struct pdi_automaded){0};

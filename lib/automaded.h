@@ -29,6 +29,10 @@
 #include "smm.h"
 
 #define PDI_TOP_TRANSITIONS 5
+/* A phase that took this much longer than usual on some task is a candidate stall (s): the
+ * documented floor below which the diagnosis calls a step's variation normal. Scheduling
+ * hiccups of a loaded 2-core machine reach a few tenths of a second (bench/apps.py). */
+#define PDI_EXCESS_FLOOR_S 1.0
 
 struct pdi_transition_score {
 	uint64_t from, to; /* state keys */
@@ -44,6 +48,15 @@ struct pdi_automaded {
 	uint32_t end_phase;
 	size_t nsamples;          /* sample runs used (0: the run's own phases) */
 	double *phase_score;      /* per phase (nphases): the tasks' weighted deviations; 0 outside */
+	double *phase_excess;     /* per phase: how much longer than usual it took on the task where it
+				     grew most (s; each task's median over the compared phases); 0 outside */
+	double *phase_imbalance;  /* per phase: the most computation time one task spent beyond the
+				     tasks' median in it (s): a stall of one task, which the machine's
+				     load, shared by all tasks, hardly makes; 0 outside */
+	bool by_time;             /* the faulty phase is the one that lost a stall's worth of time
+				     (imbalance, else length): the scores pointed at a phase that
+				     took its usual time */
+	bool by_imbalance;        /* ... and it lost it in one task's computation (phase_imbalance) */
 	enum pdi_effect effect;
 	uint32_t faulty_phase;
 	double phase_margin;      /* faulty score over the next highest: 1 = no contrast */

@@ -24,6 +24,9 @@
 /* The overhead budget dropped this function's return probe: the entry emits the call (a
  * nonblocking call whose end the model can do without, see daemon/probe/budget.c). */
 #define PDI_COOKIE_ENTRY_ONLY (1ull << 27)
+/* The 1-based argument position of a collective's communicator (0 = none): bits 32-39. */
+#define PDI_COOKIE_COMM_ARG(c) ((__u32)(((c) >> 32) & 0xff))
+#define PDI_COOKIE_WITH_COMM(c, comm_arg) ((c) | ((__u64)((comm_arg) & 0xff) << 32))
 
 enum pdi_req_mode {
 	PDI_REQ_NONE = 0,
@@ -33,8 +36,76 @@ enum pdi_req_mode {
 };
 
 enum pdi_event_kind {
-	PDI_EV_CALL = 1, /* a completed MPI call */
-	PDI_EV_INIT = 2, /* a process of a watched tree entered MPI_Init: attach to it */
+	PDI_EV_CALL = 1,   /* a completed MPI call */
+	PDI_EV_INIT = 2,   /* a process of a watched tree entered MPI_Init: attach to it (args[0]: the
+	                    * watched pid it descends from, args[3]: its start, start_boottime ns) */
+	PDI_EV_FRAMES = 3, /* a call's stack, where its call chain met a hop not known yet */
+};
+
+/* ---- the application's call site past the MPI library (doc/design/call-sites.md) ----
+ *
+ * The return address at a probed entry may lie in code that only forwards the call: the
+ * MPI library's Fortran bindings, or a library such as ScaLAPACK. For such a return
+ * address pdimond tells BPF where the next one is (struct pdi_hop: a CFA rule taken from
+ * the object's .eh_frame), and BPF follows the chain per call, up to PDI_HOP_MAX hops. */
+#define PDI_HOP_MAX 16         /* return addresses followed past the first */
+#define PDI_HOP_RANGES 8       /* code ranges of one process whose frames are hopped over */
+#define PDI_FRAMES_BYTES 4096  /* stack a PDI_EV_FRAMES record carries, from the stopping frame */
+
+enum pdi_hop_kind {
+	PDI_HOP_BINDING = 1, /* MPI library or its Fortran bindings: skipped, not named */
+	PDI_HOP_LIBRARY = 2, /* a library calling MPI for the application: skipped, kept as context */
+	PDI_HOP_STOP = 3,    /* no usable frame rule here: the chain ends at this address */
+};
+
+/* How a call chain ended: the caller/via fields are final only with PDI_CHAIN_DONE. */
+enum pdi_chain_end {
+	PDI_CHAIN_DONE = 0,    /* reached code outside every hop range: the application's */
+	PDI_CHAIN_UNKNOWN = 1, /* stopped at a return address whose hop is not known yet */
+	PDI_CHAIN_CUT = 2,     /* PDI_HOP_MAX hops and still inside hop ranges */
+	PDI_CHAIN_STOP = 3,    /* a PDI_HOP_STOP frame, or the stack could not be read */
+};
+
+struct pdi_hop_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ra; /* a return address in the process, inside one of its hop ranges */
+};
+
+/* The frame a return address RA (stored at SP) returns into, and how to find that frame's own
+ * return address: CFA = (cfa_bp ? BP : SP) + cfa_off; the next return address is at CFA - 8
+ * (which is the next SP); the caller's BP is at CFA + bp_off, or unchanged when bp_off is 0. */
+struct pdi_hop {
+	__s32 cfa_off;
+	__s16 bp_off;
+	__u8 cfa_bp;
+	__u8 kind; /* enum pdi_hop_kind */
+};
+
+/* Per process: the code whose frames are hopped over ([start, end) pairs). */
+struct pdi_hop_ranges {
+	__u64 start[PDI_HOP_RANGES];
+	__u64 end[PDI_HOP_RANGES];
+	__u32 n;
+	__u32 frames_budget; /* PDI_EV_FRAMES records the process may still cause */
+};
+
+/* A call's stack from the frame where its chain met an unknown hop (PDI_CHAIN_UNKNOWN), sent
+ * at entry: pdimond resolves the rest of the chain from it, installs the hops and names this
+ * call as later calls on the same path will be named. */
+struct pdi_frames {
+	__u32 kind;     /* PDI_EV_FRAMES */
+	__u32 pid;
+	__u32 tid;
+	__u32 len;      /* bytes of STACK read, from SP up */
+	__u32 hops;     /* hops BPF made before RA */
+	__u32 pad;
+	__u64 t_enter;  /* the call's, as its PDI_EV_CALL will carry it */
+	__u64 ra;       /* the return address whose hop is unknown: *(u64 *)sp */
+	__u64 sp;
+	__u64 bp;       /* the frame pointer register as it is in RA's frame */
+	__u64 via;      /* the outermost library return address passed so far, 0 if none */
+	__u8 stack[PDI_FRAMES_BYTES];
 };
 
 #define PDI_EVF_NO_EXIT 1 /* the call's end was not seen: t_exit is its entry (an entry-only probe)
@@ -48,11 +119,17 @@ struct pdi_event {
 	__u16 fn;        /* index into pdi_mpi_funcs[] */
 	__u16 flags;     /* PDI_EVF_* */
 	__u64 callsite;  /* return address at entry: the exact call site */
+	__u64 caller;    /* first return address outside MPI, its bindings and libraries (= callsite
+			  * when there is nothing to hop over); final when chain == PDI_CHAIN_DONE */
+	__u64 via;       /* return address into the outermost library frame passed, 0 if none */
 	__u64 t_enter;   /* CLOCK_MONOTONIC ns */
 	__u64 t_exit;    /* CLOCK_MONOTONIC ns */
 	__u64 args[PDI_NARGS];
 	__u64 req;       /* request handle read as the cookie says (0 when none) */
+	__u64 comm;      /* a collective's communicator handle (0 when none) */
 	__s64 ret;       /* return value of the call */
+	__u32 chain;     /* enum pdi_chain_end */
+	__u32 pad;
 };
 
 /* What a thread is doing right now, kept in the BPF "inflight" map (key: pid_tgid), one
@@ -62,6 +139,9 @@ struct pdi_event {
 struct pdi_inflight {
 	__u64 cookie;
 	__u64 callsite;
+	__u64 caller;             /* as in pdi_event */
+	__u64 via;
+	__u64 comm;               /* a collective's communicator handle */
 	__u64 t_enter;
 	__u64 args[PDI_NARGS];
 	__u64 req_ptr;            /* where to read the request at return (PDI_REQ_OUT) */
@@ -70,6 +150,8 @@ struct pdi_inflight {
 	__u32 nreqs;
 	__u64 sp;                 /* stack pointer at its entry: calls below it are nested in it */
 	__u64 ra;                 /* its return address as found at entry (CALLSITE may be another) */
+	__u32 chain;              /* enum pdi_chain_end */
+	__u32 pad;
 };
 
 /* The I-th request handle an in-flight completion call waits on. MPICH's 32-bit handles

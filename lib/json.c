@@ -275,3 +275,12 @@ void pdi_json_kv_bool(struct pdi_json *j, const char *key, bool v)
 	pdi_json_key(j, key);
 	pdi_json_bool(j, v);
 }
+
+void pdi_dot_escaped(struct pdi_json *j, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			pdi_json_raw(j, "\\", 1);
+		pdi_json_raw(j, s, 1);
+	}
+}

@@ -50,3 +50,7 @@ void pdi_json_kv_bool(struct pdi_json *j, const char *key, bool v);
 void pdi_json_raw(struct pdi_json *j, const char *s, size_t n);
 /* Formatted text appended as it is: the buffer doubles as a text builder. */
 void pdi_json_printf(struct pdi_json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* S inside a DOT (Graphviz) double-quoted string: a quote or backslash in a name must not end
+ * the label. The one escaping of DOT text. */
+void pdi_dot_escaped(struct pdi_json *j, const char *s);

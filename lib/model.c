@@ -5,10 +5,17 @@
  * B's duration, and comp(B,C) -> comm(C), timed by the computation between them.
  *
  * Phases come from MPI_Pcontrol markers when the program has them. Otherwise they are
- * cut on collectives: every task of a step sees the same sequence of collectives, so
- * cutting at the same collective counts lines the phases of all tasks up without any
- * communication. The cut length is a multiple of the main loop's period in collectives,
- * so that every phase holds whole iterations and normal phases look alike. */
+ * cut on the collectives of communicators that span the step (MPI_COMM_WORLD and its
+ * copies; the daemon flags the others, PDI_CALL_SUBCOMM): every task makes those in the same
+ * order, so cutting at the same counts lines the phases of all tasks up without any
+ * communication. The cut length is a multiple of the main loop's period, found on the
+ * sequence of those collectives' functions (the same on every task, unlike their call sites),
+ * so that every phase holds whole iterations and normal phases look alike.
+ *
+ * Memory: past 7/8 of the bound the automatic phases are merged pairwise, which a task's
+ * siblings can repeat (pdi_model_coarsen) to stay lined up; states and transitions are
+ * dropped, and counted, only when no merge is left to make. The phase table is granted past
+ * the bound, so that a cut never fails on one task and not on another. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +23,8 @@
 #include "model.h"
 #include "mpi_funcs.h"
 
-#define PERIOD_SAMPLE PDI_MODEL_PERIOD_SAMPLE /* in model.h: model_io.c sizes coll_sites with it */
+#define PERIOD_SAMPLE PDI_MODEL_PERIOD_SAMPLE /* in model.h: model_io.c sizes coll_fns with it */
+#define MERGE_AT(max) ((max) / 8 * 7) /* bytes past which automatic phases are merged */
 #define PERIOD_SKIP 32   /* of which the first are taken as the prologue */
 #define PERIOD_MAX 32
 #define MAX_REQUESTS 4096
@@ -50,23 +58,22 @@ void pdi_model_done(struct pdi_model *m)
 	for (uint32_t i = 0; i < m->nphases; i++)
 		phase_done(&m->phases[i]);
 	free(m->phases);
-	free(m->coll_sites);
+	free(m->coll_fns);
 	free(m->reqs);
 	pdi_u64map_free(&m->req_idx);
 	pdi_unobserved_free(&m->unobserved);
 	*m = (struct pdi_model){0};
 }
 
-/* Grow *V (of element size SZ, capacity *CAP) to hold one more, within the byte budget. */
-static int grow_array(struct pdi_model *m, void **v, uint32_t *cap, uint32_t n, size_t sz)
+/* Grow *V (of element size SZ, capacity *CAP) to NCAP elements, within the byte budget unless
+ * ALWAYS (then only charged to it). */
+static int reserve_array(struct pdi_model *m, void **v, uint32_t *cap, uint32_t ncap, size_t sz, bool always)
 {
-	uint32_t ncap;
 	void *nv;
 
-	if (n < *cap)
+	if (ncap <= *cap)
 		return 0;
-	ncap = *cap ? *cap + *cap / 2 : 8;
-	if (m->bytes + (size_t)(ncap - *cap) * sz > m->cfg.max_bytes)
+	if (!always && m->bytes + (size_t)(ncap - *cap) * sz > m->cfg.max_bytes)
 		return -ENOSPC;
 	nv = realloc(*v, (size_t)ncap * sz);
 	if (!nv)
@@ -75,6 +82,14 @@ static int grow_array(struct pdi_model *m, void **v, uint32_t *cap, uint32_t n, 
 	*v = nv;
 	*cap = ncap;
 	return 0;
+}
+
+/* Grow *V (N elements in use) to hold one more. */
+static int grow_array(struct pdi_model *m, void **v, uint32_t *cap, uint32_t n, size_t sz)
+{
+	if (n < *cap)
+		return 0;
+	return reserve_array(m, v, cap, *cap ? *cap + *cap / 2 : 8, sz, false);
 }
 
 static int map_put(struct pdi_model *m, struct pdi_u64map *map, uint64_t key, uint32_t val)
@@ -95,21 +110,26 @@ static struct pdi_phase *cur_phase(struct pdi_model *m)
 	return &m->phases[m->nphases - 1];
 }
 
-static int new_phase(struct pdi_model *m, uint64_t t)
+static int new_phase(struct pdi_model *m, uint64_t t, uint64_t first_collective)
 {
-	int r = grow_array(m, (void **)&m->phases, &m->cap_phases, m->nphases, sizeof(*m->phases));
+	/* granted past the budget (the table is bounded by max_phases): a cut must not fail on a
+	 * task that is short of memory and succeed on its siblings */
+	int r = m->nphases < m->cap_phases ? 0
+					    : reserve_array(m, (void **)&m->phases, &m->cap_phases,
+							    m->cap_phases ? m->cap_phases + m->cap_phases / 2 : 8,
+							    sizeof(*m->phases), true);
 
 	if (r < 0)
 		return r;
-	m->phases[m->nphases++] = (struct pdi_phase){.t_start = t, .t_end = t};
+	m->phases[m->nphases++] = (struct pdi_phase){.t_start = t, .t_end = t, .first_collective = first_collective};
 	return 0;
 }
 
 /* Close the current phase at T and start the next; past the bound the cut is folded. */
-static int open_phase(struct pdi_model *m, uint64_t t)
+static int open_phase(struct pdi_model *m, uint64_t t, uint64_t first_collective)
 {
 	cur_phase(m)->t_end = t;
-	if (m->nphases >= m->cfg.max_phases || new_phase(m, t) < 0) {
+	if (m->nphases >= m->cfg.max_phases || new_phase(m, t, first_collective) < 0) {
 		m->folded_phase_cuts++;
 		return -ENOSPC;
 	}
@@ -209,10 +229,16 @@ static size_t phase_bytes(const struct pdi_phase *p)
 	       pdi_u64map_bytes(&p->state_idx) + pdi_u64map_bytes(&p->edge_idx);
 }
 
-/* Halve the automatic phases after the prologue: (1,2) -> 1, (3,4) -> 2, ... */
+/* Halve the automatic phases after the prologue: (1,2) -> 1, (3,4) -> 2, ... The phases keep
+ * starting on the grid of the doubled length; so does the next cut. */
 static void halve_auto_phases(struct pdi_model *m)
 {
 	uint32_t out = 1;
+
+	/* an odd count leaves the current phase alone: it now lasts twice as long */
+	if ((m->nphases - 1) % 2 == 1)
+		m->auto_next_cut += m->auto_len;
+	m->merged_phases += (m->nphases - 1) / 2;
 
 	for (uint32_t i = 1; i + 1 < m->nphases; i += 2, out++) {
 		struct pdi_phase *a = &m->phases[i], *b = &m->phases[i + 1];
@@ -226,11 +252,53 @@ static void halve_auto_phases(struct pdi_model *m)
 			*a = (struct pdi_phase){0};
 		}
 	}
+	if ((m->nphases - 1) % 2 == 1) { /* the lone current phase */
+		m->phases[out] = m->phases[m->nphases - 1];
+		if (out != m->nphases - 1)
+			m->phases[m->nphases - 1] = (struct pdi_phase){0};
+		out++;
+	}
 	m->nphases = out;
 	m->auto_len *= 2;
 }
 
-/* The smallest period of the recorded collective sites past the prologue, 1 if none. */
+/* Can M's automatic phases be merged pairwise? */
+static bool can_halve(const struct pdi_model *m)
+{
+	return m->auto_len && !m->saw_pcontrol && m->nphases >= 2 && m->auto_len <= UINT32_MAX / 2;
+}
+
+int pdi_model_coarsen(struct pdi_model *m, uint32_t auto_len)
+{
+	uint32_t len = m->auto_len;
+
+	while (len && len < auto_len)
+		len *= 2;
+	if (!len || len != auto_len)
+		return -EINVAL;
+	while (m->auto_len < auto_len) {
+		if (!can_halve(m))
+			return -EINVAL;
+		halve_auto_phases(m);
+	}
+	return 0;
+}
+
+size_t pdi_models_line_up(struct pdi_model *models, size_t n)
+{
+	uint32_t len = 0;
+	size_t failed = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (models[i].auto_len > len)
+			len = models[i].auto_len;
+	for (size_t i = 0; i < n; i++)
+		if (models[i].auto_len && models[i].auto_len < len && pdi_model_coarsen(&models[i], len) < 0)
+			failed++;
+	return failed;
+}
+
+/* The smallest period of the recorded collective functions past the prologue, 1 if none. */
 static uint32_t find_period(const uint32_t *s)
 {
 	for (uint32_t p = 1; p <= PERIOD_MAX; p++) {
@@ -254,21 +322,21 @@ static bool starts_phase(struct pdi_model *m, const struct pdi_call *c)
 		m->saw_pcontrol = true;
 		return true;
 	}
-	if (m->saw_pcontrol || !m->cfg.auto_phases || !pdi_fn_is_collective(c->fn))
+	if (m->saw_pcontrol || !m->cfg.auto_phases || !pdi_fn_is_collective(c->fn) || (c->flags & PDI_CALL_SUBCOMM))
 		return false;
 	k = m->ncollectives++;
 	if (k < PERIOD_SAMPLE) {
-		if (!m->coll_sites && !(m->coll_sites = calloc(PERIOD_SAMPLE, sizeof(*m->coll_sites))))
+		if (!m->coll_fns && !(m->coll_fns = calloc(PERIOD_SAMPLE, sizeof(*m->coll_fns))))
 			return false; /* no period, no automatic phases: the model stays whole */
-		m->coll_sites[k] = c->site;
+		m->coll_fns[k] = c->fn;
 		if (k + 1 == PERIOD_SAMPLE) {
-			uint32_t p = find_period(m->coll_sites);
+			uint32_t p = find_period(m->coll_fns);
 			uint32_t min = m->cfg.auto_phase_min_collectives ? m->cfg.auto_phase_min_collectives : 1;
 
 			m->auto_len = (min + p - 1) / p * p;
 			m->auto_next_cut = PERIOD_SAMPLE;
-			free(m->coll_sites);
-			m->coll_sites = NULL;
+			free(m->coll_fns);
+			m->coll_fns = NULL;
 		}
 		return false;
 	}
@@ -308,8 +376,10 @@ int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c)
 	bool cut;
 	int r;
 
-	if (!m->nphases && (r = new_phase(m, c->t_enter)) < 0)
+	if (!m->nphases && (r = new_phase(m, c->t_enter, 0)) < 0)
 		return r;
+	if (m->bytes > MERGE_AT(m->cfg.max_bytes) && can_halve(m) && m->nphases >= 3)
+		halve_auto_phases(m);
 	cut = starts_phase(m, c);
 	p = cur_phase(m);
 	if (m->started) {
@@ -320,7 +390,8 @@ int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c)
 		add_edge(m, p, prev, comp, (double)(m->last_exit - m->last_enter));
 		visit(m, p, comp);
 		add_edge(m, p, comp, comm, c->t_enter > m->last_exit ? (double)(c->t_enter - m->last_exit) : 0);
-		if (cut && open_phase(m, c->t_enter) == 0)
+		/* a Pcontrol is not counted: the phase starts after as many collectives as were made */
+		if (cut && open_phase(m, c->t_enter, m->ncollectives - (pdi_fn_is_collective(c->fn) ? 1 : 0)) == 0)
 			p = cur_phase(m); /* which starts at this call: no incoming edge */
 	}
 	i = get_state(m, p, comm);
@@ -383,7 +454,6 @@ static int remap_key(uint64_t key, const uint32_t *map, uint32_t nmap, uint64_t 
 /* Everything pdi_model_remap_sites() can refuse, checked before anything changes. */
 static int remap_check(const struct pdi_model *m, const uint32_t *map, uint32_t nmap)
 {
-	uint32_t ncoll = m->coll_sites && m->ncollectives < PERIOD_SAMPLE ? (uint32_t)m->ncollectives : 0;
 	uint64_t key;
 
 	for (uint32_t i = 0; i < nmap; i++)
@@ -397,9 +467,6 @@ static int remap_check(const struct pdi_model *m, const uint32_t *map, uint32_t 
 		return -EINVAL;
 	for (uint32_t i = 0; i < m->nreqs; i++)
 		if (m->reqs[i].site >= nmap)
-			return -EINVAL;
-	for (uint32_t i = 0; i < ncoll; i++)
-		if (m->coll_sites[i] >= nmap)
 			return -EINVAL;
 	return 0;
 }
@@ -457,7 +524,6 @@ static size_t phase_map_bytes(const struct pdi_phase *p)
 
 int pdi_model_remap_sites(struct pdi_model *m, const uint32_t *map, uint32_t nmap)
 {
-	uint32_t ncoll = m->coll_sites && m->ncollectives < PERIOD_SAMPLE ? (uint32_t)m->ncollectives : 0;
 	uint32_t maxstates = 0, *to = NULL;
 	struct pdi_phase *q = NULL;
 	int r;
@@ -488,8 +554,6 @@ int pdi_model_remap_sites(struct pdi_model *m, const uint32_t *map, uint32_t nma
 		m->last_site = map[m->last_site];
 	for (uint32_t i = 0; i < m->nreqs; i++)
 		m->reqs[i].site = map[m->reqs[i].site];
-	for (uint32_t i = 0; i < ncoll; i++)
-		m->coll_sites[i] = map[m->coll_sites[i]];
 out:
 	free(q);
 	free(to);

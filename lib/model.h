@@ -16,7 +16,7 @@
 #include "unobserved.h"
 
 #define PDI_STATE_COMP (1ull << 63)
-/* collectives whose sites are recorded (coll_sites) to find the main loop's period */
+/* step-wide collectives whose functions are recorded (coll_fns) to find the main loop's period */
 #define PDI_MODEL_PERIOD_SAMPLE 96
 #define PDI_NO_PEER INT32_MIN
 
@@ -67,7 +67,10 @@ struct pdi_edge {
 };
 
 struct pdi_phase {
-	uint64_t t_start, t_end; /* first call's entry, last call's exit */
+	uint64_t t_start, t_end; /* first call's entry, last call's exit (CLOCK_MONOTONIC ns; see
+				    pdi_phase_wall_ns() for the wall clock) */
+	uint64_t first_collective; /* step-wide collectives before it: an automatic phase of this
+				      index starts at the same one on every task */
 	struct pdi_state *states;
 	struct pdi_edge *edges;
 	uint32_t nstates, cap_states;
@@ -85,10 +88,15 @@ struct pdi_request {
 	uint16_t fn;
 };
 
+/* A collective on a communicator known not to span the step (a row of a process grid, a
+ * split): tasks outside it never make the call, so phases are not cut on it. */
+#define PDI_CALL_SUBCOMM 0x1
+
 /* One completed MPI call as the model sees it. */
 struct pdi_call {
 	uint32_t site;
 	uint16_t fn; /* index into pdi_mpi_funcs */
+	uint8_t flags; /* PDI_CALL_* */
 	uint64_t t_enter, t_exit;
 	int32_t peer; /* PDI_NO_PEER when none */
 	int32_t tag;
@@ -115,12 +123,15 @@ struct pdi_model {
 	uint64_t last_enter, last_exit;
 	uint64_t calls;
 
-	/* phase cutting */
+	/* phase cutting: on the collectives that span the step, which every task makes in the same
+	 * order (MPI's rule for collectives), so that cuts at the same counts line phases up */
 	bool saw_pcontrol;
 	uint64_t ncollectives;
-	uint32_t *coll_sites; /* the first collectives' sites, to find the loop's period */
+	uint32_t *coll_fns;     /* the first collectives' functions, to find the loop's period */
 	uint64_t auto_next_cut; /* collective count at which the next automatic phase starts */
 	uint32_t auto_len;      /* collectives per automatic phase, 0 until the period is known */
+
+	int64_t clock_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC where the calls were timed */
 
 	/* requests */
 	struct pdi_request *reqs;
@@ -130,10 +141,17 @@ struct pdi_model {
 	/* what the memory bound cost us */
 	size_t bytes;
 	uint64_t dropped_states, dropped_edges, dropped_requests, folded_phase_cuts;
+	uint64_t merged_phases; /* automatic phases merged pairwise to fit the memory bound */
 
 	/* what the overhead budget kept the probes from seeing (unobserved.h) */
 	struct pdi_unobserved_log unobserved;
 };
+
+/* A phase's time T (its t_start or t_end) on the wall clock, ns since the epoch. */
+static inline int64_t pdi_phase_wall_ns(const struct pdi_model *m, uint64_t t)
+{
+	return (int64_t)t + m->clock_offset_ns;
+}
 
 void pdi_model_init(struct pdi_model *m, const struct pdi_model_config *cfg);
 void pdi_model_done(struct pdi_model *m);
@@ -156,8 +174,18 @@ static inline uint32_t pdi_phase_state(const struct pdi_phase *p, uint64_t key)
 /* The largest site a state key can name: a computation state keeps 31 bits of its previous site. */
 #define PDI_SITE_MAX 0x7fffffffu
 
-/* Rename the call sites M refers to (states, the current site, requests, the collective
- * sample): site X becomes MAP[X]. Site numbers are local to a step, so a model of another
+/* Merge M's automatic phases pairwise until they span AUTO_LEN collectives each, as M would
+ * have done itself had its memory or phase bound been reached where another task's was: the
+ * phases of tasks of one step then line up again (the same index, the same collectives).
+ * Returns 0, or -EINVAL if M's phases cannot be made that long (AUTO_LEN is not M's length
+ * times a power of two, or M has no automatic phases). */
+int pdi_model_coarsen(struct pdi_model *m, uint32_t auto_len);
+
+/* Coarsen the N models of one step (tasks on several nodes, merged at different times) to the
+ * longest automatic phases among them. Returns how many could not be (left as they were). */
+size_t pdi_models_line_up(struct pdi_model *models, size_t n);
+
+/* Rename the call sites M refers to (states, the current site, requests): site X becomes MAP[X]. Site numbers are local to a step, so a model of another
  * run of the same program must be renamed into this step's numbering before the two can be
  * compared. States the map makes one are merged (visits and bytes added), and so are their
  * edges (time distributions merged); state and edge order is that of first occurrence.

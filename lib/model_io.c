@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* model_io.c -- encoding a task's model into a portable blob and rebuilding it from one.
  *
- * Payload of format 1, after the header described in model_io.h:
+ * Payload of format 3, after the header described in model_io.h:
  *
  *	u16 nfns, then nfns x (u8 length, name)      MPI functions the blob refers to
  *	u64 calls, dropped_states, dropped_edges, dropped_requests, folded_phase_cuts,
@@ -9,17 +9,21 @@
  *	u32 auto_len, last_site
  *	u16 last_fn (index into the blob's functions)
  *	u8  flags: 1 started, 2 saw_pcontrol
- *	u32 ncoll, then ncoll x u32                  the collective sites sampled so far
+ *	i64 clock_offset_ns; u64 merged_phases
+ *	u32 ncoll, then ncoll x u16                  the collectives' functions sampled so far
  *	u32 nphases, cap_phases, then per phase:
- *	    u64 t_start, t_end
+ *	    u64 t_start, t_end, first_collective
  *	    u32 nstates, cap_states, then nstates x (u64 key, u64 visits, u64 bytes)
  *	    u32 nedges, cap_edges, then per edge:
  *	        u32 from, to; u64 n; f64 mean, m2; u8 nbuckets, then nbuckets x (f32 mean, u32 count)
  *	u32 nreqs, cap_reqs, then nreqs x (u64 handle, i32 peer, i32 tag, u32 site, u16 fn)
- *
- * Format 2 appends what the overhead budget left unobserved (unobserved.h):
+ *	what the overhead budget left unobserved (unobserved.h):
  *	u32 n, then n x (u64 t_start, t_end; u16 fn (blob index, 0xffff: all); u8 level, duty_log2;
  *	    u32 rate, cost_ppm), then u64 stretched
+ *
+ * Formats 1 and 2 (read only) lack clock_offset_ns, merged_phases and first_collective, and
+ * sampled collective sites instead of functions: their sample is dropped. Format 1 also lacks
+ * what was unobserved.
  *
  * Capacities are kept because they decide when the model next grows and what its byte
  * budget has left: the decoded model must take the same calls the same way. The decoder
@@ -54,9 +58,9 @@ _Static_assert(sizeof(double) == 8 && sizeof(float) == 4, "IEEE-754 binary64 and
 _Static_assert(sizeof(struct pdi_state) == 24, "struct pdi_state changed: encode the new field");
 _Static_assert(sizeof(struct pdi_edge) == 112, "struct pdi_edge changed: encode the new field");
 _Static_assert(sizeof(struct pdi_gauss) == 24 && sizeof(struct pdi_hist) == 76, "time distributions changed");
-_Static_assert(sizeof(struct pdi_phase) == 96, "struct pdi_phase changed: encode the new field");
+_Static_assert(sizeof(struct pdi_phase) == 104, "struct pdi_phase changed: encode the new field");
 _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
-_Static_assert(sizeof(struct pdi_model) == 224, "struct pdi_model changed: encode the new field");
+_Static_assert(sizeof(struct pdi_model) == 240, "struct pdi_model changed: encode the new field");
 _Static_assert(sizeof(struct pdi_unobserved) == 32, "struct pdi_unobserved changed: encode the new field");
 #endif
 
@@ -100,6 +104,12 @@ static int fn_use(struct fn_table *t, uint16_t fn)
 	return 0;
 }
 
+/* The sample only exists while the first collectives are being counted. */
+static uint32_t coll_sample_len(const struct pdi_model *m)
+{
+	return m->coll_fns && m->ncollectives < PDI_MODEL_PERIOD_SAMPLE ? (uint32_t)m->ncollectives : 0;
+}
+
 static int fn_table_build(struct fn_table *t, const struct pdi_model *m)
 {
 	int r;
@@ -112,6 +122,9 @@ static int fn_table_build(struct fn_table *t, const struct pdi_model *m)
 		return r;
 	for (uint32_t i = 0; i < m->nreqs; i++)
 		if ((r = fn_use(t, m->reqs[i].fn)) < 0)
+			return r;
+	for (uint32_t i = 0; i < coll_sample_len(m); i++)
+		if ((r = fn_use(t, (uint16_t)m->coll_fns[i])) < 0)
 			return r;
 	for (uint32_t i = 0; i < m->unobserved.n; i++)
 		if (m->unobserved.v[i].fn != PDI_UNOBSERVED_ALL && (r = fn_use(t, m->unobserved.v[i].fn)) < 0)
@@ -148,16 +161,17 @@ static void enc_scalars(struct pdi_wire_writer *w, const struct pdi_model *m, co
 	pdi_wire_put_u32(w, m->last_site);
 	pdi_wire_put_u16(w, (uint16_t)(t->ref[m->last_fn] - 1));
 	pdi_wire_put_u8(w, (m->started ? FLAG_STARTED : 0) | (m->saw_pcontrol ? FLAG_SAW_PCONTROL : 0));
+	pdi_wire_put_u64(w, (uint64_t)m->clock_offset_ns);
+	pdi_wire_put_u64(w, m->merged_phases);
 }
 
-/* The sample only exists while the first collectives are being counted. */
-static void enc_coll_sites(struct pdi_wire_writer *w, const struct pdi_model *m)
+static void enc_coll_fns(struct pdi_wire_writer *w, const struct pdi_model *m, const struct fn_table *t)
 {
-	uint32_t n = m->coll_sites && m->ncollectives < PDI_MODEL_PERIOD_SAMPLE ? (uint32_t)m->ncollectives : 0;
+	uint32_t n = coll_sample_len(m);
 
 	pdi_wire_put_u32(w, n);
 	for (uint32_t i = 0; i < n; i++)
-		pdi_wire_put_u32(w, m->coll_sites[i]);
+		pdi_wire_put_u16(w, (uint16_t)(t->ref[m->coll_fns[i]] - 1));
 }
 
 static void enc_edge(struct pdi_wire_writer *w, const struct pdi_edge *e)
@@ -180,6 +194,7 @@ static void enc_phase(struct pdi_wire_writer *w, const struct pdi_phase *p)
 {
 	pdi_wire_put_u64(w, p->t_start);
 	pdi_wire_put_u64(w, p->t_end);
+	pdi_wire_put_u64(w, p->first_collective);
 	pdi_wire_put_u32(w, p->nstates);
 	pdi_wire_put_u32(w, p->cap_states);
 	for (uint32_t i = 0; i < p->nstates; i++) {
@@ -247,7 +262,7 @@ int pdi_model_encode(const struct pdi_model *m, void **ret_buf, size_t *ret_len)
 	pdi_wire_reserve(&w, HEADER_SIZE);
 	enc_fn_table(&w, &t);
 	enc_scalars(&w, m, &t);
-	enc_coll_sites(&w, m);
+	enc_coll_fns(&w, m, &t);
 	pdi_wire_put_u32(&w, m->nphases);
 	pdi_wire_put_u32(&w, m->cap_phases);
 	for (uint32_t i = 0; i < m->nphases; i++)
@@ -348,6 +363,7 @@ static bool cap_ok(uint32_t n, uint32_t cap)
 
 struct dec {
 	struct rbuf r;
+	uint32_t version;
 	uint16_t *fns; /* the blob's functions -> pdi_mpi_funcs indices */
 	uint32_t nfns;
 };
@@ -411,23 +427,39 @@ static int dec_scalars(struct dec *d, struct pdi_model *m)
 		return -EBADMSG;
 	m->started = flags & FLAG_STARTED;
 	m->saw_pcontrol = flags & FLAG_SAW_PCONTROL;
-	return 0;
+	if (d->version >= 3) {
+		m->clock_offset_ns = (int64_t)r_u64(&d->r);
+		m->merged_phases = r_u64(&d->r);
+	}
+	return d->r.bad ? -EBADMSG : 0;
 }
 
-/* The model writes the sample at coll_sites[ncollectives] and drops it once full, so it must
+/* The model writes the sample at coll_fns[ncollectives] and drops it once full, so it must
  * be allocated at the model's full size and hold exactly the collectives counted so far. */
-static int dec_coll_sites(struct dec *d, struct pdi_model *m)
+static int dec_coll_fns(struct dec *d, struct pdi_model *m)
 {
-	uint32_t n = r_u32(&d->r);
+	uint32_t n = r_u32(&d->r), size = d->version >= 3 ? 2 : 4;
+	uint16_t fn;
+	int e;
 
-	if (d->r.bad || n >= PDI_MODEL_PERIOD_SAMPLE || (n && n != m->ncollectives) || !r_fits(&d->r, n, 4))
+	if (d->r.bad || n >= PDI_MODEL_PERIOD_SAMPLE || (n && n != m->ncollectives) || !r_fits(&d->r, n, size))
 		return -EBADMSG;
 	if (!n)
 		return 0;
-	if (!(m->coll_sites = calloc(PDI_MODEL_PERIOD_SAMPLE, sizeof(*m->coll_sites))))
+	if (d->version < 3) {
+		/* formats 1 and 2 sampled sites, which say nothing about the functions: start afresh */
+		d->r.p += (size_t)n * size;
+		d->r.left -= (size_t)n * size;
+		m->ncollectives = 0;
+		return 0;
+	}
+	if (!(m->coll_fns = calloc(PDI_MODEL_PERIOD_SAMPLE, sizeof(*m->coll_fns))))
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++)
-		m->coll_sites[i] = r_u32(&d->r);
+	for (uint32_t i = 0; i < n; i++) {
+		if ((e = dec_fn(d, &fn)) < 0)
+			return e;
+		m->coll_fns[i] = fn;
+	}
 	return 0;
 }
 
@@ -499,12 +531,14 @@ static int dec_edges(struct rbuf *r, struct pdi_phase *p)
 	return 0;
 }
 
-static int dec_phase(struct rbuf *r, struct pdi_phase *p)
+static int dec_phase(struct rbuf *r, uint32_t version, struct pdi_phase *p)
 {
 	int e;
 
 	p->t_start = r_u64(r);
 	p->t_end = r_u64(r);
+	if (version >= 3)
+		p->first_collective = r_u64(r);
 	if ((e = dec_states(r, p)) < 0 || (e = dec_edges(r, p)) < 0)
 		return e;
 	return r->bad ? -EBADMSG : 0;
@@ -522,7 +556,7 @@ static int dec_phases(struct dec *d, struct pdi_model *m)
 	m->cap_phases = cap;
 	for (uint32_t i = 0; i < n; i++) {
 		m->nphases = i + 1; /* counted first, so that pdi_model_done() frees a half-read phase */
-		if ((e = dec_phase(&d->r, &m->phases[i])) < 0)
+		if ((e = dec_phase(&d->r, d->version, &m->phases[i])) < 0)
 			return e;
 	}
 	return 0;
@@ -622,13 +656,13 @@ static int check_header(const uint8_t *p, size_t len)
 	return 0;
 }
 
-static int dec_model(struct dec *d, struct pdi_model *m, uint32_t version)
+static int dec_model(struct dec *d, struct pdi_model *m)
 {
 	int e;
 
-	if ((e = dec_fn_table(d)) < 0 || (e = dec_scalars(d, m)) < 0 || (e = dec_coll_sites(d, m)) < 0 ||
+	if ((e = dec_fn_table(d)) < 0 || (e = dec_scalars(d, m)) < 0 || (e = dec_coll_fns(d, m)) < 0 ||
 	    (e = dec_phases(d, m)) < 0 || (e = dec_requests(d, m)) < 0 ||
-	    (version >= 2 && (e = dec_unobserved(d, m)) < 0))
+	    (d->version >= 2 && (e = dec_unobserved(d, m)) < 0))
 		return e;
 	if (d->r.bad || d->r.left)
 		return -EBADMSG;
@@ -645,8 +679,9 @@ int pdi_model_decode(const void *buf, size_t len, const struct pdi_model_config 
 	if (!buf || (e = check_header(buf, len)) < 0)
 		return buf ? e : -EBADMSG;
 	d.r = (struct rbuf){.p = (const uint8_t *)buf + HEADER_SIZE, .left = len - HEADER_SIZE};
+	d.version = (uint32_t)pdi_le_get((const uint8_t *)buf + 8, 4);
 	pdi_model_init(&m, cfg);
-	e = dec_model(&d, &m, (uint32_t)pdi_le_get((const uint8_t *)buf + 8, 4));
+	e = dec_model(&d, &m);
 	free(d.fns);
 	if (e < 0) {
 		pdi_model_done(&m);

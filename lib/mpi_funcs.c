@@ -62,6 +62,9 @@ const struct pdi_mpi_func pdi_mpi_funcs[] = {
 	F(MPI_Reduce_scatter_block, COLL, 0, 0, 3, 4, 0),
 	F(MPI_Scan, COLL, 0, 0, 3, 4, 0),
 	F(MPI_Exscan, COLL, 0, 0, 3, 4, 0),
+	/* a communicator's copy spans the same tasks: the new handle is read at return like a
+	 * request (phases are cut on collectives of the communicators that span the step) */
+	R(MPI_Comm_dup, COLL, 0, 0, 0, 0, 0, 2, OUT),
 	/* nonblocking collectives */
 	R(MPI_Ibarrier, ICOLL, 0, 0, 0, 0, 0, 2, OUT),
 	R(MPI_Ibcast, ICOLL, 0, 0, 2, 3, 4, 6, OUT),
@@ -112,6 +115,34 @@ const struct pdi_mpi_func pdi_mpi_funcs[] = {
 };
 
 const unsigned pdi_mpi_nfuncs = sizeof(pdi_mpi_funcs) / sizeof(pdi_mpi_funcs[0]);
+
+unsigned pdi_mpi_comm_arg(unsigned fn)
+{
+	/* the communicator comes last among a blocking collective's arguments */
+	static const struct {
+		const char *name;
+		uint8_t pos;
+	} coll[] = {
+		{"MPI_Barrier", 1},	   {"MPI_Bcast", 5},	     {"MPI_Reduce", 7},	    {"MPI_Allreduce", 6},
+		{"MPI_Gather", 8},	   {"MPI_Gatherv", 9},	     {"MPI_Scatter", 8},	    {"MPI_Scatterv", 9},
+		{"MPI_Allgather", 7},	   {"MPI_Allgatherv", 8},   {"MPI_Alltoall", 7},	    {"MPI_Alltoallv", 9},
+		{"MPI_Alltoallw", 9},	   {"MPI_Reduce_scatter", 6}, {"MPI_Reduce_scatter_block", 6},
+		{"MPI_Scan", 6},	   {"MPI_Exscan", 6},	     {"MPI_Comm_dup", 1},
+	};
+	const struct pdi_mpi_func *f;
+
+	if (fn >= pdi_mpi_nfuncs)
+		return 0;
+	f = &pdi_mpi_funcs[fn];
+	if (f->cls == PDI_FC_ICOLL)
+		return f->req_arg - 1; /* just before the request it creates */
+	if (f->cls != PDI_FC_COLL)
+		return 0;
+	for (unsigned i = 0; i < sizeof(coll) / sizeof(coll[0]); i++)
+		if (!strcmp(coll[i].name, f->name))
+			return coll[i].pos;
+	return 0;
+}
 
 int pdi_mpi_func_find(const char *name)
 {

@@ -56,6 +56,10 @@ static inline bool pdi_fn_is_collective(unsigned fn)
 	return c == PDI_FC_COLL || c == PDI_FC_ICOLL || c == PDI_FC_IO;
 }
 
+/* The 1-based argument position of FN's communicator, 0 when it has none (collectives only:
+ * phases are cut on collectives of communicators that span the step). */
+unsigned pdi_mpi_comm_arg(unsigned fn);
+
 /* Does a task sitting in this call wait on other tasks? */
 static inline bool pdi_fn_blocks(unsigned fn)
 {

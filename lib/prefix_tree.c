@@ -465,16 +465,6 @@ int pdi_ptree_render_json(struct pdi_ptree *t, struct pdi_json *out)
 	return r < 0 ? r : pdi_json_failed(out) ? -ENOMEM : 0;
 }
 
-/* S inside a DOT double-quoted string */
-static void dot_escaped(struct pdi_json *out, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			pdi_json_raw(out, "\\", 1);
-		pdi_json_raw(out, s, 1);
-	}
-}
-
 static int dot_node(struct pdi_json *out, const struct pdi_ptree_node *n)
 {
 	char buf[256], *ranks = ranks_text(n, buf, sizeof(buf));
@@ -483,7 +473,7 @@ static int dot_node(struct pdi_json *out, const struct pdi_ptree_node *n)
 	if (!ranks)
 		return -ENOMEM;
 	pdi_json_printf(out, "\tn%u [label=\"", n->id);
-	dot_escaped(out, n->frame);
+	pdi_dot_escaped(out, n->frame);
 	pdi_json_printf(out, "\\n%s (%zu task%s)\"];\n", ranks, n->nranks, n->nranks == 1 ? "" : "s");
 	if (ranks != buf)
 		free(ranks);

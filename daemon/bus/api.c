@@ -5,6 +5,7 @@
  * strong as ptrace, so it takes root; registering Slurm tasks takes root or SlurmUser;
  * a user reads only their own steps, root and the admin group read all. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <grp.h>
 #include <pwd.h>
@@ -207,7 +208,13 @@ struct pdi_reply pdi_api_attach(struct pdi_daemon *d, const struct pdi_caller *c
 	if (!added)
 		return fail(-ENOMEM, "out of memory");
 	for (unsigned i = 0; i < n; i++) {
-		r = pdi_task_begin(d, s, pids[i], -1, &added[i]);
+		struct pdi_ident id;
+
+		r = pdi_ident_pin(pids[i], &id);
+		if (r == 0) {
+			r = pdi_task_begin(d, s, &id, -1, &added[i]);
+			pdi_ident_release(&id);
+		}
 		if (r < 0) {
 			/* it vanished since the check: the tasks attached so far stay, ended */
 			for (unsigned k = 0; k < i; k++)
@@ -237,15 +244,16 @@ struct pdi_reply pdi_api_attach(struct pdi_daemon *d, const struct pdi_caller *c
 
 /* Watch ROOT: the MPI processes it starts join STEP at their MPI_Init, with RANK if the
  * launcher knows it (-1: from their environment). */
-static int watch(struct pdi_daemon *d, struct pdi_step *s, pid_t root, int rank)
+static int watch(struct pdi_daemon *d, struct pdi_step *s, struct pdi_ident *root, int rank)
 {
+	pid_t pid = root->pid;
 	int r = pdi_registry_add_watch(&d->reg, s, root, rank);
 
 	if (r < 0)
 		return r;
-	r = pdi_tracer_watch(d->tracer, root);
+	r = pdi_tracer_watch(d->tracer, pid);
 	if (r < 0)
-		pdi_registry_remove_watch(&d->reg, root);
+		pdi_registry_remove_watch(&d->reg, pid);
 	return r;
 }
 
@@ -277,6 +285,7 @@ static void unwatch(struct pdi_daemon *d, pid_t root)
 
 struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c, const char *step, pid_t pid)
 {
+	struct pdi_ident id;
 	struct pdi_step *s;
 	int r;
 
@@ -288,12 +297,12 @@ struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c,
 
 	if (taken.status < 0)
 		return taken;
-	if (pid <= 0 || kill(pid, 0) < 0)
+	if (pdi_ident_pin(pid, &id) < 0)
 		return fail(-ESRCH, "pid %d: no such process", (int)pid);
 	r = pdi_registry_get_step(&d->reg, step, c->uid, &s);
-	if (r < 0)
-		return fail(r, "cannot create step: %s", strerror(-r));
-	r = watch(d, s, pid, -1);
+	if (r == 0)
+		r = watch(d, s, &id, -1);
+	pdi_ident_release(&id);
 	if (r < 0)
 		return fail(r, "cannot watch pid %d: %s", (int)pid, strerror(-r));
 	return ok_text(strdup("{}"));
@@ -347,6 +356,8 @@ static bool may_launch(struct pdi_daemon *d, const struct pdi_caller *c)
  *                          no host name. Sent until a registration with it succeeded.
  *   ntasks=N               the step's tasks on all its nodes (with nodes=)
  *   size=N                 the input size the user gave (--pdi-monitor=size=N), for trends
+ *   on-hang=ACTION         report, command or cancel: what to do when the step hangs
+ *   notify=on|off          whether to say the step's health on its output while it runs
  * Unknown keys are refused: a plugin and a daemon out of step should say so. */
 struct step_options {
 	enum pdi_phases phases;
@@ -355,6 +366,8 @@ struct step_options {
 	char *node;
 	uint32_t ntasks;
 	unsigned long long input_size;
+	enum pdi_on_hang on_hang;     /* PDI_ON_HANG_DEFAULT: the site's */
+	int notify;                   /* -1: the site's; 0 off, 1 on */
 };
 
 #define STEP_OPTIONS_MAX (16u << 20) /* a million nodes with names of 15 characters */
@@ -427,7 +440,7 @@ static int parse_step_options(const char *options, struct step_options *ret)
 	char *buf, *save = NULL;
 	int r = 0;
 
-	*ret = (struct step_options){.phases = PDI_PHASES_DEFAULT};
+	*ret = (struct step_options){.phases = PDI_PHASES_DEFAULT, .notify = -1};
 	if (strlen(options) > STEP_OPTIONS_MAX)
 		return -E2BIG;
 	buf = strdup(options);
@@ -446,6 +459,10 @@ static int parse_step_options(const char *options, struct step_options *ret)
 			r = parse_ntasks(o + 7, &ret->ntasks);
 		else if (!strncmp(o, "size=", 5) && !ret->input_size)
 			r = pdi_input_size_parse(o + 5, &ret->input_size);
+		else if (!strncmp(o, "on-hang=", 8))
+			r = pdi_on_hang_parse(o + 8, &ret->on_hang);
+		else if (!strcmp(o, "notify=on") || !strcmp(o, "notify=off"))
+			ret->notify = !strcmp(o, "notify=on");
 		else
 			r = -EINVAL;
 	}
@@ -476,12 +493,54 @@ static void nodes_preview(const struct pdi_step *s, char *buf, size_t len)
 		snprintf(buf + n, len - n, " (+%u more)", s->nnodes - 8);
 }
 
+/* Is ID the task of Slurm job JOB, step STEPID: a child of that step's slurmstepd, which runs
+ * as root and names its step in its title ("slurmstepd: [JOB.STEP]")? */
+static bool slurm_task_of(const struct pdi_ident *id, uint32_t job, uint32_t stepid)
+{
+	char fn[64], title[64], want[64];
+	struct pdi_ident parent;
+	bool ok = false;
+	ssize_t n;
+	int fd;
+
+	if (pdi_ident_pin(id->ppid, &parent) < 0)
+		return false;
+	snprintf(fn, sizeof(fn), "/proc/%d/cmdline", (int)parent.pid);
+	snprintf(want, sizeof(want), "slurmstepd: [%u.%u]", job, stepid);
+	fd = open(fn, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, title, sizeof(title) - 1);
+		close(fd);
+		title[n > 0 ? n : 0] = '\0';
+		ok = parent.uid == 0 && !strcmp(title, want) && pdi_ident_alive(&parent);
+	}
+	pdi_ident_release(&parent);
+	return ok;
+}
+
+/* Why caller C may not register ID as a task of (JOB, STEPID) owned by UID, or NULL. Root is
+ * trusted; the SlurmUser may only name a task of that job (a child of its slurmstepd) run by
+ * that user, or it could hand anyone's process to anyone. */
+static const char *task_refusal(const struct pdi_caller *c, const struct pdi_ident *id, uint32_t job,
+				uint32_t stepid, uid_t uid)
+{
+	if (c->uid == 0)
+		return NULL;
+	if (id->uid != uid || id->euid != uid)
+		return "the process does not belong to the uid given";
+	if (!slurm_task_of(id, job, stepid))
+		return "the process is not a task of that job step";
+	return NULL;
+}
+
 /* A Slurm task, forked but not yet executing the program: it joins at its MPI_Init. */
 struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job,
 				       uint32_t stepid, uint32_t rank, pid_t pid, uid_t uid, const char *options)
 {
+	struct pdi_ident id = {.pidfd = -1};
 	struct step_options o;
 	struct pdi_reply reply;
+	const char *why;
 	char name[32], nodes[256];
 	struct pdi_step *s;
 	int r;
@@ -493,13 +552,21 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 		return fail(r, "cannot parse options: %s", strerror(-r));
 	if (r < 0)
 		return fail(-EINVAL, "invalid options '%.64s': use phases=auto or phases=pcontrol, node=NAME, "
-				     "nodes=NAME+NAME... (NAME of [A-Za-z0-9._-], NAME in the nodes), ntasks=N, size=N", options);
+				     "nodes=NAME+NAME... (NAME of [A-Za-z0-9._-], NAME in the nodes), ntasks=N, size=N, "
+				     "on-hang=report|command|cancel, notify=on|off", options);
 	if (pid <= 0 || rank > INT32_MAX) {
 		reply = fail(-EINVAL, "invalid pid %d or rank %u", (int)pid, rank);
 		goto out;
 	}
-	if (kill(pid, 0) < 0) {
+	if (pdi_ident_pin((pid_t)pid, &id) < 0) {
 		reply = fail(-ESRCH, "pid %d: no such process", (int)pid);
+		goto out;
+	}
+	why = task_refusal(c, &id, job, stepid, uid);
+	if (why) {
+		log_warning_limited(c->uid, "Refused to register pid %d for step %u.%u of uid %u (asked by uid %u): %s",
+				    (int)pid, job, stepid, (unsigned)uid, (unsigned)c->uid, why);
+		reply = fail(-EPERM, "pid %d: %s", (int)pid, why);
 		goto out;
 	}
 	snprintf(name, sizeof(name), "%u.%u", job, stepid);
@@ -516,7 +583,7 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 	s->step_id = stepid;
 	s->ending = false;
 	s->phases = o.phases;
-	r = watch(d, s, pid, (int)rank);
+	r = watch(d, s, &id, (int)rank);
 	if (r < 0) {
 		pdi_registry_drop_if_empty(&d->reg, s);
 		reply = fail(r, "cannot watch pid %d: %s", (int)pid, strerror(-r));
@@ -534,6 +601,10 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 		s->total_tasks = o.ntasks;
 	if (o.input_size)
 		s->input_size = o.input_size;
+	if (o.on_hang != PDI_ON_HANG_DEFAULT)
+		s->on_hang = (uint8_t)o.on_hang;
+	if (o.notify >= 0)
+		s->quiet = !o.notify;
 	if (o.node && !s->node) {
 		s->node = o.node;
 		o.node = NULL;
@@ -543,6 +614,7 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 	}
 	reply = ok_text(strdup("{}"));
 out:
+	pdi_ident_release(&id);
 	step_options_done(&o);
 	return reply;
 }

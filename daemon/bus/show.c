@@ -14,14 +14,16 @@
 #include "json.h"
 #include "log.h"
 #include "mpi_funcs.h"
+#include "callchain.h"
+#include "objcache.h"
 #include "sites.h"
 #include "tracer.h"
+#include "view_local.h"
 
 #ifndef PDI_VERSION
 #define PDI_VERSION "0"
 #endif
 
-#define MAX_THREADS 64
 
 static size_t rss_bytes(void)
 {
@@ -76,9 +78,11 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	uint64_t lost = 0, model_bytes = 0;
 	unsigned running_steps = 0, running_tasks = 0;
 	double uptime = (double)(pdi_now_ns() - d->started_ns) / 1e9;
+	struct pdi_objcache_stats oc;
 	struct pdi_json j;
 	char *text = NULL;
 
+	pdi_objcache_stats(d->objs, &oc);
 	for (unsigned i = 0; i < d->reg.ntasks; i++) {
 		struct pdi_task *t = d->reg.tasks[i];
 		lost += task_lost(d, t);
@@ -89,16 +93,22 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 		running_steps += !strcmp(step_state(d->reg.steps[i]), "running");
 	if (!json) {
 		char site[768];
+		struct pdi_hang_numbers h;
 
 		pdi_site_store_status_line(d, site, sizeof(site));
+		pdi_hang_numbers(d, &h);
 		if (asprintf(&text,
 			     "pdimond %s, up %.0f s\n"
 			     "steps:       %u (%u running)\n"
 			     "tasks:       %u (%u running)\n"
 			     "events:      %" PRIu64 " (%.0f/s), %" PRIu64 " lost\n"
-			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n%s",
+			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n"
+			     "objects:     %zu open (%" PRIu64 " MiB of files), %" PRIu64 " closed to stay within limits\n"
+			     "health:      %u ok, %u slow, %u hung; %" PRIu64 " hung and %" PRIu64 " slow announced\n%s",
 			     PDI_VERSION, uptime, d->reg.nsteps, running_steps, d->reg.ntasks, running_tasks,
-			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024, site) < 0)
+			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024, oc.objects,
+			     oc.bytes >> 20, oc.evicted, h.by_health[0], h.by_health[1], h.by_health[2],
+			     h.alarms[PDI_HEALTH_HUNG], h.alarms[PDI_HEALTH_SLOW], site) < 0)
 			return NULL;
 		return text;
 	}
@@ -115,6 +125,10 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	pdi_json_kv_uint(&j, "events_lost", lost);
 	pdi_json_kv_uint(&j, "memory_rss_bytes", rss_bytes());
 	pdi_json_kv_uint(&j, "memory_model_bytes", model_bytes);
+	pdi_json_kv_uint(&j, "objects_open", oc.objects);
+	pdi_json_kv_uint(&j, "objects_bytes", oc.bytes);
+	pdi_json_kv_uint(&j, "objects_evicted", oc.evicted);
+	pdi_hang_status_json(d, &j);
 	pdi_json_kv_int(&j, "pid", getpid());
 	status_loop(&j, d);
 	pdi_site_store_status(d, &j);
@@ -129,7 +143,13 @@ static void step_row(struct pdi_json *j, bool json, const struct pdi_step_row *r
 		struct tm tm;
 
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&r->started, &tm));
-		pdi_json_printf(j, "%-24s %-8s %8u %6u %7u %s\n", r->name, r->state, r->uid, r->ntasks, r->running, when);
+		pdi_json_printf(j, "%-24s %-8s %-6s %8u %6u %7u %s", r->name, r->state, r->health ? r->health : "-", r->uid,
+				r->ntasks, r->running, when);
+		if (r->health_since) {
+			strftime(when, sizeof(when), "%H:%M:%S", localtime_r(&r->health_since, &tm));
+			pdi_json_printf(j, "  (%s since %s)", r->health, when);
+		}
+		pdi_json_printf(j, "\n");
 		return;
 	}
 	pdi_json_obj_begin(j);
@@ -146,6 +166,10 @@ static void step_row(struct pdi_json *j, bool json, const struct pdi_step_row *r
 		pdi_json_int(j, r->ended);
 	else
 		pdi_json_null(j);
+	if (r->health)
+		pdi_json_kv_str(j, "health", r->health);
+	if (r->health && r->health_since)
+		pdi_json_kv_int(j, "health_since", r->health_since);
 	pdi_json_obj_end(j);
 }
 
@@ -158,12 +182,16 @@ char *pdi_show_steps(struct pdi_daemon *d, bool json, uid_t owner, const struct 
 	if (json)
 		pdi_json_arr_begin(&j);
 	else
-		pdi_json_printf(&j, "%-24s %-8s %8s %6s %7s %s\n", "STEP", "STATE", "UID", "TASKS", "RUNNING", "STARTED");
+		pdi_json_printf(&j, "%-24s %-8s %-6s %8s %6s %7s %s\n", "STEP", "STATE", "HEALTH", "UID", "TASKS", "RUNNING",
+				"STARTED");
 	for (unsigned i = 0; i < d->reg.nsteps; i++) {
 		const struct pdi_step *s = d->reg.steps[i];
 		struct pdi_step_row r = {.name = s->name, .state = step_state(s), .uid = s->uid, .job_id = s->job_id,
 					 .step_id = s->step_id, .ntasks = s->ntasks,
 					 .running = pdi_step_running_tasks(s), .started = s->started, .ended = s->ended};
+		enum pdi_health health = pdi_step_health_of(s, &r.health_since);
+
+		r.health = pdi_health_names[health];
 
 		if (owner == (uid_t)-1 || s->uid == owner)
 			step_row(&j, json, &r);
@@ -176,65 +204,38 @@ char *pdi_show_steps(struct pdi_daemon *d, bool json, uid_t owner, const struct 
 	return pdi_json_steal(&j);
 }
 
-void pdi_state_name(const struct pdi_step *s, uint64_t key, char *buf, size_t len)
-{
-	uint32_t to = pdi_state_site(key);
-	const char *to_name = to < s->nsites ? s->sites[to].name : "?";
-
-	if (pdi_state_is_comp(key)) {
-		uint32_t from = pdi_state_prev_site(key);
-		snprintf(buf, len, "%s -> %s", from < s->nsites ? s->sites[from].name : "?", to_name);
-	} else {
-		snprintf(buf, len, "%s", to_name);
-	}
-}
-
-/* The ranks a blocked call waits on: its peer argument, or the peers of the requests it
- * completes (from the Isend/Irecv that created them). Ranks are those of the call's
- * communicator. */
-static void json_peers(struct pdi_json *j, const struct pdi_task *t, const struct pdi_inflight *f)
-{
-	int32_t peers[PDI_NREQS + 1];
-	unsigned n = pdi_task_peers(t, f, peers, ELEMENTSOF(peers));
-
-	pdi_json_key(j, "peers");
-	pdi_json_arr_begin(j);
-	for (unsigned i = 0; i < n; i++)
-		pdi_json_int(j, peers[i]);
-	pdi_json_arr_end(j);
-}
-
-/* Where the task is now: inside an MPI call (from the BPF inflight map), or computing. */
+/* Where the task is now (view_local.c's one definition): inside an MPI call, with the ranks
+ * it waits for (its peer argument, or the peers of the requests it completes), or computing
+ * after one; and what the node's kernel says it is doing. */
 static void json_current(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task *t)
 {
 	const struct pdi_step *s = t->step;
-	struct pdi_inflight f[MAX_THREADS];
-	pid_t tids[MAX_THREADS];
-	uint64_t now = pdi_now_ns();
-	int n = t->state == PDI_TASK_RUNNING ? pdi_tracer_inflight(d->tracer, t->pid, f, tids, MAX_THREADS) : 0;
-	char name[1100];
-	uint32_t site;
+	struct pdi_where w;
+	bool inside;
 
+	pdi_task_locate(d, t, &w);
+	inside = t->state == PDI_TASK_RUNNING && (w.kind == PDI_WHERE_IN_MPI || w.kind == PDI_WHERE_BLOCKED);
 	pdi_json_key(j, "current");
 	pdi_json_obj_begin(j);
-	if (n > 0 && PDI_COOKIE_FN(f[0].cookie) < pdi_mpi_nfuncs) {
-		unsigned fn = PDI_COOKIE_FN(f[0].cookie);
-
-		pdi_json_kv_str(j, "in_mpi", pdi_mpi_funcs[fn].name);
-		if (pdi_site_lookup(t, d->objs, f[0].callsite, (uint16_t)fn, &site) == 0) {
-			pdi_json_kv_str(j, "site", s->sites[site].name);
-		}
-		json_peers(j, t, &f[0]);
-		pdi_json_kv_int(j, "tid", tids[0]);
-		pdi_json_kv_uint(j, "for_ns", now > f[0].t_enter ? now - f[0].t_enter : 0);
+	if (inside) {
+		pdi_json_kv_str(j, "in_mpi", w.site >= 0 ? pdi_mpi_funcs[s->sites[w.site].fn].name : w.text);
+		if (w.site >= 0)
+			pdi_json_kv_str(j, "site", s->sites[w.site].name);
+		pdi_json_key(j, "peers");
+		pdi_json_arr_begin(j);
+		for (unsigned i = 0; i < w.npeers; i++)
+			pdi_json_int(j, w.peers[i]);
+		pdi_json_arr_end(j);
+		pdi_json_kv_int(j, "tid", w.tid);
+		pdi_json_kv_uint(j, "for_ns", w.for_ns);
 	} else if (t->model.started) {
-		pdi_state_name(s, pdi_state_comm(t->model.last_site), name, sizeof(name));
-		pdi_json_kv_str(j, "computing_after", name);
-		pdi_json_kv_uint(j, "for_ns", t->state == PDI_TASK_RUNNING && now > t->model.last_exit ? now - t->model.last_exit : 0);
+		pdi_json_kv_str(j, "computing_after", pdi_site_name(s->sites, s->nsites, t->model.last_site));
+		pdi_json_kv_uint(j, "for_ns", w.kind == PDI_WHERE_COMPUTING ? w.for_ns : 0);
 	}
 	if (t->ended_in) {
 		pdi_json_kv_str(j, "ended_in_mpi", t->ended_in);
 	}
+	pdi_json_kv_str(j, "activity", pdi_activity_names[w.act.kind]);
 	pdi_json_obj_end(j);
 }
 
@@ -256,7 +257,8 @@ static void json_sites(struct pdi_json *j, const struct pdi_step *s)
 	pdi_json_arr_end(j);
 }
 
-static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struct pdi_phase *p, unsigned index)
+static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struct pdi_model *m, const struct pdi_phase *p,
+		       unsigned index)
 {
 	char from[1100], to[1100];
 
@@ -265,10 +267,13 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	pdi_json_kv_uint(j, "duration_ns", p->t_end - p->t_start);
 	pdi_json_kv_uint(j, "t_start_ns", p->t_start); /* CLOCK_MONOTONIC, as the BPF timestamps */
 	pdi_json_kv_uint(j, "t_end_ns", p->t_end);
+	pdi_json_kv_int(j, "wall_start_ns", pdi_phase_wall_ns(m, p->t_start)); /* since the epoch */
+	pdi_json_kv_int(j, "wall_end_ns", pdi_phase_wall_ns(m, p->t_end));
+	pdi_json_kv_uint(j, "first_collective", p->first_collective);
 	pdi_json_key(j, "states");
 	pdi_json_arr_begin(j);
 	for (uint32_t i = 0; i < p->nstates; i++) {
-		pdi_state_name(s, p->states[i].key, from, sizeof(from));
+		pdi_state_name(s->sites, s->nsites, p->states[i].key, from, sizeof(from));
 		pdi_json_obj_begin(j);
 		pdi_json_kv_str(j, "name", from);
 		pdi_json_kv_str(j, "kind", pdi_state_is_comp(p->states[i].key) ? "computation" : "communication");
@@ -284,8 +289,8 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	for (uint32_t i = 0; i < p->nedges; i++) {
 		const struct pdi_edge *e = &p->edges[i];
 
-		pdi_state_name(s, p->states[e->from].key, from, sizeof(from));
-		pdi_state_name(s, p->states[e->to].key, to, sizeof(to));
+		pdi_state_name(s->sites, s->nsites, p->states[e->from].key, from, sizeof(from));
+		pdi_state_name(s->sites, s->nsites, p->states[e->to].key, to, sizeof(to));
 		pdi_json_obj_begin(j);
 		pdi_json_kv_str(j, "from", from);
 		pdi_json_kv_str(j, "to", to);
@@ -304,6 +309,22 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 		pdi_json_obj_end(j);
 	}
 	pdi_json_arr_end(j);
+	pdi_json_obj_end(j);
+}
+
+/* How the task's call sites were found past MPI bindings and libraries (callchain.h). */
+static void json_call_sites(struct pdi_json *j, const struct pdi_task *t)
+{
+	struct pdi_chain_stats st;
+
+	pdi_chains_stats(t, &st);
+	pdi_json_key(j, "call_sites");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "hopped_ranges", st.ranges);
+	pdi_json_kv_uint(j, "hops", st.hops);
+	pdi_json_kv_uint(j, "hops_refused", st.refused);
+	pdi_json_kv_uint(j, "stacks_read", st.frames);
+	pdi_json_kv_uint(j, "unresolved", st.unresolved);
 	pdi_json_obj_end(j);
 }
 
@@ -348,14 +369,17 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_kv_str(j, "mpi_library", t->att.object);
 	pdi_json_kv_uint(j, "calls", m->calls);
 	pdi_json_kv_uint(j, "events_lost", lost);
-	pdi_json_kv_bool(j, "incomplete", lost > 0 || m->dropped_states > 0 || m->dropped_edges > 0);
+	pdi_json_kv_bool(j, "incomplete", pdi_model_incomplete(m, lost));
 	pdi_json_key(j, "dropped");
 	pdi_json_obj_begin(j);
 	pdi_json_kv_uint(j, "states", m->dropped_states);
 	pdi_json_kv_uint(j, "transitions", m->dropped_edges);
 	pdi_json_kv_uint(j, "requests", m->dropped_requests);
+	pdi_json_kv_uint(j, "sites", t->dropped_sites);
 	pdi_json_kv_uint(j, "phase_cuts", m->folded_phase_cuts);
 	pdi_json_obj_end(j);
+	pdi_json_kv_uint(j, "phases_merged", m->merged_phases); /* to fit max_task_memory or max_phases */
+	json_call_sites(j, t);
 	pdi_json_kv_uint(j, "model_bytes", m->bytes);
 	json_budget(d, j, t);
 	pdi_unobserved_json(&m->unobserved, j, pdi_mpi_func_name);
@@ -363,7 +387,7 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_key(j, "phases");
 	pdi_json_arr_begin(j);
 	for (uint32_t i = 0; i < m->nphases; i++)
-		json_phase(j, t->step, &m->phases[i], i);
+		json_phase(j, t->step, m, &m->phases[i], i);
 	pdi_json_arr_end(j);
 	pdi_json_obj_end(j);
 }
@@ -384,6 +408,7 @@ static char *step_json(struct pdi_daemon *d, const struct pdi_step *s)
 		json_task(d, &j, s->tasks[i]);
 	pdi_json_arr_end(&j);
 	json_sites(&j, s);
+	pdi_step_health_json(s, &j);
 	pdi_json_obj_end(&j);
 	return pdi_json_steal(&j);
 }
@@ -402,23 +427,32 @@ static const char *human_ns(double ns, char *buf, size_t len)
 }
 
 /* One line: where the task is now, or where it was when it ended. */
-static void text_current(struct pdi_daemon *d, struct pdi_json *j, const struct pdi_task *t)
+static void text_current(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task *t)
 {
-	struct pdi_inflight f;
-	pid_t tid;
-	char name[1100], dur[32];
-	uint64_t now = pdi_now_ns();
+	struct pdi_where w;
+	char dur[32];
 
-	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
-		unsigned fn = PDI_COOKIE_FN(f.cookie);
-		pdi_json_printf(j, "  now: inside %s for %s\n", fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?",
-		    human_ns((double)(now - f.t_enter), dur, sizeof(dur)));
-	} else if (t->state == PDI_TASK_RUNNING && t->model.started) {
-		pdi_state_name(t->step, pdi_state_comm(t->model.last_site), name, sizeof(name));
-		pdi_json_printf(j, "  now: computing after %s for %s\n", name, human_ns((double)(now - t->model.last_exit), dur, sizeof(dur)));
-	} else if (t->ended_in) {
+	pdi_task_locate(d, t, &w);
+	if (t->state == PDI_TASK_RUNNING && (w.kind == PDI_WHERE_IN_MPI || w.kind == PDI_WHERE_BLOCKED))
+		pdi_json_printf(j, "  now: inside %s for %s\n", w.text, human_ns((double)w.for_ns, dur, sizeof(dur)));
+	else if (t->state == PDI_TASK_RUNNING && w.kind == PDI_WHERE_COMPUTING)
+		pdi_json_printf(j, "  now: computing %s for %s\n", w.text, human_ns((double)w.for_ns, dur, sizeof(dur)));
+	else if (t->ended_in)
 		pdi_json_printf(j, "  ended inside %s\n", t->ended_in);
-	}
+}
+
+/* Its health, when it is not ok, and what was done about it. */
+static void text_health(struct pdi_json *j, const struct pdi_step *s)
+{
+	time_t since;
+	enum pdi_health h = pdi_step_health_of(s, &since);
+	char when[32];
+	struct tm tm;
+
+	if (h == PDI_HEALTH_OK)
+		return;
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&since, &tm));
+	pdi_json_printf(j, "health: %s since %s\n", pdi_health_names[h], when);
 }
 
 static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
@@ -428,8 +462,9 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 
 	pdi_json_init(&j);
 	pdi_json_printf(&j, "step %s: %s, %u tasks\n", s->name, step_state(s), s->ntasks);
+	text_health(&j, s);
 	for (unsigned i = 0; i < s->ntasks; i++) {
-		const struct pdi_task *t = s->tasks[i];
+		struct pdi_task *t = s->tasks[i];
 		uint64_t lost = task_lost(d, t);
 
 		pdi_json_printf(&j, "\nrank %d (pid %d, %s): %" PRIu64 " calls, %u phases%s", t->rank, (int)t->pid, task_state(t),
@@ -459,8 +494,8 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 			for (uint32_t e = 0; e < p->nedges; e++) {
 				const struct pdi_edge *x = &p->edges[e];
 
-				pdi_state_name(s, p->states[x->from].key, from, sizeof(from));
-				pdi_state_name(s, p->states[x->to].key, to, sizeof(to));
+				pdi_state_name(s->sites, s->nsites, p->states[x->from].key, from, sizeof(from));
+				pdi_state_name(s->sites, s->nsites, p->states[x->to].key, to, sizeof(to));
 				pdi_json_printf(&j, "    %-40s => %-40s x%-6" PRIu64 " %s ± %s\n", from, to, x->time.n,
 				    human_ns(x->time.mean, mean, sizeof(mean)),
 				    human_ns(pdi_gauss_stddev(&x->time), sd, sizeof(sd)));
@@ -470,21 +505,15 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 	return pdi_json_steal(&j);
 }
 
-/* DOT labels are quoted strings: a quote or backslash in a file name must not end them. */
-static void dot_escape(char *label)
-{
-	for (char *c = label; *c; c++)
-		if (*c == '"' || *c == '\\')
-			*c = '\'';
-}
-
 static char *step_dot(const struct pdi_step *s)
 {
 	char from[1100], mean[32];
 	struct pdi_json j;
 
 	pdi_json_init(&j);
-	pdi_json_printf(&j, "digraph \"%s\" {\n  node [shape=box, fontsize=10];\n", s->name);
+	pdi_json_printf(&j, "digraph \"");
+	pdi_dot_escaped(&j, s->name);
+	pdi_json_printf(&j, "\" {\n  node [shape=box, fontsize=10];\n");
 	for (unsigned i = 0; i < s->ntasks; i++) {
 		const struct pdi_task *t = s->tasks[i];
 
@@ -493,10 +522,10 @@ static char *step_dot(const struct pdi_step *s)
 
 			pdi_json_printf(&j, "  subgraph \"cluster_r%d_p%u\" {\n    label=\"rank %d, phase %u\";\n", t->rank, k, t->rank, k);
 			for (uint32_t n = 0; n < p->nstates; n++) {
-				pdi_state_name(s, p->states[n].key, from, sizeof(from));
-				dot_escape(from);
-				pdi_json_printf(&j, "    \"r%d_p%u_s%u\" [label=\"%s\"%s];\n", t->rank, k, n, from,
-				    pdi_state_is_comp(p->states[n].key) ? ", style=dashed" : "");
+				pdi_state_name(s->sites, s->nsites, p->states[n].key, from, sizeof(from));
+				pdi_json_printf(&j, "    \"r%d_p%u_s%u\" [label=\"", t->rank, k, n);
+				pdi_dot_escaped(&j, from);
+				pdi_json_printf(&j, "\"%s];\n", pdi_state_is_comp(p->states[n].key) ? ", style=dashed" : "");
 			}
 			for (uint32_t e = 0; e < p->nedges; e++) {
 				const struct pdi_edge *x = &p->edges[e];

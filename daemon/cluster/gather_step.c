@@ -13,7 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis.h"
 #include "api.h"
 #include "daemon.h"
 #include "gather.h"
@@ -22,6 +21,7 @@
 #include "peer_auth.h"
 #include "registry.h"
 #include "snapshot.h"
+#include "view_local.h"
 #include "worker.h"
 
 static int step_merge(void *ctx, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* datatypes.c -- predefined MPI datatype sizes, from the handle (MPICH) or from the
- * exported type objects whose addresses are the handles (Open MPI). */
+/* datatypes.c -- predefined MPI handles: datatype sizes, from the handle (MPICH) or from the
+ * exported type objects whose addresses are the handles (Open MPI), and MPI_COMM_WORLD. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -56,36 +56,49 @@ static const struct pdi_mapping *exe_mapping(pid_t pid, const struct pdi_maps *m
 	return NULL;
 }
 
+#define MPICH_COMM_WORLD 0x44000000u /* mpi.h of the MPICH family */
+
+struct defining_obj {
+	struct pdi_elfobj *obj;
+	const struct pdi_mapping *map;
+};
+
+/* The runtime address of data symbol NAME, from the first of the two objects that defines it. */
+static uint64_t data_address(const struct pdi_maps *maps, const struct defining_obj where[2], const char *name)
+{
+	for (unsigned w = 0; w < 2; w++) {
+		uint64_t vaddr;
+
+		if (where[w].obj && pdi_elfobj_data_vaddr(where[w].obj, name, &vaddr) == 0)
+			return runtime_address(maps, where[w].map, where[w].obj, vaddr);
+	}
+	return 0;
+}
+
 void pdi_dtypes_load(struct pdi_dtypes *dt, bool int_handles, struct pdi_objcache *objs, pid_t pid,
 		     const struct pdi_maps *maps, struct pdi_elfobj *mpi, const struct pdi_mapping *mpi_map)
 {
 	/* A program that names MPI_INT holds ompi_mpi_int by a copy relocation: the handle
 	 * is then the executable's copy, which the library uses too. So the executable is
 	 * searched first, as the dynamic linker does. */
-	struct {
-		struct pdi_elfobj *obj;
-		const struct pdi_mapping *map;
-	} where[2] = {{NULL, exe_mapping(pid, maps)}, {mpi, mpi_map}};
+	struct defining_obj where[2] = {{NULL, exe_mapping(pid, maps)}, {mpi, mpi_map}};
 
 	*dt = (struct pdi_dtypes){.int_handles = int_handles};
-	if (int_handles)
+	if (int_handles) {
+		dt->comm_world = MPICH_COMM_WORLD;
 		return;
+	}
 	if (where[0].map && pdi_objcache_get(objs, pid, where[0].map, &where[0].obj) < 0)
 		where[0].obj = NULL;
 	for (unsigned i = 0; i < sizeof(ompi_types) / sizeof(ompi_types[0]) && dt->n < PDI_MAX_DTYPES; i++) {
-		for (unsigned w = 0; w < 2; w++) {
-			uint64_t vaddr, addr;
+		uint64_t addr = data_address(maps, where, ompi_types[i].name);
 
-			if (!where[w].obj || pdi_elfobj_data_vaddr(where[w].obj, ompi_types[i].name, &vaddr) < 0)
-				continue;
-			addr = runtime_address(maps, where[w].map, where[w].obj, vaddr);
-			if (addr) {
-				dt->handle[dt->n] = addr;
-				dt->size[dt->n++] = ompi_types[i].size;
-			}
-			break;
+		if (addr) {
+			dt->handle[dt->n] = addr;
+			dt->size[dt->n++] = ompi_types[i].size;
 		}
 	}
+	dt->comm_world = data_address(maps, where, "ompi_mpi_comm_world");
 }
 
 uint32_t pdi_dtype_size(const struct pdi_dtypes *dt, uint64_t handle)

@@ -20,9 +20,10 @@ struct pdi_dtypes {
 	unsigned n;
 	uint64_t handle[PDI_MAX_DTYPES]; /* Open MPI: the address of ompi_mpi_<type> in the process */
 	uint32_t size[PDI_MAX_DTYPES];
+	uint64_t comm_world;            /* MPI_COMM_WORLD's handle in the process, 0 when unknown */
 };
 
-/* Learn the handles of process PID, whose MPI library is MPI (mapped as MPI_MAP in MAPS). */
+/* Learn the datatype handles and MPI_COMM_WORLD's of process PID, whose MPI library is MPI (mapped as MPI_MAP in MAPS). */
 void pdi_dtypes_load(struct pdi_dtypes *dt, bool int_handles, struct pdi_objcache *objs, pid_t pid,
 		     const struct pdi_maps *maps, struct pdi_elfobj *mpi, const struct pdi_mapping *mpi_map);
 

@@ -8,7 +8,7 @@
  * The file is read with ELF_C_READ rather than mmap: a library rewritten in place while we
  * hold it would make a mapping fault (SIGBUS) where a read just fails. */
 #include <errno.h>
-#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +20,17 @@
 #include <libelf.h>
 
 #include "elfobj.h"
+#include "objopen.h"
 
 #define BUILD_ID_MAX 64 /* bytes; GNU ld makes 20 (SHA-1) */
+/* What a user's object may make pdimond read and walk (doc/design/untrusted-objects.md):
+ * past these the object is only partly read (no symbols from that table, no DWARF), never
+ * refused with an error. libxul, among the largest real libraries, has a 9 MiB .symtab and
+ * 90 MiB of strings; a large application's DWARF is some hundreds of MiB. */
+#define MAX_NOTE_BYTES (1u << 20)        /* a notes section */
+#define MAX_SYMTAB_BYTES (256u << 20)    /* a symbol table, and the strings it names */
+#define MAX_DWARF_BYTES (1ull << 30)     /* all the .debug_* sections together */
+#define MAX_CUS_SCANNED 100000           /* compile units walked to place one address */
 #define DEBUG_BUILD_ID_DIR "/usr/lib/debug/.build-id/"
 #define VERSYM_HIDDEN 0x8000 /* a non-default version: "foo@VER", not "foo@@VER" */
 
@@ -43,6 +52,7 @@ struct symvec {
 struct pdi_elfobj {
 	char *path;
 	int fd;
+	uint64_t size;
 	Elf *elf;
 	/* the separate debug file in /usr/lib/debug/.build-id, for stripped objects */
 	bool dbg_tried;
@@ -50,6 +60,8 @@ struct pdi_elfobj {
 	Elf *dbg_elf;
 	bool dwarf_tried;
 	Dwarf *dwarf;
+	bool cfi_tried;
+	Dwarf_CFI *cfi; /* .eh_frame, for the call-site hops (callchain.c) */
 	GElf_Phdr *loads; /* PT_LOAD headers */
 	size_t nloads;
 	struct fsym *by_name; /* every definition, best first within a name */
@@ -126,7 +138,7 @@ static void read_build_id(struct pdi_elfobj *o)
 		GElf_Shdr sh;
 		Elf_Data *data;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || sh.sh_size > MAX_NOTE_BYTES)
 			continue;
 		data = elf_getdata(scn, NULL);
 		if (data && note_build_id(data, o->build_id))
@@ -147,9 +159,9 @@ static int open_debug_file(struct pdi_elfobj *o)
 	if (strlen(o->build_id) < 4)
 		return -ENOENT;
 	snprintf(fn, sizeof(fn), DEBUG_BUILD_ID_DIR "%.2s/%s.debug", o->build_id, o->build_id + 2);
-	o->dbg_fd = open(fn, O_RDONLY | O_CLOEXEC);
-	if (o->dbg_fd < 0)
-		return -errno;
+	r = pdi_objopen_path(fn, 0, &o->dbg_fd);
+	if (r < 0)
+		return r;
 	r = elf_open_fd(o->dbg_fd, &o->dbg_elf);
 	if (r < 0) {
 		close(o->dbg_fd);
@@ -165,8 +177,17 @@ static Elf_Data *section_data(Elf *elf, GElf_Word type)
 
 	while ((scn = elf_nextscn(elf, scn)))
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
-			return elf_getdata(scn, NULL);
+			return sh.sh_size <= MAX_SYMTAB_BYTES ? elf_getdata(scn, NULL) : NULL;
 	return NULL;
+}
+
+/* A symbol table, and its string table, small enough to read. */
+static bool table_fits(Elf *elf, const GElf_Shdr *sh)
+{
+	Elf_Scn *strs = elf_getscn(elf, sh->sh_link);
+	GElf_Shdr ssh;
+
+	return sh->sh_size <= MAX_SYMTAB_BYTES && strs && gelf_getshdr(strs, &ssh) && ssh.sh_size <= MAX_SYMTAB_BYTES;
 }
 
 static uint64_t section_end(Elf *elf, size_t shndx)
@@ -259,7 +280,7 @@ static int collect_symbols(Elf *elf, GElf_Word type, struct symvec *v, bool *fou
 
 	*found = false;
 	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !table_fits(elf, &sh))
 			continue;
 		*found = true;
 		r = collect_table(elf, scn, &sh, versym, v);
@@ -350,22 +371,23 @@ static int load_symbols(struct pdi_elfobj *o)
 	return r;
 }
 
-int pdi_elfobj_open(const char *path, struct pdi_elfobj **ret)
+int pdi_elfobj_open_fd(int fd, const char *name, struct pdi_elfobj **ret)
 {
 	struct pdi_elfobj *o = calloc(1, sizeof(*o));
+	struct stat st;
 	int r;
 
-	if (!o)
+	if (!o) {
+		close(fd);
 		return -ENOMEM;
-	o->fd = o->dbg_fd = -1;
-	o->path = strdup(path);
+	}
+	o->fd = fd;
+	o->dbg_fd = -1;
+	if (fstat(fd, &st) == 0)
+		o->size = (uint64_t)st.st_size;
+	o->path = strdup(name);
 	if (!o->path) {
 		r = -ENOMEM;
-		goto fail;
-	}
-	o->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (o->fd < 0) {
-		r = -errno;
 		goto fail;
 	}
 	r = elf_open_fd(o->fd, &o->elf);
@@ -384,10 +406,21 @@ fail:
 	return r;
 }
 
+int pdi_elfobj_open(const char *path, struct pdi_elfobj **ret)
+{
+	int fd, r = pdi_objopen_path(path, 0, &fd);
+
+	if (r < 0)
+		return r;
+	return pdi_elfobj_open_fd(fd, path, ret);
+}
+
 void pdi_elfobj_free(struct pdi_elfobj *o)
 {
 	if (!o)
 		return;
+	if (o->cfi)
+		dwarf_cfi_end(o->cfi);
 	dwarf_end(o->dwarf);
 	free(o->by_addr);
 	free(o->by_name);
@@ -410,6 +443,11 @@ const char *pdi_elfobj_path(const struct pdi_elfobj *o)
 int pdi_elfobj_fd(const struct pdi_elfobj *o)
 {
 	return o->fd;
+}
+
+uint64_t pdi_elfobj_file_size(const struct pdi_elfobj *o)
+{
+	return o->size;
 }
 
 const char *pdi_elfobj_build_id(const struct pdi_elfobj *o)
@@ -516,7 +554,7 @@ int pdi_elfobj_data_vaddr(struct pdi_elfobj *o, const char *name, uint64_t *ret_
 		Elf_Data *data;
 		size_t n;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize ||
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize || !table_fits(o->elf, &sh) ||
 		    !(data = elf_getdata(scn, NULL)))
 			continue;
 		n = sh.sh_size / sh.sh_entsize;
@@ -547,14 +585,33 @@ uint64_t pdi_elfobj_load_base(const struct pdi_elfobj *o)
 	return base == UINT64_MAX ? 0 : base;
 }
 
+/* The DWARF of ELF, if its .debug_* sections are few enough bytes to read. */
+static Dwarf *bounded_dwarf(Elf *elf)
+{
+	uint64_t total = 0;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) < 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+
+		if (name && (!strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8)))
+			total += sh.sh_size;
+	}
+	return total <= MAX_DWARF_BYTES ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+}
+
 static Dwarf *get_dwarf(struct pdi_elfobj *o)
 {
 	if (o->dwarf_tried)
 		return o->dwarf;
 	o->dwarf_tried = true;
-	o->dwarf = dwarf_begin_elf(o->elf, DWARF_C_READ, NULL);
+	o->dwarf = bounded_dwarf(o->elf);
 	if (!o->dwarf && open_debug_file(o) == 0)
-		o->dwarf = dwarf_begin_elf(o->dbg_elf, DWARF_C_READ, NULL);
+		o->dwarf = bounded_dwarf(o->dbg_elf);
 	return o->dwarf;
 }
 
@@ -563,7 +620,7 @@ static bool find_cu_by_ranges(Dwarf *dw, uint64_t vaddr, Dwarf_Die *ret)
 {
 	Dwarf_CU *cu = NULL;
 
-	while (dwarf_get_units(dw, cu, &cu, NULL, NULL, ret, NULL) == 0)
+	for (unsigned n = 0; n < MAX_CUS_SCANNED && dwarf_get_units(dw, cu, &cu, NULL, NULL, ret, NULL) == 0; n++)
 		if (dwarf_haspc(ret, vaddr) > 0)
 			return true;
 	return false;
@@ -600,4 +657,13 @@ int pdi_elfobj_describe(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc 
 	}
 	describe_line(o, vaddr, ret);
 	return 0;
+}
+
+Dwarf_CFI *pdi_elfobj_cfi(struct pdi_elfobj *o)
+{
+	if (!o->cfi_tried) {
+		o->cfi_tried = true;
+		o->cfi = dwarf_getcfi_elf(o->elf);
+	}
+	return o->cfi;
 }

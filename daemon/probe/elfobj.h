@@ -6,18 +6,23 @@
 #include <stdint.h>
 
 struct pdi_elfobj;
+typedef struct Dwarf_CFI_s Dwarf_CFI;
 
-/* PATH may be /proc/PID/root/usr/lib/... or /proc/PID/map_files/START-END. Negative errno:
- * -ENOENT if missing, -ENOEXEC if not an ELF executable or shared object. */
+/* The object read from FD, which it takes over (closed on failure too); NAME says where it came
+ * from. FD must come from objopen.h: a regular file of bounded size. -ENOEXEC if not an ELF
+ * executable or shared object. */
+int pdi_elfobj_open_fd(int fd, const char *name, struct pdi_elfobj **ret);
+/* The object at PATH, a file of pdimond's own (pdi_objopen_path()). -ENOENT if missing. */
 int pdi_elfobj_open(const char *path, struct pdi_elfobj **ret);
 /* NULL ok. */
 void pdi_elfobj_free(struct pdi_elfobj *o);
-/* The path given to pdi_elfobj_open(). */
+/* The name given at open. */
 const char *pdi_elfobj_path(const struct pdi_elfobj *o);
-/* The object's open file descriptor, kept for the object's lifetime. PATH may stop working once
- * the process it was reached through exits; "/proc/self/fd/N" keeps naming the same file, e.g. to
- * attach uprobes. */
+/* The object's open file descriptor, kept for the object's lifetime: "/proc/self/fd/N" names the
+ * very file checked at open, e.g. to attach uprobes. */
 int pdi_elfobj_fd(const struct pdi_elfobj *o);
+/* The file's size in bytes. */
+uint64_t pdi_elfobj_file_size(const struct pdi_elfobj *o);
 
 /* File offset of function NAME's first instruction: what a uprobe attach takes. Looks in .symtab
  * (or, when stripped, the .symtab of its /usr/lib/debug/.build-id file), then .dynsym; defined
@@ -51,6 +56,10 @@ struct pdi_srcloc {
  * from /usr/lib/debug/.build-id, and is loaded on first use. Names and paths too long for
  * pdi_srcloc are truncated. Returns 0 or negative errno. */
 int pdi_elfobj_describe(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret);
+
+/* The object's call frame information (.eh_frame, present in stripped objects too), loaded on
+ * first use and owned by the object; NULL if it has none. */
+Dwarf_CFI *pdi_elfobj_cfi(struct pdi_elfobj *o);
 
 /* The NT_GNU_BUILD_ID as a lowercase hex string, or "". */
 const char *pdi_elfobj_build_id(const struct pdi_elfobj *o);

@@ -4,11 +4,13 @@
  * This is the daemon's hot path: per event one pid lookup, one call-site cache lookup
  * and the model update. Everything slow (symbols, maps) happens once per new site. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "budget.h"
@@ -17,6 +19,7 @@
 #include "step_end.h"
 #include "log.h"
 #include "mpi_funcs.h"
+#include "callchain.h"
 #include "program.h"
 #include "sites.h"
 #include "tracer.h"
@@ -42,6 +45,50 @@ static void record(struct pdi_daemon *d, const struct pdi_task *t, const struct 
 	}
 }
 
+static bool on_world(const struct pdi_task *t, uint64_t comm)
+{
+	for (unsigned i = 0; i < t->nworld_comms; i++)
+		if (t->world_comms[i] == comm)
+			return true;
+	return false;
+}
+
+/* PDI_CALL_SUBCOMM for a collective on a communicator known not to span the step; a copy of
+ * one that does (MPI_Comm_dup) is remembered as spanning it too. */
+static uint8_t call_flags(struct pdi_task *t, const struct pdi_event *e)
+{
+	static int comm_dup = -2;
+
+	if (comm_dup == -2)
+		comm_dup = pdi_mpi_func_find("MPI_Comm_dup");
+	if (!pdi_fn_is_collective(e->fn) || !t->nworld_comms)
+		return 0; /* not a collective, or nothing known: every collective counts */
+	if (!e->comm || !on_world(t, e->comm))
+		return PDI_CALL_SUBCOMM;
+	if (e->fn == comm_dup && e->req && !on_world(t, e->req) && t->nworld_comms < ELEMENTSOF(t->world_comms))
+		t->world_comms[t->nworld_comms++] = e->req;
+	return 0;
+}
+
+/* T's automatic phases changed length (found the loop's period, or merged pairwise to fit a
+ * bound): the tasks of its step on this node merge theirs to the longest, so that phase I is
+ * the same stretch of the program on every task. */
+static void align_phases(struct pdi_task *t)
+{
+	struct pdi_step *s = t->step;
+	uint32_t len = 0;
+
+	for (unsigned i = 0; i < s->ntasks; i++)
+		if (s->tasks[i]->model.auto_len > len)
+			len = s->tasks[i]->model.auto_len;
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		struct pdi_task *o = s->tasks[i];
+
+		if (o->model.auto_len && o->model.auto_len < len && pdi_model_coarsen(&o->model, len) < 0)
+			log_debug("Cannot line up the phases of pid %d with its step's", (int)o->pid);
+	}
+}
+
 static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e)
 {
 	const struct pdi_mpi_func *f = &pdi_mpi_funcs[e->fn];
@@ -52,13 +99,24 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 		.peer = int_arg(e, f->peer_arg ? f->peer_arg : f->root_arg),
 		.tag = int_arg(e, f->tag_arg),
 		.req = e->req,
+		.flags = call_flags(t, e),
 	};
+	uint32_t auto_len = t->model.auto_len;
+	struct pdi_chain ch;
 	int r;
 
 	if (f->count_arg && f->count_arg <= PDI_NARGS && f->type_arg && f->type_arg <= PDI_NARGS)
 		c.bytes = (uint64_t)(uint32_t)e->args[f->count_arg - 1] * pdi_dtype_size(&t->att.dtypes, e->args[f->type_arg - 1]);
 
-	r = pdi_site_lookup(t, d->objs, e->callsite, e->fn, &c.site);
+	ch = (struct pdi_chain){.callsite = e->callsite, .caller = e->caller, .via = e->via, .end = e->chain};
+	pdi_chains_finish(d, t, (pid_t)e->tid, e->t_enter, &ch);
+	r = pdi_site_lookup(t, d->objs, &ch, e->fn, &c.site);
+	if (r == -ENOSPC) {
+		/* past max_task_memory: the call is dropped and counted, as states are */
+		t->dropped_sites++;
+		t->model.dropped_states++;
+		return 0;
+	}
 	if (r < 0)
 		return r;
 	if (t->init_pending) {
@@ -70,38 +128,129 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 		(void)pdi_model_add_call(&t->model, &t->init_call);
 	}
 	record(d, t, &c);
-	return pdi_model_add_call(&t->model, &c);
+	r = pdi_model_add_call(&t->model, &c);
+	if (t->model.auto_len != auto_len)
+		align_phases(t);
+	return r;
+}
+
+/* MPI_Init's site, while the process is stopped at its entry: the chain is read from its stack
+ * (the hops could not be known before we attached). */
+static int init_site(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e)
+{
+	struct pdi_chain ch = pdi_chain_direct(e->callsite);
+
+	pdi_chains_of_stopped(d, t, e->args[1], e->args[2], &ch);
+	return pdi_site_lookup(t, d->objs, &ch, e->fn, &t->init_call.site);
+}
+
+/* May the trapped process ID join step S as a descendant of watch W? Only if W's root is
+ * still the process that was registered (a dead root's pid may have been reused, and its
+ * "descendants" are anyone's), and the process is the step's user's. NULL if so, or why not. */
+static const char *join_refusal(const struct pdi_watch *w, const struct pdi_ident *id)
+{
+	const struct pdi_step *s = w->step;
+
+	if (!pdi_ident_alive(&w->ident))
+		return "the process it descends from has exited (its pid may be reused)";
+	/* a root's step (pdimon run) may hold any user's processes: root reads them all anyway */
+	if (s->uid != 0 && (id->uid != s->uid || id->euid != s->uid))
+		return "it does not belong to the step's user";
+	return NULL;
+}
+
+/* Pin the process the trap stopped: the pid must still be that process (the event may have
+ * waited in the ring buffer while it was killed and its pid reused). */
+static int pin_trapped(const struct pdi_event *e, struct pdi_ident *ret)
+{
+	int r = pdi_ident_pin((pid_t)e->pid, ret);
+
+	if (r < 0)
+		return r;
+	if (e->args[3] && ret->start_ticks != pdi_ns_to_ticks(e->args[3])) {
+		pdi_ident_release(ret);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+/* Join the pinned process ID, stopped in MPI_Init under watch W, to W's step if it may; the
+ * new task or NULL. The caller continues it either way. */
+static struct pdi_task *join_watch(struct pdi_daemon *d, struct pdi_watch *w, const struct pdi_ident *id)
+{
+	struct pdi_step *s = w->step;
+	pid_t root = w->root;
+	const char *refusal;
+	struct pdi_task *t;
+	int r;
+
+	/* a launcher's rank belongs to the watched process itself, not to its descendants */
+	if (pdi_registry_find_task(&d->reg, id->pid))
+		return NULL;
+	refusal = join_refusal(w, id);
+	if (refusal) {
+		log_warning_limited(id->uid, "Not monitoring pid %d (uid %u) in step %s: %s", (int)id->pid,
+				    (unsigned)id->uid, s->name, refusal);
+		return NULL;
+	}
+	r = pdi_task_begin(d, s, id, root == id->pid ? w->rank : -1, &t);
+	if (r < 0) {
+		log_warning_errno_limited(id->uid, r, "Cannot monitor pid %d of step %s: %m", (int)id->pid, s->name);
+		return NULL;
+	}
+	/* a registered task that joined is watched by its pidfd from now on */
+	if (root == id->pid) {
+		pdi_tracer_unwatch(d->tracer, root);
+		pdi_registry_remove_watch(&d->reg, root);
+	}
+	return t;
+}
+
+static void continue_trapped(const struct pdi_ident *id)
+{
+	int r = pdi_ident_signal(id, SIGCONT);
+
+	if (r < 0 && r != -ESRCH)
+		log_warning_errno(r, "Cannot continue pid %d: %m", (int)id->pid);
 }
 
 static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 {
 	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
-	struct pdi_step *s = w ? w->step : NULL;
+	struct pdi_ident id;
 	struct pdi_task *t;
-	int r;
 
-	/* a launcher's rank belongs to the watched process itself, not to its descendants */
-	if (s && !pdi_registry_find_task(&d->reg, (pid_t)e->pid)) {
-		pid_t root = w->root;
-
-		r = pdi_task_begin(d, s, (pid_t)e->pid, root == (pid_t)e->pid ? w->rank : -1, &t);
-		/* a registered task that joined is watched by its pidfd from now on */
-		if (r == 0 && root == (pid_t)e->pid) {
-			pdi_tracer_unwatch(d->tracer, root);
-			pdi_registry_remove_watch(&d->reg, root);
-		}
-		if (r < 0)
-			log_warning_errno(r, "Cannot monitor pid %u of step %s: %m", e->pid, s->name);
-		else if (pdi_site_lookup(t, d->objs, e->callsite, e->fn, &t->init_call.site) == 0) {
-			t->init_call.fn = e->fn;
-			t->init_call.t_enter = e->t_enter;
-			t->init_call.peer = PDI_NO_PEER;
-			t->init_pending = true;
-		}
+	/* gone, or not the process trapped: nothing to join, and nothing of ours to continue */
+	if (pin_trapped(e, &id) < 0)
+		return;
+	t = w ? join_watch(d, w, &id) : NULL;
+	if (t && init_site(d, t, e) == 0) {
+		t->init_call.fn = e->fn;
+		t->init_call.t_enter = e->t_enter;
+		t->init_call.peer = PDI_NO_PEER;
+		t->init_pending = true;
 	}
-	/* stopped by the trap: whatever happened, let it go on */
-	if (kill((pid_t)e->pid, SIGCONT) < 0 && errno != ESRCH)
-		log_warning("Cannot continue pid %u: %m", e->pid);
+	/* stopped by the trap: whatever happened, let it go on (it, and no successor of its pid) */
+	continue_trapped(&id);
+	pdi_ident_release(&id);
+}
+
+void pdi_join_stopped(void *daemon, pid_t root, const struct pdi_ident *id)
+{
+	struct pdi_daemon *d = daemon;
+	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, root);
+
+	if (w)
+		(void)join_watch(d, w, id);
+}
+
+void pdi_ingest_frames(void *daemon, const struct pdi_frames *f)
+{
+	struct pdi_daemon *d = daemon;
+	struct pdi_task *t = pdi_registry_find_task(&d->reg, (pid_t)f->pid);
+
+	if (t)
+		pdi_chains_on_frames(d, t, f);
 }
 
 int pdi_ingest_event(void *daemon, const struct pdi_event *e)
@@ -128,17 +277,30 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	return 0;
 }
 
-int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank, struct pdi_task **ret)
+/* CLOCK_REALTIME - CLOCK_MONOTONIC (BPF times calls on the latter): phases on the wall clock. */
+static int64_t clock_offset_ns(void)
+{
+	struct timespec rt, mono;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	return ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000 + ((int64_t)rt.tv_nsec - mono.tv_nsec);
+}
+
+int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
-	struct pdi_attachment att = {0};
+	struct pdi_attachment att = {.multi_fds = {-1, -1}, .object_fd = -1};
+	pid_t pid = id->pid;
 	struct pdi_task *t;
 	int r, pidfd;
 
-	/* pidfd first: from here on a recycled pid cannot fool us */
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	/* pinned first: from here on a recycled pid cannot fool us */
+	if (!pdi_ident_alive(id))
+		return -ESRCH;
+	pidfd = fcntl(id->pidfd, F_DUPFD_CLOEXEC, 3);
 	if (pidfd < 0)
-		return errno == ESRCH || errno == EINVAL ? -ESRCH : -errno;
+		return -errno;
 	r = pdi_tracer_attach(d->tracer, d->objs, pid, &att);
 	if (r < 0) {
 		close(pidfd);
@@ -146,6 +308,12 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 	}
 	if (rank < 0)
 		rank = pdi_proc_rank(pid);
+	/* still the pinned process: the probes (by pid), its maps and environment were its own */
+	if (!pdi_ident_alive(id)) {
+		pdi_attachment_detach(&att);
+		close(pidfd);
+		return -ESRCH;
+	}
 	r = pdi_registry_add_task(&d->reg, s, pid, rank < 0 ? -1 : rank, &t);
 	if (r < 0) {
 		pdi_attachment_detach(&att);
@@ -154,6 +322,13 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, pid_t pid, int rank
 	}
 	t->att = att;
 	t->pidfd = pidfd;
+	t->start_ticks = id->start_ticks;
+	if (att.dtypes.comm_world)
+		t->world_comms[t->nworld_comms++] = att.dtypes.comm_world;
+	t->model.clock_offset_ns = clock_offset_ns();
+	r = pdi_chains_begin(d, t);
+	if (r < 0)
+		log_debug("pid %d: call sites stay where MPI is called from: %s", (int)pid, strerror(-r));
 	if ((r = pdi_budget_task_begin(d, t)) < 0)
 		log_warning_errno(r, "pid %d: no overhead budget for it: %m", (int)pid);
 	ev.data.u64 = PDI_SRC(PDI_SRC_TASK, (uint32_t)pid); /* tasks move in the registry; pids do not */
@@ -179,12 +354,12 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 	/* its last events may still be in the ring buffer */
 	(void)pdi_tracer_drain(d->tracer);
 	t->lost = pdi_tracer_lost(d->tracer, t->pid);
-	if (pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
+	if (pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1 || pdi_tracer_exited_in(d->tracer, t->pid, &f) == 0) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
 		uint32_t site;
 
 		/* the process is gone, but a site it blocked in was seen before: the cache knows it */
-		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0) {
+		if (pdi_site_of_inflight(t, d->objs, &f, tid, &site) == 0) {
 			t->ended_in = strdup(t->step->sites[site].name);
 			t->ended_site = site;
 		} else if (fn < pdi_mpi_nfuncs) {
@@ -192,6 +367,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 		}
 		t->nended_peers = pdi_task_peers(t, &f, t->ended_peers, ELEMENTSOF(t->ended_peers));
 	}
+	pdi_chains_end(d, t);
 	pdi_tracer_forget(d->tracer, t->pid);
 	pdi_budget_task_end(d, t);
 	pdi_detach_later(d->workers, &t->att);

@@ -3,23 +3,36 @@
  *
  * The ranks of a job all map the same libmpi and application binary; indexing their symbols
  * once per node instead of once per rank is the point. The key is the inode the kernel says
- * is mapped, not the path: a path can name another file by the time we open it. */
+ * is mapped, not the path: a path can name another file by the time we open it.
+ *
+ * Users decide how many files their processes map (a thousand copies of one library, or a
+ * program rebuilt every day for months): the cache keeps the most recently used ones within a
+ * count, which bounds the fds held, and within a sum of file sizes, which bounds what reading
+ * them may cost; the least recently used object is closed first. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "log.h"
 #include "objcache.h"
+#include "objopen.h"
 
 struct entry {
 	uint64_t dev, ino;
-	struct pdi_elfobj *obj; /* NULL: free slot */
+	bool used;              /* false: a free slot */
+	int refused;            /* negative errno: the file may not be read (see objopen.h) */
+	struct pdi_elfobj *obj; /* NULL when refused */
+	uint64_t bytes;         /* the file's size: what its reading may cost */
+	uint64_t last_use;      /* the cache's clock at its last use: the oldest goes first */
 };
 
 struct pdi_objcache {
 	struct entry *slots; /* open addressing, linear probing; capacity a power of two */
 	size_t cap, n;
+	size_t max_objects;
+	uint64_t bytes, max_bytes, clock, evicted;
 };
 
 int pdi_objcache_new(struct pdi_objcache **ret)
@@ -29,6 +42,8 @@ int pdi_objcache_new(struct pdi_objcache **ret)
 	if (!c)
 		return -ENOMEM;
 	c->cap = 64;
+	c->max_objects = PDI_OBJCACHE_MAX_OBJECTS;
+	c->max_bytes = PDI_OBJCACHE_MAX_BYTES;
 	c->slots = calloc(c->cap, sizeof(*c->slots));
 	if (!c->slots) {
 		free(c);
@@ -36,6 +51,17 @@ int pdi_objcache_new(struct pdi_objcache **ret)
 	}
 	*ret = c;
 	return 0;
+}
+
+void pdi_objcache_set_limits(struct pdi_objcache *c, size_t max_objects, uint64_t max_bytes)
+{
+	c->max_objects = max_objects < 2 ? 2 : max_objects;
+	c->max_bytes = max_bytes;
+}
+
+void pdi_objcache_stats(const struct pdi_objcache *c, struct pdi_objcache_stats *ret)
+{
+	*ret = (struct pdi_objcache_stats){.objects = c->n, .bytes = c->bytes, .evicted = c->evicted};
 }
 
 void pdi_objcache_free(struct pdi_objcache *c)
@@ -60,20 +86,20 @@ static struct entry *lookup(struct entry *slots, size_t cap, uint64_t dev, uint6
 {
 	size_t i = hash_key(dev, ino) & (cap - 1);
 
-	while (slots[i].obj && (slots[i].dev != dev || slots[i].ino != ino))
+	while (slots[i].used && (slots[i].dev != dev || slots[i].ino != ino))
 		i = (i + 1) & (cap - 1);
 	return &slots[i];
 }
 
-static int grow(struct pdi_objcache *c)
+/* The table again at capacity NCAP: to grow, and after an eviction left a hole in a chain. */
+static int rehash(struct pdi_objcache *c, size_t ncap)
 {
-	size_t ncap = c->cap * 2;
 	struct entry *ns = calloc(ncap, sizeof(*ns));
 
 	if (!ns)
 		return -ENOMEM;
 	for (size_t i = 0; i < c->cap; i++)
-		if (c->slots[i].obj)
+		if (c->slots[i].used)
 			*lookup(ns, ncap, c->slots[i].dev, c->slots[i].ino) = c->slots[i];
 	free(c->slots);
 	c->slots = ns;
@@ -81,37 +107,66 @@ static int grow(struct pdi_objcache *c)
 	return 0;
 }
 
-/* Only the inode number is compared: on btrfs and overlayfs, st_dev of the path differs from
- * the device /proc/PID/maps shows for the same file. */
-static bool is_mapped_file(struct pdi_elfobj *o, const struct pdi_mapping *m)
+/* Close the least recently used object (or forget the oldest refusal). Objects are only ever
+ * used between two calls of the cache, so none is in use here. */
+static int evict_oldest(struct pdi_objcache *c)
 {
-	struct stat st;
+	struct entry *old = NULL;
 
-	return fstat(pdi_elfobj_fd(o), &st) == 0 && (uint64_t)st.st_ino == m->ino;
+	for (size_t i = 0; i < c->cap; i++)
+		if (c->slots[i].used && (!old || c->slots[i].last_use < old->last_use))
+			old = &c->slots[i];
+	if (!old)
+		return -ENOENT;
+	pdi_elfobj_free(old->obj);
+	c->bytes -= old->bytes;
+	c->n--;
+	c->evicted++;
+	*old = (struct entry){0};
+	return rehash(c, c->cap);
 }
 
 static int open_mapped(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj **ret)
 {
-	struct pdi_elfobj *o;
-	char fn[4096];
-	int r;
+	char name[96];
+	int fd, r;
 
 	/* pid 0: a file of the daemon's own mount namespace, such as a library to trap */
 	if (pid <= 0)
-		return pdi_elfobj_open(m->path, ret);
-	if (snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)pid, m->path) < (int)sizeof(fn)) {
-		r = pdi_elfobj_open(fn, &o);
-		if (r == 0 && is_mapped_file(o, m)) {
-			*ret = o;
-			return 0;
-		}
-		if (r == 0)
-			pdi_elfobj_free(o);
-	}
-	/* the exact file mapped, even if deleted or replaced; needs CAP_CHECKPOINT_RESTORE */
-	snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, m->start,
-		 m->end);
-	return pdi_elfobj_open(fn, ret);
+		r = pdi_objopen_path(m->path, m->ino, &fd);
+	else
+		r = pdi_objopen_mapped(pid, m, &fd);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+	return pdi_elfobj_open_fd(fd, name, ret);
+}
+
+/* Worth remembering: the file itself is unfit, whichever process maps it. Not a vanished
+ * process or a transient error: the next process may show us the file. */
+static bool refusal_lasts(int r)
+{
+	return r == PDI_EOBJ_NOT_REGULAR || r == PDI_EOBJ_TOO_BIG || r == -ENOEXEC;
+}
+
+static int put(struct pdi_objcache *c, const struct pdi_mapping *m, struct pdi_elfobj *o, int refused)
+{
+	uint64_t bytes = o ? pdi_elfobj_file_size(o) : 0;
+	struct entry *e;
+	int r;
+
+	/* room first: within the count (fds) and the bytes (what reading them may cost) */
+	while (c->n && (c->n >= c->max_objects || c->bytes + bytes > c->max_bytes))
+		if ((r = evict_oldest(c)) < 0)
+			return r;
+	if ((c->n + 1) * 2 > c->cap && (r = rehash(c, c->cap * 2)) < 0)
+		return r;
+	e = lookup(c->slots, c->cap, m->dev, m->ino);
+	*e = (struct entry){.dev = m->dev, .ino = m->ino, .used = true, .refused = refused, .obj = o,
+			    .bytes = bytes, .last_use = ++c->clock};
+	c->n++;
+	c->bytes += bytes;
+	return 0;
 }
 
 int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m,
@@ -124,24 +179,26 @@ int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping
 	if (!m->path)
 		return -EINVAL;
 	e = lookup(c->slots, c->cap, m->dev, m->ino);
-	if (e->obj) {
+	if (e->used)
+		e->last_use = ++c->clock;
+	if (e->used && e->refused)
+		return e->refused;
+	if (e->used) {
 		*ret = e->obj;
 		return 0;
 	}
-	/* a failure is not cached: the next process may be able to show us the file */
 	r = open_mapped(pid, m, &o);
-	if (r < 0)
+	if (r < 0) {
+		if (refusal_lasts(r) && put(c, m, NULL, r) == 0 && r != -ENOEXEC)
+			log_warning_limited((uint64_t)pid, "pid %d maps %s: %s, not reading it", (int)pid, m->path,
+					    pdi_objopen_strerror(r));
 		return r;
-	if ((c->n + 1) * 2 > c->cap) {
-		r = grow(c);
-		if (r < 0) {
-			pdi_elfobj_free(o);
-			return r;
-		}
-		e = lookup(c->slots, c->cap, m->dev, m->ino);
 	}
-	*e = (struct entry){.dev = m->dev, .ino = m->ino, .obj = o};
-	c->n++;
+	r = put(c, m, o, 0);
+	if (r < 0) {
+		pdi_elfobj_free(o);
+		return r;
+	}
 	*ret = o;
 	return 0;
 }

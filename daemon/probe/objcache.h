@@ -10,15 +10,30 @@
 
 struct pdi_objcache;
 
+/* Defaults of the limits: each object holds one or two fds (the file, its debug file). */
+#define PDI_OBJCACHE_MAX_OBJECTS 256
+#define PDI_OBJCACHE_MAX_BYTES (1ull << 30)
+
+struct pdi_objcache_stats {
+	size_t objects;    /* held now, refusals included */
+	uint64_t bytes;    /* their file sizes */
+	uint64_t evicted;  /* closed to stay within the limits, since start */
+};
+
 int pdi_objcache_new(struct pdi_objcache **ret);
+/* At most MAX_OBJECTS objects (at least 2) whose files add up to at most MAX_BYTES (a larger
+ * file is still read, alone). */
+void pdi_objcache_set_limits(struct pdi_objcache *c, size_t max_objects, uint64_t max_bytes);
+void pdi_objcache_stats(const struct pdi_objcache *c, struct pdi_objcache_stats *ret);
 /* Frees every object the cache handed out. NULL ok. */
 void pdi_objcache_free(struct pdi_objcache *c);
 
-/* Opens (once) the object behind mapping M of process PID, via "/proc/PID/root" + M->path (so
- * containers work), falling back to /proc/PID/map_files/START-END if that fails or reaches
- * another file than the one mapped (replaced on disk, or " (deleted)"). The object belongs to
- * the cache and lives until pdi_objcache_free(); its path may outlive PID's /proc entry only as
- * "/proc/self/fd/N" (see pdi_elfobj_fd()). -EINVAL if M maps no file. */
+/* Opens (once) the object behind mapping M of process PID, pinned to the very file mapped
+ * (objopen.h: never a FIFO, a device, a symlink or a replaced file). The object belongs to the
+ * cache and lives until the next call of pdi_objcache_get() or pdi_objcache_find_func() may
+ * evict it: use it, never keep it. Its path is "/proc/self/fd/N". A file that may
+ * not be read is refused once with a log line, and then every time without one. -EINVAL if M
+ * maps no file. */
 int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m,
 		     struct pdi_elfobj **ret);
 

@@ -91,7 +91,8 @@ int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, unsigned flags,
 		return kill(pid, 0) < 0 && errno == ESRCH ? -ESRCH : r;
 	}
 	snprintf(ret->object, sizeof(ret->object), "%s", m->path);
-	snprintf(ret->path, sizeof(ret->path), "/proc/%d/root%s", (int)pid, m->path);
+	/* the very file checked at open: the path in maps is the user's to change meanwhile */
+	snprintf(ret->path, sizeof(ret->path), "/proc/self/fd/%d", pdi_elfobj_fd(ret->obj));
 	/* Open MPI's handles are pointers to objects such as ompi_mpi_comm_world; the MPICH
 	 * family (MPICH, Intel MPI, MVAPICH) uses 32-bit integers */
 	ret->int_handles = pdi_elfobj_func_offset(ret->obj, "ompi_comm_rank", &off) < 0 &&
@@ -123,7 +124,8 @@ int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, unsigned flags,
 			ret->kinds[at] = pl.kind;
 			ret->first_kinds[at] = pl.first_kind;
 			ret->why[at] = pl.why;
-			ret->cookies[at] = PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, ret->int_handles);
+			ret->cookies[at] = PDI_COOKIE_WITH_COMM(PDI_COOKIE_MAKE(fn, f->req_arg, f->req_mode, ret->int_handles),
+								pdi_mpi_comm_arg(fn));
 		}
 		ret->n += k;
 	}

@@ -16,18 +16,21 @@
 
 /* Only real files are worth resolving: "[heap]", "[vdso]", "anon_inode:..." name no file we
  * could open. */
-static int parse_path(const char *s, char **ret)
+static int parse_path(const char *s, char **ret, bool *ret_deleted)
 {
 	size_t len;
 
 	*ret = NULL;
+	*ret_deleted = false;
 	s += strspn(s, " \t");
 	if (*s != '/')
 		return 0;
 	len = strcspn(s, "\n");
 	if (len > strlen(DELETED_SUFFIX) &&
-	    !strncmp(s + len - strlen(DELETED_SUFFIX), DELETED_SUFFIX, strlen(DELETED_SUFFIX)))
+	    !strncmp(s + len - strlen(DELETED_SUFFIX), DELETED_SUFFIX, strlen(DELETED_SUFFIX))) {
 		len -= strlen(DELETED_SUFFIX);
+		*ret_deleted = true;
+	}
 	*ret = strndup(s, len);
 	return *ret ? 0 : -ENOMEM;
 }
@@ -45,7 +48,7 @@ static int parse_line(const char *line, struct pdi_mapping *m)
 		return -EBADMSG;
 	m->dev = makedev(major, minor);
 	m->exec = strlen(perms) >= 3 && perms[2] == 'x';
-	return parse_path(line + pos, &m->path);
+	return parse_path(line + pos, &m->path, &m->deleted);
 }
 
 static int maps_push(struct pdi_maps *maps, size_t *cap, const struct pdi_mapping *m)

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 struct pdi_mapping {
@@ -13,8 +14,9 @@ struct pdi_mapping {
 	uint64_t dev;        /* makedev(major, minor), encoded like st_dev */
 	uint64_t ino;
 	bool exec;
+	bool deleted; /* the file was unlinked: PATH names another file, or none */
 	/* malloc'd; NULL for anonymous and "[heap]"-like mappings. A " (deleted)" suffix is
-	 * stripped: the file is still reachable through /proc/PID/map_files. */
+	 * stripped (and DELETED set): the file is still reachable through /proc/PID/map_files. */
 	char *path;
 };
 
@@ -27,5 +29,13 @@ struct pdi_maps {
 int pdi_maps_read(pid_t pid, struct pdi_maps *ret);
 /* Accepts a zeroed struct; leaves it zeroed. */
 void pdi_maps_free(struct pdi_maps *m);
+/* The file name of PATH (what follows its last '/'). */
+static inline const char *pdi_base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
 /* The mapping that contains ADDR, or NULL. */
 const struct pdi_mapping *pdi_maps_find(const struct pdi_maps *m, uint64_t addr);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* sites.c -- call-site resolution, cached per task (by address) and per step (by object).
+/* sites.c -- naming call sites, cached per task (by address) and per step (by object).
  *
- * The per-event cost is one hash lookup in the task's cache. A miss maps the address to
- * (object, address in the object) so that position-independent code loaded at different
- * addresses in different tasks still names one site; only a site new to the step is
- * symbolized (ELF symbols, DWARF lines). */
+ * A site is the application's call (the chain's caller, callchain.c) and, when the call went
+ * through a library such as ScaLAPACK, the library function it entered. The per-event cost is
+ * one hash lookup in the task's cache. A miss maps the addresses to (object, address in the
+ * object) so that position-independent code loaded at different addresses in different tasks
+ * still names one site; only a site new to the step is symbolized (ELF symbols, DWARF lines). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,33 +24,73 @@ static uint64_t mix64(uint64_t h, uint64_t v)
 	return h ^ (h >> 33);
 }
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
+/* An address of task T as (object, ELF address); see locate(). */
+struct code_addr {
+	uint64_t dev, ino;
+	char object[128]; /* the object's file name, "?" when none maps the address */
+	struct pdi_elfobj *obj;
+	uint64_t vaddr;
+	uint64_t ident; /* (dev, ino, vaddr) hashed: one value per code address in every task */
+};
 
-	return s ? s + 1 : p;
+/* "solver.f90:37", or "solver+0x1a2b" without DWARF; LOC from describing A. */
+static void place_name(const struct code_addr *a, const struct pdi_srcloc *loc, char *buf, size_t len)
+{
+	if (loc->file[0] && loc->line > 0)
+		snprintf(buf, len, "%s:%d", pdi_base_name(loc->file), loc->line);
+	else
+		snprintf(buf, len, "%s+0x%llx", a->object, (unsigned long long)a->vaddr);
 }
 
-static int new_site(struct pdi_step *s, uint64_t key, uint16_t fn, struct pdi_elfobj *obj,
-		    const char *objpath, uint64_t vaddr, uint32_t *ret)
+/* What a site costs, and one more entry of a u64map (key, value, the free slots around it). */
+#define MAP_ENTRY_BYTES 24
+static size_t site_bytes(const struct pdi_site *site)
 {
-	struct pdi_srcloc loc = {0};
+	return sizeof(*site) + strlen(site->name) + strlen(site->caller) + strlen(site->file) + 3 + MAP_ENTRY_BYTES;
+}
+
+/* Charge BYTES to task T's memory (max_task_memory, shared with its model): a user decides how
+ * many distinct return addresses its program has (generated code, or a JIT), and the daemon's
+ * memory must not follow. -ENOSPC when they do not fit. */
+static int charge(struct pdi_task *t, size_t bytes)
+{
+	if (t->model.bytes + bytes > t->model.cfg.max_bytes)
+		return -ENOSPC;
+	t->model.bytes += bytes;
+	return 0;
+}
+
+static int new_site(struct pdi_task *t, uint64_t key, uint16_t fn, const struct code_addr *at,
+		    const struct code_addr *via, uint32_t *ret)
+{
+	struct pdi_step *s = t->step;
+	struct pdi_srcloc loc = {0}, vloc = {0};
 	struct pdi_site *v, site = {.key = key, .fn = fn};
-	char name[512];
+	char name[512], place[300];
 	int r;
 
 	/* a return address follows the call: the call's own line is one byte earlier */
-	if (obj && vaddr > 0)
-		(void)pdi_elfobj_describe(obj, vaddr - 1, &loc);
-	if (loc.file[0] && loc.line > 0)
-		snprintf(name, sizeof(name), "%s@%s:%d", pdi_mpi_funcs[fn].name, base_name(loc.file), loc.line);
-	else
-		snprintf(name, sizeof(name), "%s@%s+0x%llx", pdi_mpi_funcs[fn].name,
-			 objpath ? base_name(objpath) : "?", (unsigned long long)vaddr);
+	if (at->obj && at->vaddr > 0)
+		(void)pdi_elfobj_describe(at->obj, at->vaddr - 1, &loc);
+	place_name(at, &loc, place, sizeof(place));
+	if (via) {
+		if (via->obj && via->vaddr > 0)
+			(void)pdi_elfobj_describe(via->obj, via->vaddr - 1, &vloc);
+		snprintf(name, sizeof(name), "%s in %s called from %s", pdi_mpi_funcs[fn].name,
+			 vloc.func[0] ? vloc.func : via->object, place);
+	} else {
+		snprintf(name, sizeof(name), "%s@%s", pdi_mpi_funcs[fn].name, place);
+	}
 	site.name = strdup(name);
 	site.caller = strdup(loc.func);
 	site.file = strdup(loc.file);
 	site.line = loc.line;
+	if (site.name && site.caller && site.file && charge(t, site_bytes(&site)) < 0) {
+		free(site.name);
+		free(site.caller);
+		free(site.file);
+		return -ENOSPC;
+	}
 	v = realloc(s->sites, sizeof(*v) * (s->nsites + 1));
 	if (v)
 		s->sites = v;
@@ -66,38 +107,59 @@ static int new_site(struct pdi_step *s, uint64_t key, uint16_t fn, struct pdi_el
 }
 
 /* Map ADDR of task T to (object, ELF address). Rereads the maps once if ADDR is not in
- * them: the program may have loaded a library since. */
-static int locate(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr,
-		  const struct pdi_mapping **ret_map, struct pdi_elfobj **ret_obj, uint64_t *ret_vaddr)
+ * them: the program may have loaded a library since. Anonymous or vanished code keeps its
+ * address as its identity. */
+static void locate(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr, struct code_addr *ret)
 {
 	const struct pdi_mapping *m = t->maps.n ? pdi_maps_find(&t->maps, addr) : NULL;
 	uint64_t off;
-	int r;
 
+	*ret = (struct code_addr){.vaddr = addr, .ident = mix64(0, addr), .object = "?"};
 	if (!m) {
 		pdi_maps_free(&t->maps);
-		r = pdi_maps_read(t->pid, &t->maps);
-		if (r < 0)
-			return r;
+		if (pdi_maps_read(t->pid, &t->maps) < 0)
+			return;
 		m = pdi_maps_find(&t->maps, addr);
-		if (!m || !m->path)
-			return -ENOENT;
 	}
-	*ret_map = m;
+	if (!m || !m->path)
+		return;
+	ret->dev = m->dev;
+	ret->ino = m->ino;
+	snprintf(ret->object, sizeof(ret->object), "%s", pdi_base_name(m->path));
 	off = addr - m->start + m->pgoff;
-	*ret_obj = NULL;
-	*ret_vaddr = off;
-	if (pdi_objcache_get(objs, t->pid, m, ret_obj) == 0)
-		(void)pdi_elfobj_offset_to_vaddr(*ret_obj, off, ret_vaddr);
+	ret->vaddr = off;
+	if (pdi_objcache_get(objs, t->pid, m, &ret->obj) == 0)
+		(void)pdi_elfobj_offset_to_vaddr(ret->obj, off, &ret->vaddr);
+	else
+		ret->obj = NULL;
+	ret->ident = mix64(mix64(mix64(0, m->dev), m->ino), ret->vaddr);
+}
+
+/* The key of T's cache of the sites of its chains. */
+static uint64_t chain_key(uint64_t caller, uint64_t via, unsigned fn)
+{
+	return mix64(mix64(mix64(0, caller), via), fn);
+}
+
+int pdi_site_cached(const struct pdi_task *t, const struct pdi_inflight *f, uint32_t *ret_site)
+{
+	unsigned fn = PDI_COOKIE_FN(f->cookie);
+	uint32_t i;
+
+	if (fn >= pdi_mpi_nfuncs || f->chain != PDI_CHAIN_DONE)
+		return -ENOENT;
+	i = pdi_u64map_get(&t->site_cache, chain_key(f->caller, f->via, fn));
+	if (i == PDI_U64MAP_NONE)
+		return -ENOENT;
+	*ret_site = i;
 	return 0;
 }
 
-int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr, uint16_t fn,
+int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_chain *ch, uint16_t fn,
 		    uint32_t *ret_site)
 {
-	uint64_t ckey = addr | (uint64_t)fn << 48, key, vaddr = addr;
-	const struct pdi_mapping *m = NULL;
-	struct pdi_elfobj *obj = NULL;
+	uint64_t ckey = chain_key(ch->caller, ch->via, fn), key;
+	struct code_addr at, via;
 	struct pdi_step *s = t->step;
 	uint32_t i = pdi_u64map_get(&t->site_cache, ckey);
 	int r;
@@ -106,20 +168,41 @@ int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr
 		*ret_site = i;
 		return 0;
 	}
-	r = locate(t, objs, addr, &m, &obj, &vaddr);
-	if (r < 0) /* anonymous or vanished code: still one site per address */
-		key = mix64(mix64(0, addr), fn);
-	else
-		key = mix64(mix64(mix64(m->dev, m->ino), vaddr), fn);
+	locate(t, objs, ch->caller, &at);
+	key = mix64(at.ident, fn);
+	if (ch->via) {
+		struct pdi_srcloc vloc;
+
+		/* the library function, not the place inside it: one library routine called from
+		 * one line is one state, whatever path it takes to MPI inside */
+		locate(t, objs, ch->via, &via);
+		if (via.obj && pdi_elfobj_describe(via.obj, via.vaddr - 1, &vloc) == 0 && vloc.func[0])
+			via.ident = mix64(mix64(mix64(0, via.dev), via.ino), via.vaddr - 1 - vloc.func_off);
+		key = mix64(key, via.ident);
+	}
 	i = pdi_u64map_get(&s->site_idx, key);
 	if (i == PDI_U64MAP_NONE) {
-		r = new_site(s, key, fn, obj, m ? m->path : NULL, vaddr, &i);
+		r = new_site(t, key, fn, &at, ch->via ? &via : NULL, &i);
 		if (r < 0)
 			return r;
+	} else if ((r = charge(t, MAP_ENTRY_BYTES)) < 0) {
+		return r; /* a known site at a new address: the task's cache is charged too */
 	}
 	r = pdi_u64map_put(&t->site_cache, ckey, i);
 	if (r < 0)
 		return r;
 	*ret_site = i;
 	return 0;
+}
+
+int pdi_site_of_inflight(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_inflight *f, pid_t tid,
+			 uint32_t *ret_site)
+{
+	struct pdi_chain ch = {.callsite = f->callsite, .caller = f->caller, .via = f->via, .end = f->chain};
+	unsigned fn = PDI_COOKIE_FN(f->cookie);
+
+	if (fn >= pdi_mpi_nfuncs)
+		return -EINVAL;
+	(void)pdi_chains_complete(t, tid, f->t_enter, &ch);
+	return pdi_site_lookup(t, objs, &ch, (uint16_t)fn, ret_site);
 }

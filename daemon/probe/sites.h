@@ -4,11 +4,33 @@
 
 #include <stdint.h>
 
+#include "callchain.h"
 #include "registry.h"
 
 struct pdi_objcache;
 
-/* The step-wide site index of the call of FN that returns to ADDR in task T. Resolves
- * symbols and source lines the first time a site is seen, and never again. */
-int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr, uint16_t fn,
+/* The step-wide site index of the call of FN whose chain in task T is CH: the application's
+ * call site CH->caller, and the library function CH->via returns into. Resolves symbols and
+ * source lines the first time a site is seen, and never again; a new site, and a new address in
+ * T's cache, are charged to T's max_task_memory (-ENOSPC past it). Names:
+ *   MPI_Barrier@solver.f90:37                           (DWARF)
+ *   MPI_Barrier@solver+0x1a2b                           (no DWARF: object and ELF address)
+ *   MPI_Send in pdgemr2d_ called from solver.f90:412    (through a library) */
+int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_chain *ch, uint16_t fn,
 		    uint32_t *ret_site);
+
+/* The chain of a call that returns straight to ADDR (nothing hopped over). */
+static inline struct pdi_chain pdi_chain_direct(uint64_t addr)
+{
+	return (struct pdi_chain){.callsite = addr, .caller = addr, .end = PDI_CHAIN_DONE};
+}
+
+/* The site of in-flight call F of task T if T has made a call from there before, without
+ * resolving or reading anything: 0, or -ENOENT (a site T never called from, or a chain the
+ * BPF side could not finish). What the hang judge asks once a second. */
+int pdi_site_cached(const struct pdi_task *t, const struct pdi_inflight *f, uint32_t *ret_site);
+
+/* The site of the call thread TID of task T is in (F, from pdi_tracer_inflight()), named like
+ * the same call once it has returned. -EINVAL if F's function is not one pdimon knows. */
+int pdi_site_of_inflight(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_inflight *f, pid_t tid,
+			 uint32_t *ret_site);

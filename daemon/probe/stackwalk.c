@@ -17,10 +17,12 @@
 #include <time.h>
 
 #include "elfobj.h"
+#include "ident.h"
 #include "stackwalk.h"
 
 struct walk {
-	pid_t tid;
+	pid_t pid, tid;
+	uint64_t start_ticks; /* the thread's start, read before it was seized */
 	uint64_t fixup, tramp_start, tramp_end;
 	uint64_t ips[PDI_STACK_WALK_MAX_FRAMES]; /* innermost first */
 	bool called[PDI_STACK_WALK_MAX_FRAMES];  /* ips[i] is a return address (after a call) */
@@ -145,6 +147,14 @@ static int unwind(struct walk *w)
 	return w->n ? 0 : -EIO;
 }
 
+/* TID is still the thread of PID it was: a thread of that process, started when it did. */
+static bool same_thread(const struct walk *w)
+{
+	uint64_t start;
+
+	return pdi_proc_stat(w->pid, w->tid, &start, NULL, NULL) == 0 && start == w->start_ticks;
+}
+
 static void *walk_thread(void *arg)
 {
 	struct walk *w = arg;
@@ -156,7 +166,9 @@ static void *walk_thread(void *arg)
 	}
 	w->r = interrupt_and_wait(w->tid, &sig);
 	if (w->r == 0) {
-		w->r = unwind(w);
+		/* stopped: if it is still the thread asked for, nothing can replace it now; if not,
+		 * it is let go unread */
+		w->r = same_thread(w) ? unwind(w) : -ESRCH;
 		if (ptrace(PTRACE_DETACH, w->tid, 0, (void *)(long)sig) < 0 && w->r == 0)
 			w->r = errno == ESRCH ? -ESRCH : 0;
 	}
@@ -241,7 +253,7 @@ static int symbolize(const struct walk *w, struct pdi_objcache *objs, struct pdi
 	return 0;
 }
 
-int pdi_stack_walk_range(pid_t tid, uint64_t uprobe_ret_fixup, uint64_t tramp_start,
+int pdi_stack_walk_range(pid_t pid, pid_t tid, uint64_t uprobe_ret_fixup, uint64_t tramp_start,
 			 uint64_t tramp_end, struct pdi_objcache *objs, struct pdi_maps *maps,
 			 char ***ret_frames, size_t *ret_n)
 {
@@ -251,9 +263,12 @@ int pdi_stack_walk_range(pid_t tid, uint64_t uprobe_ret_fixup, uint64_t tramp_st
 
 	if (!w)
 		return -ENOMEM;
-	*w = (struct walk){.tid = tid, .fixup = uprobe_ret_fixup, .tramp_start = tramp_start,
+	*w = (struct walk){.pid = pid, .tid = tid, .fixup = uprobe_ret_fixup, .tramp_start = tramp_start,
 			   .tramp_end = tramp_end};
-	r = -pthread_create(&th, NULL, walk_thread, w);
+	/* before any ptrace: TID must be a thread of PID (a tid another process reuses is not) */
+	r = pdi_proc_stat(pid, tid, &w->start_ticks, NULL, NULL);
+	if (r == 0)
+		r = -pthread_create(&th, NULL, walk_thread, w);
 	if (r == 0) {
 		(void)pthread_join(th, NULL);
 		r = w->r;
@@ -288,13 +303,13 @@ static int find_tramp(pid_t tid, uint64_t *ret_start, uint64_t *ret_end)
 	return 0;
 }
 
-int pdi_stack_walk(pid_t tid, uint64_t uprobe_ret_fixup, struct pdi_objcache *objs,
+int pdi_stack_walk(pid_t pid, pid_t tid, uint64_t uprobe_ret_fixup, struct pdi_objcache *objs,
 		   struct pdi_maps *maps, char ***ret_frames, size_t *ret_n)
 {
 	uint64_t start, end;
-	int r = find_tramp(tid, &start, &end);
+	int r = find_tramp(pid, &start, &end);
 
 	if (r < 0)
 		return r;
-	return pdi_stack_walk_range(tid, uprobe_ret_fixup, start, end, objs, maps, ret_frames, ret_n);
+	return pdi_stack_walk_range(pid, tid, uprobe_ret_fixup, start, end, objs, maps, ret_frames, ret_n);
 }

@@ -16,7 +16,9 @@
 /* Deeper stacks are cut here (recursion gone wrong) */
 #define PDI_STACK_WALK_MAX_FRAMES 256
 
-/* Walk the stack of thread TID (a process's main thread is its pid). Fills *RET_FRAMES with
+/* Walk the stack of thread TID of process PID (a process's main thread is its pid). TID must
+ * be a thread of PID before it is seized and still the same thread (its start time) once it
+ * is stopped, or it is let go unread (-ESRCH): a tid reused by another process is not walked. Fills *RET_FRAMES with
  * *RET_N strings, outermost frame first, each "FUNC@FILE:LINE", or "FUNC@OBJECT+0xADDR"
  * without DWARF (ADDR as in daemon/sites.c: the ELF address of the frame's instruction, or
  * of the return address for the frames that made a call), "?" for an unknown function or
@@ -39,12 +41,12 @@
  * Returns 0, or negative errno: -ESRCH if the thread is gone (or exits during the walk),
  * -EPERM if not permitted (or it is traced already, e.g. by a debugger), -ETIMEDOUT,
  * -EIO if not even one frame could be read, -ENOMEM. Outputs are untouched on failure. */
-int pdi_stack_walk(pid_t tid, uint64_t uprobe_ret_fixup, struct pdi_objcache *objs,
+int pdi_stack_walk(pid_t pid, pid_t tid, uint64_t uprobe_ret_fixup, struct pdi_objcache *objs,
 		   struct pdi_maps *maps, char ***ret_frames, size_t *ret_n);
 
 /* pdi_stack_walk() with the trampoline range given instead of read from /proc/TID/maps: what
  * tests use to exercise the substitution. [TRAMP_START, TRAMP_END) empty: no trampoline. */
-int pdi_stack_walk_range(pid_t tid, uint64_t uprobe_ret_fixup, uint64_t tramp_start,
+int pdi_stack_walk_range(pid_t pid, pid_t tid, uint64_t uprobe_ret_fixup, uint64_t tramp_start,
 			 uint64_t tramp_end, struct pdi_objcache *objs, struct pdi_maps *maps,
 			 char ***ret_frames, size_t *ret_n);
 

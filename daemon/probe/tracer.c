@@ -6,6 +6,7 @@
  * process that maps it pay the trap. Only MPI_Init is trapped for all processes, which
  * costs one trap per MPI process in its life. */
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
 #include <signal.h>
@@ -34,9 +35,11 @@ struct pdi_tracer {
 	struct mpitrace_bpf *skel;
 	struct ring_buffer *rb;
 	pdi_event_fn on_event;
+	pdi_frames_fn on_frames;
 	void *ctx;
 	struct bpf_link **init_links;
 	unsigned ninit_links;
+	struct bpf_link *exit_link; /* thread_exit: no inflight entry outlives its thread */
 	struct stat *trapped; /* the library inodes whose MPI_Init is trapped */
 	unsigned ntrapped;
 	bool multi;           /* attach with uprobe_multi links */
@@ -58,7 +61,14 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	struct pdi_tracer *t = ctx;
 	struct pdi_event e;
 
-	if (size < sizeof(e) || t->discarding)
+	if (t->discarding)
+		return 0;
+	if (size >= sizeof(struct pdi_frames) && *(const __u32 *)data == PDI_EV_FRAMES) {
+		if (t->on_frames)
+			t->on_frames(t->ctx, data); /* 4 KiB: handled in place, not copied */
+		return 0;
+	}
+	if (size < sizeof(e))
 		return 0;
 	memcpy(&e, data, sizeof(e));
 	return t->on_event(t->ctx, &e);
@@ -74,6 +84,7 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 		return -ENOMEM;
 	libbpf_set_print(libbpf_print);
 	t->on_event = on_event;
+	t->on_frames = opts->on_frames;
 	t->ctx = ctx;
 	t->target_flags = opts->target_flags;
 	t->skel = mpitrace_bpf__open();
@@ -82,6 +93,8 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 		goto fail;
 	}
 	r = bpf_map__set_max_entries(t->skel->maps.events, opts->ring_bytes);
+	if (r == 0 && opts->inflight_threads)
+		r = bpf_map__set_max_entries(t->skel->maps.inflight, opts->inflight_threads);
 	if (r < 0)
 		goto fail;
 	t->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
@@ -93,6 +106,11 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 	r = mpitrace_bpf__load(t->skel);
 	if (r < 0)
 		goto fail;
+	t->exit_link = bpf_program__attach(t->skel->progs.thread_exit);
+	if (!t->exit_link) {
+		r = -errno;
+		goto fail;
+	}
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), handle_sample, t, NULL);
 	if (!t->rb) {
 		r = -errno;
@@ -109,9 +127,8 @@ void pdi_tracer_free(struct pdi_tracer *t)
 {
 	if (!t)
 		return;
-	for (unsigned i = 0; i < t->ninit_links; i++)
-		bpf_link__destroy(t->init_links[i]);
-	free(t->init_links);
+	pdi_tracer_untrap(t);
+	bpf_link__destroy(t->exit_link);
 	free(t->trapped);
 	ring_buffer__free(t->rb);
 	mpitrace_bpf__destroy(t->skel);
@@ -183,7 +200,7 @@ static int attach_multi(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pi
 int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid,
 		      struct pdi_attachment *ret)
 {
-	struct pdi_attachment a = {.multi_fds = {-1, -1}};
+	struct pdi_attachment a = {.multi_fds = {-1, -1}, .object_fd = -1};
 	struct pdi_probe_targets *pt = malloc(sizeof(*pt));
 	int r;
 
@@ -192,6 +209,15 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 	r = pdi_probe_targets_find(objs, pid, t->target_flags, pt);
 	if (r < 0)
 		goto out;
+	/* the cache may close its object any time: the probes, and their later moves by the
+	 * budget, name the file by an fd of the attachment's own */
+	a.object_fd = fcntl(pdi_elfobj_fd(pt->obj), F_DUPFD_CLOEXEC, 3);
+	if (a.object_fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	snprintf(pt->path, sizeof(pt->path), "/proc/self/fd/%d", a.object_fd);
+	pt->obj = NULL;
 	if (t->multi) {
 		r = attach_multi(t, &a, pid, pt->path, pt->offsets, pt->cookies, pt->n);
 	} else {
@@ -199,7 +225,7 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 			r = attach_pair(t->skel, &a, pid, pt->path, pt->offsets[i], pt->cookies[i]);
 	}
 	if (r < 0) {
-		log_warning_errno(r, "Cannot probe MPI functions in %s for pid %d: %m", pt->path, (int)pid);
+		log_warning_errno(r, "Cannot probe MPI functions in %s for pid %d: %m", pt->object, (int)pid);
 		pdi_attachment_detach(&a);
 		goto out;
 	}
@@ -212,7 +238,6 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 	a.nprobes = pt->n;
 	a.int_handles = pt->int_handles;
 	a.dtypes = pt->dtypes;
-	a.obj = pt->obj;
 	snprintf(a.object, sizeof(a.object), "%s", pt->object);
 	a.targets = pt;
 	pt = NULL;
@@ -242,6 +267,10 @@ void pdi_attachment_detach(struct pdi_attachment *a)
 	a->fns = NULL;
 	free(a->targets);
 	a->targets = NULL;
+	if (a->object_fd >= 0) {
+		close(a->object_fd);
+		a->object_fd = -1;
+	}
 }
 
 /* ---- per-function probes for the overhead budget ---- */
@@ -486,6 +515,16 @@ int pdi_tracer_trap_init(struct pdi_tracer *t, struct pdi_objcache *objs, char *
 	return ntrapped;
 }
 
+void pdi_tracer_untrap(struct pdi_tracer *t)
+{
+	for (unsigned i = 0; i < t->ninit_links; i++)
+		bpf_link__destroy(t->init_links[i]);
+	free(t->init_links);
+	t->init_links = NULL;
+	t->ninit_links = 0;
+	t->ntrapped = 0;
+}
+
 int pdi_tracer_watch(struct pdi_tracer *t, pid_t pid)
 {
 	__u32 k = (__u32)pid, v = 1;
@@ -549,6 +588,37 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ou
 	return n;
 }
 
+int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret)
+{
+	__u64 key = (__u64)pid << 32 | (__u32)pid;
+	struct pdi_inflight f;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.inflight), &key, &f) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (f.active == 0)
+		return 0;
+	*ret = f;
+	return 1;
+}
+
+int pdi_tracer_exited_in(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret)
+{
+	__u32 k = (__u32)pid;
+
+	return bpf_map__lookup_elem(t->skel->maps.exited_in, &k, sizeof(k), ret, sizeof(*ret), 0) < 0 ? -ENOENT : 0;
+}
+
+int pdi_tracer_hop_maps(struct pdi_tracer *t, int *ret_hops_fd, int *ret_ranges_fd)
+{
+	int hops = bpf_map__fd(t->skel->maps.hops), ranges = bpf_map__fd(t->skel->maps.hop_ranges);
+
+	if (hops < 0 || ranges < 0)
+		return -EBADF;
+	*ret_hops_fd = hops;
+	*ret_ranges_fd = ranges;
+	return 0;
+}
+
 void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid)
 {
 	int fd = bpf_map__fd(t->skel->maps.inflight);
@@ -573,4 +643,5 @@ void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid)
 			break;
 	}
 	(void)bpf_map__delete_elem(t->skel->maps.lost, &k, sizeof(k), 0);
+	(void)bpf_map__delete_elem(t->skel->maps.exited_in, &k, sizeof(k), 0);
 }

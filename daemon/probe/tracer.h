@@ -15,10 +15,13 @@ struct pdi_elfobj;
 struct pdi_probe_targets;
 
 typedef int (*pdi_event_fn)(void *ctx, const struct pdi_event *e);
+typedef void (*pdi_frames_fn)(void *ctx, const struct pdi_frames *f);
 
 struct pdi_tracer_options {
 	uint32_t ring_bytes;   /* ring buffer size: a power of two, at least a page */
 	uint32_t wakeup_bytes; /* BPF wakes the daemon once this much is pending */
+	uint32_t inflight_threads; /* threads of the node inside (or once inside) MPI at once; 0: default */
+	pdi_frames_fn on_frames; /* PDI_EV_FRAMES records (callchain.c); NULL: dropped */
 	unsigned target_flags; /* enum pdi_targets_flags: PDI_TARGETS_AT_START turns placement off */
 };
 
@@ -43,7 +46,8 @@ struct pdi_attachment {
 	bool int_handles;          /* MPICH-style integer MPI handles */
 	struct pdi_dtypes dtypes;  /* sizes of the predefined datatypes, by handle */
 	char object[256];          /* where the MPI symbols come from */
-	struct pdi_elfobj *obj;
+	int object_fd;             /* the MPI object, an fd of its own (-1: none): targets->path names
+	                            * it for re-attaching, whatever the object cache closed since */
 	struct pdi_probe_targets *targets; /* what was probed where (offsets, cookies, placement) */
 	struct pdi_fn_probes *fns; /* per function (pdi_mpi_funcs) once the budget changed one; NULL: all full */
 	unsigned nmoved;           /* entry probes moved past a single-stepped first instruction */
@@ -88,6 +92,8 @@ int pdi_tracer_check(struct pdi_objcache *objs, pid_t pid);
  * of libraries trapped. */
 int pdi_tracer_trap_init(struct pdi_tracer *t, struct pdi_objcache *objs, char *const *globs,
 			 unsigned nglobs);
+/* Remove every MPI_Init trap: no process stops for pdimond any more (at shutdown, first). */
+void pdi_tracer_untrap(struct pdi_tracer *t);
 int pdi_tracer_watch(struct pdi_tracer *t, pid_t pid);
 void pdi_tracer_unwatch(struct pdi_tracer *t, pid_t pid);
 
@@ -103,6 +109,18 @@ uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid);
 /* Where the threads of PID are inside MPI now. Fills up to MAX, returns how many. */
 int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,
 			int max);
+
+/* Whether the main thread of PID is inside MPI now, into *RET: 1 (yes), 0 (no), or -errno.
+ * One map lookup: what the hang judge asks of every task once a second. */
+int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret);
+
+/* The call a thread of PID other than its main one was inside when it exited: where an ended
+ * task died when its main thread was not in MPI (pdi_tracer_inflight() reads the main thread,
+ * whose entry stays until pdi_tracer_forget()). -ENOENT if none. */
+int pdi_tracer_exited_in(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret);
+/* The BPF maps of the call-site hops (struct pdi_hop_key -> struct pdi_hop) and of the code
+ * ranges hopped over (tgid -> struct pdi_hop_ranges): callchain.c fills them. */
+int pdi_tracer_hop_maps(struct pdi_tracer *t, int *ret_hops_fd, int *ret_ranges_fd);
 
 /* Forget PID's BPF state once its task has ended. */
 void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid);

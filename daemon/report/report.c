@@ -18,11 +18,15 @@
 #include "log.h"
 #include "report.h"
 #include "slurm_nodes.h"
+#include "samples.h"
 #include "snapshot.h"
+#include "step_health.h"
 #include "store.h"
+#include "view_local.h"
 #include "worker.h"
 
 #define SAMPLES_BUSY_MS 5000 /* sample runs are worth waiting for a locked database, off the loop */
+#define PDI_SAMPLE_RUNS 3    /* earlier runs taken as AutomaDeD's sample runs */
 #define END_REGATHER_NS (200 * 1000000L) /* between two gathers of a step's end */
 
 struct report_job {
@@ -145,18 +149,41 @@ static int ask_slurm(struct report_job *j)
 	return r;
 }
 
-/* The analysis of V rendered into J's result. Sample runs come from the store for a view of
- * this node's step only: the store holds this node's parts of earlier steps. */
-static void analyse(struct report_job *j, const struct pdi_view *v)
+/* The sample runs of J's step, for a view of this node's part only (the store holds this
+ * node's parts of earlier steps; runs fetched from the site store travel with the snapshot),
+ * read on a connection of the job's own. */
+static void load_samples(struct report_job *j, struct pdi_samples *ret)
 {
 	struct pdi_store *store = NULL;
+
+	if (!j->snap->step->executable)
+		return;
+	if (j->database && pdi_store_attach(j->database, SAMPLES_BUSY_MS, &store) < 0)
+		store = NULL; /* the analysis goes on without the local store's runs, and says so */
+	if (store || j->snap->step->site_samples)
+		(void)pdi_samples_load(store, j->snap->step, PDI_SAMPLE_RUNS, ret);
+	pdi_store_close(store);
+}
+
+/* The analysis of V rendered into J's result. */
+static void analyse(struct report_job *j, const struct pdi_view *v)
+{
+	const struct pdi_model *const **runs = NULL;
+	struct pdi_analysis_samples rows = {0};
+	struct pdi_samples samples = {0};
 	struct pdi_analysis a;
 	int r;
 
-	if (v->local && j->database && pdi_store_attach(j->database, SAMPLES_BUSY_MS, &store) < 0)
-		store = NULL; /* the analysis goes on without sample runs, and says so */
-	r = pdi_analysis_build(store, v, &a);
-	pdi_store_close(store);
+	if (j->snap && v == &j->snap->view)
+		load_samples(j, &samples);
+	if (samples.nruns && (runs = calloc(samples.nruns, sizeof(*runs)))) {
+		for (unsigned k = 0; k < samples.nruns; k++)
+			runs[k] = samples.runs[k].row;
+		rows = (struct pdi_analysis_samples){.rows = runs, .nruns = samples.nruns};
+	}
+	r = pdi_analysis_build(v, &rows, &a);
+	free(runs);
+	pdi_samples_done(&samples);
 	if (r < 0)
 		return failf(&j->res, r, "cannot analyse step %s: %s", j->name, strerror(-r));
 	r = pdi_report_render(&a, j->what, j->format, &j->res);
@@ -194,10 +221,16 @@ static void job_run(struct pdi_job *pj)
 static void job_done(struct pdi_job *pj, bool cancelled)
 {
 	struct report_job *j = pdi_job_of(pj, struct report_job, job);
+	struct pdi_step *s = pdi_registry_find_step(&j->d->reg, j->name);
 
 	if (cancelled) {
 		pdi_report_result_done(&j->res);
 		failf(&j->res, -ECANCELED, "pdimond is stopping");
+	}
+	/* what pdimond judged while it ran: when it first looked hung, when it was cancelled */
+	if (j->what == PDI_REPORT && j->res.status == 0 && s && pdi_step_health_amend_report(s, &j->res.text) < 0) {
+		pdi_report_result_done(&j->res);
+		failf(&j->res, -ENOMEM, "out of memory");
 	}
 	j->done(j->d, j->ctx, &j->res);
 	job_free(j);

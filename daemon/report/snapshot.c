@@ -13,6 +13,7 @@
 #include "samples.h"
 #include "snapshot.h"
 #include "stackwalk.h"
+#include "view_local.h"
 
 /* ---- the skeleton of a step ---- */
 
@@ -99,8 +100,8 @@ static int copy_model(const struct pdi_model *m, struct pdi_model *ret)
 	return r;
 }
 
-/* V (pointing into the live step) as a view that owns its tasks and models, its sites and
- * `local` those of skeleton K. */
+/* V (pointing into the live step) as a view that owns its tasks and models, its sites those
+ * of skeleton K. */
 static int own_view(const struct pdi_view *v, struct pdi_step *k, struct pdi_view *ret)
 {
 	struct pdi_view c = *v;
@@ -114,7 +115,6 @@ static int own_view(const struct pdi_view *v, struct pdi_step *k, struct pdi_vie
 	c.sites = k->sites;
 	c.nsites = k->nsites;
 	c.own_sites = false;
-	c.local = k;
 	c.name = strdup(v->name);
 	c.tasks = calloc(v->ntasks + 1, sizeof(*c.tasks));
 	c.own_models = calloc(v->ntasks + 1, sizeof(*c.own_models));
@@ -184,7 +184,7 @@ static int walk_task(const struct pdi_view *v, struct pdi_view_task *t, struct p
 	char **frames;
 	int r;
 
-	r = pdi_stack_walk(w->tid, w->callsite, objs, &maps, &frames, &n);
+	r = pdi_stack_walk(t->pid, w->tid, w->callsite, objs, &maps, &frames, &n);
 	pdi_maps_free(&maps);
 	if (r < 0)
 		return r;

@@ -5,7 +5,7 @@
  * call, in which process) and never waits for a walk; the worker never reads the registry. */
 #pragma once
 
-#include "analysis.h"
+#include "view.h"
 
 struct pdi_daemon;
 struct pdi_step;
@@ -16,7 +16,7 @@ struct pdi_wire_writer;
 #define PDI_SNAPSHOT_MAX_WALKS 64
 
 struct pdi_snapshot {
-	struct pdi_view view;  /* owns its tasks and models; its sites and `local` are STEP's */
+	struct pdi_view view;  /* owns its tasks and models; its sites are STEP's */
 	struct pdi_step *step; /* a skeleton of the step: name, ids, executable, call sites and
 				  the tasks' ranks (no model, no process): what sample runs of the
 				  program are matched against (samples.h) */

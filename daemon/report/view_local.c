@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* view_local.c -- this daemon's view of one of its steps (analysis.h): its tasks and where each
- * one is now (or was when it ended). The live call stacks of the blocked ones are taken the way
- * STAT does, off the loop, on a copy of this view (snapshot.h). */
+/* view_local.c -- this daemon's view of one of its steps (view_local.h): its tasks and where
+ * each one is now (or was when it ended). The live call stacks of the blocked ones are taken
+ * the way STAT does, off the loop, on a copy of this view (snapshot.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "analysis.h"
 #include "daemon.h"
 #include "log.h"
 #include "mpi_funcs.h"
 #include "sites.h"
+#include "step_health.h"
 #include "tracer.h"
+#include "view_local.h"
 
-/* Where task T is now, or was when it ended. */
-static void locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *w)
+void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *w)
 {
 	struct pdi_step *s = t->step;
 	struct pdi_inflight f;
@@ -26,19 +27,20 @@ static void locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *w
 	*w = (struct pdi_where){.site = -1};
 	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
-		/* inside MPI for a moment is what MPI programs do; past the timeout it is a hang
-		 * suspect (PDI 4.1) */
+		/* inside MPI for a moment is what MPI programs do; past what the step's own history
+		 * makes plausible it is a hang suspect (hang/step_health.h) */
 		w->for_ns = now > f.t_enter ? now - f.t_enter : 0;
-		w->kind = w->for_ns >= (uint64_t)d->cfg.hang_timeout_ms * 1000000 ? PDI_WHERE_BLOCKED : PDI_WHERE_IN_MPI;
+		w->kind = w->for_ns >= pdi_hang_blocked_after_ns(d, s) ? PDI_WHERE_BLOCKED : PDI_WHERE_IN_MPI;
 		w->callsite = f.callsite;
 		w->tid = tid;
-		if (fn < pdi_mpi_nfuncs && pdi_site_lookup(t, d->objs, f.callsite, (uint16_t)fn, &site) == 0) {
+		if (pdi_site_of_inflight(t, d->objs, &f, tid, &site) == 0) {
 			snprintf(w->text, sizeof(w->text), "%s", s->sites[site].name);
 			w->site = site;
 		} else {
 			snprintf(w->text, sizeof(w->text), "%s", fn < pdi_mpi_nfuncs ? pdi_mpi_funcs[fn].name : "?");
 		}
 		w->npeers = pdi_task_peers(t, &f, w->peers, ELEMENTSOF(w->peers));
+		pdi_task_activity_read(t, tid, now, &w->act);
 	} else if (t->ended_in) {
 		w->kind = PDI_WHERE_BLOCKED;
 		w->site = t->ended_site;
@@ -55,14 +57,19 @@ static void locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *w
 		snprintf(w->text, sizeof(w->text), "after %s", s->sites[t->model.last_site].name);
 		if (t->state == PDI_TASK_RUNNING && now > t->model.last_exit)
 			w->for_ns = now - t->model.last_exit;
+		if (t->state == PDI_TASK_RUNNING)
+			pdi_task_activity_read(t, t->pid, now, &w->act);
 	}
 }
 
 int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret)
 {
 	struct pdi_view v = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid, .running = pdi_step_running(s),
-			     .started = s->started, .ended = s->ended, .ntasks = s->ntasks, .local = s, .nodes = 1,
+			     .started = s->started, .ended = s->ended, .ntasks = s->ntasks, .nodes = 1,
 			     .nodes_answered = 1, .expected_tasks = s->total_tasks};
+	struct timespec real, mono;
+	int64_t wall_offset;
+
 	v.name = strdup(s->name);
 	v.tasks = calloc(s->ntasks + 1, sizeof(*v.tasks));
 	if (!v.name || !v.tasks) {
@@ -70,14 +77,18 @@ int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *re
 		return -ENOMEM;
 	}
 	(void)pdi_tracer_drain(d->tracer);
+	/* the models' times are this node's CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+	clock_gettime(CLOCK_REALTIME, &real);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	wall_offset = ((int64_t)real.tv_sec - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
 	for (unsigned i = 0; i < s->ntasks; i++) {
 		struct pdi_task *t = s->tasks[i];
 		struct pdi_view_task *vt = &v.tasks[i];
 
 		*vt = (struct pdi_view_task){.rank = t->rank, .pid = t->pid, .running = t->state == PDI_TASK_RUNNING,
-					     .model = &t->model, .gap = t->gap};
+					     .model = &t->model, .gap = t->gap, .wall_offset_ns = wall_offset};
 		vt->lost = vt->running ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
-		locate(d, t, &vt->where);
+		pdi_task_locate(d, t, &vt->where);
 		if (vt->where.site >= 0)
 			vt->progress = pdi_model_visits(&t->model, pdi_state_comm((uint32_t)vt->where.site));
 	}

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "ident.h"
 #include "step_end.h"
 #include "log.h"
 #include "model_io.h"
@@ -46,6 +47,12 @@ int pdi_persist_open(struct pdi_daemon *d)
 		r = pdi_store_attach(d->cfg.database, LANE_BUSY_MS, &d->store_writer);
 	if (r < 0)
 		return log_error_errno(r, "Cannot open a second connection to %s for writing: %m", d->cfg.database);
+	/* a hard cap beside retention: what users' jobs write (sites, models) cannot fill the disk
+	 * (a connection's own setting: the one that writes) */
+	r = pdi_store_limit(d->store_writer, (uint64_t)d->cfg.database_max_mib << 20);
+	if (r < 0)
+		log_warning_errno(r, "Cannot limit the database to %u MiB, ignoring: %s", d->cfg.database_max_mib,
+				  pdi_store_errmsg(d->store_writer));
 	return 0;
 }
 
@@ -92,6 +99,9 @@ struct record {
 	uint32_t nsites;
 	struct pdi_store_task *tasks;  /* models owned */
 	unsigned ntasks;
+	uint32_t *final_ids;           /* the tasks written ended: once committed, never again */
+	unsigned nfinal;
+	uint32_t sites_upto;           /* sites [0, sites_upto) are in the store once committed */
 	char *report;                  /* the report's JSON, NULL if none (yet) */
 	struct pdi_store_site_total *totals; /* an ended step's: what trends fit */
 	uint32_t ntotals;
@@ -111,6 +121,7 @@ static void record_free(struct record *rec)
 	for (unsigned i = 0; rec->tasks && i < rec->ntasks; i++)
 		free((void *)rec->tasks[i].model);
 	free(rec->tasks);
+	free(rec->final_ids);
 	free(rec->report);
 	free(rec->totals);
 	free(rec);
@@ -167,6 +178,14 @@ static void record_done(struct pdi_job *j, bool cancelled)
 			  cancelled ? "pdimond is stopping" : rec->why, rec->done ? ", trying again later" : "");
 	if (s && s->store_pending)
 		s->store_pending--;
+	/* what this record wrote is stored only once it committed */
+	if (s && rec->status == 0) {
+		for (unsigned i = 0; i < s->ntasks; i++)
+			for (unsigned k = 0; k < rec->nfinal; k++)
+				s->tasks[i]->stored_final |= s->tasks[i]->id == rec->final_ids[k];
+		if (rec->sites_upto > s->nsites_stored && rec->sites_upto <= s->nsites)
+			s->nsites_stored = rec->sites_upto;
+	}
 	if (rec->done)
 		rec->done(rec->d, rec->st.name, rec->end_gen, rec->status);
 	record_free(rec);
@@ -185,23 +204,30 @@ static int copy_task(struct pdi_daemon *d, const struct pdi_task *t, struct pdi_
 
 	if (r < 0)
 		return r;
-	*st = (struct pdi_store_task){.rank = t->rank, .pid = t->pid, .model = blob, .model_len = len};
+	*st = (struct pdi_store_task){.rank = t->rank, .pid = t->pid, .start_ticks = t->start_ticks, .model = blob,
+				      .model_len = len};
 	snprintf(st->state, sizeof(st->state), "%s", task_state_name(t));
 	st->events_lost = t->state == PDI_TASK_RUNNING ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
 	snprintf(st->ended_in, sizeof(st->ended_in), "%s", t->ended_in ? t->ended_in : "");
+	snprintf(st->boot_id, sizeof(st->boot_id), "%s", pdi_boot_id());
 	return 0;
 }
 
+/* The sites new since the last committed write: a site never changes once named, and a step
+ * may have hundreds of thousands, which every checkpoint would rewrite. */
 static int copy_sites(const struct pdi_step *s, struct record *rec)
 {
-	rec->sites = calloc(s->nsites + 1, sizeof(*rec->sites));
+	uint32_t from = s->nsites_stored <= s->nsites ? s->nsites_stored : 0;
+
+	rec->sites = calloc(s->nsites - from + 1, sizeof(*rec->sites));
 	if (!rec->sites)
 		return -ENOMEM;
-	for (; rec->nsites < s->nsites; rec->nsites++) {
-		const struct pdi_site *x = &s->sites[rec->nsites];
+	rec->sites_upto = s->nsites;
+	for (; rec->nsites < s->nsites - from; rec->nsites++) {
+		const struct pdi_site *x = &s->sites[from + rec->nsites];
 		struct pdi_store_site *y = &rec->sites[rec->nsites];
 
-		*y = (struct pdi_store_site){.index = rec->nsites, .fn = x->fn, .line = x->line, .key = x->key,
+		*y = (struct pdi_store_site){.index = from + rec->nsites, .fn = x->fn, .line = x->line, .key = x->key,
 					     .name = strdup(x->name ? x->name : ""), .caller = strdup(x->caller ? x->caller : ""),
 					     .file = strdup(x->file ? x->file : "")};
 		if (!y->name || !y->caller || !y->file) {
@@ -254,19 +280,30 @@ static int copy_step(struct pdi_daemon *d, const struct pdi_step *s, struct reco
 	for (unsigned i = 0; i < d->reg.nwatches; i++)
 		nwatched += d->reg.watches[i].step == s;
 	rec->tasks = calloc(s->ntasks + nwatched + 1, sizeof(*rec->tasks));
-	if (!rec->tasks)
+	rec->final_ids = calloc(s->ntasks + 1, sizeof(*rec->final_ids));
+	if (!rec->tasks || !rec->final_ids)
 		return -ENOMEM;
-	for (; rec->ntasks < s->ntasks; rec->ntasks++)
-		if ((r = copy_task(d, s->tasks[rec->ntasks], &rec->tasks[rec->ntasks])) < 0)
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		const struct pdi_task *t = s->tasks[i];
+
+		/* an ended task written once has nothing new */
+		if (t->stored_final)
+			continue;
+		if ((r = copy_task(d, t, &rec->tasks[rec->ntasks])) < 0)
 			return r;
+		rec->ntasks++;
+		if (t->state == PDI_TASK_ENDED)
+			rec->final_ids[rec->nfinal++] = t->id;
+	}
 	for (unsigned i = 0; i < d->reg.nwatches; i++) {
 		const struct pdi_watch *w = &d->reg.watches[i];
 		struct pdi_store_task *st = &rec->tasks[rec->ntasks];
 
 		if (w->step != s)
 			continue;
-		*st = (struct pdi_store_task){.rank = w->rank, .pid = w->root};
+		*st = (struct pdi_store_task){.rank = w->rank, .pid = w->root, .start_ticks = w->ident.start_ticks};
 		snprintf(st->state, sizeof(st->state), "watched");
+		snprintf(st->boot_id, sizeof(st->boot_id), "%s", pdi_boot_id());
 		rec->ntasks++;
 	}
 	if (s->report_json && !(rec->report = strdup(s->report_json)))
@@ -403,14 +440,30 @@ static int add_ended_task(struct pdi_daemon *d, struct pdi_step *s, const struct
 	pdi_model_done(&t->model);
 	t->model = *model;
 	t->lost = x->events_lost;
+	t->start_ticks = x->start_ticks;
 	if (x->ended_in[0])
 		t->ended_in = strdup(x->ended_in);
 	return 0;
 }
 
-static bool alive(pid_t pid)
+/* The stored task's process, pinned, if it still runs: the same boot, pid and start time. A
+ * pid alone may be anyone's by now. */
+static int pin_stored(const struct pdi_store_task *x, struct pdi_ident *ret)
 {
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+	struct pdi_ident id;
+	int r;
+
+	if (!pdi_ident_matches(x->pid, x->start_ticks, x->boot_id))
+		return -ESRCH;
+	r = pdi_ident_pin(x->pid, &id);
+	if (r < 0)
+		return r;
+	if (id.start_ticks != x->start_ticks) {
+		pdi_ident_release(&id);
+		return -ESRCH;
+	}
+	*ret = id;
+	return 0;
 }
 
 static int load_task(void *ctx, const struct pdi_store_task *x)
@@ -418,18 +471,21 @@ static int load_task(void *ctx, const struct pdi_store_task *x)
 	struct load *l = ctx;
 	struct pdi_daemon *d = l->d;
 	struct pdi_model model;
+	struct pdi_ident id;
 	struct pdi_task *t;
 	int r;
 
 	if (!strcmp(x->state, "watched")) {
-		if (!l->resume || !alive(x->pid))
+		if (!l->resume || pin_stored(x, &id) < 0)
 			return 0;
 		/* it may have reached MPI_Init while we were away */
 		if (pdi_tracer_check(d->objs, x->pid) == 0) {
-			(void)pdi_task_begin(d, l->s, x->pid, x->rank, &t);
+			(void)pdi_task_begin(d, l->s, &id, x->rank, &t);
+			pdi_ident_release(&id);
 			return 0;
 		}
-		r = pdi_registry_add_watch(&d->reg, l->s, x->pid, x->rank);
+		r = pdi_registry_add_watch(&d->reg, l->s, &id, x->rank);
+		pdi_ident_release(&id);
 		return r < 0 ? r : pdi_tracer_watch(d->tracer, x->pid);
 	}
 	r = x->model_len ? pdi_model_decode(x->model, x->model_len, &d->cfg.model, &model) : -ENODATA;
@@ -442,8 +498,13 @@ static int load_task(void *ctx, const struct pdi_store_task *x)
 				  l->s->name, x->rank);
 		return 0;
 	}
-	if (l->resume && !strcmp(x->state, "running") && alive(x->pid) &&
-	    pdi_task_begin(d, l->s, x->pid, x->rank, &t) == 0) {
+	if (l->resume && !strcmp(x->state, "running") && pin_stored(x, &id) == 0) {
+		r = pdi_task_begin(d, l->s, &id, x->rank, &t);
+		pdi_ident_release(&id);
+	} else {
+		r = -ESRCH;
+	}
+	if (r == 0) {
 		pdi_model_done(&t->model);
 		t->model = model;
 		/* the calls made while we were down are lost: no transition across the gap */
@@ -498,6 +559,7 @@ static int load_step(struct pdi_daemon *d, const struct pdi_store_step *st, bool
 	}
 	if (!l.s->ended && !pdi_step_running(l.s))
 		l.s->ended = time(NULL); /* everything ended while we were away */
+	l.s->nsites_stored = l.s->nsites;
 	*ret = l.s;
 	return 0;
 }

@@ -87,6 +87,9 @@ static const char *const migrations[] = {
 	"  bytes INTEGER NOT NULL,"
 	"  time_ns INTEGER NOT NULL,"
 	"  PRIMARY KEY (step, idx)) WITHOUT ROWID;",
+	/* 3: who a task's process is, so that a restart never takes a reused pid for it */
+	"ALTER TABLE tasks ADD COLUMN start_ticks INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE tasks ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -134,11 +137,12 @@ static const char *const queries[Q_COUNT] = {
 		       " caller = excluded.caller, file = excluded.file, line = excluded.line,"
 		       " site_key = excluded.site_key",
 	[Q_SITES] = "SELECT idx, fn, name, caller, file, line, site_key FROM sites WHERE step = ?1 ORDER BY idx",
-	[Q_TASK_PUT] = "INSERT INTO tasks (step, rank, pid, state, events_lost, ended_in, model)"
-		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+	[Q_TASK_PUT] = "INSERT INTO tasks (step, rank, pid, state, events_lost, ended_in, model, start_ticks, boot_id)"
+		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
 		       " ON CONFLICT (step, rank, pid) DO UPDATE SET state = excluded.state,"
-		       " events_lost = excluded.events_lost, ended_in = excluded.ended_in, model = excluded.model",
-	[Q_TASKS] = "SELECT rank, pid, state, events_lost, ended_in, model FROM tasks WHERE step = ?1"
+		       " events_lost = excluded.events_lost, ended_in = excluded.ended_in, model = excluded.model,"
+		       " start_ticks = excluded.start_ticks, boot_id = excluded.boot_id",
+	[Q_TASKS] = "SELECT rank, pid, state, events_lost, ended_in, model, start_ticks, boot_id FROM tasks WHERE step = ?1"
 		    " ORDER BY rank, pid",
 	[Q_TASKS_UNWATCH] = "DELETE FROM tasks WHERE step = ?1 AND state = 'watched'",
 	[Q_REPORT_PUT] = "INSERT INTO reports (step, json) VALUES (?1, ?2)"
@@ -909,12 +913,13 @@ int pdi_store_list_sites(struct pdi_store *s, const char *step, int (*cb)(void *
 static int put_task(struct pdi_store *s, const char *step, const struct pdi_store_task *t)
 {
 	struct binder b = {.rc = SQLITE_OK};
-	size_t state, ended_in;
+	size_t state, ended_in, boot_id;
 	int64_t id;
 	int r;
 
 	if (field_len(t->state, sizeof(t->state), &state) < 0 ||
-	    field_len(t->ended_in, sizeof(t->ended_in), &ended_in) < 0 || (t->model_len && !t->model))
+	    field_len(t->ended_in, sizeof(t->ended_in), &ended_in) < 0 ||
+	    field_len(t->boot_id, sizeof(t->boot_id), &boot_id) < 0 || (t->model_len && !t->model))
 		return -EINVAL;
 	if ((r = find_step(s, step, &id)) < 0 || (r = prep(s, Q_TASK_PUT, &b.st)) < 0)
 		return r;
@@ -925,6 +930,8 @@ static int put_task(struct pdi_store *s, const char *step, const struct pdi_stor
 	b_int(&b, (int64_t)t->events_lost);
 	b_text(&b, t->ended_in, ended_in);
 	b_blob(&b, t->model, t->model_len);
+	b_int(&b, (int64_t)t->start_ticks);
+	b_text(&b, t->boot_id, boot_id);
 	return run(s, Q_TASK_PUT, b.st, &b);
 }
 
@@ -963,6 +970,8 @@ static void read_task(sqlite3_stmt *q, struct pdi_store_task *t)
 	col_field(q, 4, t->ended_in, sizeof(t->ended_in));
 	t->model = sqlite3_column_blob(q, 5);
 	t->model_len = t->model ? (size_t)sqlite3_column_bytes(q, 5) : 0;
+	t->start_ticks = (uint64_t)sqlite3_column_int64(q, 6);
+	col_field(q, 7, t->boot_id, sizeof(t->boot_id));
 }
 
 struct task_list {

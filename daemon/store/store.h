@@ -74,6 +74,8 @@ struct pdi_store_task {
 	const void *model;
 	size_t model_len;
 	char ended_in[64];
+	uint64_t start_ticks; /* the process's start time, with BOOT_ID: who PID was (0: unknown) */
+	char boot_id[40];
 };
 
 /* Upserts. Strings are stored byte for byte (any bytes but NUL). Sites, tasks and reports

@@ -43,21 +43,51 @@ static void seconds(double ns, char *buf, size_t len)
 		snprintf(buf, len, "%.1f s", ns / 1e9);
 }
 
-/* The phase windows of the report, as [start_s, end_s] per phase: NULL when it has none. */
-static json_t *phase_windows(const json_t *doc)
+/* Phase P's wall-clock window in seconds after the step began, and its kind ("setup",
+ * "steady", "teardown"; NULL when the document does not say): the diagnosis's "phases" when the
+ * document has them, else the older per-rank windows of "rank_phases". false when P has none. */
+static bool phase_window(const json_t *doc, size_t p, double *ret_start, double *ret_end, const char **ret_kind)
 {
-	return pdi_jarr(pdi_jobj(doc, "rank_phases"), "windows");
+	const json_t *ph = json_array_get(pdi_jarr(doc, "phases"), p), *w;
+
+	if (json_is_number(json_object_get(ph, "start_s")) && json_is_number(json_object_get(ph, "end_s"))) {
+		*ret_start = json_number_value(json_object_get(ph, "start_s"));
+		*ret_end = json_number_value(json_object_get(ph, "end_s"));
+		*ret_kind = pdi_jstr(ph, "kind");
+		return true;
+	}
+	w = json_array_get(pdi_jarr(pdi_jobj(doc, "rank_phases"), "windows"), p);
+	if (json_array_size(w) != 2 || !json_is_number(json_array_get(w, 0)) || !json_is_number(json_array_get(w, 1)))
+		return false;
+	*ret_start = json_number_value(json_array_get(w, 0));
+	*ret_end = json_number_value(json_array_get(w, 1));
+	*ret_kind = pdi_jstr(ph, "kind");
+	return true;
+}
+
+/* How many phases have a window. */
+static size_t phases_timed(const json_t *doc)
+{
+	size_t n = json_array_size(pdi_jarr(doc, "phases")), k;
+	double a, b;
+	const char *kind;
+
+	if (!n)
+		n = json_array_size(pdi_jarr(pdi_jobj(doc, "rank_phases"), "windows"));
+	for (k = 0; k < n && phase_window(doc, k, &a, &b, &kind); k++)
+		;
+	return k;
 }
 
 /* ", 16.1 s – 16.9 s after start" for phase P, or "" */
 static void window_text(const json_t *doc, json_int_t p, char *buf, size_t len)
 {
-	json_t *w = json_array_get(phase_windows(doc), (size_t)p);
+	const char *kind;
+	double a, b;
 
 	buf[0] = '\0';
-	if (json_array_size(w) == 2 && json_is_number(json_array_get(w, 0)) && json_is_number(json_array_get(w, 1)))
-		snprintf(buf, len, ", %.1f s – %.1f s after start", json_number_value(json_array_get(w, 0)),
-			 json_number_value(json_array_get(w, 1)));
+	if (p >= 0 && phase_window(doc, (size_t)p, &a, &b, &kind))
+		snprintf(buf, len, ", %.1f s – %.1f s after start", a, b);
 }
 
 static const char *confidence_words(double c)
@@ -192,6 +222,22 @@ static void section_begin(struct pdi_json *o, const char *id, const char *title)
 	pdi_json_printf(o, "</h2>\n");
 }
 
+/* What pdimond judged while the step ran (the report's "health"): when it first looked hung,
+ * and when pdimond cancelled it. */
+static void health_facts(struct pdi_json *o, const json_t *health)
+{
+	char at[64];
+
+	if (pdi_jint(health, "first_judged_hung", 0)) {
+		when(pdi_jint(health, "first_judged_hung", 0), at, sizeof(at));
+		pdi_html_textf(o, " · first judged hung %s", at);
+	}
+	if (pdi_jint(health, "cancelled", 0)) {
+		when(pdi_jint(health, "cancelled", 0), at, sizeof(at));
+		pdi_html_textf(o, " · cancelled by pdimon %s", at);
+	}
+}
+
 static void facts(struct pdi_html_page *p, const json_t *doc)
 {
 	struct pdi_json *o = &p->facts;
@@ -212,6 +258,7 @@ static void facts(struct pdi_html_page *p, const json_t *doc)
 	if (pdi_jint(nodes, "count", 0) > 1)
 		pdi_html_textf(o, " on %" JSON_INTEGER_FORMAT " nodes (%" JSON_INTEGER_FORMAT " answered)",
 			       pdi_jint(nodes, "count", 0), pdi_jint(nodes, "answered", 0));
+	health_facts(o, pdi_jobj(doc, "health"));
 }
 
 /* The analysis's own limits: what it could not conclude, and why. */
@@ -247,11 +294,11 @@ static json_int_t faulty_phase(const json_t *doc)
 static void timeline(struct pdi_html_page *p, const json_t *doc)
 {
 	const json_t *am = pdi_jobj(doc, "automaded");
-	json_t *scores = pdi_jarr(am, "phase_scores"), *windows = phase_windows(doc), *phases = json_array();
+	json_t *scores = pdi_jarr(am, "phase_scores"), *phases = json_array();
 	json_int_t faulty = faulty_phase(doc), first = pdi_jint(am, "first_phase", 0), end = pdi_jint(am, "end_phase", 0);
-	size_t n = json_array_size(scores) ? json_array_size(scores) : json_array_size(windows);
+	size_t ntimed = phases_timed(doc), n = json_array_size(scores) ? json_array_size(scores) : ntimed;
 	struct pdi_json *o = &p->body;
-	bool timed = json_array_size(windows) >= n;
+	bool timed = ntimed >= n, hang = !strcmp(pdi_jstr(pdi_jobj(doc, "verdict"), "kind") ?: "", "hang");
 
 	section_begin(o, "timeline", "Timeline: phases and their deviation");
 	if (!n) {
@@ -269,11 +316,16 @@ static void timeline(struct pdi_html_page *p, const json_t *doc)
 			   "<thead><tr><th>phase</th><th>window (s after start)</th><th>deviation score</th><th></th></tr>"
 			   "</thead><tbody>\n");
 	for (size_t k = 0; k < n; k++) {
-		json_t *w = json_array_get(windows, k), *s = json_array_get(scores, k);
+		json_t *s = json_array_get(scores, k);
 		bool compared = (json_int_t)k >= first && (json_int_t)k < end;
-		double start = timed ? json_number_value(json_array_get(w, 0)) : (double)k;
-		double stop = timed ? json_number_value(json_array_get(w, 1)) : (double)k + 1;
+		double start = (double)k, stop = (double)k + 1;
+		const char *kind = NULL;
 		bool is_faulty = (json_int_t)k == faulty;
+
+		if (timed)
+			(void)phase_window(doc, k, &start, &stop, &kind);
+		if (!kind)
+			kind = (json_int_t)k < first ? "setup" : (json_int_t)k >= end ? "teardown" : "steady";
 
 		pdi_json_printf(o, "<tr%s data-phase=\"%zu\"><td>%zu</td><td>", is_faulty ? " class=\"faulty\"" : "", k, k);
 		if (timed)
@@ -282,8 +334,10 @@ static void timeline(struct pdi_html_page *p, const json_t *doc)
 		if (json_is_number(s) && compared)
 			pdi_json_printf(o, "%.3g", json_number_value(s));
 		else
-			pdi_json_printf(o, "%s", (json_int_t)k < first ? "set-up, not compared" : "not compared");
-		pdi_json_printf(o, "</td><td>%s</td></tr>\n", is_faulty ? "← faulty phase" : "");
+			pdi_json_printf(o, "%s", !strcmp(kind, "setup")      ? "set-up, not compared"
+						  : !strcmp(kind, "teardown") ? "tear-down, not compared"
+									      : "not compared");
+		pdi_json_printf(o, "</td><td>%s</td></tr>\n", !is_faulty ? "" : hang ? "← where it hung" : "← faulty phase");
 		if (json_array_append_new(phases, json_pack("{sisfsfsosbsb}", "index", (json_int_t)k, "start", start, "end",
 							    stop, "score",
 							    json_is_number(s) && compared ? json_real(json_number_value(s))
@@ -292,7 +346,8 @@ static void timeline(struct pdi_html_page *p, const json_t *doc)
 			p->failed = true;
 	}
 	pdi_json_printf(o, "</tbody></table></section>\n");
-	pdi_html_data_set(p, "timeline", json_pack("{sosIsbss}", "phases", phases, "faulty", faulty, "timed", timed,
+	pdi_html_data_set(p, "timeline", json_pack("{sosIsbsbss}", "phases", phases, "faulty", faulty, "timed", timed,
+						     "hang", hang,
 						     "effect", pdi_jstr(am, "effect") ? pdi_jstr(am, "effect") : "none"));
 }
 
@@ -387,8 +442,9 @@ static void hang(struct pdi_html_page *p, const json_t *doc)
 		char s[32];
 
 		seconds(longest, s, sizeof(s));
-		pdi_json_printf(o, "<p>Judged hung once tasks sat in one MPI call past the hang timeout; the "
-				   "longest-blocked task had been waiting %s when this report was made.</p>\n", s);
+		pdi_json_printf(o, "<p>Judged hung once no task had made progress for longer than the step's own "
+				   "history makes plausible; the longest-blocked task had been waiting %s when this "
+				   "report was made.</p>\n", s);
 	} else {
 		pdi_json_printf(o, "<p>The step ended with these tasks blocked in MPI.</p>\n");
 	}

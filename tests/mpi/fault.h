@@ -2,7 +2,7 @@
 /* fault.h -- fault injection for the MPI test programs, driven by the environment, for the
  * fault-injection campaign (tests/faults/campaign.py). Without PDIMON_FAULT it does nothing.
  *
- *   PDIMON_FAULT        hang | stall | cpu | mem | drop | extra
+ *   PDIMON_FAULT        hang | stall | cpu | mem | drop | extra | deadlock
  *   PDIMON_FAULT_RANK   the rank that misbehaves
  *   PDIMON_FAULT_ITER   the iteration (round) in which it starts
  *   PDIMON_FAULT_WHERE  compute (default) | mpi: hang, stall, cpu and mem fire in the
@@ -29,6 +29,9 @@
  *   drop   the rank skips one send (FAULT_DROP); its peer waits for it forever
  *   extra  the rank sends one more message than the program expects (FAULT_EXTRA), with the
  *          tag of the real ones: the receiver's later receives take the wrong messages
+ *   deadlock  the rank and the next one (rank + 1 mod size) each post a blocking MPI_Recv
+ *          from the other at the same call site (FAULT_MPI): a real deadlock of two ranks;
+ *          "peer" in the truth is the other one
  *
  * The FAULT_* macros expand on the line of the MPI call they stand beside, so that a call
  * they make has that call site's file:line. */
@@ -46,13 +49,14 @@
 
 #define FAULT_TAG 32123 /* no program sends with it */
 
-enum fault_kind { FAULT_NONE, FAULT_HANG, FAULT_STALL, FAULT_CPU, FAULT_MEM, FAULT_DROP, FAULT_EXTRA };
+enum fault_kind { FAULT_NONE, FAULT_HANG, FAULT_STALL, FAULT_CPU, FAULT_MEM, FAULT_DROP, FAULT_EXTRA, FAULT_DEADLOCK };
 
 static struct {
 	enum fault_kind kind;
 	const char *name;
 	int mpi;   /* fires at an MPI call site, not in computation */
 	int rank;  /* the faulty rank, -1 for none */
+	int partner; /* a deadlock's other rank */
 	long iter;
 	long us;
 	const char *site; /* NULL: any */
@@ -73,7 +77,8 @@ static inline uint64_t fault_now_ns(void)
 /* Reads the environment; call after MPI_Comm_rank. */
 static void fault_init(int rank)
 {
-	static const char *const names[] = {"", "hang", "stall", "cpu", "mem", "drop", "extra"};
+	static const char *const names[] = {"", "hang", "stall", "cpu", "mem", "drop", "extra", "deadlock"};
+	int size = 1;
 	const char *k = getenv("PDIMON_FAULT"), *w = getenv("PDIMON_FAULT_WHERE");
 
 	fault.me = rank;
@@ -89,6 +94,8 @@ static void fault_init(int rank)
 	fault.name = names[fault.kind];
 	fault.mpi = w && !strcmp(w, "mpi");
 	fault.rank = getenv("PDIMON_FAULT_RANK") ? atoi(getenv("PDIMON_FAULT_RANK")) : 0;
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	fault.partner = (fault.rank + 1) % size;
 	fault.iter = getenv("PDIMON_FAULT_ITER") ? atol(getenv("PDIMON_FAULT_ITER")) : 0;
 	fault.us = getenv("PDIMON_FAULT_US") ? atol(getenv("PDIMON_FAULT_US")) : 2000000;
 	fault.truth = getenv("PDIMON_FAULT_TRUTH");
@@ -101,7 +108,8 @@ static inline int fault_due(enum fault_kind kind, int at_mpi, long iter, const c
 {
 	int at_any = kind == FAULT_DROP || kind == FAULT_EXTRA;
 
-	if (fault.fired || fault.kind != kind || fault.me != fault.rank || iter < fault.iter ||
+	if (fault.fired || fault.kind != kind ||
+	    (fault.me != fault.rank && !(kind == FAULT_DEADLOCK && fault.me == fault.partner)) || iter < fault.iter ||
 	    (!at_any && fault.mpi != at_mpi) || (fault.site && strcmp(fault.site, site)))
 		return 0;
 	fault.fired = 1;
@@ -179,11 +187,12 @@ static inline int fault_local(long iter, int at_mpi, const char *site, const cha
 {
 	enum fault_kind k = fault.kind;
 
-	if (k != FAULT_HANG && k != FAULT_STALL && k != FAULT_CPU && k != FAULT_MEM)
+	if (k != FAULT_HANG && k != FAULT_STALL && k != FAULT_CPU && k != FAULT_MEM && !(k == FAULT_DEADLOCK && at_mpi))
 		return 0;
 	if (!fault_due(k, at_mpi, iter, site))
 		return 0;
-	fault_truth(iter, site, next, -1);
+	if (fault.me == fault.rank)
+		fault_truth(iter, site, next, k == FAULT_DEADLOCK ? fault.partner : -1);
 	if (k == FAULT_CPU)
 		fault_interfere(fault_cpu_thread);
 	else if (k == FAULT_MEM)
@@ -206,6 +215,9 @@ static inline int fault_local(long iter, int at_mpi, const char *site, const cha
 		if (fault_k_ == FAULT_HANG) {                                                       \
 			int fault_x_;                                                               \
 			MPI_Recv(&fault_x_, 1, MPI_INT, MPI_ANY_SOURCE, FAULT_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE); \
+		} else if (fault_k_ == FAULT_DEADLOCK) {                                            \
+			int fault_x_, fault_other_ = fault.me == fault.rank ? fault.partner : fault.rank; \
+			MPI_Recv(&fault_x_, 1, MPI_INT, fault_other_, FAULT_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE); \
 		} else if (fault_k_ == FAULT_STALL) {                                               \
 			uint64_t fault_end_ = fault_now_ns() + (uint64_t)fault.us * 1000;           \
 			int fault_flag_;                                                            \

@@ -129,8 +129,8 @@ static void walk(pid_t pid, uint64_t fixup, uint64_t ts, uint64_t te, bool use_r
 		 struct pdi_objcache *objs, struct pdi_maps *maps, const char *what, char ***f,
 		 size_t *n)
 {
-	int r = use_range ? pdi_stack_walk_range(pid, fixup, ts, te, objs, maps, f, n)
-			  : pdi_stack_walk(pid, fixup, objs, maps, f, n);
+	int r = use_range ? pdi_stack_walk_range(pid, pid, fixup, ts, te, objs, maps, f, n)
+			  : pdi_stack_walk(pid, pid, fixup, objs, maps, f, n);
 
 	CHECK(r == 0, "%s: walk failed: %s", what, strerror(-r));
 	if (r < 0) {
@@ -261,7 +261,10 @@ int main(void)
 	}
 
 	/* gone */
-	CHECK(pdi_stack_walk(pid, 0, objs, &maps, &f, &n) == -ESRCH, "a reaped task should give -ESRCH");
+	CHECK(pdi_stack_walk(pid, pid, 0, objs, &maps, &f, &n) == -ESRCH, "a reaped task should give -ESRCH");
+	/* a thread of another process is never seized in this one's name */
+	CHECK(pdi_stack_walk(getppid(), getpid(), 0, objs, &maps, &f, &n) == -ESRCH,
+	      "a tid outside the process should give -ESRCH");
 
 	pdi_maps_free(&maps);
 	pdi_objcache_free(objs);

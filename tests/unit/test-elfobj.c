@@ -8,13 +8,16 @@
 #include <gnu/libc-version.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "elfobj.h"
+#include "objopen.h"
 #include "objcache.h"
 #include "procmaps.h"
 
@@ -198,7 +201,7 @@ Test(elfobj, not_elf)
 	close(fd);
 	cr_assert_eq(pdi_elfobj_open(fn, &o), -ENOEXEC);
 	unlink(fn);
-	cr_assert_eq(pdi_elfobj_open("/tmp", &o), -ENOEXEC);
+	cr_assert_eq(pdi_elfobj_open("/tmp", &o), PDI_EOBJ_NOT_REGULAR);
 	cr_assert_null(o);
 	pdi_elfobj_free(NULL);
 }
@@ -262,7 +265,7 @@ Test(elfobj, objcache_map_files_fallback)
 	m.path = "/nonexistent/test-elfobj";
 	cr_assert_eq(pdi_objcache_new(&c), 0);
 	cr_assert_eq(pdi_objcache_get(c, getpid(), &m, &o), 0);
-	cr_assert(strstr(pdi_elfobj_path(o), "/map_files/"), "path %s", pdi_elfobj_path(o));
+	cr_assert(strstr(pdi_elfobj_path(o), "/proc/self/fd/"), "path %s", pdi_elfobj_path(o));
 	cr_assert_eq(pdi_elfobj_func_offset(o, "call_site", &off), 0);
 	cr_assert_eq(m.start + off - m.pgoff, (uintptr_t)call_site);
 	pdi_objcache_free(c);
@@ -306,10 +309,98 @@ Test(elfobj, deleted_file)
 	cr_assert_str_eq(m->path, fn);
 	cr_assert_not(m->exec);
 	cr_assert_eq(pdi_objcache_new(&c), 0);
+	cr_assert(m->deleted);
 	cr_assert_eq(pdi_objcache_get(c, getpid(), m, &o), 0);
-	cr_assert(strstr(pdi_elfobj_path(o), "/map_files/"), "path %s", pdi_elfobj_path(o));
+	cr_assert(strstr(pdi_elfobj_path(o), "/proc/self/fd/"), "path %s", pdi_elfobj_path(o));
 	cr_assert_eq(pdi_elfobj_func_offset(o, "call_site", &off), 0);
 	pdi_objcache_free(c);
 	pdi_maps_free(&maps);
 	munmap(p, 4096);
+}
+
+/* What a user can put where a mapped file was: nothing of it is opened for reading. */
+Test(elfobj, untrusted_paths_refused)
+{
+	char dir[] = "/tmp/test-objopen.XXXXXX", fifo[64], link[64];
+	struct pdi_mapping m;
+	struct pdi_maps maps;
+	int fd;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(symlink("/proc/self/exe", link), 0);
+	/* a FIFO: refused at once, where open() would wait for a writer */
+	cr_assert_eq(pdi_objopen_path(fifo, 0, &fd), PDI_EOBJ_NOT_REGULAR);
+	cr_assert_eq(pdi_objopen_path("/dev/null", 0, &fd), PDI_EOBJ_NOT_REGULAR);
+	/* a mapping that map_files no longer shows falls back to its path, never through a symlink,
+	 * and only to the inode mapped */
+	read_self_maps(&maps);
+	m = *pdi_maps_find(&maps, (uintptr_t)call_site);
+	m.start = 0x1000;
+	m.end = 0x2000;
+	m.path = link;
+	cr_assert_eq(pdi_objopen_mapped(getpid(), &m, &fd), PDI_EOBJ_REPLACED);
+	m.path = fifo;
+	cr_assert_eq(pdi_objopen_mapped(getpid(), &m, &fd), PDI_EOBJ_NOT_REGULAR);
+	m.path = "/bin/sh";
+	cr_assert_eq(pdi_objopen_mapped(getpid(), &m, &fd), PDI_EOBJ_REPLACED);
+	/* nor a deleted file's path, whatever now stands there */
+	m.path = fifo;
+	m.deleted = true;
+	cr_assert_eq(pdi_objopen_mapped(getpid(), &m, &fd), -ESRCH);
+	pdi_maps_free(&maps);
+	unlink(fifo);
+	unlink(link);
+	rmdir(dir);
+}
+
+static int open_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 4096; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+/* The cache holds at most its count of objects (and so of fds), the least recently used
+ * closed first, and within its bytes. */
+Test(elfobj, objcache_lru)
+{
+	struct pdi_objcache_stats st;
+	const struct pdi_mapping *libc, *self;
+	struct pdi_elfobj *o1, *o2;
+	struct pdi_objcache *c;
+	struct pdi_maps maps;
+	int fds = open_fds();
+
+	read_self_maps(&maps);
+	cr_assert_eq(pdi_objcache_new(&c), 0);
+	pdi_objcache_set_limits(c, 2, UINT64_MAX);
+	self = pdi_maps_find(&maps, (uintptr_t)call_site);
+	libc = pdi_maps_find(&maps, (uintptr_t)gnu_get_libc_version);
+	cr_assert_eq(pdi_objcache_get(c, getpid(), self, &o1), 0);
+	cr_assert_eq(pdi_objcache_get(c, getpid(), libc, &o2), 0);
+	/* every library mapped: never more than two held */
+	for (size_t i = 0; i < maps.n; i++) {
+		if (maps.v[i].exec && maps.v[i].path && maps.v[i].ino != self->ino)
+			(void)pdi_objcache_get(c, getpid(), &maps.v[i], &o2);
+		cr_assert_leq(open_fds(), fds + 2 * 2);
+	}
+	pdi_objcache_stats(c, &st);
+	cr_assert_eq(st.objects, 2);
+	cr_assert_gt(st.evicted, 0);
+	/* the executable was evicted meanwhile: opened again, the same file */
+	cr_assert_eq(pdi_objcache_get(c, getpid(), self, &o1), 0);
+	cr_assert_eq(pdi_elfobj_func_vaddr(o1, "call_site", &(uint64_t){0}), 0);
+	/* by bytes: one object at a time, however large */
+	pdi_objcache_set_limits(c, 100, 1);
+	cr_assert_eq(pdi_objcache_get(c, getpid(), libc, &o2), 0);
+	pdi_objcache_stats(c, &st);
+	cr_assert_eq(st.objects, 1);
+	pdi_objcache_free(c);
+	pdi_maps_free(&maps);
+	cr_assert_eq(open_fds(), fds);
 }

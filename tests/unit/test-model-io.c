@@ -176,10 +176,10 @@ static void assert_same_model(const struct pdi_model *a, const struct pdi_model 
 	cr_assert_eq(a->calls, b->calls);
 	cr_assert_eq(a->saw_pcontrol, b->saw_pcontrol);
 	cr_assert_eq(a->ncollectives, b->ncollectives);
-	cr_assert_eq(!a->coll_sites, !b->coll_sites, "period sample %p and %p", (void *)a->coll_sites,
-		     (void *)b->coll_sites);
-	if (a->coll_sites)
-		cr_assert(memcmp(a->coll_sites, b->coll_sites, sizeof(uint32_t) * PDI_MODEL_PERIOD_SAMPLE) == 0);
+	cr_assert_eq(!a->coll_fns, !b->coll_fns, "period sample %p and %p", (void *)a->coll_fns,
+		     (void *)b->coll_fns);
+	if (a->coll_fns)
+		cr_assert(memcmp(a->coll_fns, b->coll_fns, sizeof(uint32_t) * PDI_MODEL_PERIOD_SAMPLE) == 0);
 	cr_assert_eq(a->auto_next_cut, b->auto_next_cut);
 	cr_assert_eq(a->auto_len, b->auto_len);
 	cr_assert_eq(a->nreqs, b->nreqs);
@@ -341,10 +341,10 @@ Test(model_io, period_sample_in_flight)
 	periodic(&s, 60);
 	pdi_model_init(&m, &cfg);
 	feed(&m, &s, 0, 100); /* 5 + ~57 collectives: the sample is half full */
-	cr_assert_not_null(m.coll_sites);
+	cr_assert_not_null(m.coll_fns);
 	cr_assert_lt(m.ncollectives, PDI_MODEL_PERIOD_SAMPLE);
 	round_trip(&m, &d);
-	cr_assert_not_null(d.coll_sites);
+	cr_assert_not_null(d.coll_fns);
 	pdi_model_done(&d);
 	pdi_model_done(&m);
 	resume_everywhere(&cfg, &s, 3);
@@ -680,6 +680,7 @@ Test(model_io, newer_format_is_not_supported)
 /* ---- hand-made blobs, field by field as model_io.c documents them ---- */
 
 struct forge {
+	uint32_t version; /* the format written: 1, or 2 (f_v2) */
 	uint8_t b[4096];
 	size_t n;
 };
@@ -708,6 +709,7 @@ static void f_str(struct forge *f, const char *s)
 /* Header, a function table of FN, the scalars (ncollectives NCOLL), an empty sample. */
 static void f_start(struct forge *f, const char *fn, uint64_t ncoll)
 {
+	f->version = 1;
 	f->n = 24;
 	f_le(f, 1, 2);
 	f_str(f, fn);
@@ -719,10 +721,18 @@ static void f_start(struct forge *f, const char *fn, uint64_t ncoll)
 	f_le(f, 1, 1); /* started */
 }
 
+/* After f_start(): the scalars format 3 adds (clock offset, merged phases). */
+static void f_v3(struct forge *f)
+{
+	f->version = 3;
+	f_le(f, 0, 8);
+	f_le(f, 0, 8);
+}
+
 static int f_decode(struct forge *f, struct pdi_model *m)
 {
 	memcpy(f->b, "PDIM", 4);
-	put_le(f->b + 8, 1, 4);
+	put_le(f->b + 8, f->version, 4);
 	put_le(f->b + 12, 0, 4);
 	reseal(f->b, f->n);
 	return pdi_model_decode(f->b, f->n, NULL, m);
@@ -880,20 +890,29 @@ Test(model_io, forged_function_table)
 	cr_assert_eq(f_decode(&f, &m), -EBADMSG);
 }
 
-static int forge_sample(uint64_t ncoll, uint32_t nsample)
+static int forge_sample(uint64_t ncoll, uint32_t nsample, uint32_t version)
 {
 	struct forge f;
 	struct pdi_model m;
 	int r;
 
 	f_start(&f, "MPI_Barrier", ncoll);
+	if (version == 3)
+		f_v3(&f);
+	else
+		f.version = version;
 	f_le(&f, nsample, 4);
 	for (uint32_t i = 0; i < nsample && i < 200; i++)
-		f_le(&f, i, 4);
+		f_le(&f, version == 3 ? 0 : i, version == 3 ? 2 : 4); /* format 3: the function's index */
 	f_zero(&f, 4 * 4);
+	if (version >= 2)
+		f_zero(&f, 4 + 8); /* nothing unobserved */
 	r = f_decode(&f, &m);
 	if (r == 0) {
-		cr_assert_eq(!!m.coll_sites, !!nsample);
+		/* formats 1 and 2 sampled sites, useless for a period of functions: dropped */
+		cr_assert_eq(!!m.coll_fns, version == 3 && nsample);
+		if (version == 3 && nsample)
+			cr_assert_eq(m.coll_fns[nsample - 1], fn_id("MPI_Barrier"));
 		check_decoded(&m); /* goes on sampling where the blob stopped */
 		pdi_model_done(&m);
 	}
@@ -902,12 +921,14 @@ static int forge_sample(uint64_t ncoll, uint32_t nsample)
 
 Test(model_io, forged_period_sample)
 {
-	cr_assert_eq(forge_sample(0, 0), 0);
-	cr_assert_eq(forge_sample(10, 10), 0);
-	cr_assert_eq(forge_sample(95, 95), 0);
-	cr_assert_eq(forge_sample(500, 0), 0);
-	cr_assert_eq(forge_sample(10, 11), -EBADMSG);
-	cr_assert_eq(forge_sample(10, 9), -EBADMSG);
-	cr_assert_eq(forge_sample(200, 200), -EBADMSG, "more than the model samples");
-	cr_assert_eq(forge_sample(96, 96), -EBADMSG);
+	for (uint32_t v = 1; v <= 3; v++) {
+		cr_assert_eq(forge_sample(0, 0, v), 0);
+		cr_assert_eq(forge_sample(10, 10, v), 0);
+		cr_assert_eq(forge_sample(95, 95, v), 0);
+		cr_assert_eq(forge_sample(500, 0, v), 0);
+		cr_assert_eq(forge_sample(10, 11, v), -EBADMSG);
+		cr_assert_eq(forge_sample(10, 9, v), -EBADMSG);
+		cr_assert_eq(forge_sample(200, 200, v), -EBADMSG, "more than the model samples");
+		cr_assert_eq(forge_sample(96, 96, v), -EBADMSG);
+	}
 }

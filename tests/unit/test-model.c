@@ -642,6 +642,9 @@ Test(model, automatic_phases_follow_the_period)
 
 Test(model, period_rounds_the_phase_length_up)
 {
+	/* the period is one of functions, which every task calls alike, not of call sites */
+	const uint16_t loop[5] = {fn_id("MPI_Allreduce"), fn_id("MPI_Bcast"), fn_id("MPI_Allreduce"),
+				  fn_id("MPI_Barrier"), fn_id("MPI_Bcast")};
 	const uint16_t allreduce = fn_id("MPI_Allreduce");
 	struct pdi_model_config cfg = pdi_model_config_default;
 	struct task k;
@@ -649,26 +652,35 @@ Test(model, period_rounds_the_phase_length_up)
 	/* period 5, default minimum 32: 35 collectives per phase */
 	task_init(&k, &cfg);
 	for (unsigned i = 0; i < 96; i++)
-		call(&k, 20 + i % 5, allreduce, 10, 10);
+		call(&k, 20 + i % 5, loop[i % 5], 10, 10);
 	cr_assert_eq(k.m.auto_len, 35);
 	cr_assert_eq(k.m.nphases, 1);
-	call(&k, 20 + 96 % 5, allreduce, 10, 10);
+	call(&k, 20 + 96 % 5, loop[96 % 5], 10, 10);
 	cr_assert_eq(k.m.nphases, 2);
+	cr_assert_eq(k.m.phases[1].first_collective, 96);
 	pdi_model_done(&k.m);
 
 	/* no minimum: one period per phase */
 	cfg.auto_phase_min_collectives = 0;
 	task_init(&k, &cfg);
 	for (unsigned i = 0; i < 96; i++)
-		call(&k, 20 + i % 5, allreduce, 10, 10);
+		call(&k, 20 + i % 5, loop[i % 5], 10, 10);
 	cr_assert_eq(k.m.auto_len, 5);
+	pdi_model_done(&k.m);
+
+	/* sites that differ but functions that repeat (a rank that calls the same collective from
+	 * elsewhere): the period is the functions' */
+	task_init(&k, &cfg);
+	for (unsigned i = 0; i < 96; i++)
+		call(&k, 1000 + i, allreduce, 10, 10);
+	cr_assert_eq(k.m.auto_len, 1);
 	pdi_model_done(&k.m);
 
 	/* no period within 32: every collective counts as one */
 	cfg.auto_phase_min_collectives = 7;
 	task_init(&k, &cfg);
 	for (unsigned i = 0; i < 96; i++)
-		call(&k, 1000 + i, allreduce, 10, 10);
+		call(&k, 1000 + i, loop[(i * i + i / 7) % 5], 10, 10);
 	cr_assert_eq(k.m.auto_len, 7);
 	pdi_model_done(&k.m);
 }
@@ -1017,4 +1029,121 @@ Test(model, remap_of_empty_model)
 	cr_assert_eq(m.nphases, 0);
 	check_model(&m);
 	pdi_model_done(&m);
+}
+
+/* ---- phases that line up across tasks (issue 9, deliverable 6) ---- */
+
+/* One iteration of a program shaped like a real code: a world Allreduce, then CALLS calls on
+ * sites that depend on ITER (the work moves around a 60-site cycle), and a collective of a
+ * process grid's row (PDI_CALL_SUBCOMM), which this task may or may not make. */
+static void grid_iteration(struct task *k, unsigned iter, unsigned calls, bool in_row)
+{
+	const uint16_t allreduce = fn_id("MPI_Allreduce"), send = fn_id("MPI_Send"), bcast = fn_id("MPI_Bcast");
+
+	call(k, 1, allreduce, 100, 10);
+	for (unsigned i = 0; i < calls; i++)
+		call(k, 100 + (iter * 7 + i) % 60, send, 50, 5);
+	if (in_row) {
+		struct pdi_call c = {.site = 2, .fn = bcast, .t_enter = k->t + 10, .t_exit = k->t + 20,
+				     .peer = PDI_NO_PEER, .flags = PDI_CALL_SUBCOMM};
+
+		cr_assert_eq(pdi_model_add_call(&k->m, &c), 0);
+		k->t = c.t_exit;
+	}
+}
+
+Test(model, subcommunicator_collectives_do_not_cut)
+{
+	struct task a, b;
+
+	/* A makes row collectives, B does not: their phases still start at the same world
+	 * collectives, and A's row collectives are not counted */
+	task_init(&a, NULL);
+	task_init(&b, NULL);
+	for (unsigned it = 0; it < 400; it++) {
+		grid_iteration(&a, it, 3, true);
+		grid_iteration(&b, it, 3, false);
+	}
+	cr_assert_eq(a.m.ncollectives, 400);
+	cr_assert_eq(a.m.nphases, b.m.nphases);
+	cr_assert_gt(a.m.nphases, 5);
+	for (uint32_t i = 0; i < a.m.nphases; i++)
+		cr_assert_eq(a.m.phases[i].first_collective, b.m.phases[i].first_collective, "phase %u", i);
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}
+
+Test(model, memory_bound_merges_phases_instead_of_dropping)
+{
+	struct pdi_model_config cfg = pdi_model_config_default, big = pdi_model_config_default;
+	struct task a, b;
+
+	/* A's budget holds a few phases of this program, B's all of them */
+	cfg.max_bytes = 400 * 1024;
+	big.max_bytes = 64 << 20;
+	task_init(&a, &cfg);
+	task_init(&b, &big);
+	for (unsigned it = 0; it < 3000; it++) {
+		grid_iteration(&a, it, 6, it % 2);
+		grid_iteration(&b, it, 6, it % 2);
+	}
+	cr_log_info("%u phases of %u collectives in %zu bytes, %llu merged", a.m.nphases, a.m.auto_len, a.m.bytes,
+		    (unsigned long long)a.m.merged_phases);
+	cr_assert_gt(a.m.merged_phases, 0);
+	cr_assert_leq(a.m.bytes, cfg.max_bytes);
+	cr_assert_eq(a.m.dropped_states + a.m.dropped_edges + a.m.folded_phase_cuts, 0, "states %llu edges %llu",
+		     (unsigned long long)a.m.dropped_states, (unsigned long long)a.m.dropped_edges);
+	cr_assert_gt(a.m.auto_len, b.m.auto_len);
+	/* phases stay on the grid of their length: B merged to A's length is A, phase by phase */
+	cr_assert_eq(pdi_model_coarsen(&b.m, a.m.auto_len), 0);
+	cr_assert_eq(a.m.nphases, b.m.nphases);
+	for (uint32_t i = 0; i < a.m.nphases; i++) {
+		cr_assert_eq(a.m.phases[i].first_collective, b.m.phases[i].first_collective, "phase %u", i);
+		cr_assert_eq(a.m.phases[i].nstates, b.m.phases[i].nstates, "phase %u", i);
+		cr_assert_eq(a.m.phases[i].t_start, b.m.phases[i].t_start, "phase %u", i);
+		if (i > 0)
+			cr_assert_eq(a.m.phases[i].first_collective, 96 + (uint64_t)(i - 1) * a.m.auto_len);
+	}
+	/* a gathered view lines its models up the same way */
+	{
+		struct pdi_model two[2] = {a.m, b.m};
+
+		cr_assert_eq(pdi_models_line_up(two, 2), 0);
+	}
+	/* and both take the next calls alike */
+	for (unsigned it = 3000; it < 3200; it++) {
+		grid_iteration(&a, it, 6, false);
+		grid_iteration(&b, it, 6, false);
+	}
+	cr_assert_eq(a.m.nphases, b.m.nphases);
+	cr_assert_eq(a.m.phases[a.m.nphases - 1].first_collective, b.m.phases[b.m.nphases - 1].first_collective);
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}
+
+Test(model, coarsen_refuses_what_it_cannot_line_up)
+{
+	struct task k;
+
+	task_init(&k, NULL);
+	cr_assert_eq(pdi_model_coarsen(&k.m, 64), -EINVAL, "no automatic phases yet");
+	for (unsigned it = 0; it < 300; it++)
+		grid_iteration(&k, it, 1, false);
+	cr_assert_eq(k.m.auto_len, 32);
+	cr_assert_eq(pdi_model_coarsen(&k.m, 48), -EINVAL, "not a power of two times 32");
+	cr_assert_eq(pdi_model_coarsen(&k.m, 32), 0);
+	cr_assert_eq(pdi_model_coarsen(&k.m, 128), 0);
+	cr_assert_eq(k.m.auto_len, 128);
+	pdi_model_done(&k.m);
+}
+
+Test(model, phases_carry_the_wall_clock)
+{
+	struct task k;
+
+	task_init(&k, NULL);
+	k.m.clock_offset_ns = 1700000000000000000ll;
+	call(&k, 1, fn_id("MPI_Barrier"), 10, 10);
+	cr_assert_eq(pdi_phase_wall_ns(&k.m, k.m.phases[0].t_start), 1700000000000000000ll + 1000000010);
+	pdi_model_done(&k.m);
 }

@@ -86,7 +86,7 @@ static void make_step(struct step *s)
 	}
 	s->view = (struct pdi_view){.name = (char *)"7.0", .job_id = 7, .sites = s->sites, .nsites = 4, .tasks = s->tasks,
 				    .ntasks = 3, .nodes = 1, .nodes_answered = 1, .running = true};
-	cr_assert_eq(pdi_analysis_build(NULL, &s->view, &s->a), 0);
+	cr_assert_eq(pdi_analysis_build(&s->view, NULL, &s->a), 0);
 }
 
 static void step_done(struct step *s)

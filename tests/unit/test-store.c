@@ -231,7 +231,8 @@ static void put_everything(struct pdi_store *s, const void *model, size_t model_
 	struct pdi_store_task t0 = {.rank = 0, .pid = 1234, .state = "running", .events_lost = 7,
 				    .model = model, .model_len = model_len};
 	struct pdi_store_task t1 = {.rank = 1, .pid = 1235, .state = "ended", .events_lost = UINT64_MAX,
-				    .ended_in = "MPI_Allreduce"};
+				    .ended_in = "MPI_Allreduce", .start_ticks = 123456789,
+				    .boot_id = "0b2a4c1e-9f3d-4e6a-8b7c-1d2e3f405162"};
 
 	cr_assert_eq(pdi_store_put_step(s, &st), 0);
 	cr_assert_eq(pdi_store_put_sites(s, "4242.3", sites, 3), 0);
@@ -271,6 +272,10 @@ static void check_everything(struct pdi_store *s, const void *model, size_t mode
 	cr_assert_str_eq(tl.v[0].ended_in, "");
 	cr_assert_eq(tl.v[1].events_lost, UINT64_MAX);
 	cr_assert_str_eq(tl.v[1].ended_in, "MPI_Allreduce");
+	/* who the process was: a restart revives it only if the same one still runs */
+	cr_assert_eq(tl.v[1].start_ticks, 123456789);
+	cr_assert_str_eq(tl.v[1].boot_id, "0b2a4c1e-9f3d-4e6a-8b7c-1d2e3f405162");
+	cr_assert_eq(tl.v[0].start_ticks, 0);
 	cr_assert_null(tl.v[1].model, "no model");
 	cr_assert_eq(tl.v[1].model_len, 0);
 	tasks_free(&tl);
@@ -321,7 +326,7 @@ Test(store, create_put_get_list_reopen)
 	/* what open made */
 	cr_assert_eq(stat(path, &sb), 0);
 	cr_assert_eq(sb.st_mode & 0777, 0600, "mode %o", sb.st_mode & 0777);
-	cr_assert_eq(sql("PRAGMA user_version"), 2);
+	cr_assert_eq(sql("PRAGMA user_version"), 3);
 	cr_assert_eq(sql("PRAGMA application_id"), 0x5044494d);
 	cr_assert_eq(sql("PRAGMA auto_vacuum"), 2, "incremental");
 	cr_assert_eq(sql("SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'"), 1);
@@ -337,7 +342,7 @@ Test(store, open_adopts_an_empty_file_and_closes_null)
 	cr_assert_geq(fd, 0);
 	close(fd);
 	pdi_store_close(open_ok());
-	cr_assert_eq(sql("PRAGMA user_version"), 2);
+	cr_assert_eq(sql("PRAGMA user_version"), 3);
 	pdi_store_close(NULL);
 }
 
@@ -727,10 +732,10 @@ Test(store, newer_schema_is_refused)
 	char err[256];
 
 	pdi_store_close(open_ok());
-	sql("PRAGMA user_version = 3");
+	sql("PRAGMA user_version = 4");
 	cr_assert_eq(open_err(err), -EPROTONOSUPPORT);
 	cr_assert_not_null(strstr(err, "newer pdimon"), "%s", err);
-	cr_assert_eq(sql("PRAGMA user_version"), 3, "left alone");
+	cr_assert_eq(sql("PRAGMA user_version"), 4, "left alone");
 }
 
 /* Open as an unprivileged user in a child: root writes anything, whatever the modes say. */
@@ -1060,11 +1065,13 @@ Test(store, a_version_1_database_is_migrated)
 	sql("INSERT INTO steps VALUES (1, 'old', 7, 0, 1000, 'ended', 10, 20, '/bin/x', 4)");
 	sql("PRAGMA user_version = 1");
 	s = open_ok();
-	cr_assert_eq(sql("PRAGMA user_version"), 2);
+	cr_assert_eq(sql("PRAGMA user_version"), 3);
 	cr_assert_eq(pdi_store_get_step(s, "old", &got), 0);
 	cr_assert_eq(got.ntasks, 4);
 	cr_assert_str_eq(got.build, "");
 	cr_assert_eq(got.input_size, 0);
 	cr_assert_str_eq(got.verdict, "");
+	/* version 3: tasks of old databases have no identity, so a restart never revives them */
+	cr_assert_eq(sql("SELECT count(*) FROM pragma_table_info('tasks') WHERE name IN ('start_ticks', 'boot_id')"), 2);
 	pdi_store_close(s);
 }

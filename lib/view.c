@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* view.c -- a step as the analysis sees it (analysis.h), and the view in bytes: the payload
+/* view.c -- a step as the analysis sees it (view.h), and the view in bytes: the payload
  * one node contributes to the gather of a step, and the merge of two payloads on the way up.
  *
  * A payload holds the step, its call sites by name, and its tasks grouped in classes of
@@ -14,12 +14,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis.h"
 #include "eqclass.h"
 #include "model_io.h"
 #include "mpi_funcs.h"
 #include "u64map.h"
+#include "view.h"
 #include "wire.h"
+
+const char *const pdi_where_names[] = {
+	[PDI_WHERE_FINISHED] = "finished", [PDI_WHERE_BLOCKED] = "blocked", [PDI_WHERE_IN_MPI] = "in_mpi",
+	[PDI_WHERE_COMPUTING] = "computing", [PDI_WHERE_NO_MPI] = "no_mpi"};
+
+const char *const pdi_activity_names[] = {
+	[PDI_ACT_UNKNOWN] = "unknown", [PDI_ACT_SLEEPING] = "sleeping", [PDI_ACT_RUNNING] = "running",
+	[PDI_ACT_STARVED] = "starved", [PDI_ACT_STOPPED] = "stopped", [PDI_ACT_DISK] = "uninterruptible"};
 
 void pdi_view_done(struct pdi_view *v)
 {
@@ -56,19 +64,48 @@ bool pdi_view_running(const struct pdi_view *v)
 
 const char *pdi_view_site_name(const struct pdi_view *v, uint64_t i)
 {
-	return i < v->nsites && v->sites[i].name ? v->sites[i].name : "?";
+	return pdi_site_name(v->sites, v->nsites, i);
 }
 
 void pdi_view_state_name(const struct pdi_view *v, uint64_t key, char *buf, size_t len)
 {
-	if (pdi_state_is_comp(key))
-		snprintf(buf, len, "%s -> %s", pdi_view_site_name(v, pdi_state_prev_site(key)),
-			 pdi_view_site_name(v, pdi_state_site(key)));
-	else
-		snprintf(buf, len, "%s", pdi_view_site_name(v, pdi_state_site(key)));
+	pdi_state_name(v->sites, v->nsites, key, buf, len);
 }
 
-#define PAYLOAD_VERSION 1
+void pdi_where_doing(const struct pdi_where *w, char *buf, size_t len)
+{
+	const struct pdi_task_activity *a = &w->act;
+	double s = (double)w->for_ns / 1e9;
+	char cpu[48] = "";
+
+	if (a->cpu_pct >= 0)
+		snprintf(cpu, sizeof(cpu), ", %d%% CPU", a->cpu_pct);
+	if (a->kind == PDI_ACT_STOPPED)
+		snprintf(buf, len, "stopped (SIGSTOP or a debugger), no MPI progress for %.0f s, %s %s", s,
+			 w->kind == PDI_WHERE_COMPUTING ? "last" : "in", w->text[0] ? w->text : "its program");
+	else if (a->kind == PDI_ACT_DISK)
+		snprintf(buf, len, "in uninterruptible sleep%s%s (a file system or device that does not answer), no MPI "
+				   "progress for %.0f s",
+			 a->wchan[0] ? " in " : "", a->wchan, s);
+	else if (a->kind == PDI_ACT_STARVED)
+		snprintf(buf, len, "not getting CPU (ready but waiting %d%% of the time: interference)%s, %s for %.0f s",
+			 a->wait_pct, cpu, w->text[0] ? w->text : "?", s);
+	else if (w->kind == PDI_WHERE_COMPUTING)
+		snprintf(buf, len, "computing%s, no MPI call for %.0f s (%s)", cpu, s, w->text);
+	else if (w->kind == PDI_WHERE_BLOCKED || w->kind == PDI_WHERE_IN_MPI)
+		snprintf(buf, len, "waiting in %s for %.0f s%s", w->text, s, cpu);
+	else if (w->kind == PDI_WHERE_FINISHED)
+		snprintf(buf, len, "finished");
+	else
+		snprintf(buf, len, "made no MPI call");
+}
+
+bool pdi_view_task_incomplete(const struct pdi_view_task *t)
+{
+	return pdi_model_incomplete(t->model, t->lost);
+}
+
+#define PAYLOAD_VERSION 2 /* 2: what the kernel says a task is doing, its clock offset */
 #define TEXT_MAX 600    /* where a task is: struct pdi_where's text */
 #define NAME_MAX_ 4096  /* a site's name, caller or file; a stack frame */
 #define MAX_PEERS (PDI_NREQS + 1)
@@ -102,6 +139,12 @@ static void put_task(struct pdi_wire_writer *w, const struct pdi_view_task *t)
 	pdi_wire_put_u32(w, (uint32_t)t->nstack);
 	for (size_t i = 0; i < t->nstack; i++)
 		pdi_wire_put_str(w, t->stack[i]);
+	pdi_wire_put_u64(w, (uint64_t)t->wall_offset_ns);
+	pdi_wire_put_u8(w, (uint8_t)x->act.kind);
+	pdi_wire_put_str(w, x->act.wchan);
+	pdi_wire_put_u32(w, (uint32_t)x->act.cpu_pct);
+	pdi_wire_put_u32(w, (uint32_t)x->act.wait_pct);
+	pdi_wire_put_u64(w, x->act.over_ns);
 }
 
 /* V into W; its tasks in CLASSES (members index V's tasks). */
@@ -226,6 +269,15 @@ static int get_task(struct pdi_wire_reader *r, const struct pdi_view *v, struct 
 			if (!(t->stack[t->nstack] = get_strdup(r, NAME_MAX_)))
 				return r->err ? r->err : -ENOMEM;
 	}
+	t->wall_offset_ns = (int64_t)pdi_wire_get_u64(r);
+	x->act.kind = pdi_wire_get_u8(r);
+	if (pdi_wire_get_str(r, x->act.wchan, sizeof(x->act.wchan)) < 0 || x->act.kind > PDI_ACT_MAX)
+		return -EBADMSG;
+	x->act.cpu_pct = (int)pdi_wire_get_u32(r);
+	x->act.wait_pct = (int)pdi_wire_get_u32(r);
+	x->act.over_ns = pdi_wire_get_u64(r);
+	if (x->act.cpu_pct < -1 || x->act.cpu_pct > 100 * 1024 || x->act.wait_pct < -1 || x->act.wait_pct > 100 * 1024)
+		return -EBADMSG;
 	return r->err;
 }
 
@@ -301,6 +353,9 @@ int pdi_view_decode(const uint8_t *p, size_t len, struct pdi_view *ret)
 	}
 	if ((err = pdi_wire_reader_finish(&r)) < 0)
 		goto fail;
+	/* nodes merge their tasks' automatic phases when their own bounds say so: line them up, so
+	 * that phase I is the same stretch of the program in every model (doc/design/call-sites.md) */
+	(void)pdi_models_line_up(v.own_models, v.nown_models);
 	*ret = v;
 	return 0;
 nomem:

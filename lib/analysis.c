@@ -3,25 +3,29 @@
  * why in a limit line instead: a verdict that names what it could not conclude beats a
  * made-up answer. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analysis.h"
 #include "mpi_funcs.h"
 #include "prefix_tree.h"
 #include "ranges.h"
-#include "samples.h"
+#include "u64map.h"
 
 #define PDI_CLEAR_MARGIN 1.2   /* a phase or task this much above the next one is reported */
+/* The noise floor of "abnormal": the faulty phase's score must stand this many robust standard
+ * deviations (1.4826 MAD) above the median of the step's other phases. The maximum of ~50
+ * phases of pure noise reaches about 4 (fault-free runs of real programs in the campaign,
+ * bench/apps.py); an injected 2-5 s stall stands at tens to thousands. */
+#define PDI_NOISE_Z 8.0
+#define PDI_EXCESS_MAD_FLOOR_S 0.05
+#define PDI_NOISE_Z_HIGH 30.0
 #define PDI_MIN_PHASES 6       /* compared phases below which no phase is singled out */
-#define PDI_SAMPLE_RUNS 3      /* earlier runs taken as AutomaDeD's sample runs */
 #define PDI_CLASS_TOLERANCE 0.05 /* tasks whose times agree this closely share a class */
-
-const char *const pdi_where_names[] = {
-	[PDI_WHERE_FINISHED] = "finished", [PDI_WHERE_BLOCKED] = "blocked", [PDI_WHERE_IN_MPI] = "in_mpi",
-	[PDI_WHERE_COMPUTING] = "computing", [PDI_WHERE_NO_MPI] = "no_mpi"};
 
 static void add_limit(struct pdi_analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add_limit(struct pdi_analysis *a, const char *fmt, ...)
@@ -86,14 +90,35 @@ static const char *verdict_kind(const struct pdi_analysis *a)
 	return pdi_view_running(a->view) ? "running" : "incomplete";
 }
 
-/* PDI on the view's tasks: the progress dependence graph and the least-progressed ranks. */
+static int cmp_int(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+
+	return (a > b) - (a < b);
+}
+
+static bool held_by_kernel(const struct pdi_where *w)
+{
+	return w->act.kind == PDI_ACT_STOPPED || w->act.kind == PDI_ACT_DISK;
+}
+
+/* T computes outside MPI, and has since before the blocked tasks blocked (FOR_NS ago). */
+static bool computing_all_along(const struct pdi_view_task *t, uint64_t for_ns)
+{
+	return t->running && t->where.kind == PDI_WHERE_COMPUTING && t->where.for_ns >= for_ns &&
+	       !held_by_kernel(&t->where);
+}
+
+/* PDI on the view's tasks: the progress dependence graph and the least-progressed ranks. The
+ * Markov model is built once per model object (a gathered view shares one among a class). */
 static int least_progressed(struct pdi_analysis *a)
 {
 	const struct pdi_view *s = a->view;
-	size_t cap = s->ntasks ? s->ntasks : 1, n = 0, nlp = 0;
+	size_t cap = s->ntasks ? s->ntasks : 1, n = 0, nlp = 0, nmm = 0;
 	struct pdi_position *pos = calloc(cap, sizeof(*pos));
 	struct pdi_mm *mm = calloc(cap, sizeof(*mm));
 	int *ranks = calloc(cap, sizeof(*ranks));
+	struct pdi_u64map built = {0}; /* model object -> its Markov model in MM */
 	int r = -ENOMEM;
 
 	if (!pos || !mm || !ranks)
@@ -101,14 +126,21 @@ static int least_progressed(struct pdi_analysis *a)
 	for (unsigned i = 0; i < s->ntasks; i++) {
 		const struct pdi_view_task *t = &s->tasks[i];
 		const struct pdi_where *w = &t->where;
+		uint64_t key = (uint64_t)(uintptr_t)t->model;
+		uint32_t k;
 
 		if (w->site < 0 || w->kind == PDI_WHERE_NO_MPI || t->rank < 0)
 			continue; /* nowhere known: no part in the graph */
-		if ((r = pdi_mm_build(t->model, &mm[n])) < 0)
-			goto out;
+		if ((k = pdi_u64map_get(&built, key)) == PDI_U64MAP_NONE) {
+			if ((r = pdi_mm_build(t->model, &mm[nmm])) < 0)
+				goto out;
+			k = (uint32_t)nmm++;
+			if ((r = pdi_u64map_put(&built, key, k)) < 0)
+				goto out;
+		}
 		pos[n] = (struct pdi_position){.rank = t->rank, .state = pdi_state_comm((uint32_t)w->site),
 					       .inside = w->kind == PDI_WHERE_BLOCKED || w->kind == PDI_WHERE_IN_MPI,
-					       .finished = w->kind == PDI_WHERE_FINISHED, .mm = &mm[n],
+					       .finished = w->kind == PDI_WHERE_FINISHED, .mm = &mm[k],
 					       .peers = w->peers, .npeers = w->npeers,
 					       .collective = (uint64_t)w->site < s->nsites &&
 							     pdi_mpi_funcs[s->sites[w->site].fn].cls == PDI_FC_COLL};
@@ -117,17 +149,73 @@ static int least_progressed(struct pdi_analysis *a)
 	if ((r = pdi_pdg_build(pos, n, &a->pdg)) < 0)
 		goto out;
 	a->has_pdg = true;
+	a->lp_by = "pdi";
 	for (size_t k = 0; k < a->pdg.ngroups; k++)
 		for (size_t x = 0; a->pdg.groups[k].lp && x < a->pdg.groups[k].n; x++)
 			ranks[nlp++] = a->pdg.groups[k].ranks[x];
-	if (nlp)
+	/* A task the kernel holds (stopped by a signal, in uninterruptible sleep) cannot move by
+	 * itself, while a task waiting in MPI moves as soon as its peer does: when a minority is
+	 * so held, every other task waits for it, directly or not, wherever it sits (the same
+	 * call as the waiting ones, or an earlier collective they have gone past). */
+	{
+		size_t nheld = 0;
+
+		for (unsigned i = 0; i < s->ntasks; i++)
+			if (s->tasks[i].running && held_by_kernel(&s->tasks[i].where))
+				nheld++;
+		if (nheld && 2 * nheld < s->ntasks) {
+			nlp = 0;
+			for (unsigned i = 0; i < s->ntasks; i++)
+				if (s->tasks[i].running && held_by_kernel(&s->tasks[i].where))
+					ranks[nlp++] = s->tasks[i].rank;
+			a->lp_by = "kernel";
+		}
+	}
+	/* PDI could not order them (its Table 1 leaves a loop's states undefined, and a wait
+	 * with no known peer has no point-to-point edge): a minority that has computed outside
+	 * MPI since before the others blocked cannot be waiting for them through MPI, while they
+	 * wait for someone: that minority holds the step */
+	if (nlp == 0 || nlp == n) {
+		uint64_t blocked_since = UINT64_MAX;
+		size_t nblocked = 0, nout = 0;
+
+		for (unsigned i = 0; i < s->ntasks; i++)
+			if (s->tasks[i].running && s->tasks[i].where.kind == PDI_WHERE_BLOCKED) {
+				nblocked++;
+				if (s->tasks[i].where.for_ns < blocked_since)
+					blocked_since = s->tasks[i].where.for_ns;
+			}
+		for (unsigned i = 0; nblocked && i < s->ntasks; i++)
+			if (computing_all_along(&s->tasks[i], blocked_since))
+				nout++;
+		if (nout && 2 * nout < s->ntasks) {
+			nlp = 0;
+			for (unsigned i = 0; i < s->ntasks; i++)
+				if (computing_all_along(&s->tasks[i], blocked_since))
+					ranks[nlp++] = s->tasks[i].rank;
+			a->lp_by = "outside_mpi";
+		}
+	}
+	if (nlp) {
+		qsort(ranks, nlp, sizeof(*ranks), cmp_int);
 		pdi_ranges_format(ranks, nlp, a->lp, sizeof(a->lp));
+		for (size_t k = 0; strcmp(a->lp_by, "pdi") && k < a->pdg.ngroups; k++) { /* the graph says so too */
+			a->pdg.groups[k].lp = false;
+			for (size_t x = 0; x < a->pdg.groups[k].n; x++)
+				if (bsearch(&a->pdg.groups[k].ranks[x], ranks, nlp, sizeof(*ranks), cmp_int))
+					a->pdg.groups[k].lp = true;
+		}
+		a->lp_ranks = ranks;
+		a->nlp = nlp;
+		ranks = NULL;
+	}
 	else
 		add_limit(a, "PDI could not single out a least-progressed task: the blocked tasks do not wait "
 			     "on one another in a way their models can order");
 	r = 0;
 out:
-	for (size_t k = 0; k < n; k++)
+	pdi_u64map_free(&built);
+	for (size_t k = 0; k < nmm; k++)
 		pdi_mm_done(&mm[k]);
 	free(mm);
 	free(pos);
@@ -162,11 +250,6 @@ static bool made_no_call(const struct pdi_view_task *t)
 	return t->model->nphases == 0;
 }
 
-static bool incomplete(const struct pdi_view_task *t)
-{
-	return t->lost || t->model->dropped_states || t->model->dropped_edges;
-}
-
 static bool missed_calls(const struct pdi_view_task *t)
 {
 	return t->gap;
@@ -178,30 +261,56 @@ static bool observed_in_part(const struct pdi_view_task *t)
 	return t->model->unobserved.n > 0;
 }
 
-/* Classes of the tasks that made MPI calls, and their sample runs' models lined up. */
-static int automaded_input(struct pdi_store *store, struct pdi_analysis *a, const struct pdi_model ***ret_models,
-			   uint32_t **ret_weights, struct pdi_samples *samples, const struct pdi_model ***ret_rows)
+/* Classes of the tasks that made MPI calls (members index the view's tasks). Tasks that share
+ * one model object (a gathered view holds one model per class of each node) are classed
+ * once: digesting 100,000 copies of a few models would cost seconds. */
+static int classify(struct pdi_analysis *a)
 {
 	const struct pdi_view *s = a->view;
-	const struct pdi_model **all = calloc(s->ntasks + 1, sizeof(*all)), **models = NULL, **rows = NULL;
-	uint32_t *index = calloc(s->ntasks + 1, sizeof(*index)), *weights = NULL;
+	uint64_t *keys = calloc(s->ntasks + 1, sizeof(*keys));
+	uint32_t *index = calloc(s->ntasks + 1, sizeof(*index)), *members = calloc(s->ntasks + 1, sizeof(*members));
+	struct pdi_eqclasses same;
 	size_t n = 0;
 	int r = -ENOMEM;
 
-	if (!all || !index)
+	if (!keys || !index || !members)
 		goto out;
 	for (unsigned i = 0; i < s->ntasks; i++)
 		if (s->tasks[i].model->nphases > 0) {
 			index[n] = i;
-			all[n++] = s->tasks[i].model;
+			keys[n++] = (uint64_t)(uintptr_t)s->tasks[i].model;
 		}
-	if ((r = pdi_eqclass_build(all, n, PDI_CLASS_TOLERANCE, &a->classes)) < 0)
+	if ((r = pdi_eqclass_by_key(keys, n, &same)) < 0)
 		goto out;
+	for (size_t k = 0; r >= 0 && k < same.n; k++) {
+		const struct pdi_eqclass *o = &same.classes[k];
+		const struct pdi_model *m = s->tasks[index[o->members[0]]].model;
+
+		for (uint32_t x = 0; x < o->n; x++)
+			members[x] = index[o->members[x]];
+		r = pdi_eqclass_add(&a->classes, m, pdi_model_digest(m, PDI_CLASS_TOLERANCE), members, o->n, NULL);
+	}
+	pdi_eqclasses_done(&same);
+	r = r < 0 ? r : 0;
+out:
+	free(keys);
+	free(index);
+	free(members);
+	return r;
+}
+
+/* AutomaDeD's input: one model per class, weighted by its tasks, and the sample runs' models
+ * of each class's first task lined up with them. */
+static int automaded_input(const struct pdi_analysis_samples *samples, struct pdi_analysis *a,
+			   const struct pdi_model ***ret_models, uint32_t **ret_weights, const struct pdi_model ***ret_rows)
+{
+	const struct pdi_model **models = NULL, **rows = NULL;
+	uint32_t *weights = NULL;
+	int r;
+
+	if ((r = classify(a)) < 0)
+		return r;
 	r = -ENOMEM;
-	/* members index the view's tasks from here on */
-	for (size_t c = 0; c < a->classes.n; c++)
-		for (uint32_t k = 0; k < a->classes.classes[c].n; k++)
-			a->classes.classes[c].members[k] = index[a->classes.classes[c].members[k]];
 	models = calloc(a->classes.n + 1, sizeof(*models));
 	weights = calloc(a->classes.n + 1, sizeof(*weights));
 	if (!models || !weights)
@@ -210,15 +319,13 @@ static int automaded_input(struct pdi_store *store, struct pdi_analysis *a, cons
 		models[c] = a->classes.classes[c].model;
 		weights[c] = a->classes.classes[c].n;
 	}
-	/* the store holds this node's part of earlier steps: sample runs of a one-node view only */
-	if (store && s->local && s->local->executable &&
-	    pdi_samples_load(store, s->local, PDI_SAMPLE_RUNS, samples) == 0 && samples->nruns) {
+	if (samples && samples->nruns) {
 		rows = calloc(samples->nruns * a->classes.n + 1, sizeof(*rows));
 		if (!rows)
 			goto out;
 		for (unsigned run = 0; run < samples->nruns; run++)
 			for (size_t c = 0; c < a->classes.n; c++)
-				rows[run * a->classes.n + c] = samples->runs[run].row[a->classes.classes[c].members[0]];
+				rows[run * a->classes.n + c] = samples->rows[run][a->classes.classes[c].members[0]];
 		a->sample_runs = samples->nruns;
 	}
 	*ret_models = models;
@@ -228,23 +335,56 @@ static int automaded_input(struct pdi_store *store, struct pdi_analysis *a, cons
 	weights = NULL;
 	r = 0;
 out:
-	free(all);
-	free(index);
 	free(models);
 	free(weights);
 	return r;
 }
 
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* How far the faulty phase's score stands above the step's other compared phases, in robust
+ * standard deviations: (score - median) / (1.4826 MAD). The step's own phases are its normal
+ * variation; a MAD of 0 (identical phases) counts as a tiny fraction of the median. */
+static double noise_z(const struct pdi_automaded *am, const double *per_phase, double mad_floor)
+{
+	uint32_t n = 0, p;
+	double *v = malloc((am->end_phase - am->first_phase + 1) * sizeof(*v)), med, mad, top;
+
+	if (!v || am->end_phase - am->first_phase < 3) {
+		free(v);
+		return 0;
+	}
+	for (p = am->first_phase; p < am->end_phase; p++)
+		if (p != am->faulty_phase)
+			v[n++] = per_phase[p];
+	qsort(v, n, sizeof(*v), cmp_double);
+	med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	for (p = 0; p < n; p++)
+		v[p] = fabs(v[p] - med);
+	qsort(v, n, sizeof(*v), cmp_double);
+	mad = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	free(v);
+	top = per_phase[am->faulty_phase];
+	mad = fmax(1.4826 * mad, mad_floor);
+	if (mad < 1e-3 * fabs(med) || mad <= 0)
+		mad = fmax(1e-3 * fabs(med), 1e-12);
+	return (top - med) / mad;
+}
+
 /* AutomaDeD on classes of the tasks' per-phase models. */
-static int automaded(struct pdi_store *store, struct pdi_analysis *a)
+static int automaded(const struct pdi_analysis_samples *samples, struct pdi_analysis *a)
 {
 	const struct pdi_model **models = NULL, **rows = NULL;
-	struct pdi_samples samples = {0};
 	uint32_t *weights = NULL;
 	const char *why = NULL;
 	int r;
 
-	r = automaded_input(store, a, &models, &weights, &samples, &rows);
+	r = automaded_input(samples, a, &models, &weights, &rows);
 	if (r < 0)
 		goto out;
 	r = pdi_automaded_run(&(struct pdi_automaded_input){.models = models, .weights = weights, .n = a->classes.n,
@@ -263,14 +403,116 @@ static int automaded(struct pdi_store *store, struct pdi_analysis *a)
 		add_limit(a, "AutomaDeD: only %u phases compared and no earlier run to compare with: too few to "
 			     "single out a phase with confidence",
 			  a->am.end_phase - a->am.first_phase);
+	/* the evidence against the step's own variation: the scores (dimensionless) when they
+	 * chose the phase, else the time lost (a MAD under 50 ms is taken as 50 ms) */
+	a->excess_s = fmax(a->am.phase_excess[a->am.faulty_phase], a->am.phase_imbalance[a->am.faulty_phase]);
+	a->noise_z = !a->am.by_time ? noise_z(&a->am, a->am.phase_score, 0)
+		     : noise_z(&a->am, a->am.by_imbalance ? a->am.phase_imbalance : a->am.phase_excess,
+			       PDI_EXCESS_MAD_FLOOR_S);
 	a->abnormal = a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
-		      a->am.ntop > 0 && (a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES || a->sample_runs);
+		      a->am.ntop > 0 && a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 &&
+		      (a->excess_s >= PDI_EXCESS_FLOOR_S || a->am.effect == PDI_EFFECT_PERMANENT) &&
+		      (a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES || a->sample_runs);
+	a->confidence = !a->abnormal ? "none" : a->noise_z >= PDI_NOISE_Z_HIGH && a->am.task_margin >= 2 ? "high"
+						: a->noise_z >= 2 * PDI_NOISE_Z ? "medium" : "low";
+	if (!a->abnormal && a->am.ntop > 0 && a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES)
+		add_limit(a, "AutomaDeD: the most deviant phase (%u) stands %.1f robust deviations above the others and took "
+			     "%.2f s longer than usual: within this step's normal variation (abnormal from %.0f deviations "
+			     "and %.1f s)",
+			  a->am.faulty_phase, a->noise_z, a->excess_s, PDI_NOISE_Z, PDI_EXCESS_FLOOR_S);
 out:
-	pdi_samples_done(&samples);
 	free(models);
 	free(weights);
 	free(rows);
 	return r;
+}
+
+const char *const pdi_phase_kind_names[] = {
+	[PDI_PHASE_SETUP] = "setup", [PDI_PHASE_STEADY] = "steady", [PDI_PHASE_TEARDOWN] = "teardown"};
+
+/* Every phase's wall-clock window over the tasks that have it, and its kind: set-up and
+ * tear-down are the prologue and epilogue AutomaDeD leaves out of its comparison (the first
+ * and last phase from 3 phases on when it did not run). */
+static int phase_windows(struct pdi_analysis *a)
+{
+	const struct pdi_view *s = a->view;
+	uint32_t n = 0, first, end;
+	int64_t t0 = 0;
+
+	for (unsigned i = 0; i < s->ntasks; i++)
+		if (s->tasks[i].model->nphases > n)
+			n = s->tasks[i].model->nphases;
+	if (!n)
+		return 0;
+	a->phases = calloc(n, sizeof(*a->phases));
+	if (!a->phases)
+		return -ENOMEM;
+	a->nphases = n;
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		const struct pdi_view_task *t = &s->tasks[i];
+
+		for (uint32_t p = 0; t->wall_offset_ns && p < t->model->nphases; p++) {
+			const struct pdi_phase *ph = &t->model->phases[p];
+			int64_t b = (int64_t)ph->t_start + t->wall_offset_ns, e = (int64_t)ph->t_end + t->wall_offset_ns;
+
+			if (!a->phases[p].start_ns || b < a->phases[p].start_ns)
+				a->phases[p].start_ns = b;
+			if (e > a->phases[p].end_ns)
+				a->phases[p].end_ns = e;
+		}
+	}
+	/* the step began when it was registered (whole seconds), or at its first MPI call if earlier */
+	t0 = s->started * 1000000000ll;
+	if (a->phases[0].start_ns && (!t0 || a->phases[0].start_ns < t0))
+		t0 = a->phases[0].start_ns;
+	if (a->has_automaded) {
+		first = a->am.first_phase;
+		end = a->am.end_phase;
+	} else {
+		first = n >= 3 ? 1 : 0;
+		end = n >= 3 ? n - 1 : n;
+	}
+	for (uint32_t p = 0; p < n; p++) {
+		struct pdi_phase_window *w = &a->phases[p];
+
+		w->kind = p < first ? PDI_PHASE_SETUP : p >= end ? PDI_PHASE_TEARDOWN : PDI_PHASE_STEADY;
+		if (w->start_ns) {
+			w->start_s = (double)(w->start_ns - t0) / 1e9;
+			w->end_s = (double)(w->end_ns - t0) / 1e9;
+		}
+	}
+	return 0;
+}
+
+void pdi_time_iso(int64_t epoch_ns, char *buf, size_t len)
+{
+	time_t sec = (time_t)(epoch_ns / 1000000000);
+	struct tm tm;
+
+	if (!epoch_ns || !gmtime_r(&sec, &tm)) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(epoch_ns % 1000000000 / 1000000));
+}
+
+void pdi_analysis_phase_text(const struct pdi_analysis *a, uint32_t p, char *buf, size_t len)
+{
+	const struct pdi_phase_window *w;
+	char b[40], e[40];
+
+	if (p >= a->nphases || !a->phases[p].start_ns) {
+		snprintf(buf, len, "%s", "");
+		return;
+	}
+	w = &a->phases[p];
+	pdi_time_iso(w->start_ns, b, sizeof(b));
+	pdi_time_iso(w->end_ns, e, sizeof(e));
+	/* the time of day only: the date is the report's */
+	snprintf(buf, len, "%.1f s – %.1f s after start (%.12s – %.12s UTC), %s", w->start_s, w->end_s,
+		 strchr(b, 'T') ? strchr(b, 'T') + 1 : b, strchr(e, 'T') ? strchr(e, 'T') + 1 : e,
+		 w->kind == PDI_PHASE_SETUP ? "set-up" : w->kind == PDI_PHASE_TEARDOWN ? "tear-down" : "steady state");
 }
 
 /* STAT's view: the tasks' current call paths merged, ordered by progress: the live stacks of
@@ -302,7 +544,7 @@ static int prefix_tree(struct pdi_analysis *a)
 	return r;
 }
 
-int pdi_analysis_build(struct pdi_store *store, const struct pdi_view *s, struct pdi_analysis *ret)
+int pdi_analysis_build(const struct pdi_view *s, const struct pdi_analysis_samples *samples, struct pdi_analysis *ret)
 {
 	struct pdi_analysis *a = ret;
 	char ranks[256];
@@ -331,7 +573,7 @@ int pdi_analysis_build(struct pdi_store *store, const struct pdi_view *s, struct
 			     "task to order it against");
 	if (ranks_where(s, made_no_call, ranks, sizeof(ranks)))
 		add_limit(a, "ranks %s made no MPI call: they have no model to analyse", ranks);
-	if (ranks_where(s, incomplete, ranks, sizeof(ranks)))
+	if (ranks_where(s, pdi_view_task_incomplete, ranks, sizeof(ranks)))
 		add_limit(a, "ranks %s lost events or dropped states: their models are incomplete, so their scores "
 			     "understate them", ranks);
 	if (ranks_where(s, missed_calls, ranks, sizeof(ranks)))
@@ -342,7 +584,7 @@ int pdi_analysis_build(struct pdi_store *store, const struct pdi_view *s, struct
 			     "time, so transitions around them, and where a rank was inside them, may be unseen", ranks);
 	if (!strcmp(a->kind, "hang") && (r = least_progressed(a)) < 0)
 		goto fail;
-	if ((r = automaded(store, a)) < 0 || (r = prefix_tree(a)) < 0)
+	if ((r = automaded(samples, a)) < 0 || (r = phase_windows(a)) < 0 || (r = prefix_tree(a)) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -359,16 +601,11 @@ void pdi_analysis_done(struct pdi_analysis *a)
 		pdi_pdg_done(&a->pdg);
 	if (a->has_automaded)
 		pdi_automaded_done(&a->am);
+	free(a->lp_ranks);
+	free(a->phases);
 	pdi_eqclasses_done(&a->classes);
 	pdi_ptree_free(a->tree);
 	*a = (struct pdi_analysis){0};
-}
-
-static int cmp_int(const void *x, const void *y)
-{
-	int a = *(const int *)x, b = *(const int *)y;
-
-	return (a > b) - (a < b);
 }
 
 void pdi_analysis_missing_ranks(const struct pdi_analysis *a, char *buf, size_t len)

@@ -118,6 +118,15 @@ static void json_rank_list(struct pdi_json *j, const char *key, const int *ranks
 	pdi_json_arr_end(j);
 }
 
+static void json_doubles(struct pdi_json *j, const char *key, const double *v, uint32_t n)
+{
+	pdi_json_key(j, key);
+	pdi_json_arr_begin(j);
+	for (uint32_t i = 0; i < n; i++)
+		pdi_json_double(j, v[i]);
+	pdi_json_arr_end(j);
+}
+
 static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_automaded *am = &a->am;
@@ -137,11 +146,10 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_kv_uint(j, "end_phase", am->end_phase);
 	pdi_json_kv_uint(j, "sample_runs", a->sample_runs);
 	pdi_json_kv_uint(j, "classes", a->classes.n);
-	pdi_json_key(j, "phase_scores");
-	pdi_json_arr_begin(j);
-	for (uint32_t p = 0; p < am->nphases; p++)
-		pdi_json_double(j, am->phase_score[p]);
-	pdi_json_arr_end(j);
+	json_doubles(j, "phase_scores", am->phase_score, am->nphases);
+	json_doubles(j, "phase_excess_s", am->phase_excess, am->nphases);
+	json_doubles(j, "phase_imbalance_s", am->phase_imbalance, am->nphases);
+	pdi_json_kv_bool(j, "phase_by_time", am->by_time);
 	pdi_json_kv_str(j, "effect", pdi_effect_name(am->effect));
 	pdi_json_kv_uint(j, "faulty_phase", am->faulty_phase);
 	pdi_json_kv_double(j, "phase_margin", am->phase_margin);
@@ -187,15 +195,56 @@ out:
 	free(members);
 }
 
-/* The ranks of PDI's least-progressed groups, and the phase the first of them is in. */
+/* Phase P's window as an object (nothing when P has no known window). */
+static void json_phase_window(struct pdi_json *j, const struct pdi_analysis *a, uint32_t p)
+{
+	const struct pdi_phase_window *w = &a->phases[p];
+	char t[40];
+
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "phase", p);
+	pdi_json_kv_str(j, "kind", pdi_phase_kind_names[w->kind]);
+	if (w->start_ns) {
+		pdi_json_kv_double(j, "start_s", w->start_s);
+		pdi_json_kv_double(j, "end_s", w->end_s);
+		pdi_time_iso(w->start_ns, t, sizeof(t));
+		pdi_json_kv_str(j, "start", t);
+		pdi_time_iso(w->end_ns, t, sizeof(t));
+		pdi_json_kv_str(j, "end", t);
+	}
+	pdi_json_obj_end(j);
+}
+
+static void json_phases(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	pdi_json_key(j, "phases");
+	pdi_json_arr_begin(j);
+	for (uint32_t p = 0; p < a->nphases; p++)
+		json_phase_window(j, a, p);
+	pdi_json_arr_end(j);
+}
+
+/* The faulty phase's window and its text, beside the phase number. */
+static void json_faulty_window(struct pdi_json *j, const struct pdi_analysis *a, int64_t p)
+{
+	char text[200];
+
+	if (p < 0 || (uint64_t)p >= a->nphases)
+		return;
+	pdi_json_key(j, "faulty_phase_window");
+	json_phase_window(j, a, (uint32_t)p);
+	pdi_analysis_phase_text(a, (uint32_t)p, text, sizeof(text));
+	pdi_json_kv_str(j, "faulty_phase_text", text);
+}
+
+/* The least-progressed ranks, and the phase the first of them is in. */
 static size_t lp_ranks(const struct pdi_analysis *a, int *ranks, int64_t *ret_phase)
 {
-	size_t n = 0;
+	size_t n = a->nlp;
 
 	*ret_phase = -1;
-	for (size_t k = 0; a->has_pdg && k < a->pdg.ngroups; k++)
-		for (size_t x = 0; a->pdg.groups[k].lp && x < a->pdg.groups[k].n; x++)
-			ranks[n++] = a->pdg.groups[k].ranks[x];
+	if (n)
+		memcpy(ranks, a->lp_ranks, n * sizeof(*ranks));
 	for (unsigned i = 0; n && i < a->view->ntasks; i++)
 		if (a->view->tasks[i].rank == ranks[0] && a->view->tasks[i].model->nphases)
 			*ret_phase = a->view->tasks[i].model->nphases - 1;
@@ -207,6 +256,7 @@ static size_t lp_ranks(const struct pdi_analysis *a, int *ranks, int64_t *ret_ph
 static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	int *ranks = pdi_analysis_ranks_alloc(a);
+	char doing[300];
 	int64_t phase;
 	size_t n;
 
@@ -217,13 +267,14 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_key(j, "diagnosis");
 	pdi_json_obj_begin(j);
 	if (!strcmp(a->kind, "hang") && (n = lp_ranks(a, ranks, &phase)) > 0) {
-		pdi_json_kv_str(j, "method", "pdi");
+		pdi_json_kv_str(j, "method", a->lp_by);
 		pdi_json_kv_str(j, "effect", "hang");
 		pdi_json_key(j, "faulty_phase");
 		if (phase >= 0)
 			pdi_json_int(j, phase);
 		else
 			pdi_json_null(j);
+		json_faulty_window(j, a, phase);
 		json_rank_list(j, "faulty_ranks", ranks, n);
 		pdi_json_kv_double(j, "confidence", 1.0);
 		pdi_json_key(j, "stopped_at");
@@ -237,6 +288,9 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 					pdi_json_kv_int(j, "rank", ranks[k]);
 					pdi_json_kv_str(j, "status", pdi_where_names[w->kind]);
 					pdi_json_kv_str(j, "where", w->text);
+					pdi_json_kv_str(j, "activity", pdi_activity_names[w->act.kind]);
+					pdi_where_doing(w, doing, sizeof(doing));
+					pdi_json_kv_str(j, "doing", doing);
 					pdi_json_obj_end(j);
 				}
 		}
@@ -246,8 +300,14 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_json_kv_str(j, "method", "automaded");
 		pdi_json_kv_str(j, "effect", pdi_effect_name(a->am.effect));
 		pdi_json_kv_int(j, "faulty_phase", a->am.faulty_phase);
+		json_faulty_window(j, a, a->am.faulty_phase);
 		json_rank_list(j, "faulty_ranks", ranks, n);
-		pdi_json_kv_double(j, "confidence", pdi_confidence(a->am.phase_margin) * pdi_confidence(a->am.task_margin));
+		pdi_json_kv_double(j, "confidence", a->abnormal ? pdi_confidence(a->am.phase_margin) *
+										   pdi_confidence(a->am.task_margin)
+								 : 0.0);
+		pdi_json_kv_str(j, "confidence_words", a->confidence);
+		pdi_json_kv_double(j, "noise_z", a->noise_z);
+		pdi_json_kv_double(j, "excess_s", a->excess_s);
 	} else {
 		pdi_json_kv_str(j, "method", "none");
 	}
@@ -284,7 +344,7 @@ static void json_task(struct pdi_json *j, const struct pdi_view_task *t)
 	pdi_json_kv_uint(j, "states", nstates);
 	pdi_json_kv_uint(j, "transitions", nedges);
 	pdi_json_kv_uint(j, "events_lost", t->lost);
-	pdi_json_kv_bool(j, "incomplete", t->lost || m->dropped_states || m->dropped_edges);
+	pdi_json_kv_bool(j, "incomplete", pdi_view_task_incomplete(t));
 	pdi_unobserved_json(&m->unobserved, j, pdi_mpi_func_name); /* the overhead budget's marks */
 	pdi_json_obj_end(j);
 }
@@ -371,6 +431,7 @@ char *pdi_render_json(const struct pdi_analysis *a)
 	pdi_json_arr_end(&j);
 	pdi_json_obj_end(&j);
 	json_diagnosis(&j, a);
+	json_phases(&j, a);
 	if (a->has_automaded)
 		json_automaded(&j, a);
 	if (a->tree) {

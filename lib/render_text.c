@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* render_text.c -- an analysis for people: the few lines srun prints, the longer text of
- * `pdimon analyze`, and Graphviz for `pdimon analyze --dot`. */
+/* render_text.c -- an analysis for people: the few lines srun prints, and the longer text of
+ * `pdimon analyze`. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_automaded *am = &a->am;
-	char from[1100], to[1100], ranks[1024];
+	char from[1100], to[1100], ranks[1024], when[200], phase[240];
 	int *v;
 
 	if (!a->has_automaded || !a->abnormal || !strcmp(a->kind, "hang"))
@@ -25,18 +25,21 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 		j->failed = true;
 		return;
 	}
+	pdi_analysis_phase_text(a, am->faulty_phase, when, sizeof(when));
+	snprintf(phase, sizeof(phase), "%u%s%s%s", am->faulty_phase, when[0] ? " (" : "", when, when[0] ? ")" : "");
 	pdi_view_state_name(a->view, am->top[0].from, from, sizeof(from));
 	pdi_view_state_name(a->view, am->top[0].to, to, sizeof(to));
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
 	free(v);
 	if (am->effect == PDI_EFFECT_PERMANENT)
-		pdi_json_printf(j, "pdimon: behaviour shifted in phase %u and stayed so, in rank%s %s, at %s => %s\n",
-				am->faulty_phase, strpbrk(ranks, ",-") ? "s" : "", ranks, from, to);
+		pdi_json_printf(j, "pdimon: behaviour shifted in phase %s and stayed so, in rank%s %s, at %s => %s "
+				   "(confidence %s)\n",
+				phase, strpbrk(ranks, ",-") ? "s" : "", ranks, from, to, a->confidence);
 	else
-		pdi_json_printf(j, "pdimon: behaviour changed most in phase %u (%.1fx the next), in rank%s %s (%.1fx the next), "
-				   "at %s => %s\n",
-				am->faulty_phase, am->phase_margin, strpbrk(ranks, ",-") ? "s" : "", ranks, am->task_margin,
-				from, to);
+		pdi_json_printf(j, "pdimon: behaviour changed most in phase %s (%.1fx the next), in rank%s %s (%.1fx the "
+				   "next), at %s => %s (confidence %s)\n",
+				phase, am->phase_margin, strpbrk(ranks, ",-") ? "s" : "", ranks, am->task_margin,
+				from, to, a->confidence);
 }
 
 static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)
@@ -76,9 +79,19 @@ static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)
 		case PDI_WHERE_NO_MPI: pdi_json_printf(j, "pdimon:   %s made no MPI call\n", ranks); break;
 		}
 	}
-	if (a->lp[0])
-		pdi_json_printf(j, "pdimon: least progressed: %s — the others wait, directly or not, for %s (PDI)\n", a->lp,
-				strpbrk(a->lp, ",-") ? "them" : "it");
+	if (a->lp[0]) {
+		pdi_json_printf(j, "pdimon: least progressed: %s — the others wait, directly or not, for %s (%s)\n", a->lp,
+				strpbrk(a->lp, ",-") ? "them" : "it",
+				!strcmp(a->lp_by, "kernel") ? "the node's kernel holds it" : "PDI");
+		for (size_t k = 0; k < a->nlp && k < 4; k++)
+			for (unsigned i = 0; i < s->ntasks; i++)
+				if (s->tasks[i].rank == a->lp_ranks[k]) {
+					char doing[300];
+
+					pdi_where_doing(&s->tasks[i].where, doing, sizeof(doing));
+					pdi_json_printf(j, "pdimon:   rank %d: %s\n", a->lp_ranks[k], doing);
+				}
+	}
 	else if (!strcmp(a->kind, "hang") && a->ngroups > 1 && a->groups[0].kind == PDI_WHERE_COMPUTING) {
 		pdi_ranges_format(a->groups[0].ranks, a->groups[0].n, ranks, sizeof(ranks));
 		pdi_json_printf(j, "pdimon: suspect %s: the others wait in MPI while it computes\n", ranks);
@@ -123,11 +136,18 @@ static void text_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	}
 	pdi_json_printf(j, "\nPhases (AutomaDeD: %u compared, %s; effect %s):\n", am->end_phase - am->first_phase,
 			a->sample_runs ? "against earlier runs" : "against each other", pdi_effect_name(am->effect));
-	for (uint32_t p = am->first_phase; p < am->end_phase; p++)
-		pdi_json_printf(j, "  phase %-3u score %-10.3g%s\n", p, am->phase_score[p],
-				p == am->faulty_phase ? (am->effect == PDI_EFFECT_PERMANENT ? "  <- behaviour shifted here"
-											   : "  <- most deviant")
-						      : "");
+	for (uint32_t p = 0; p < am->nphases; p++) {
+		char when[200];
+
+		pdi_analysis_phase_text(a, p, when, sizeof(when));
+		if (p < am->first_phase || p >= am->end_phase)
+			pdi_json_printf(j, "  phase %-3u (not compared)  %s\n", p, when);
+		else
+			pdi_json_printf(j, "  phase %-3u score %-10.3g %s%s\n", p, am->phase_score[p], when,
+					p == am->faulty_phase ? (am->effect == PDI_EFFECT_PERMANENT ? "  <- behaviour shifted here"
+												   : "  <- most deviant")
+							      : "");
+	}
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
 	free(v);
 	pdi_json_printf(j, "\nFaulty task(s): %s (phase confidence %.2f, task confidence %.2f; %zu cluster%s of %zu "
@@ -171,34 +191,5 @@ char *pdi_render_text(const struct pdi_analysis *a)
 		for (size_t i = 0; i < a->nlimits; i++)
 			pdi_json_printf(&j, "  - %s\n", a->limits[i]);
 	}
-	return pdi_json_steal(&j);
-}
-
-/* The progress dependence graph, then the prefix tree: two graphs `dot` draws one after
- * the other. */
-char *pdi_render_dot(const struct pdi_analysis *a)
-{
-	struct pdi_json j;
-	char ranks[4096];
-
-	pdi_json_init(&j);
-	if (a->has_pdg) {
-		const struct pdi_pdg *g = &a->pdg;
-
-		pdi_json_printf(&j, "digraph pdg {\n  label=\"progress dependence (PDI): an edge waits for its target\";\n");
-		for (size_t k = 0; k < g->ngroups; k++) {
-			pdi_ranges_format(g->groups[k].ranks, g->groups[k].n, ranks, sizeof(ranks));
-			pdi_json_printf(&j, "  g%zu [label=\"%s\\n%s %s\"%s];\n", k, ranks, g->groups[k].inside ? "in" : "after",
-					pdi_view_site_name(a->view, pdi_state_site(g->groups[k].state)),
-					g->groups[k].lp ? ", style=filled, fillcolor=salmon" : "");
-		}
-		for (size_t x = 0; x < g->ngroups; x++)
-			for (size_t y = 0; y < g->ngroups; y++)
-				if (g->dep[x * g->ngroups + y] == PDI_DEP_ON)
-					pdi_json_printf(&j, "  g%zu -> g%zu;\n", x, y);
-		pdi_json_printf(&j, "}\n");
-	}
-	if (a->tree)
-		(void)pdi_ptree_render_dot(a->tree, &j);
 	return pdi_json_steal(&j);
 }

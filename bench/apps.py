@@ -1,0 +1,514 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""apps.py -- the diagnosis on real applications: faults injected from outside, scored.
+
+Real MPI applications from Debian's archive, with their own example inputs, 4 ranks under a
+fresh pdimond each (`pdimon run --step NAME -- mpirun -np 4 ...`), plus our own halo program
+(tests/mpi). The program is never changed: every fault comes from outside, at a rank and a
+time drawn from the seed (the time uniformly in 25-65% of the application's usual run):
+
+  none       a fault-free run: anything but "nothing abnormal found" is a false alarm
+  stop       SIGSTOP for 2-5 s, then SIGCONT
+  spin       the rank spins in compute for 2-5 s: SIGRTMIN+7 to an LD_PRELOAD agent
+             (bench/apps/spin_agent.c) that busy-loops in the signal handler, outside MPI
+  hang-stop  SIGSTOP for good
+  hang-spin  the agent spins for good
+  deadlock   our halo only: two ranks each block in MPI_Recv from the other (tests/mpi/fault.h)
+  cpu        a busy process (bench/apps/hog.c) pinned with the rank to the rank's CPU, 6 s
+  mem        the same with a process streaming through 256 MiB (memory bandwidth), 6 s
+
+LAMMPS, Quantum ESPRESSO and CP2K are reserved for an independent evaluation: never here.
+
+Scored per run, against the ground truth the injector knows (rank, CLOCK_MONOTONIC time --
+the BPF timestamps' clock -- and what it did):
+  phase        diagnosis.faulty_phase is the faulty rank's phase whose wall-clock window
+               holds the injection (from `pdimon show --json`)
+  task         the faulty rank is among diagnosis.faulty_ranks, with at most half the ranks
+  alone        diagnosis.faulty_ranks is the faulty rank alone
+  top5         one of the first five characteristic transitions was found in the faulty rank
+  LP recall/precision  hangs: the truly least-progressed ranks (the stopped or spinning
+               rank; both ranks of a deadlock) against verdict.least_progressed
+  quiet        fault-free runs: diagnosis.abnormal is false ("nothing abnormal found")
+
+Usage: apps.py [--apps gromacs,hpcc,meep,mpb,halo] [--faults none,stop,...] [--seeds N]
+               [--first-seed S] [--short] [--floor SPEC|FILE] [--out DIR]
+--short sizes every input for a run of a few seconds (the CI subset); the full inputs run
+20-60 s each at 4 ranks on this 2-core machine. Run as root, under the heavy lock (shared).
+"""
+import argparse
+import ctypes
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "../tests/integration"))
+sys.path.insert(0, os.path.join(HERE, "../tests/faults"))
+import harness  # noqa: E402
+import campaign  # noqa: E402  (reading pdimon's output: one place)
+
+RANKS = 4
+BUILD = os.environ.get("PDIMON_BUILD", os.path.join(HERE, "../build"))
+AGENT = os.path.join(BUILD, "tests/faults/libpdimon-spin-agent.so")  # built by tests/faults/meson.build
+HOG = os.path.join(BUILD, "tests/faults/pdimon-hog")
+SPIN_SIGNAL = signal.SIGRTMIN + 7
+FAULTS = ["none", "stop", "spin", "hang-stop", "hang-spin", "deadlock", "cpu", "mem"]
+HANGS = {"hang-stop", "hang-spin", "deadlock"}
+INTERFERENCE_S = 6.0
+METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the applications: (set-up of their inputs in DIR, the command, its usual run time in s)
+
+def mpirun_openmpi(*cmd):
+    return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS), "-x", "LD_PRELOAD",
+            "-x", "PDIMON_SPIN_MS", "-x", "PDIMON_SPIN_TRUTH", *cmd]
+
+
+def gromacs(d, short):
+    """GROMACS (C++, domain decomposition, PME): a 3 nm box of SPC water from its own data."""
+    top = os.path.join(d, "topol.top")
+    with open(top, "w") as f:
+        f.write('#include "oplsaa.ff/forcefield.itp"\n#include "oplsaa.ff/spc.itp"\n'
+                "[ system ]\nwater\n[ molecules ]\n")
+    with open(os.path.join(d, "md.mdp"), "w") as f:
+        f.write("integrator = md\ndt = 0.002\nnsteps = 100000\ncutoff-scheme = Verlet\ncoulombtype = PME\n"
+                "rcoulomb = 0.9\nrvdw = 0.9\nconstraints = h-bonds\ntcoupl = v-rescale\ntc-grps = System\n"
+                "tau-t = 0.1\nref-t = 300\nnstlog = 500\nnstenergy = 500\nnstcalcenergy = 100\n")
+    subprocess.run(["gmx", "-quiet", "solvate", "-cs", "spc216.gro", "-box", "3", "3", "3", "-o", "w.gro",
+                    "-p", "topol.top"], cwd=d, check=True, capture_output=True)
+    subprocess.run(["gmx", "-quiet", "grompp", "-f", "md.mdp", "-c", "w.gro", "-p", "topol.top", "-o", "md.tpr",
+                    "-maxwarn", "5"], cwd=d, check=True, capture_output=True)
+    steps = 150 if short else 1000
+    return mpirun_openmpi("gmx_mpi", "mdrun", "-quiet", "-s", "md.tpr", "-ntomp", "1", "-nb", "cpu", "-notunepme",
+                          "-nsteps", str(steps), "-deffnm", "run"), 4 if short else 26
+
+
+HPCC_INPUT = """HPLinpack benchmark input file
+Innovative Computing Laboratory, University of Tennessee
+HPL.out      output file name (if any)
+8            device out (6=stdout,7=stderr,file)
+1            # of problems sizes (N)
+{n}          Ns
+1            # of NBs
+80           NBs
+0            PMAP process mapping (0=Row-,1=Column-major)
+1            # of process grids (P x Q)
+2            Ps
+2            Qs
+16.0         threshold
+1            # of panel fact
+2            PFACTs (0=left, 1=Crout, 2=Right)
+1            # of recursive stopping criterium
+4            NBMINs (>= 1)
+1            # of panels in recursion
+2            NDIVs
+1            # of recursive panel fact.
+1            RFACTs (0=left, 1=Crout, 2=Right)
+1            # of broadcast
+1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
+1            # of lookahead depth
+1            DEPTHs (>=0)
+2            SWAP (0=bin-exch,1=long,2=mix)
+64           swapping threshold
+0            L1 in (0=transposed,1=no-transposed) form
+0            U  in (0=transposed,1=no-transposed) form
+1            Equilibration (0=no,1=yes)
+8            memory alignment in double (> 0)
+##### This line (no. 32) is ignored (it serves as a separator). ######
+0                               Number of additional problem sizes for PTRANS
+1200 10000 30000                values of N
+0                               number of additional blocking sizes for PTRANS
+40 9 8 13 13 20 16 32 64        values of NB
+"""
+
+
+def hpcc(d, short):
+    """HPC Challenge (C): HPL, DGEMM, STREAM, PTRANS, RandomAccess, FFT, latency/bandwidth in a
+    row -- phases that differ by nature."""
+    with open(os.path.join(d, "hpccinf.txt"), "w") as f:
+        f.write(HPCC_INPUT.format(n=300 if short else 1000))
+    return mpirun_openmpi("hpcc"), 6 if short else 18  # N=1000 ran 14-41 s at load ~27
+
+
+def meep(d, short):
+    """meep (C++, FDTD, Scheme front end): its straight-waveguide tutorial in 2-D."""
+    with open(os.path.join(d, "waveguide.ctl"), "w") as f:
+        f.write("(set! geometry-lattice (make lattice (size 16 8 no-size)))\n"
+                "(set! geometry (list (make block (center 0 0) (size infinity 1 infinity)\n"
+                "  (material (make dielectric (epsilon 12))))))\n"
+                "(set! sources (list (make source (src (make continuous-src (frequency 0.15)))\n"
+                "  (component Ez) (center -7 0))))\n"
+                "(set! pml-layers (list (make pml (thickness 1.0))))\n"
+                f"(set! resolution {10 if short else 20})\n(run-until {60 if short else 200})\n")
+    return mpirun_openmpi("meep", "waveguide.ctl"), 3 if short else 24
+
+
+def mpb(d, short):
+    """MPB (C, FFTW-MPI eigensolver, Scheme front end): its square lattice of rods tutorial."""
+    with open(os.path.join(d, "rods.ctl"), "w") as f:
+        f.write("(set! num-bands 8)\n"
+                "(set! k-points (list (vector3 0 0 0) (vector3 0.5 0 0) (vector3 0.5 0.5 0) (vector3 0 0 0)))\n"
+                f"(set! k-points (interpolate {2 if short else 12} k-points))\n"
+                "(set! geometry (list (make cylinder (center 0 0 0) (radius 0.2) (height infinity)\n"
+                "  (material (make dielectric (epsilon 12))))))\n"
+                "(set! geometry-lattice (make lattice (size 1 1 no-size)))\n"
+                f"(set! resolution {16 if short else 64})\n(run-tm)\n(run-te)\n")
+    return mpirun_openmpi("mpb-mpi", "rods.ctl"), 4 if short else 30
+
+
+HALO_ITERS = (12000, 1500)  # full, short
+
+
+def halo(d, short):
+    """Our own 2-D halo exchange (tests/mpi/halo.c), Open MPI."""
+    return mpirun_openmpi(os.path.join(harness.MPI_DIR, "halo.openmpi"), str(HALO_ITERS[short])), 3 if short else 25
+
+
+APPS = {"gromacs": gromacs, "hpcc": hpcc, "meep": meep, "mpb": mpb, "halo": halo}
+NEEDS = {"gromacs": "gmx_mpi", "hpcc": "hpcc", "meep": "meep", "mpb": "mpb-mpi", "halo": None}
+
+
+# ---------------------------------------------------------------------------------------------
+# injecting from outside
+
+def rank_pids(marker):
+    """{rank: pid} of the processes whose environment carries MARKER and an MPI rank."""
+    out = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/environ", "rb") as f:
+                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+        except OSError:
+            continue
+        if env.get(b"PDIMON_APPS_RUN") != marker.encode():
+            continue
+        r = env.get(b"OMPI_COMM_WORLD_RANK") or env.get(b"PMI_RANK")
+        if r is not None:
+            # the rank's own process: the launcher's helpers carry no rank
+            out.setdefault(int(r), int(p))
+    return out
+
+
+def tgkill(tgid, tid, sig):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(234, tgid, tid, int(sig)) < 0:  # SYS_tgkill on x86-64
+        raise ProcessLookupError(ctypes.get_errno(), "tgkill")
+
+
+def cpu_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[36])
+
+
+class Injector(threading.Thread):
+    """Waits for the ranks, then at the planned time does the fault to the planned rank."""
+
+    def __init__(self, plan, marker, daemon):
+        super().__init__(daemon=True)
+        self.plan, self.marker, self.d = plan, marker, daemon
+        self.truth = None
+        self.stop_flag = threading.Event()
+        self.hog = None
+
+    def run(self):
+        pids = {}
+        deadline = time.monotonic() + 120
+        # the application's time starts when every rank is monitored and past MPI_Init
+        while not self.stop_flag.is_set() and time.monotonic() < deadline:
+            show = campaign.query_json(self.d, "show", self.marker, "--json") or {}
+            tasks = show.get("tasks") or []
+            if len(tasks) == RANKS and all(t.get("calls", 0) > 1 for t in tasks):
+                break
+            self.stop_flag.wait(0.2)
+        pids = rank_pids(self.marker)
+        if len(pids) < RANKS or self.plan.fault in ("none", "deadlock"):
+            return
+        if self.stop_flag.wait(self.plan.at_s):
+            return
+        pid, f = pids[self.plan.rank], self.plan.fault
+        t = time.monotonic_ns()  # CLOCK_MONOTONIC: the clock of the BPF timestamps
+        try:
+            if f in ("stop", "hang-stop"):
+                os.kill(pid, signal.SIGSTOP)
+            elif f in ("spin", "hang-spin"):
+                tgkill(pid, pid, SPIN_SIGNAL)  # the main thread: the program's, not MPI's helpers
+            elif f in ("cpu", "mem"):
+                cpu = cpu_of(pid)
+                os.sched_setaffinity(pid, {cpu})
+                self.hog = subprocess.Popen(["taskset", "-c", str(cpu), HOG, f, str(INTERFERENCE_S)])
+        except (ProcessLookupError, OSError):
+            return
+        self.truth = {"fault": f, "rank": self.plan.rank, "t_ns": t, "pid": pid}
+        if f == "stop":
+            self.stop_flag.wait(self.plan.length_s)
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if f in ("cpu", "mem"):
+            try:
+                self.hog.wait(timeout=INTERFERENCE_S + 30)
+                os.sched_setaffinity(pid, set(range(os.cpu_count())))
+            except (subprocess.TimeoutExpired, ProcessLookupError, OSError):
+                pass
+
+    def finish(self):
+        self.stop_flag.set()
+        if self.hog and self.hog.poll() is None:
+            self.hog.kill()
+        self.join(timeout=10)
+
+
+class Plan:
+    """What one (application, fault, seed) injects, drawn from the seed."""
+
+    def __init__(self, app, fault, seed, usual_s):
+        rnd = random.Random(f"{app}/{fault}/{seed}")
+        self.app, self.fault, self.seed = app, fault, seed
+        self.rank = rnd.randrange(RANKS)
+        self.at_s = usual_s * rnd.uniform(0.25, 0.65)
+        self.length_s = rnd.uniform(2.0, 5.0)
+
+    def spin_ms(self):
+        return {"spin": int(self.length_s * 1000), "hang-spin": -1}.get(self.fault, 0)
+
+    def __str__(self):
+        return f"{self.app} {self.fault} seed={self.seed} rank={self.rank} at={self.at_s:.1f}s len={self.length_s:.1f}s"
+
+
+# ---------------------------------------------------------------------------------------------
+# one run
+
+def run_one(plan, cmd, workdir, usual_s, runlog):
+    name = f"app-{os.getpid()}-{plan.app}-{plan.fault}-{plan.seed}"
+    bus = campaign.new_bus()
+    d = harness.Daemon(bus=bus)
+    p, inj, end, doc, show = None, None, "timeout", None, None
+    truth_file = os.path.join(workdir, "deadlock.truth")
+    try:
+        spin_truth = os.path.join(workdir, "spin.truth")
+        env = dict(d.env, PDIMON_APPS_RUN=name, LD_PRELOAD=AGENT, PDIMON_SPIN_MS=str(plan.spin_ms()),
+                   PDIMON_SPIN_TRUTH=spin_truth)
+        if plan.fault == "deadlock":
+            env.update(PDIMON_FAULT="deadlock", PDIMON_FAULT_RANK=str(plan.rank), PDIMON_FAULT_WHERE="mpi",
+                       PDIMON_FAULT_ITER=str(int(plan.at_s / usual_s * HALO_ITERS[usual_s < 10])),
+                       PDIMON_FAULT_TRUTH=truth_file)
+        with open(os.path.join(workdir, name + ".out"), "w") as out:
+            p = subprocess.Popen([harness.PDIMON, "run", "--step", name, "--", *cmd], cwd=workdir, stdout=out,
+                                 stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        inj = Injector(plan, name, d)
+        inj.start()
+        # a hang is taken when every rank stood still longer than any stall lasts
+        stuck_ns = 8e9
+        deadline = time.monotonic() + 4 * usual_s + 90
+        while True:
+            if p.poll() is not None:
+                end = f"exit {p.returncode}"
+                break
+            if plan.fault in HANGS:
+                rep = campaign.query_json(d, "report", name, "--json")
+                if stuck_all(rep, stuck_ns):
+                    end = "hang"
+                    break
+            if time.monotonic() > deadline:
+                break
+            try:
+                p.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
+        if end.startswith("exit"):
+            try:
+                harness.wait_for(lambda: (campaign.query_json(d, "show", name, "--json") or {}).get("state")
+                                 == "ended", 60, "the step to end")
+            except AssertionError:
+                end += ", but the step never ended in pdimond"
+        doc = campaign.query_json(d, "analyze", name, "--json")
+        show = campaign.query_json(d, "show", name, "--json")
+    finally:
+        if inj:
+            inj.finish()
+        if p is not None:
+            campaign.signal_all(rank_pids(name).values(), signal.SIGCONT)  # a stopped rank must not outlive its job
+            harness.kill_tree(p)
+            campaign.signal_all(rank_pids(name).values(), signal.SIGKILL)
+        try:
+            d.stop()
+        except AssertionError as e:
+            campaign.log(runlog, f"# {name}: pdimond did not stop cleanly: {str(e)[:300]}")
+        bus.stop()
+    truth = inj.truth if inj else None
+    if truth and plan.fault in ("spin", "hang-spin"):
+        try:  # the spin began when the rank left MPI (the agent spins outside MPI only)
+            with open(spin_truth) as f:
+                truth["t_ns"] = int(f.read())
+        except (OSError, ValueError):
+            truth = None  # it never spun: a miss
+    if plan.fault == "deadlock" and os.path.exists(truth_file):
+        with open(truth_file) as f:
+            t = json.load(f)
+        truth = {"fault": "deadlock", "rank": t["rank"], "peer": t["peer"], "t_ns": t["t_ns"]}
+    if plan.fault == "none":
+        truth = {"fault": "none"}
+    return truth, doc, show, end
+
+
+def stuck_all(rep, stuck_ns):
+    """A hang verdict, every running task in place for STUCK_NS."""
+    if not rep or (rep.get("verdict") or {}).get("kind") != "hang":
+        return False
+    tasks = [t for t in rep.get("tasks") or [] if t.get("state") == "running"]
+    return len(rep.get("tasks") or []) == RANKS and tasks and all(t.get("for_ns", 0) >= stuck_ns for t in tasks)
+
+
+# ---------------------------------------------------------------------------------------------
+# scoring
+
+def score(plan, truth, doc, show, end):
+    s = {m: None for m in METRICS}
+    doc = doc or {}
+    diag = doc.get("diagnosis") or {}
+    if plan.fault == "none":
+        s["quiet"] = doc != {} and not diag.get("abnormal", True)
+        return s, f"abnormal={diag.get('abnormal')} method={diag.get('method')} phase={diag.get('faulty_phase')} " \
+                  f"ranks={diag.get('faulty_ranks')} confidence={diag.get('confidence_words')} z={diag.get('noise_z')}"
+    if truth is None:
+        s.update(phase=False, task=False, alone=False, top5=False)
+        if plan.fault in HANGS:
+            s["lp_recall"] = False
+        return s, f"no ground truth: the fault did not fire ({end})"
+    a = campaign.read_analysis(doc)
+    rank = truth["rank"]
+    tphase = None
+    for k, (t0, _t1) in enumerate(campaign.phase_windows(show or {}, rank)):
+        if t0 is not None and t0 <= truth["t_ns"]:
+            tphase = k
+    ranks = a["faulty_ranks"] or []
+    s["phase"] = a["faulty_phase"] is not None and a["faulty_phase"] == tphase
+    s["task"] = rank in ranks and len(ranks) <= RANKS // 2
+    s["alone"] = ranks == [rank]
+    top = (doc.get("automaded") or {}).get("transitions") or diag.get("transitions") or []
+    s["top5"] = any(rank in campaign.parse_ranges(t.get("ranks", "")) for t in top[:5])
+    lp_truth = None
+    if plan.fault in HANGS:
+        lp_truth = {rank, truth["peer"]} if plan.fault == "deadlock" else {rank}
+        got = set(a["lp"]) if end == "hang" and a["verdict"] == "hang" else set()
+        s["lp_recall"] = lp_truth <= got
+        s["lp_precision"] = len(lp_truth & got) / len(got) if got else None
+    doing = "; ".join(x.get("doing", "") for x in diag.get("stopped_at") or [])
+    line = (f"truth: rank={rank} phase={tphase}{' lp=' + str(sorted(lp_truth)) if lp_truth else ''} | end={end} "
+            f"reported: verdict={a['verdict']} method={diag.get('method')} phase={a['faulty_phase']} ranks={ranks} "
+            f"lp={a['lp']} abnormal={diag.get('abnormal')} confidence={diag.get('confidence_words')} "
+            f"z={diag.get('noise_z')}{' doing: ' + doing if doing else ''}")
+    return s, line
+
+
+class Tally(campaign.Tally):
+    def __init__(self):
+        self.runs = 0
+        self.n = {m: 0 for m in METRICS}
+        self.sums = {m: 0.0 for m in METRICS}
+        self.hits = {m: 0 for m in METRICS}
+
+
+def fmt(v):
+    return "    -" if v is None else f"{v:5.0f}"
+
+
+def table(tallies, out):
+    print(f"{'app / fault':<22} {'runs':>4} {'phase%':>6} {'task%':>6} {'alone%':>6} {'top5%':>6} {'LPrec%':>6} "
+          f"{'LPprec%':>7} {'quiet%':>6}", file=out)
+    for key in sorted(tallies):
+        t = tallies[key]
+        print(f"{key:<22} {t.runs:>4} " + " ".join(f"{fmt(t.pct(m)):>6}" for m in METRICS[:5]) +
+              f" {fmt(t.pct('lp_precision')):>7} {fmt(t.pct('quiet')):>6}", file=out)
+
+
+def fault_class(f):
+    return {"stop": "stall", "spin": "stall", "hang-stop": "hang", "hang-spin": "hang", "deadlock": "hang",
+            "cpu": "interference", "mem": "interference"}.get(f, f)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--apps", default="gromacs,hpcc,meep,mpb,halo")
+    ap.add_argument("--faults", default=",".join(FAULTS))
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--short", action="store_true", help="inputs of a few seconds (the CI subset)")
+    ap.add_argument("--floor", default="", help="METRIC=PCT or CLASS.METRIC=PCT (CLASS: stall, hang, "
+                                                "interference, none), comma-separated or a file")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if os.geteuid() != 0:
+        raise SystemExit("apps: pdimond loads BPF programs: run as root")
+    apps = [a for a in args.apps.split(",") if a]
+    faults = [f for f in args.faults.split(",") if f]
+    for a in apps:
+        if a not in APPS:
+            raise SystemExit(f"apps: unknown application {a} (known: {', '.join(APPS)})")
+        if NEEDS[a] and not shutil.which(NEEDS[a]):
+            raise SystemExit(f"apps: {a} needs {NEEDS[a]}: install it (scripts/install-deps.sh --apps)")
+    for f in faults:
+        if f not in FAULTS:
+            raise SystemExit(f"apps: unknown fault {f} (known: {', '.join(FAULTS)})")
+    out = args.out or tempfile.mkdtemp(prefix="pdimon-apps-")
+    os.makedirs(out, exist_ok=True)
+    runlog = open(os.path.join(out, "apps.log"), "a")
+    by_key, by_class, overall = {}, {}, Tally()
+    started = time.monotonic()
+    print(f"apps: {len(apps)} applications x {len(faults)} faults x {args.seeds} seeds, 4 ranks, "
+          f"{'short' if args.short else 'full'} inputs; load average {open('/proc/loadavg').read().split()[0]}",
+          flush=True)
+    for app in apps:
+        for fault in faults:
+            if fault == "deadlock" and app != "halo":
+                continue  # a real deadlock needs a program of ours
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                workdir = tempfile.mkdtemp(prefix=f"{app}-", dir=out)
+                cmd, usual_s = APPS[app](workdir, args.short)
+                plan = Plan(app, fault, seed, usual_s)
+                t_run = time.monotonic()
+                truth, doc, show, end = run_one(plan, cmd, workdir, usual_s, runlog)
+                s, line = score(plan, truth, doc, show, end)
+                with open(os.path.join(workdir, "run.json"), "w") as f:
+                    json.dump({"plan": str(plan), "truth": truth, "analysis": doc, "end": end}, f)
+                campaign.log(runlog, f"{plan} | {line}")
+                print(f"  {plan}: " + " ".join(f"{m}={v:.2f}" if isinstance(v, float) else f"{m}={int(bool(v))}"
+                                                for m, v in s.items() if v is not None) +
+                      f" ({end}, {time.monotonic() - t_run:.0f} s)", flush=True)
+                for t in (by_key.setdefault(f"{app} {fault}", Tally()),
+                          by_class.setdefault(fault_class(fault), Tally()), overall):
+                    t.add(s)
+    print(f"\n{overall.runs} runs in {time.monotonic() - started:.0f} s on this shared 2-core VM "
+          f"(per-run lines: {os.path.join(out, 'apps.log')})")
+    table(by_key, sys.stdout)
+    print()
+    table(dict(by_class, all=overall), sys.stdout)
+    if args.floor:
+        floor = campaign.parse_floor(args.floor, METRICS)
+        bad = []
+        for (scope, metric), want in floor.items():
+            t = overall if scope == "all" else by_class.get(scope)
+            got = t.pct(metric) if t else None
+            if got is None or got < want:
+                bad.append(f"{scope}.{metric} = {'n/a' if got is None else f'{got:.0f}'}% < floor {want:.0f}%")
+        if bad:
+            print("BELOW THE FLOOR: " + "; ".join(bad))
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

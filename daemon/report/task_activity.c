@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* task_activity.c -- what the node's kernel says a monitored task is doing: stopped by a
+ * signal, in uninterruptible sleep (and in which kernel function), running, or ready but not
+ * getting a CPU. Where a task is in MPI is not the whole truth: a stopped rank sits in
+ * MPI_Send exactly like the ranks waiting on it. Read from /proc/PID/task/TID (stat, wchan,
+ * schedstat) of a task the registry pins with a pidfd; CPU use and run-queue wait are rates
+ * since the previous look at the same thread, kept in the task. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "view_local.h"
+
+ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, size_t len)
+{
+	char path[96];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)tid, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+/* The state letter of /proc/.../stat: after the last ')' (the command may hold any byte). */
+static char stat_state(const char *stat)
+{
+	const char *p = strrchr(stat, ')');
+
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, struct pdi_task_activity *ret)
+{
+	struct pdi_task_activity a = {.kind = PDI_ACT_UNKNOWN, .cpu_pct = -1, .wait_pct = -1};
+	struct pdi_cpu_seen *seen = &t->cpu_seen;
+	char buf[1024];
+	uint64_t run_ns, wait_ns;
+
+	if (tid <= 0)
+		tid = t->pid;
+	if (pdi_task_proc_read(t->pid, tid, "stat", buf, sizeof(buf)) <= 0) {
+		*ret = a;
+		return;
+	}
+	switch (stat_state(buf)) {
+	case 'T': case 't': a.kind = PDI_ACT_STOPPED; break;
+	case 'D': a.kind = PDI_ACT_DISK; break;
+	case 'R': a.kind = PDI_ACT_RUNNING; break;
+	case 'S': case 'I': a.kind = PDI_ACT_SLEEPING; break;
+	default: break;
+	}
+	if (pdi_task_proc_read(t->pid, tid, "wchan", buf, sizeof(buf)) > 0 && strcmp(buf, "0"))
+		snprintf(a.wchan, sizeof(a.wchan), "%.*s", (int)sizeof(a.wchan) - 1, buf);
+	if (pdi_task_proc_read(t->pid, tid, "schedstat", buf, sizeof(buf)) > 0 &&
+	    sscanf(buf, "%" SCNu64 " %" SCNu64, &run_ns, &wait_ns) == 2) {
+		if (seen->tid == tid && seen->at_ns && now_ns > seen->at_ns && run_ns >= seen->run_ns &&
+		    wait_ns >= seen->wait_ns) {
+			uint64_t dt = now_ns - seen->at_ns;
+
+			a.over_ns = dt;
+			a.cpu_pct = (int)((run_ns - seen->run_ns) * 100 / dt);
+			a.wait_pct = (int)((wait_ns - seen->wait_ns) * 100 / dt);
+			/* ready more than it runs: another process takes its CPU */
+			if (a.kind == PDI_ACT_RUNNING && a.wait_pct > 50 && a.wait_pct > a.cpu_pct)
+				a.kind = PDI_ACT_STARVED;
+		}
+		*seen = (struct pdi_cpu_seen){.at_ns = now_ns, .run_ns = run_ns, .wait_ns = wait_ns, .tid = tid};
+	}
+	*ret = a;
+}

@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* test-analysis.c -- the diagnosis (lib/analysis.c) and its renderings on a table of small
+ * synthetic views with known verdicts: a clean run, a stall, hangs PDI must resolve, and the
+ * bad input the analysis must say it cannot conclude on (no task, one task, no MPI call, lost
+ * events, stripped call sites, a task gone mid-analysis) -- never a crash, never an
+ * invented answer. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "mpi_funcs.h"
+#include "render.h"
+
+enum { INIT, PCONTROL, IRECV, ISEND, WAITALL, BARRIER, NSITES };
+
+#define MAX_TASKS 8
+
+static const char *const fns[NSITES] = {"MPI_Init", "MPI_Pcontrol", "MPI_Irecv", "MPI_Isend", "MPI_Waitall",
+					"MPI_Barrier"};
+
+/* A ring program's task: the prologue (model phase 0), then PHASES Pcontrol phases of 40
+ * Irecv, Isend, Waitall, compute, Barrier iterations (about 1.2 s); in phase STALL_PHASE (-1:
+ * none) it computes 30 times longer in half the iterations (a 12 s stall). Jitter is
+ * deterministic per rank. */
+static void ring_model_noisy(struct pdi_model *m, int rank, int phases, int stall_phase, int noise_phase)
+{
+	uint64_t t = 0;
+	unsigned seed = (unsigned)rank * 7919u + 13u;
+
+	pdi_model_init(m, NULL);
+	if (phases <= 0)
+		return;
+	cr_assert_eq(pdi_model_add_call(m, &(struct pdi_call){.site = INIT, .fn = (uint16_t)pdi_mpi_func_find(fns[INIT]),
+							       .peer = PDI_NO_PEER, .t_exit = (t += 100000)}),
+		     0);
+	for (int p = 0; p < phases; p++) {
+		struct pdi_call c = {.site = PCONTROL, .fn = (uint16_t)pdi_mpi_func_find(fns[PCONTROL]), .peer = PDI_NO_PEER};
+
+		c.t_enter = (t += 1000);
+		c.t_exit = (t += 500);
+		cr_assert_eq(pdi_model_add_call(m, &c), 0);
+		for (int i = 0; i < 40; i++)
+			for (int s = IRECV; s <= BARRIER; s++) {
+				struct pdi_call x = {.site = (uint32_t)s, .fn = (uint16_t)pdi_mpi_func_find(fns[s]),
+						     .peer = PDI_NO_PEER};
+				double gap = s == BARRIER ? 20e6 : 2e6; /* ns: 20 ms of computation */
+
+				seed = seed * 1103515245u + 12345u;
+				gap *= 0.9 + 0.2 * ((seed >> 16) % 1000) / 1000.0;
+				if (s == BARRIER && p == stall_phase && i >= 20)
+					gap *= 30;
+				if (s == BARRIER && p == noise_phase)
+					gap *= 25; /* every task: the machine, not the program */
+				x.t_enter = (t += (uint64_t)gap);
+				x.t_exit = (t += 3000000);
+				cr_assert_eq(pdi_model_add_call(m, &x), 0);
+			}
+	}
+}
+
+static void ring_model(struct pdi_model *m, int rank, int phases, int stall_phase)
+{
+	ring_model_noisy(m, rank, phases, stall_phase, -1);
+}
+
+struct task_spec {
+	enum pdi_where_kind kind;
+	int site;                 /* where it is, or after which call it computes; -1 unknown */
+	enum pdi_activity act;
+	uint64_t lost;
+	int stall_phase;          /* -1: none */
+	bool no_calls;            /* a model without a call */
+	bool ended;
+};
+
+struct view_case {
+	const char *name;
+	unsigned ntasks;
+	int phases;
+	bool running;
+	bool stripped;            /* sites named FUNC@obj+0xOFF, as without symbols */
+	struct task_spec t[MAX_TASKS];
+	/* the known verdict */
+	const char *kind;
+	const char *lp;           /* verdict.least_progressed; NULL: no PDI */
+	int faulty_phase;         /* AutomaDeD's, -1: not checked */
+	int faulty_rank;          /* AutomaDeD's, -1: not checked */
+	int abnormal;             /* -1: not checked */
+	const char *limit;        /* a limit that must be said, NULL: none checked */
+};
+
+#define DONE(at) {.kind = PDI_WHERE_FINISHED, .site = (at), .stall_phase = -1, .ended = true}
+
+static const struct view_case cases[] = {
+	{.name = "clean run", .ntasks = 4, .phases = 8,
+	 .t = {DONE(BARRIER), DONE(BARRIER), DONE(BARRIER), DONE(BARRIER)},
+	 .kind = "completed", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1},
+	{.name = "stall of rank 2 in phase 5", .ntasks = 4, .phases = 8,
+	 .t = {DONE(BARRIER), DONE(BARRIER), {.kind = PDI_WHERE_FINISHED, .site = BARRIER, .stall_phase = 5, .ended = true},
+	       DONE(BARRIER)},
+	 .kind = "completed", .faulty_phase = 6, .faulty_rank = 2, .abnormal = 1},
+	{.name = "hang: rank 1 computes, the others wait in the Barrier", .ntasks = 4, .phases = 6, .running = true,
+	 .t = {{.kind = PDI_WHERE_BLOCKED, .site = BARRIER, .stall_phase = -1},
+	       {.kind = PDI_WHERE_COMPUTING, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_BLOCKED, .site = BARRIER, .stall_phase = -1},
+	       {.kind = PDI_WHERE_BLOCKED, .site = BARRIER, .stall_phase = -1}},
+	 .kind = "hang", .lp = "[1]", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1},
+	{.name = "hang: rank 3 stopped in the Waitall all others sit in", .ntasks = 4, .phases = 6, .running = true,
+	 .t = {{.kind = PDI_WHERE_BLOCKED, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_BLOCKED, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_BLOCKED, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_BLOCKED, .site = WAITALL, .act = PDI_ACT_STOPPED, .stall_phase = -1}},
+	 .kind = "hang", .lp = "[3]", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1},
+	{.name = "hang: rank 0 stopped in the Waitall, the others moved on to the Barrier", .ntasks = 4, .phases = 6,
+	 .running = true,
+	 .t = {{.kind = PDI_WHERE_BLOCKED, .site = WAITALL, .act = PDI_ACT_STOPPED, .stall_phase = -1},
+	       {.kind = PDI_WHERE_BLOCKED, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_BLOCKED, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_BLOCKED, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1}},
+	 .kind = "hang", .lp = "[0]", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1},
+	{.name = "hang: rank 2 computes after its Isend, the others wait in Waitall with no known peer", .ntasks = 4,
+	 .phases = 6, .running = true,
+	 .t = {{.kind = PDI_WHERE_BLOCKED, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_BLOCKED, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_COMPUTING, .site = ISEND, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_BLOCKED, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1}},
+	 .kind = "hang", .lp = "[2]", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1},
+	{.name = "no task", .ntasks = 0, .phases = 4, .kind = "not_monitored", .faulty_phase = -1, .faulty_rank = -1,
+	 .abnormal = 0, .limit = "no MPI task was monitored"},
+	{.name = "one task", .ntasks = 1, .phases = 8, .t = {DONE(BARRIER)}, .kind = "completed", .faulty_phase = -1,
+	 .faulty_rank = -1, .abnormal = 0, .limit = "a single task"},
+	{.name = "one phase", .ntasks = 3, .phases = 1, .t = {DONE(BARRIER), DONE(BARRIER), DONE(BARRIER)},
+	 .kind = "completed", .faulty_phase = -1, .faulty_rank = -1, .abnormal = 0, .limit = "AutomaDeD"},
+	{.name = "no MPI calls", .ntasks = 2, .phases = 4,
+	 .t = {{.kind = PDI_WHERE_NO_MPI, .site = -1, .no_calls = true, .stall_phase = -1, .ended = true},
+	       {.kind = PDI_WHERE_NO_MPI, .site = -1, .no_calls = true, .stall_phase = -1, .ended = true}},
+	 .kind = "incomplete", .faulty_phase = -1, .faulty_rank = -1, .abnormal = 0, .limit = "made no MPI call"},
+	{.name = "lost events", .ntasks = 3, .phases = 8,
+	 .t = {DONE(BARRIER), {.kind = PDI_WHERE_FINISHED, .site = BARRIER, .lost = 12, .stall_phase = -1, .ended = true},
+	       DONE(BARRIER)},
+	 .kind = "completed", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1, .limit = "lost events"},
+	{.name = "stripped program", .ntasks = 3, .phases = 8, .stripped = true,
+	 .t = {DONE(BARRIER), DONE(BARRIER), {.kind = PDI_WHERE_FINISHED, .site = BARRIER, .stall_phase = 4, .ended = true}},
+	 .kind = "completed", .faulty_phase = 5, .faulty_rank = 2, .abnormal = 1},
+	{.name = "a task gone mid-analysis", .ntasks = 3, .phases = 6, .running = true,
+	 .t = {{.kind = PDI_WHERE_BLOCKED, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_BLOCKED, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_COMPUTING, .site = -1, .act = PDI_ACT_UNKNOWN, .stall_phase = -1, .ended = true}},
+	 .kind = "hang", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1},
+};
+
+struct built {
+	struct pdi_view v;
+	struct pdi_model models[MAX_TASKS];
+	struct pdi_site sites[NSITES];
+	char names[NSITES][64];
+};
+
+static void build(const struct view_case *c, struct built *b)
+{
+	memset(b, 0, sizeof(*b));
+	for (int s = 0; s < NSITES; s++) {
+		if (c->stripped)
+			snprintf(b->names[s], sizeof(b->names[s]), "%s@a.out+0x%x", fns[s], 0x1000 + 0x40 * s);
+		else
+			snprintf(b->names[s], sizeof(b->names[s]), "%s@ring.c:%d", fns[s], 10 + s);
+		b->sites[s] = (struct pdi_site){.fn = (uint16_t)pdi_mpi_func_find(fns[s]), .name = b->names[s],
+						.caller = c->stripped ? "" : "main", .file = c->stripped ? "" : "ring.c",
+						.line = c->stripped ? 0 : 10 + s};
+	}
+	b->v = (struct pdi_view){.name = (char *)c->name, .running = c->running, .sites = b->sites, .nsites = NSITES,
+				 .ntasks = c->ntasks, .nodes = 1, .nodes_answered = 1, .started = 1000};
+	b->v.tasks = calloc(c->ntasks + 1, sizeof(*b->v.tasks));
+	cr_assert_not_null(b->v.tasks);
+	for (unsigned i = 0; i < c->ntasks; i++) {
+		const struct task_spec *s = &c->t[i];
+		struct pdi_view_task *t = &b->v.tasks[i];
+
+		ring_model(&b->models[i], (int)i, s->no_calls ? 0 : c->phases, s->stall_phase);
+		*t = (struct pdi_view_task){.rank = (int)i, .pid = 1000 + (int)i, .running = c->running && !s->ended,
+					    .model = &b->models[i], .lost = s->lost,
+					    .wall_offset_ns = 1000 * 1000000000ll - 50000}; /* MPI_Init at 1000 s */
+		t->where = (struct pdi_where){.kind = s->kind, .site = s->site, .for_ns = 5000000000ull};
+		t->where.act = (struct pdi_task_activity){.kind = s->act, .cpu_pct = -1, .wait_pct = -1};
+		if (s->site >= 0)
+			snprintf(t->where.text, sizeof(t->where.text), "%s%s", s->kind == PDI_WHERE_COMPUTING ? "after " : "",
+				 b->names[s->site]);
+		if (s->site >= 0)
+			t->progress = pdi_model_visits(t->model, pdi_state_comm((uint32_t)s->site));
+	}
+}
+
+static void unbuild(const struct view_case *c, struct built *b)
+{
+	for (unsigned i = 0; i < c->ntasks; i++)
+		pdi_model_done(&b->models[i]);
+	free(b->v.tasks);
+}
+
+static bool has_limit(const struct pdi_analysis *a, const char *what)
+{
+	for (size_t i = 0; i < a->nlimits; i++)
+		if (strstr(a->limits[i], what))
+			return true;
+	return false;
+}
+
+Test(analysis, table_of_views_with_known_verdicts)
+{
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		const struct view_case *c = &cases[k];
+		struct built *b = malloc(sizeof(*b));
+		struct pdi_analysis a;
+		char *json, *text, *dot, *summary;
+
+		cr_assert_not_null(b);
+		build(c, b);
+		cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0, "%s", c->name);
+		cr_expect_str_eq(a.kind, c->kind, "%s: kind %s", c->name, a.kind);
+		if (c->lp)
+			cr_expect_str_eq(a.lp, c->lp, "%s: least progressed %s, want %s", c->name, a.lp, c->lp);
+		if (c->faulty_phase >= 0) {
+			int ranks[MAX_TASKS];
+			size_t n = pdi_analysis_faulty_ranks(&a, ranks);
+
+			cr_expect(a.has_automaded, "%s", c->name);
+			cr_expect_eq(a.am.faulty_phase, (uint32_t)c->faulty_phase, "%s: phase %u", c->name, a.am.faulty_phase);
+			cr_expect(n == 1 && ranks[0] == c->faulty_rank, "%s: %zu faulty ranks, first %d", c->name, n,
+				  n ? ranks[0] : -1);
+		}
+		if (c->abnormal >= 0)
+			cr_expect_eq(a.abnormal, c->abnormal == 1, "%s: abnormal %d", c->name, a.abnormal);
+		if (c->limit)
+			cr_expect(has_limit(&a, c->limit), "%s: no limit saying \"%s\"", c->name, c->limit);
+		/* every rendering of every case, bad input included */
+		json = pdi_render_json(&a);
+		text = pdi_render_text(&a);
+		dot = pdi_render_dot(&a);
+		summary = pdi_render_summary(&a);
+		cr_assert(json && text && dot && summary, "%s", c->name);
+		cr_expect(strstr(json, "\"verdict\"") && strstr(json, "\"diagnosis\"") && strstr(json, "\"limits\""),
+			  "%s", c->name);
+		cr_expect(!strncmp(summary, "pdimon: ", 8), "%s", c->name);
+		free(json);
+		free(text);
+		free(dot);
+		free(summary);
+		pdi_analysis_done(&a);
+		unbuild(c, b);
+		free(b);
+	}
+}
+
+/* A name with a quote or a backslash stays inside its DOT label. */
+Test(analysis, dot_labels_escape_names)
+{
+	const struct view_case *c = &cases[2]; /* a hang: PDI's graph is drawn */
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	char *dot;
+
+	cr_assert_not_null(b);
+	build(c, b);
+	snprintf(b->names[BARRIER], sizeof(b->names[BARRIER]), "MPI_Barrier@we\"ird\\.c:15");
+	for (unsigned i = 0; i < c->ntasks; i++)
+		if (b->v.tasks[i].where.site == BARRIER)
+			snprintf(b->v.tasks[i].where.text, sizeof(b->v.tasks[i].where.text), "%s", b->names[BARRIER]);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	dot = pdi_render_dot(&a);
+	cr_assert_not_null(dot);
+	cr_expect(strstr(dot, "we\\\"ird\\\\.c") != NULL, "%s", dot);
+	cr_expect(strstr(dot, "we\"ird") == NULL, "%s", dot);
+	free(dot);
+	pdi_analysis_done(&a);
+	unbuild(c, b);
+	free(b);
+}
+
+/* Tasks that share one model object (a gathered view) are classed once, as one class. */
+Test(analysis, shared_models_class_once)
+{
+	const struct view_case *c = &cases[0];
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+
+	cr_assert_not_null(b);
+	build(c, b);
+	for (unsigned i = 1; i < c->ntasks; i++)
+		b->v.tasks[i].model = &b->models[0];
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_eq(a.classes.n, 1);
+	cr_expect_eq(a.classes.classes[0].n, c->ntasks);
+	pdi_analysis_done(&a);
+	unbuild(c, b);
+	free(b);
+}
+
+/* Sample runs handed in (the daemon loads them from its store) are used, and said so. */
+Test(analysis, sample_runs_handed_in)
+{
+	const struct view_case *c = &cases[1];
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_model normal[4];
+	const struct pdi_model *row[4];
+	const struct pdi_model *const *rows[1] = {row};
+	struct pdi_analysis a;
+
+	cr_assert_not_null(b);
+	build(c, b);
+	for (int i = 0; i < 4; i++) {
+		ring_model(&normal[i], i + 10, c->phases, -1);
+		row[i] = &normal[i];
+	}
+	cr_assert_eq(pdi_analysis_build(&b->v, &(struct pdi_analysis_samples){.rows = rows, .nruns = 1}, &a), 0);
+	cr_expect_eq(a.sample_runs, 1);
+	cr_expect_eq(a.am.faulty_phase, 6); /* model phase 0 is the prologue */
+	pdi_analysis_done(&a);
+	for (int i = 0; i < 4; i++)
+		pdi_model_done(&normal[i]);
+	unbuild(c, b);
+	free(b);
+}
+
+/* Every phase has its wall-clock window; the prologue and epilogue are set-up and tear-down;
+ * the faulty phase is named with its window. */
+Test(analysis, phases_a_person_can_place)
+{
+	const struct view_case *c = &cases[1]; /* the stall, 9 phases */
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	char *json, *summary;
+
+	cr_assert_not_null(b);
+	build(c, b);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_assert_eq(a.nphases, (uint32_t)c->phases + 1);
+	cr_expect_eq(a.phases[0].kind, PDI_PHASE_SETUP);
+	cr_expect_eq(a.phases[a.nphases - 1].kind, PDI_PHASE_TEARDOWN);
+	for (uint32_t p = 1; p + 1 < a.nphases; p++)
+		cr_expect_eq(a.phases[p].kind, PDI_PHASE_STEADY, "phase %u", p);
+	for (uint32_t p = 0; p < a.nphases; p++) {
+		cr_expect(a.phases[p].start_s >= 0 && a.phases[p].end_s > a.phases[p].start_s, "phase %u: %g - %g", p,
+			  a.phases[p].start_s, a.phases[p].end_s);
+		if (p) /* the union over tasks whose clocks differ: windows may overlap, never go back */
+			cr_expect(a.phases[p].start_s >= a.phases[p - 1].start_s, "phase %u", p);
+	}
+	json = pdi_render_json(&a);
+	summary = pdi_render_summary(&a);
+	cr_assert(json && summary);
+	cr_expect(strstr(json, "\"faulty_phase_window\"") && strstr(json, "\"start\":\"1970-01-01T00:16:40."), "%s", json);
+	cr_expect(strstr(summary, "phase 6 (") && strstr(summary, " s after start ("), "%s", summary);
+	free(json);
+	free(summary);
+	pdi_analysis_done(&a);
+	unbuild(c, b);
+	free(b);
+}
+
+/* A phase the machine slowed for every task (19 s more each) against one task's 12 s stall
+ * in another: the stall is the faulty phase, by the time one task lost beyond the others. */
+Test(analysis, a_stall_of_one_task_beats_a_slowdown_of_all)
+{
+	const struct view_case *c = &cases[0]; /* 4 tasks, 8 phases, clean */
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	int ranks[MAX_TASKS];
+
+	cr_assert_not_null(b);
+	build(c, b);
+	for (unsigned i = 0; i < c->ntasks; i++) {
+		pdi_model_done(&b->models[i]);
+		ring_model_noisy(&b->models[i], (int)i, c->phases, i == 1 ? 5 : -1, 2);
+	}
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_eq(a.am.faulty_phase, 6, "phase %u (imbalance %g, excess %g in phase 3)", a.am.faulty_phase,
+		     a.am.phase_imbalance[6], a.am.phase_excess[3]);
+	cr_expect(pdi_analysis_faulty_ranks(&a, ranks) == 1 && ranks[0] == 1);
+	cr_expect(a.abnormal);
+	pdi_analysis_done(&a);
+	unbuild(c, b);
+	free(b);
+}

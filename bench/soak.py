@@ -82,7 +82,7 @@ def main():
 
     d = Daemon(f"retention_mib={a.retention_mib}")
     sleeper = spawn(["sleep", "100000"])
-    rows, t0 = [], time.monotonic()
+    rows, t0, i = [], time.monotonic(), 0
     try:
         db = os.path.join(d.dir, "pdimon.db")
         bus = dbus.bus.BusConnection(d.env["DBUS_SYSTEM_BUS_ADDRESS"])
@@ -106,6 +106,10 @@ def main():
                       f"steps in memory {r['steps_in_memory']:3d}  database {r['db'] / 2**20:6.1f} MiB  "
                       f"({time.monotonic() - t0:.0f} s)", flush=True)
         bus.close()
+    except BaseException:
+        print(f"soak: failed at step {i}; pdimond's log ends:\n" + "\n".join(d.read_log().splitlines()[-40:]),
+              file=sys.stderr)
+        raise
     finally:
         kill_tree(sleeper)
         rc = d.stop()

@@ -154,7 +154,7 @@ class LoopMultiNode(unittest.TestCase):
             a = json.loads(out)
             self.assertEqual((a["nodes"]["count"], a["nodes"]["answered"], a["nodes"]["partial"]), (3, 3, False),
                              f"{node}: {a['nodes']}")
-            self.assertEqual(a["verdict"]["least_progressed"], f"[{STALL_RANK}]", node)
+            self.assertEqual(a["verdict"]["least_progressed"], f"[{STALL_RANK}]", f"{node}: {json.dumps(a['verdict'])}")
 
 
 if __name__ == "__main__":

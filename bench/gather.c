@@ -217,10 +217,10 @@ static void cpu_jiffies(unsigned long long *busy, unsigned long long *total)
 /* One gather over the first N nodes with fan-out K: its time in ms, or -1 if incomplete;
  * the root's own CPU time in *ROOT_CPU_MS, machine-wide busy and total jiffies added to
  * JIFFIES[0] and [1]. */
-static double one_gather(struct pdi_gather *g, const struct gnode_options *o, const char *const *nodes, unsigned n,
+static double one_gather(struct gnode *root, const struct gnode_options *o, const char *const *nodes, unsigned n,
 			 unsigned k, double *root_cpu_ms, unsigned long long *jiffies)
 {
-	struct pdi_gather_result res = {0};
+	struct pdi_gather_result res = {0}, self = {0};
 	struct gnode_check chk;
 	unsigned long long b0, t0j, b1, t1j;
 	double c0 = cpu_ms_self(), ms;
@@ -229,7 +229,10 @@ static double one_gather(struct pdi_gather *g, const struct gnode_options *o, co
 
 	cpu_jiffies(&b0, &t0j);
 	t0 = now_ns();
-	r = pdi_gather_run(g, 42, 7, "42.7", 0, nodes, n, k, &res);
+	r = gnode_own_part(root, 0, &self);
+	if (r == 0)
+		r = pdi_gather_run(root->g, 42, 7, "42.7", 0, nodes, n, k, 0, &self, &res);
+	pdi_gather_result_done(&self);
 	ms = (double)(now_ns() - t0) / 1e6;
 	*root_cpu_ms = cpu_ms_self() - c0;
 	cpu_jiffies(&b1, &t1j);
@@ -324,17 +327,18 @@ int main(int argc, char **argv)
 					.munge_socket = sock, .fanout = o.fanout, .level_ms = o.level_ms,
 					.service_uid = o.service_uid};
 	r = pdi_gather_new(&go, &gnode_ops, &root, &g);
+	root.g = g;
 	if (r < 0) {
 		fprintf(stderr, "bench-gather: %s\n", strerror(-r));
 		return 1;
 	}
 	printf("bench-gather: %u daemons forked on 127.0.%u.x:%u, %u tasks each, models of %u bytes x %u classes; "
 	       "%u rounds\n", maxn, net, o.port, o.ntasks, o.model_bytes, GNODE_NCLASSES, rounds);
-	(void)one_gather(g, &o, nodes, maxn, o.fanout, &scratch, ignored); /* warm-up: caches, munged */
+	(void)one_gather(&root, &o, nodes, maxn, o.fanout, &scratch, ignored); /* warm-up: caches, munged */
 	for (unsigned rd = 0; rd < rounds; rd++)
 		for (unsigned s = 0; s < nsizes; s++) {
-			tree[s][rd] = one_gather(g, &o, nodes, sizes[s], o.fanout, &tree_cpu[s][rd], jiffies[s]);
-			flat[s][rd] = one_gather(g, &o, nodes, sizes[s], sizes[s], &flat_cpu[s][rd], jiffies[s]);
+			tree[s][rd] = one_gather(&root, &o, nodes, sizes[s], o.fanout, &tree_cpu[s][rd], jiffies[s]);
+			flat[s][rd] = one_gather(&root, &o, nodes, sizes[s], sizes[s], &flat_cpu[s][rd], jiffies[s]);
 			fails += (tree[s][rd] < 0) + (flat[s][rd] < 0);
 		}
 	printf("%8s %8s %7s %10s %10s %13s %13s %9s\n", "daemons", "tasks", "levels", "tree_ms", "flat_ms",

@@ -84,7 +84,8 @@ static int call_failed(const char *method, const sd_bus_error *e, int r)
 	    sd_bus_error_has_name(e, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
 		return die(r, "pdimond is not running (nothing owns %s on the system bus): start it with "
 			      "'systemctl start pdimond'", BUS_NAME);
-	if (sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) || r == -ETIMEDOUT)
+	/* a timeout of our own call; pdimond's own timeouts (Slurm, peers) come with its words */
+	if (sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) || (r == -ETIMEDOUT && !sd_bus_error_is_set(e)))
 		return die(r, "pdimond did not answer %s in time", method);
 	if (sd_bus_error_is_set(e))
 		return die(r, "%s", e->message);

@@ -69,6 +69,8 @@ void pdi_config_defaults(struct pdi_config *c)
 		.peer_replay_entries = 65536,
 		.munge_timeout_ms = 1000,
 		.node_name = default_node_name(),
+		.cache_steps = 32,
+		.cache_mib = 64,
 		.runtime_dir = strdup(PDI_RUNTIME_DIR),
 		.object_cache_max = PDI_OBJCACHE_MAX_OBJECTS,
 		.object_cache_mib = (unsigned)(PDI_OBJCACHE_MAX_BYTES >> 20),
@@ -273,6 +275,10 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		return set_uint(value, 10, 60000, &c->munge_timeout_ms);
 	if (!strcmp(key, "node_name"))
 		return *value && strlen(value) < 64 ? set_string(&c->node_name, value) : -EINVAL;
+	if (!strcmp(key, "cache_steps"))
+		return set_uint(value, 0, 1000000, &c->cache_steps);
+	if (!strcmp(key, "cache_mib"))
+		return set_uint(value, 0, 1u << 20, &c->cache_mib);
 	if (!strcmp(key, "mpi_libraries"))
 		return set_globs(c->init_libraries, &c->ninit_libraries, value);
 	if (!strcmp(key, "call_site_libraries"))
@@ -391,4 +397,100 @@ int pdi_config_load(struct pdi_config *c, const char *path, bool required, unsig
 		*ret_line = line;
 	fclose(f);
 	return r;
+}
+
+int pdi_config_read(const char *path, bool required, char *const *overrides, unsigned noverrides,
+		    struct pdi_config *ret, char *why, size_t whylen)
+{
+	struct pdi_config c;
+	unsigned line;
+	int r;
+
+	pdi_config_defaults(&c);
+	r = pdi_config_load(&c, path, required, &line);
+	if (r < 0 && line)
+		snprintf(why, whylen, "%s:%u: %s", path, line, r == -ENOKEY ? "unknown setting" : "invalid value");
+	else if (r < 0)
+		snprintf(why, whylen, "cannot read %s: %s", path, strerror(-r));
+	for (unsigned i = 0; r == 0 && i < noverrides; i++) {
+		const char *eq = strchr(overrides[i], '=');
+		char *key = eq ? strndup(overrides[i], (size_t)(eq - overrides[i])) : NULL;
+
+		r = !eq ? -EINVAL : key ? pdi_config_set(&c, key, eq + 1) : -ENOMEM;
+		if (r < 0)
+			snprintf(why, whylen, "--set %s: %s", key ? key : overrides[i],
+				 r == -ENOKEY ? "unknown setting" : "invalid value (want KEY=VALUE)");
+		free(key);
+	}
+	if (r < 0) {
+		pdi_config_done(&c);
+		return r;
+	}
+	*ret = c;
+	return 0;
+}
+
+static bool same_string(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* The string setting FIELD of NEW back to OLD's, when they differ. */
+#define KEEP_STRING(new, old, field, key, note, ctx)                                              \
+	do {                                                                                       \
+		if (!same_string((new)->field, (old)->field)) {                                    \
+			char *t_ = (new)->field;                                                   \
+			(new)->field = (old)->field;                                               \
+			(old)->field = t_;                                                         \
+			note(key, ctx);                                                            \
+		}                                                                                  \
+	} while (0)
+#define KEEP_VALUE(new, old, field, key, note, ctx)                                               \
+	do {                                                                                       \
+		if ((new)->field != (old)->field) {                                                \
+			(new)->field = (old)->field;                                               \
+			note(key, ctx);                                                            \
+		}                                                                                  \
+	} while (0)
+
+void pdi_config_keep_fixed(struct pdi_config *new, struct pdi_config *old, void (*note)(const char *key, void *ctx),
+			   void *ctx)
+{
+	bool libs = new->ninit_libraries != old->ninit_libraries;
+
+	KEEP_STRING(new, old, database, "database", note, ctx);
+	KEEP_STRING(new, old, record_path, "record", note, ctx);
+	KEEP_STRING(new, old, peer_address, "peer_address", note, ctx);
+	KEEP_STRING(new, old, munge_socket, "munge_socket", note, ctx);
+	KEEP_STRING(new, old, node_name, "node_name", note, ctx);
+	KEEP_STRING(new, old, site_store, "site_store", note, ctx);
+	KEEP_STRING(new, old, site_store_credentials, "site_store_credentials", note, ctx);
+	KEEP_VALUE(new, old, ring_buffer_kib, "ring_buffer_kib", note, ctx);
+	KEEP_VALUE(new, old, wakeup_kib, "wakeup_kib", note, ctx);
+	KEEP_VALUE(new, old, peer_port, "peer_port", note, ctx);
+	KEEP_VALUE(new, old, peer_max_request_kib, "peer_max_request_kib", note, ctx);
+	KEEP_VALUE(new, old, peer_replay_entries, "peer_replay_entries", note, ctx);
+	KEEP_VALUE(new, old, munge_timeout_ms, "munge_timeout_ms", note, ctx);
+	KEEP_VALUE(new, old, site_store_queue, "site_store_queue", note, ctx);
+	KEEP_STRING(new, old, runtime_dir, "runtime_dir", note, ctx);
+	KEEP_VALUE(new, old, inflight_threads, "inflight_threads", note, ctx);
+	KEEP_VALUE(new, old, database_max_mib, "database_max_mib", note, ctx);
+	KEEP_VALUE(new, old, object_cache_max, "object_cache_max", note, ctx);
+	KEEP_VALUE(new, old, object_cache_mib, "object_cache_mib", note, ctx);
+	KEEP_VALUE(new, old, probe_at_start, "probe_placement", note, ctx);
+	/* the MPI libraries whose MPI_Init is trapped: trapped once, at the start */
+	for (unsigned i = 0; !libs && i < new->ninit_libraries; i++)
+		libs = strcmp(new->init_libraries[i], old->init_libraries[i]) != 0;
+	if (libs) {
+		for (unsigned i = 0; i < PDI_MAX_GLOBS; i++) {
+			char *t = new->init_libraries[i];
+
+			new->init_libraries[i] = old->init_libraries[i];
+			old->init_libraries[i] = t;
+		}
+		unsigned n = new->ninit_libraries;
+		new->ninit_libraries = old->ninit_libraries;
+		old->ninit_libraries = n;
+		note("mpi_libraries", ctx);
+	}
 }

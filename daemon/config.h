@@ -51,6 +51,8 @@ struct pdi_config {
 	unsigned peer_replay_entries;         /* the peer credentials' replay cache */
 	unsigned munge_timeout_ms;            /* bound on each MUNGE encode or decode */
 	char *node_name;                      /* this node as Slurm and the other daemons name it */
+	unsigned cache_steps;                 /* ended steps kept in memory once stored, at most */
+	unsigned cache_mib;                   /* and what they hold, at most: the store has the rest */
 	char *runtime_dir;                    /* records of watched roots (trapped.h) */
 	unsigned object_cache_max;            /* ELF objects kept open (objcache.h) */
 	unsigned object_cache_mib;            /* and the sum of their file sizes */
@@ -65,3 +67,15 @@ void pdi_config_done(struct pdi_config *c);
 int pdi_config_load(struct pdi_config *c, const char *path, bool required, unsigned *ret_line);
 /* Apply one KEY=VALUE setting (the file's syntax, also used by --set). */
 int pdi_config_set(struct pdi_config *c, const char *key, const char *value);
+
+/* The configuration from PATH (a missing file is fine unless REQUIRED), then NOVERRIDES
+ * "KEY=VALUE" overrides (--set), into *RET (pdi_config_done() it). On failure a negative
+ * errno and, in WHY, one line saying what is wrong and where ("FILE:LINE: invalid value");
+ * *RET untouched. */
+int pdi_config_read(const char *path, bool required, char *const *overrides, unsigned noverrides,
+		    struct pdi_config *ret, char *why, size_t whylen);
+/* The settings a running pdimond cannot change (they shaped what it opened at its start: the
+ * store, the ring buffer, the peer port, the traps...) put back in NEW to OLD's values where
+ * they differ, calling NOTE(key, CTX) for each: the rest of NEW may replace OLD. */
+void pdi_config_keep_fixed(struct pdi_config *new, struct pdi_config *old, void (*note)(const char *key, void *ctx),
+			   void *ctx);

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "hang.h"
 #include "registry.h"
+#include "service.h"
 
 struct pdi_tracer;
 struct pdi_objcache;
@@ -32,6 +33,7 @@ enum pdi_source_kind {
 	PDI_SRC_PEER_LISTEN, /* the peer port: connections from other pdimonds */
 	PDI_SRC_PEER,        /* one of those connections (its slot in peer.c) */
 	PDI_SRC_WORKERS,     /* jobs finished off the loop (worker.h) */
+	PDI_SRC_STORE,       /* records written by the store's lane (persist.h) */
 	PDI_SRC_BUDGET,      /* the overhead budget's slot timer (probe/budget.h) */
 	PDI_SRC_SITE_STORE,  /* the site store's lane finished a job (site_store.h) */
 };
@@ -41,6 +43,13 @@ enum pdi_source_kind {
 
 struct pdi_daemon {
 	struct pdi_config cfg;
+	const char *config_path;  /* what SIGHUP rereads, made absolute */
+	bool explicit_config;     /* --config: the file must exist */
+	char **overrides;         /* --set KEY=VALUE, applied after the file, at every reload */
+	unsigned noverrides;
+	bool verbose;             /* -v: debug messages whatever log_level says */
+	struct pdi_service svc;   /* the service manager, or the parent waiting in the terminal */
+	uint64_t loop_max_ns;     /* the longest a wake-up kept the loop busy since the start */
 	struct pdi_registry reg;
 	struct pdi_tracer *tracer;
 	struct pdi_objcache *objs;
@@ -56,11 +65,14 @@ struct pdi_daemon {
 	uint64_t rate_events, rate_t_ns; /* for events/s over the last second or so */
 	double events_per_s;
 	FILE *record;             /* the "record" setting's file, or NULL */
-	struct pdi_store *store;  /* NULL when nothing persists */
+	struct pdi_store *store;  /* NULL when nothing persists; the loop's reads only */
+	struct pdi_store *store_writer; /* the store's lane's connection: its jobs only */
+	struct pdi_workers *store_lane; /* writes, in order, off the loop (persist.h) */
 	uint64_t last_checkpoint_ns, last_expire_ns;
 	struct pdi_peer *peer;     /* NULL: no peer listener (peer_port = 0, or the port is taken) */
 	struct pdi_gather *gather; /* a step's tree gather (gather.h); NULL without the listener */
 	struct pdi_workers *workers; /* slow work off the loop (worker.h) */
+	bool evict_due;            /* a step joined the cache of ended steps: check its limits */
 	struct pdi_subscribers *subscribers; /* who hears the step signals (bus/subscribe.c) */
 	/* the overhead budget (probe/budget.h) */
 	struct pdi_probe_costs probe_costs; /* per hit on this node, measured at start-up */
@@ -90,8 +102,6 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t);
  * the requests it completes (from the Isend/Irecv that made them). Returns how many. */
 unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, int32_t *out, unsigned max);
 
-/* Announce STEP's end once it has ended (no task runs, nothing is awaited). */
-void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s);
 
 /* show.c: replies are allocated text; NULL on allocation failure */
 char *pdi_show_status(struct pdi_daemon *d, bool json);

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* pdimond.c -- the node-local pdimon daemon: set-up, the event loop, clean shutdown.
+/* pdimond.c -- the node-local pdimon daemon: set-up, the event loop, reloads, clean shutdown.
  *
- * One thread, one epoll: the BPF ring buffer, the D-Bus connection, a drain timer, a
- * signalfd, one pidfd per monitored task, and the peer port with its connections (other
- * pdimonds asking for this node's part of a step: peer.c, gather.c). */
+ * One epoll loop owns all the daemon's state: the BPF ring buffer, the D-Bus connection, a
+ * drain timer, a signalfd, one pidfd per monitored task, the peer port with its connections
+ * (other pdimonds asking for this node's part of a step: peer.c, gather_step.c), and the
+ * eventfds through which the workers (worker.h) and the store's lane hand back what they did
+ * off the loop. See doc/design/event-loop.md. */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -14,7 +17,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
-#include <syslog.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -24,13 +26,16 @@
 #include "bus.h"
 #include "daemon.h"
 #include "gather.h"
+#include "gather_step.h"
 #include "log.h"
 #include "objcache.h"
 #include "peer.h"
 #include "probe_targets.h"
 #include "persist.h"
+#include "service.h"
 #include "step_health.h"
 #include "site_store.h"
+#include "step_end.h"
 #include "tracer.h"
 #include "trapped.h"
 #include "worker.h"
@@ -38,6 +43,8 @@
 /* Threads for slow jobs: enough for a few gathers (each holds one for up to its deadline)
  * beside stack walks and analyses. */
 #define PDI_WORKER_THREADS 8
+/* A wake-up this long is worth a line in the log: something slow ran on the loop */
+#define SLOW_WAKEUP_NS (250 * 1000000ull)
 /* Jobs waiting for one of them before new requests are refused as busy */
 #define PDI_WORKER_QUEUE 256
 
@@ -87,6 +94,16 @@ static int add_fd(struct pdi_daemon *d, int fd, uint64_t src)
 	return epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
+/* The signals the loop reads from its signalfd: blocked from the start, so that a SIGHUP
+ * while pdimond starts is a reload waiting to be read, not the end of it. */
+static void handled_signals(sigset_t *ret)
+{
+	sigemptyset(ret);
+	sigaddset(ret, SIGTERM);
+	sigaddset(ret, SIGINT);
+	sigaddset(ret, SIGHUP);
+}
+
 static int setup_loop(struct pdi_daemon *d)
 {
 	struct itimerspec its = {0};
@@ -96,12 +113,7 @@ static int setup_loop(struct pdi_daemon *d)
 	d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->epoll_fd < 0)
 		return -errno;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	handled_signals(&mask);
 	d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (d->signal_fd < 0 || d->timer_fd < 0)
@@ -121,14 +133,14 @@ static int setup_loop(struct pdi_daemon *d)
 	if ((r = pdi_workers_new("work", PDI_WORKER_THREADS, PDI_WORKER_QUEUE, &d->workers)) < 0 ||
 	    (r = add_fd(d, pdi_workers_fd(d->workers), PDI_SRC(PDI_SRC_WORKERS, 0))) < 0)
 		return r;
+	if (pdi_persist_lane_fd(d) >= 0 && (r = add_fd(d, pdi_persist_lane_fd(d), PDI_SRC(PDI_SRC_STORE, 0))) < 0)
+		return r;
 	return pdi_bus_open(d);
 }
 
-static void on_peer_frame(void *ctx, int fd, const char *peer, const struct pdi_wire_frame *f, uint64_t t0_ns)
+static bool on_peer_frame(void *ctx, int fd, const char *peer, const struct pdi_wire_frame *f, uint64_t t0_ns)
 {
-	struct pdi_daemon *d = ctx;
-
-	pdi_gather_serve(d->gather, fd, peer, f, t0_ns);
+	return pdi_gather_step_on_frame(ctx, fd, peer, f, t0_ns);
 }
 
 /* The peer port. Not fatal: without it this node is only missing from other nodes'
@@ -181,6 +193,7 @@ static void on_timer(struct pdi_daemon *d)
 	pdi_site_store_tick(d);
 	if (now - d->last_checkpoint_ns >= (uint64_t)d->cfg.checkpoint_s * 1000000000ull) {
 		pdi_persist_checkpoint(d);
+		pdi_step_store_again(d);
 		d->last_checkpoint_ns = now;
 	}
 	if (now - d->last_expire_ns >= 3600ull * 1000000000ull) {
@@ -194,13 +207,61 @@ static void on_timer(struct pdi_daemon *d)
 	}
 }
 
+static void note_fixed(const char *key, void *ctx)
+{
+	struct pdi_daemon *d = ctx;
+
+	log_warning("Setting %s changed in %s: it takes effect when pdimond restarts", key, d->config_path);
+}
+
+/* What the settings a running pdimond may change act on. */
+static void apply_config(struct pdi_daemon *d)
+{
+	struct itimerspec its = {0};
+
+	pdi_log_level = d->verbose ? PDI_LOG_DEBUG : d->cfg.log_level;
+	resolve_accounts(d);
+	d->reg.model_cfg = d->cfg.model; /* for the tasks that start from now on */
+	its.it_interval.tv_sec = d->cfg.drain_interval_ms / 1000;
+	its.it_interval.tv_nsec = (long)(d->cfg.drain_interval_ms % 1000) * 1000000;
+	its.it_value = its.it_interval;
+	if (d->timer_fd >= 0 && timerfd_settime(d->timer_fd, 0, &its, NULL) < 0)
+		log_warning("Cannot set the drain timer to %u ms, ignoring: %m", d->cfg.drain_interval_ms);
+	d->evict_due = true; /* the cache's limits may be smaller */
+}
+
+/* SIGHUP (systemctl reload): the configuration file and --set again. A file that does not
+ * parse changes nothing, and says why in one line. */
+static void reload(struct pdi_daemon *d)
+{
+	struct pdi_config c, old;
+	char why[512];
+	int r;
+
+	pdi_service_reloading(&d->svc);
+	r = pdi_config_read(d->config_path, d->explicit_config, d->overrides, d->noverrides, &c, why, sizeof(why));
+	if (r < 0) {
+		log_error("Cannot reload the configuration, keeping the running one: %s", why);
+	} else {
+		pdi_config_keep_fixed(&c, &d->cfg, note_fixed, d);
+		old = d->cfg;
+		d->cfg = c;
+		pdi_config_done(&old);
+		apply_config(d);
+		log_info("Reloaded the configuration from %s", d->config_path);
+	}
+	pdi_service_status(&d->svc, r < 0 ? "Serving; the last reload failed (see the log)" : "Serving");
+}
+
 static void on_signal(struct pdi_daemon *d)
 {
 	struct signalfd_siginfo si;
 
 	while (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGHUP)
-			continue; /* nothing to reload yet that cannot wait for a restart */
+		if (si.ssi_signo == SIGHUP) {
+			reload(d);
+			continue;
+		}
 		log_info("Received %s, detaching all probes", strsignal((int)si.ssi_signo));
 		d->quit = true;
 	}
@@ -212,6 +273,8 @@ static int run_loop(struct pdi_daemon *d)
 
 	while (!d->quit) {
 		int n = epoll_wait(d->epoll_fd, evs, ELEMENTSOF(evs), loop_timeout_ms(d));
+		uint64_t woke = pdi_now_ns(), took;
+		unsigned kinds = 0; /* what woke us, for the log line of a slow wake-up */
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -221,6 +284,7 @@ static int run_loop(struct pdi_daemon *d)
 		for (int i = 0; i < n; i++) {
 			uint64_t u = evs[i].data.u64;
 
+			kinds |= 1u << PDI_SRC_KIND(u);
 			switch (PDI_SRC_KIND(u)) {
 			case PDI_SRC_RING:
 				(void)pdi_tracer_drain(d->tracer);
@@ -233,10 +297,13 @@ static int run_loop(struct pdi_daemon *d)
 				break;
 			case PDI_SRC_BUS:
 				break; /* below, whatever woke us */
-			case PDI_SRC_TASK:
-				if (PDI_SRC_INDEX(u) < d->reg.ntasks)
-					pdi_task_finish(d, d->reg.tasks[PDI_SRC_INDEX(u)]);
+			case PDI_SRC_TASK: {
+				struct pdi_task *t = pdi_registry_find_task(&d->reg, (pid_t)PDI_SRC_INDEX(u));
+
+				if (t)
+					pdi_task_finish(d, t);
 				break;
+			}
 			case PDI_SRC_PEER_LISTEN:
 				pdi_peer_on_listen(d->peer);
 				break;
@@ -246,6 +313,9 @@ static int run_loop(struct pdi_daemon *d)
 			case PDI_SRC_WORKERS:
 				(void)pdi_workers_dispatch(d->workers);
 				break;
+			case PDI_SRC_STORE:
+				pdi_persist_dispatch(d);
+				break;
 			case PDI_SRC_BUDGET:
 				pdi_budget_on_timer(d);
 				break;
@@ -254,20 +324,37 @@ static int run_loop(struct pdi_daemon *d)
 				break;
 			}
 		}
+		if (d->evict_due) {
+			d->evict_due = false;
+			pdi_step_evict(d);
+		}
 		pdi_peer_expire(d->peer);
 		/* a bus timeout has no fd of its own: process the bus on every wake-up */
 		pdi_bus_process(d);
+		/* how long this wake-up kept the loop from the ring buffer and the bus */
+		took = pdi_now_ns() - woke;
+		if (took > d->loop_max_ns)
+			d->loop_max_ns = took;
+		if (took >= SLOW_WAKEUP_NS)
+			log_warning_limited(SLOW_WAKEUP_NS, "The loop was busy for %" PRIu64 " ms (sources %#x): the ring "
+					    "buffer and the bus waited", took / 1000000, kinds);
+		pdi_service_alive(&d->svc, pdi_now_ns() / 1000);
 	}
+	pdi_service_stopping(&d->svc);
 	return 0;
 }
 
 static void daemon_done(struct pdi_daemon *d)
 {
-	/* first: the jobs still running finish (each is bounded) and hand their results in */
+	/* first: the jobs queued and running finish (each is bounded) and hand their results in:
+	 * the reports of steps that ended, the answers to callers */
+	if (d->workers)
+		pdi_workers_wait_idle(d->workers);
 	pdi_workers_free(d->workers);
 	d->workers = NULL;
 	pdi_budget_close(d);
-	/* the running steps to the store, so that the next pdimond takes them over */
+	/* the running steps to the store, so that the next pdimond takes them over; then all
+	 * that is queued for the store is written */
 	if (d->tracer)
 		pdi_persist_checkpoint(d);
 	pdi_site_store_close(d); /* before the local store: its last write's outcome goes there */
@@ -351,25 +438,29 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},    {"release-stopped", no_argument, NULL, 'R'},
 		{0},
 	};
-	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .budget_fd = -1};
+	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .budget_fd = -1, .svc = PDI_SERVICE_INIT};
 	const char *config_path = PDI_CONFIG_PATH;
-	char *overrides[64];
-	unsigned noverrides = 0, line;
-	bool foreground = false, verbose = false, explicit_config = false, release_stopped = false;
+	char *overrides[64], why[512], *abs_config = NULL;
+	bool foreground = false, release_stopped = false;
+	sigset_t mask;
 	int c, r;
+
+	handled_signals(&mask);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
 
 	while ((c = getopt_long(argc, argv, "fc:o:vh", opts, NULL)) >= 0) {
 		switch (c) {
 		case 'f': foreground = true; break;
-		case 'c': config_path = optarg; explicit_config = true; break;
+		case 'c': config_path = optarg; d.explicit_config = true; break;
 		case 'o':
-			if (noverrides == ELEMENTSOF(overrides)) {
+			if (d.noverrides == ELEMENTSOF(overrides)) {
 				fprintf(stderr, "pdimond: too many --set options\n");
 				return 2;
 			}
-			overrides[noverrides++] = optarg;
+			overrides[d.noverrides++] = optarg;
 			break;
-		case 'v': verbose = true; break;
+		case 'v': d.verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("pdimond %s\n", PDI_VERSION); return 0;
 		case 'R': release_stopped = true; break;
@@ -380,35 +471,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pdimond: unexpected argument '%s'; see pdimond --help\n", argv[optind]);
 		return 2;
 	}
-	pdi_config_defaults(&d.cfg);
-	r = pdi_config_load(&d.cfg, config_path, explicit_config, &line);
+	r = pdi_config_read(config_path, d.explicit_config, overrides, d.noverrides, &d.cfg, why, sizeof(why));
 	if (r < 0) {
-		if (line)
-			fprintf(stderr, "pdimond: %s:%u: %s\n", config_path, line,
-				r == -ENOKEY ? "unknown setting" : "invalid value");
-		else
-			fprintf(stderr, "pdimond: cannot read %s: %s\n", config_path, strerror(-r));
-		pdi_config_done(&d.cfg);
+		fprintf(stderr, "pdimond: %s\n", why);
 		return 1;
 	}
-	for (unsigned i = 0; i < noverrides; i++) {
-		char *eq = strchr(overrides[i], '=');
-
-		if (eq)
-			*eq = '\0';
-		r = eq ? pdi_config_set(&d.cfg, overrides[i], eq + 1) : -EINVAL;
-		if (r < 0) {
-			fprintf(stderr, "pdimond: --set %s: %s\n", overrides[i],
-				r == -ENOKEY ? "unknown setting" : "invalid value (want KEY=VALUE)");
-			pdi_config_done(&d.cfg);
-			return 1;
-		}
-	}
-	resolve_accounts(&d);
+	/* SIGHUP rereads the same file and --set options, wherever the daemon's cwd is then */
+	abs_config = realpath(config_path, NULL);
+	d.config_path = abs_config ? abs_config : config_path;
+	d.overrides = overrides;
 	raise_fd_limit();
-	pdi_log_level = verbose ? PDI_LOG_DEBUG : d.cfg.log_level;
 	pdi_registry_init(&d.reg, &d.cfg.model);
 	d.reg.runtime_dir = d.cfg.runtime_dir;
+	apply_config(&d);
 	if (release_stopped) {
 		/* the unit's ExecStopPost: pdimond is gone, nothing it trapped may stay stopped */
 		r = pdi_trapped_release(d.cfg.runtime_dir, NULL, NULL);
@@ -417,9 +492,14 @@ int main(int argc, char **argv)
 		else
 			printf("pdimond: continued %d stopped process%s\n", r, r == 1 ? "" : "es");
 		pdi_config_done(&d.cfg);
+		free(abs_config);
 		return r < 0 ? 1 : 0;
 	}
-
+	/* before the bus connection (sd-bus refuses a forked child) and before any thread */
+	if (!foreground && (r = pdi_service_background(&d.svc)) < 0) {
+		log_error_errno(r, "Cannot go to the background: %m");
+		goto out;
+	}
 	if (geteuid() != 0) {
 		/* not fatal by itself: capabilities may be enough; the BPF load decides */
 		log_debug("Not running as root");
@@ -472,14 +552,6 @@ int main(int argc, char **argv)
 	if (pdi_tracer_trap_init(d.tracer, d.objs, d.cfg.init_libraries, d.cfg.ninit_libraries) == 0)
 		log_warning("No MPI library found to trap MPI_Init in (setting mpi_libraries): "
 			    "pdimon run will not see new processes; pdimon attach still works");
-	if (!foreground) {
-		if (daemon(0, 0) < 0) {
-			r = log_error_errno(-errno, "Cannot go to the background: %m");
-			goto out;
-		}
-		openlog("pdimond", LOG_PID, LOG_DAEMON);
-		pdi_log_to_syslog = true;
-	}
 	d.started_ns = d.rate_t_ns = d.last_checkpoint_ns = d.last_expire_ns = pdi_now_ns();
 	pdi_persist_expire(&d);
 	r = pdi_persist_restore(&d);
@@ -489,11 +561,14 @@ int main(int argc, char **argv)
 	r = pdi_trapped_release(d.cfg.runtime_dir, pdi_join_stopped, &d);
 	if (r < 0)
 		log_warning_errno(r, "Cannot read %s, ignoring: %m", d.cfg.runtime_dir);
+	pdi_persist_loop_reads(&d);
 	log_info("pdimond %s ready as %s", PDI_VERSION, PDI_BUS_NAME);
+	pdi_service_ready(&d.svc, "Serving");
 	r = run_loop(&d);
 	if (d.failed)
 		r = -EIO;
 out:
 	daemon_done(&d);
+	free(abs_config);
 	return r < 0 ? 1 : 0;
 }

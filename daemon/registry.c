@@ -37,8 +37,28 @@ static void task_free(struct pdi_task *t)
 	free(t);
 }
 
+void pdi_step_answer_waiters(struct pdi_step *s, bool built, int status, const char *json, const char *summary,
+			     const char *why)
+{
+	struct pdi_step_waiter **p = &s->waiters;
+
+	while (*p) {
+		struct pdi_step_waiter *w = *p;
+
+		if (built && w->stored) {
+			p = &w->next;
+			continue;
+		}
+		*p = w->next;
+		w->answer(w->ctx, status, json, summary, why);
+		free(w);
+	}
+}
+
 static void step_free(struct pdi_step *s)
 {
+	/* nobody waits for a step that is gone */
+	pdi_step_answer_waiters(s, false, -ESTALE, NULL, NULL, "the step is gone");
 	for (uint32_t i = 0; i < s->nsites; i++) {
 		free(s->sites[i].name);
 		free(s->sites[i].caller);
@@ -55,8 +75,7 @@ static void step_free(struct pdi_step *s)
 	free(s->node);
 	free(s->report_json);
 	free(s->report_summary);
-	if (s->site_samples)
-		s->site_samples->free(s->site_samples);
+	pdi_site_samples_unref(s->site_samples);
 	pdi_step_health_free(s->health);
 	free(s);
 }
@@ -102,6 +121,7 @@ int pdi_registry_get_step(struct pdi_registry *r, const char *name, uid_t uid, s
 	}
 	s->started = time(NULL);
 	s->uid = uid;
+	s->used = ++r->clock;
 	r->steps[r->nsteps++] = s;
 	*ret = s;
 	return 0;
@@ -123,12 +143,16 @@ void pdi_registry_drop_if_empty(struct pdi_registry *r, struct pdi_step *s)
 /* A step that gets a task or a watch runs again: its end and its report are undone. */
 static void reopen(struct pdi_step *s)
 {
+	if (s->ended || s->end_started)
+		s->end_gen++;
 	/* and written whole at its next write: the store may have expired it meanwhile */
 	s->nsites_stored = 0;
 	for (unsigned i = 0; i < s->ntasks; i++)
 		s->tasks[i]->stored_final = false;
 	s->ended = 0;
+	s->end_started = false;
 	s->announced = false;
+	s->stored = false;
 	free(s->report_json);
 	free(s->report_summary);
 	s->report_json = s->report_summary = NULL;
@@ -213,6 +237,7 @@ static int append_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, in
 		free(t);
 		return -ENOMEM;
 	}
+	t->id = r->next_task_id++;
 	t->pidfd = -1;
 	t->ended_site = -1;
 	t->att.multi_fds[0] = t->att.multi_fds[1] = -1;
@@ -288,6 +313,98 @@ void pdi_registry_end_task(struct pdi_registry *r, struct pdi_task *t)
 	}
 	(void)pdi_u64map_put(&r->task_by_pid, (uint64_t)t->pid, DEAD_TASK);
 	maybe_end_step(t->step);
+}
+
+/* pid -> index of every running task, again: indices moved, or ended pids piled up. */
+static void reindex(struct pdi_registry *r)
+{
+	pdi_u64map_free(&r->task_by_pid);
+	for (unsigned i = 0; i < r->ntasks; i++)
+		if (r->tasks[i]->state == PDI_TASK_RUNNING)
+			(void)pdi_u64map_put(&r->task_by_pid, (uint64_t)r->tasks[i]->pid, i);
+}
+
+void pdi_registry_remove_step(struct pdi_registry *r, struct pdi_step *s)
+{
+	unsigned n = 0, i;
+
+	for (i = 0; i < r->ntasks; i++) {
+		if (r->tasks[i]->step == s)
+			task_free(r->tasks[i]);
+		else
+			r->tasks[n++] = r->tasks[i];
+	}
+	r->ntasks = n;
+	for (i = r->nwatches; i-- > 0;)
+		if (r->watches[i].step == s) {
+			pdi_trapped_forget(r->runtime_dir, &r->watches[i].ident);
+			pdi_ident_release(&r->watches[i].ident);
+			r->watches[i] = r->watches[--r->nwatches];
+		}
+	for (i = 0; i < r->nsteps && r->steps[i] != s; i++)
+		;
+	if (i < r->nsteps) {
+		memmove(&r->steps[i], &r->steps[i + 1], sizeof(*r->steps) * (r->nsteps - i - 1));
+		r->nsteps--;
+	}
+	step_free(s);
+	/* a failed allocation here leaves a running task unfindable by pid: its events are
+	 * counted as unknown until the next rebuild, nothing worse */
+	reindex(r);
+}
+
+void pdi_registry_touch(struct pdi_registry *r, struct pdi_step *s)
+{
+	s->used = ++r->clock;
+}
+
+uint64_t pdi_step_bytes(const struct pdi_step *s)
+{
+	uint64_t n = sizeof(*s) + s->ntasks * (sizeof(struct pdi_task) + sizeof(void *)) +
+		     s->nsites * sizeof(*s->sites) + pdi_u64map_bytes(&s->site_idx);
+
+	for (unsigned i = 0; i < s->ntasks; i++)
+		n += s->tasks[i]->model.bytes;
+	for (uint32_t i = 0; i < s->nsites; i++)
+		n += strlen(s->sites[i].name ? s->sites[i].name : "") + strlen(s->sites[i].caller ? s->sites[i].caller : "") +
+		     strlen(s->sites[i].file ? s->sites[i].file : "") + 3;
+	if (s->report_json)
+		n += strlen(s->report_json) + 1;
+	if (s->report_summary)
+		n += strlen(s->report_summary) + 1;
+	return n;
+}
+
+bool pdi_step_evictable(const struct pdi_step *s)
+{
+	return s->ended && s->announced && s->stored && !s->store_pending && !s->waiters && !pdi_step_running(s);
+}
+
+unsigned pdi_registry_evict(struct pdi_registry *r, const struct pdi_cache_limits *limits)
+{
+	unsigned kept = 0, evicted = 0;
+	uint64_t bytes = 0;
+
+	for (;;) {
+		struct pdi_step *lru = NULL;
+
+		kept = 0;
+		bytes = 0;
+		for (unsigned i = 0; i < r->nsteps; i++) {
+			struct pdi_step *s = r->steps[i];
+
+			if (!pdi_step_evictable(s))
+				continue;
+			kept++;
+			bytes += pdi_step_bytes(s);
+			if (!lru || s->used < lru->used)
+				lru = s;
+		}
+		if (!lru || (kept <= limits->max_steps && bytes <= limits->max_bytes))
+			return evicted;
+		pdi_registry_remove_step(r, lru);
+		evicted++;
+	}
 }
 
 unsigned pdi_step_running_tasks(const struct pdi_step *s)

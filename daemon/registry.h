@@ -26,6 +26,7 @@ enum pdi_task_state {
 
 struct pdi_task {
 	struct pdi_step *step;
+	uint32_t id;         /* the n-th task of this daemon's life (recordings name tasks by it) */
 	pid_t pid;
 	int rank;            /* -1 when the process does not say */
 	int pidfd;           /* readable when the process exits */
@@ -83,7 +84,14 @@ struct pdi_step {
 					 unknown */
 	unsigned nwatches;            /* processes whose MPI descendants will join */
 	bool ending;                  /* the launcher said the step is over */
+	/* its end (step_end.c): report built, stored, announced, in that order */
+	bool end_started;             /* the report of its end is being built */
+	uint32_t end_gen;             /* bumped when it runs again: results of an earlier end are stale */
 	bool announced;               /* its end has been signalled */
+	bool stored;                  /* its ended state is in the store: it may leave memory */
+	unsigned store_pending;       /* its records queued for the store, not yet written */
+	struct pdi_step_waiter *waiters; /* callers waiting for the report of its end */
+	uint64_t used;                /* when it was last asked for (registry clock): the cache's LRU */
 	char *report_json, *report_summary; /* built once the step has ended: it no longer changes */
 	struct pdi_site_samples *site_samples; /* earlier runs from the site store (samples.h); NULL */
 	unsigned site_samples_asked;  /* the task count they were last asked for (0: never) */
@@ -95,6 +103,21 @@ struct pdi_step {
 	uint8_t on_hang;              /* enum pdi_on_hang: --pdi-monitor=on-hang=...; 0: the site's */
 	bool quiet;                   /* --pdi-monitor=notify=off: no line on the user's output */
 };
+
+/* A caller waiting for the report of a step's end (step_end.h): STATUS 0 and the report's
+ * JSON and SUMMARY (the callee copies what it keeps), or a negative errno and WHY. */
+typedef void (*pdi_step_answer_fn)(void *ctx, int status, const char *json, const char *summary, const char *why);
+struct pdi_step_waiter {
+	struct pdi_step_waiter *next;
+	pdi_step_answer_fn answer;
+	void *ctx;
+	bool stored;  /* answered once the step is stored and announced, not once its report is built */
+};
+
+/* S's waiters answered (and forgotten): all of them, or with BUILT only those that wait for
+ * the report alone. */
+void pdi_step_answer_waiters(struct pdi_step *s, bool built, int status, const char *json, const char *summary,
+			     const char *why);
 
 /* A process whose MPI_Init (its own, or a descendant's) makes a task of STEP: the command
  * of "pdimon run", or a Slurm task registered before it executes the program. */
@@ -115,6 +138,14 @@ struct pdi_registry {
 	struct pdi_u64map task_by_pid; /* pid -> index into tasks, of running tasks */
 	const char *runtime_dir;      /* where watched roots are recorded (trapped.h); NULL: nowhere */
 	struct pdi_model_config model_cfg;
+	uint32_t next_task_id;
+	uint64_t clock;               /* ticks at every use of a step: the cache's LRU order */
+};
+
+/* The ended steps kept in memory once stored: the most recently used, within both limits. */
+struct pdi_cache_limits {
+	unsigned max_steps;
+	uint64_t max_bytes;
 };
 
 void pdi_registry_init(struct pdi_registry *r, const struct pdi_model_config *cfg);
@@ -146,6 +177,19 @@ int pdi_registry_add_ended_task(struct pdi_registry *r, struct pdi_step *s, pid_
 /* Mark a task ended; it keeps its model. */
 void pdi_registry_end_task(struct pdi_registry *r, struct pdi_task *t);
 unsigned pdi_step_running_tasks(const struct pdi_step *s);
+
+/* Forget step S with its tasks (detached, their pidfds closed) and watches: a step that
+ * leaves memory, or one that could not be loaded whole. The caller stops watching S's
+ * watched processes in the tracer first. */
+void pdi_registry_remove_step(struct pdi_registry *r, struct pdi_step *s);
+/* S was asked for: it goes to the front of the cache's order. */
+void pdi_registry_touch(struct pdi_registry *r, struct pdi_step *s);
+/* What S holds in memory, as the cache counts it: its models, sites, tasks and report. */
+uint64_t pdi_step_bytes(const struct pdi_step *s);
+/* Whether S may leave memory: ended, announced, stored, nothing of it in flight. */
+bool pdi_step_evictable(const struct pdi_step *s);
+/* Evictable steps beyond LIMITS leave memory, least recently used first. How many left. */
+unsigned pdi_registry_evict(struct pdi_registry *r, const struct pdi_cache_limits *limits);
 
 /* The rank an MPI launcher gave PID, from its environment; -ENOENT when none says. */
 int pdi_proc_rank(pid_t pid);

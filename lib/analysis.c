@@ -234,14 +234,22 @@ out:
 /* The ranks of the view's tasks that PRED picks, as "[0-3]" into BUF; 0 when none. */
 static size_t ranks_where(const struct pdi_view *s, bool (*pred)(const struct pdi_view_task *), char *buf, size_t len)
 {
-	int ranks[s->ntasks + 1];
+	int *ranks = malloc((s->ntasks + 1) * sizeof(*ranks)); /* a task count: never on the stack */
 	size_t n = 0;
 
 	for (unsigned i = 0; i < s->ntasks; i++)
 		if (pred(&s->tasks[i]))
-			ranks[n++] = s->tasks[i].rank;
-	if (n)
+			n++;
+	if (n && !ranks)
+		snprintf(buf, len, "?");
+	else if (n) {
+		n = 0;
+		for (unsigned i = 0; i < s->ntasks; i++)
+			if (pred(&s->tasks[i]))
+				ranks[n++] = s->tasks[i].rank;
 		pdi_ranges_format(ranks, n, buf, len);
+	}
+	free(ranks);
 	return n;
 }
 
@@ -649,13 +657,24 @@ static size_t class_ranks(const struct pdi_analysis *a, size_t c, int *ranks)
 	return k->n;
 }
 
+int *pdi_analysis_ranks_alloc(const struct pdi_analysis *a)
+{
+	return malloc((a->view->ntasks + 1) * sizeof(int));
+}
+
 void pdi_analysis_class_ranks(const struct pdi_analysis *a, size_t i, char *buf, size_t len)
 {
-	int ranks[a->classes.classes[i].n + 1];
-	size_t n = class_ranks(a, i, ranks);
+	int *ranks = pdi_analysis_ranks_alloc(a);
+	size_t n;
 
+	if (!ranks) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	n = class_ranks(a, i, ranks);
 	qsort(ranks, n, sizeof(*ranks), cmp_int);
 	pdi_ranges_format(ranks, n, buf, len);
+	free(ranks);
 }
 
 size_t pdi_analysis_faulty_ranks(const struct pdi_analysis *a, int *ranks)

@@ -92,7 +92,10 @@ void pdi_analysis_phase_text(const struct pdi_analysis *a, uint32_t p, char *buf
 /* A time of day (ns since the epoch) as ISO 8601 UTC with milliseconds into BUF. */
 void pdi_time_iso(int64_t epoch_ns, char *buf, size_t len);
 
-/* The ranks of AutomaDeD's model (class) I, formatted as "[0-3,5]". */
+/* Room for one rank per task of A's view (task counts go to the heap, never the stack);
+ * NULL when out of memory. free() it. */
+int *pdi_analysis_ranks_alloc(const struct pdi_analysis *a);
+/* The ranks of AutomaDeD's model (class) I, formatted as "[0-3,5]" ("?" out of memory). */
 void pdi_analysis_class_ranks(const struct pdi_analysis *a, size_t i, char *buf, size_t len);
 /* The ranks below the step's task count that no node reported, as "[6-7]" into BUF (""
  * when none, or the count is unknown). */

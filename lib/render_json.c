@@ -130,10 +130,15 @@ static void json_doubles(struct pdi_json *j, const char *key, const double *v, u
 static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_automaded *am = &a->am;
-	int ranks[a->view->ntasks + 1];
-	size_t n = pdi_analysis_faulty_ranks(a, ranks);
+	int *ranks = pdi_analysis_ranks_alloc(a), *members = pdi_analysis_ranks_alloc(a);
+	size_t n;
 	char buf[4096];
 
+	if (!ranks || !members) {
+		j->failed = true;
+		goto out;
+	}
+	n = pdi_analysis_faulty_ranks(a, ranks);
 	pdi_json_key(j, "automaded");
 	pdi_json_obj_begin(j);
 	pdi_json_kv_uint(j, "phases", am->nphases);
@@ -160,7 +165,6 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_key(j, "clusters");
 	pdi_json_arr_begin(j);
 	for (uint32_t k = 0; k < am->nclusters; k++) {
-		int members[a->view->ntasks + 1];
 		size_t m = 0;
 
 		for (size_t c = 0; c < a->classes.n; c++)
@@ -186,6 +190,9 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	}
 	pdi_json_kv_bool(j, "abnormal", a->abnormal);
 	pdi_json_obj_end(j);
+out:
+	free(ranks);
+	free(members);
 }
 
 /* Phase P's window as an object (nothing when P has no known window). */
@@ -248,11 +255,15 @@ static size_t lp_ranks(const struct pdi_analysis *a, int *ranks, int64_t *ret_ph
  * least-progressed task stopped in, and where it stopped), AutomaDeD otherwise. */
 static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 {
-	int ranks[a->view->ntasks + 1];
+	int *ranks = pdi_analysis_ranks_alloc(a);
 	char doing[300];
 	int64_t phase;
 	size_t n;
 
+	if (!ranks) {
+		j->failed = true;
+		return;
+	}
 	pdi_json_key(j, "diagnosis");
 	pdi_json_obj_begin(j);
 	if (!strcmp(a->kind, "hang") && (n = lp_ranks(a, ranks, &phase)) > 0) {
@@ -309,6 +320,7 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_json_str(j, a->limits[i]);
 	pdi_json_arr_end(j);
 	pdi_json_obj_end(j);
+	free(ranks);
 }
 
 static void json_task(struct pdi_json *j, const struct pdi_view_task *t)

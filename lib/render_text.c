@@ -17,15 +17,20 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_automaded *am = &a->am;
 	char from[1100], to[1100], ranks[1024], when[200], phase[240];
-	int v[a->view->ntasks + 1];
+	int *v;
 
 	if (!a->has_automaded || !a->abnormal || !strcmp(a->kind, "hang"))
 		return;
+	if (!(v = pdi_analysis_ranks_alloc(a))) {
+		j->failed = true;
+		return;
+	}
 	pdi_analysis_phase_text(a, am->faulty_phase, when, sizeof(when));
 	snprintf(phase, sizeof(phase), "%u%s%s%s", am->faulty_phase, when[0] ? " (" : "", when, when[0] ? ")" : "");
 	pdi_view_state_name(a->view, am->top[0].from, from, sizeof(from));
 	pdi_view_state_name(a->view, am->top[0].to, to, sizeof(to));
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
+	free(v);
 	if (am->effect == PDI_EFFECT_PERMANENT)
 		pdi_json_printf(j, "pdimon: behaviour shifted in phase %s and stayed so, in rank%s %s, at %s => %s "
 				   "(confidence %s)\n",
@@ -123,8 +128,12 @@ static void text_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_automaded *am = &a->am;
 	char ranks[1024];
-	int v[a->view->ntasks + 1];
+	int *v = pdi_analysis_ranks_alloc(a);
 
+	if (!v) {
+		j->failed = true;
+		return;
+	}
 	pdi_json_printf(j, "\nPhases (AutomaDeD: %u compared, %s; effect %s):\n", am->end_phase - am->first_phase,
 			a->sample_runs ? "against earlier runs" : "against each other", pdi_effect_name(am->effect));
 	for (uint32_t p = 0; p < am->nphases; p++) {
@@ -140,6 +149,7 @@ static void text_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 							      : "");
 	}
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
+	free(v);
 	pdi_json_printf(j, "\nFaulty task(s): %s (phase confidence %.2f, task confidence %.2f; %zu cluster%s of %zu "
 			   "model class%s)\n",
 			ranks, pdi_confidence(am->phase_margin), pdi_confidence(am->task_margin), am->nclusters,

@@ -3,7 +3,7 @@
 # install-deps.sh -- the Debian 12 packages pdimon builds, tests and demonstrates with.
 set -eu
 PKGS="meson ninja-build pkg-config gcc clang llvm bpftool libbpf-dev libelf-dev libdw-dev
-      libcriterion-dev python3 procps iproute2 openmpi-bin libopenmpi-dev mpich libmpich-dev
+      libcriterion-dev python3 python3-dbus procps iproute2 openmpi-bin libopenmpi-dev mpich libmpich-dev
       valgrind libclang-rt-14-dev libunwind-dev libcapstone-dev gfortran nwchem-openmpi scalapack-mpi-test
       slurm-wlm slurmctld slurmd slurm-client slurm-wlm-basic-plugins libslurm-dev
       munge libmunge-dev nettle-dev dbus libsystemd-dev libsqlite3-dev sqlite3 zlib1g-dev passwd login util-linux

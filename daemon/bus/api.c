@@ -19,6 +19,7 @@
 
 #include "api.h"
 #include "daemon.h"
+#include "step_end.h"
 #include "persist.h"
 #include "program.h"
 #include "report.h"
@@ -99,13 +100,74 @@ struct pdi_caller pdi_caller_of(struct pdi_daemon *d, uid_t uid)
 	};
 }
 
-static struct pdi_step *find_step(struct pdi_daemon *d, const char *name)
+bool pdi_may_read(const struct pdi_caller *c, const struct pdi_step *s)
+{
+	return c->admin || c->uid == s->uid;
+}
+
+int pdi_api_find_readable(struct pdi_daemon *d, const struct pdi_caller *c, const char *name, struct pdi_step **ret)
 {
 	struct pdi_step *s = pdi_registry_find_step(&d->reg, name);
+	uid_t owner;
+	int r;
 
-	if (!s && valid_step_name(name) && pdi_persist_load(d, name, &s) < 0)
-		s = NULL;
-	return s;
+	if (!s) {
+		if (!valid_step_name(name))
+			return -ENOENT;
+		/* whose it is, from the store's row: another user's step is never loaded */
+		r = pdi_persist_owner(d, name, &owner);
+		if (r < 0)
+			return r;
+		if (!c->admin && c->uid != owner)
+			return -EACCES;
+		r = pdi_persist_load(d, name, &s);
+		if (r < 0)
+			return r;
+		d->evict_due = true; /* it joins the cache of ended steps, within its limits */
+	} else if (!pdi_may_read(c, s)) {
+		return -EACCES;
+	}
+	pdi_registry_touch(&d->reg, s);
+	*ret = s;
+	return 0;
+}
+
+/* Whether a step called NAME exists, in memory or in the store (not loaded). 1, 0, or
+ * -EBUSY when the store cannot say now. */
+static int step_exists(struct pdi_daemon *d, const char *name)
+{
+	uid_t owner;
+	int r;
+
+	if (pdi_registry_find_step(&d->reg, name))
+		return 1;
+	r = pdi_persist_owner(d, name, &owner);
+	return r == 0 ? 1 : r == -ENOENT ? 0 : r;
+}
+
+/* The reply to a caller who asked for step NAME and got R from pdi_api_find_readable(). */
+static struct pdi_reply not_found(int r, const char *name)
+{
+	/* another user's step is as good as absent: its name is not theirs to learn */
+	if (r == -ENOENT || r == -EACCES || r == -EEXIST)
+		return fail(-ENOENT, "no step named '%.*s' (pdimon steps lists them)", STEP_NAME_MAX, name);
+	if (r == -EBUSY)
+		return fail(r, "cannot read step '%.*s' now: the database is locked by another process; try again",
+			    STEP_NAME_MAX, name);
+	return fail(r, "cannot read step '%.*s': %s", STEP_NAME_MAX, name, strerror(-r));
+}
+
+/* A step named NAME exists already (or the store cannot tell): the reply, or NULL text. */
+static struct pdi_reply name_taken(struct pdi_daemon *d, const char *name)
+{
+	int r = step_exists(d, name);
+
+	if (r > 0)
+		return fail(-EEXIST, "step %s exists already; choose another name with --step", name);
+	if (r < 0)
+		return fail(r, "cannot tell whether step %s exists: %s", name,
+			    r == -EBUSY ? "the database is locked by another process; try again" : strerror(-r));
+	return (struct pdi_reply){0, NULL};
 }
 
 struct pdi_reply pdi_api_attach(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
@@ -130,9 +192,15 @@ struct pdi_reply pdi_api_attach(struct pdi_daemon *d, const struct pdi_caller *c
 		if (r < 0)
 			return fail(r, "pid %d: %s; nothing attached", (int)pids[i], attach_error(r));
 	}
-	s = find_step(d, step);
+	s = pdi_registry_find_step(&d->reg, step);
 	if (s && (!pdi_step_running(s) || s->uid != c->uid))
 		return fail(-EEXIST, "step %s exists already; choose another name with --step", step);
+	if (!s) {
+		struct pdi_reply taken = name_taken(d, step);
+
+		if (taken.status < 0)
+			return taken;
+	}
 	r = pdi_registry_get_step(&d->reg, step, c->uid, &s);
 	if (r < 0)
 		return fail(r, "cannot create step: %s", strerror(-r));
@@ -225,8 +293,10 @@ struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c,
 		return fail(-EPERM, "monitoring processes needs root");
 	if (!valid_step_name(step))
 		return fail(-EINVAL, "invalid step name '%.64s': use 1-%d of [A-Za-z0-9._-]", step, STEP_NAME_MAX);
-	if (find_step(d, step))
-		return fail(-EEXIST, "step %s exists already; choose another name with --step", step);
+	struct pdi_reply taken = name_taken(d, step);
+
+	if (taken.status < 0)
+		return taken;
 	if (pdi_ident_pin(pid, &id) < 0)
 		return fail(-ESRCH, "pid %d: no such process", (int)pid);
 	r = pdi_registry_get_step(&d->reg, step, c->uid, &s);
@@ -238,15 +308,38 @@ struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c,
 	return ok_text(strdup("{}"));
 }
 
-struct pdi_reply pdi_api_unwatch(struct pdi_daemon *d, const struct pdi_caller *c, pid_t pid)
+static void later_done(void *ctx, int status, const char *json, const char *summary, const char *why)
 {
+	struct pdi_later *to = ctx;
+
+	/* the step has ended, stored and announced, with or without its report */
+	(void)status, (void)json, (void)summary, (void)why;
+	to->answer(to->ctx, ok_text(strdup("{}")), NULL);
+	free(to);
+}
+
+struct pdi_reply pdi_api_unwatch(struct pdi_daemon *d, const struct pdi_caller *c, pid_t pid,
+				 const struct pdi_later *later)
+{
+	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, pid);
+	struct pdi_later *to;
+	struct pdi_step *s;
+
 	if (c->uid != 0)
 		return fail(-EPERM, "monitoring processes needs root");
-	if (!pdi_registry_find_watch(&d->reg, pid))
+	if (!w)
 		return fail(-ENOENT, "pid %d is not watched", (int)pid);
+	s = w->step;
 	/* its tasks' exits still in the pipeline are seen by their pidfds */
 	(void)pdi_tracer_drain(d->tracer);
 	unwatch(d, pid);
+	/* the command of pdimon run is over: it returns once the step's end is stored */
+	if ((to = malloc(sizeof(*to)))) {
+		*to = *later;
+		if (pdi_step_wait_end(s, true, later_done, to) == 0)
+			return (struct pdi_reply){PDI_REPLY_LATER, NULL};
+		free(to);
+	}
 	return ok_text(strdup("{}"));
 }
 
@@ -550,97 +643,196 @@ struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller 
 	return ok_text(strdup("{}"));
 }
 
-bool pdi_may_read(const struct pdi_caller *c, const struct pdi_step *s)
+static bool valid_format(const char *format)
 {
-	return c->admin || c->uid == s->uid;
-}
-
-struct pdi_step *pdi_api_find_step(struct pdi_daemon *d, const char *name)
-{
-	return find_step(d, name);
-}
-
-/* The step C may read, for a request in FORMAT; NULL with *RET_FAIL set otherwise. */
-static struct pdi_step *readable_step(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
-				      const char *format, struct pdi_reply *ret_fail)
-{
-	struct pdi_step *s;
-
-	if (strcmp(format, "json") && strcmp(format, "text") && strcmp(format, "dot")) {
-		*ret_fail = fail(-EINVAL, "unknown format '%.16s': use json, text or dot", format);
-		return NULL;
-	}
-	s = find_step(d, step);
-	if (!s || !pdi_may_read(c, s)) {
-		/* another user's step is as good as absent: its name is not theirs to learn */
-		*ret_fail = fail(-ENOENT, "no step named '%.*s' (pdimon steps lists them)", STEP_NAME_MAX, step);
-		return NULL;
-	}
-	return s;
+	return !strcmp(format, "json") || !strcmp(format, "text") || !strcmp(format, "dot");
 }
 
 struct pdi_reply pdi_api_show(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
 			      const char *format)
 {
-	struct pdi_reply failed;
-	struct pdi_step *s = readable_step(d, c, step, format, &failed);
+	struct pdi_step *s;
+	int r;
 
-	if (!s)
-		return failed;
+	if (!valid_format(format))
+		return fail(-EINVAL, "unknown format '%.16s': use json, text or dot", format);
+	if ((r = pdi_api_find_readable(d, c, step, &s)) < 0)
+		return not_found(r, step);
 	(void)pdi_tracer_drain(d->tracer);
 	return ok_text(pdi_show_step(d, s, format));
 }
 
-struct pdi_reply pdi_api_report(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
-				char **ret_summary)
+/* ---- answers that come later: a report or an analysis made on a worker ---- */
+
+struct later_call {
+	struct pdi_later to;
+	bool report;                  /* GetReport: answers with a summary too */
+	char step[STEP_NAME_MAX + 1];
+};
+
+static struct later_call *later_new(const struct pdi_later *to, const char *step, bool report)
 {
-	struct pdi_step *s = find_step(d, step);
-	char *json;
+	struct later_call *lc = calloc(1, sizeof(*lc));
+
+	if (lc) {
+		lc->to = *to;
+		lc->report = report;
+		snprintf(lc->step, sizeof(lc->step), "%s", step);
+	}
+	return lc;
+}
+
+/* Answer LC's caller with STATUS and TEXT (and SUMMARY), both taken, or WHY. */
+static void later_answer(struct later_call *lc, int status, char *text, char *summary, const char *why)
+{
+	struct pdi_reply rep = {0, text};
+
+	if (status == 0 && (!text || (lc->report && !summary))) {
+		free(text);
+		free(summary);
+		text = summary = NULL;
+		status = -ENOMEM;
+		why = "out of memory";
+	}
+	if (status == -ENOENT)
+		rep = not_found(status, lc->step);
+	else if (status < 0)
+		rep = fail(status, "cannot %s step '%s': %s", lc->report ? "report on" : "analyse", lc->step,
+			   why && *why ? why : strerror(-status));
+	if (status < 0) {
+		free(text);
+		free(summary);
+		summary = NULL;
+	}
+	lc->to.answer(lc->to.ctx, rep, summary);
+	free(lc);
+}
+
+static void later_from_job(struct pdi_daemon *d, void *ctx, struct pdi_report_result *res)
+{
+	char *text = res->text, *summary = res->summary;
+
+	(void)d;
+	res->text = res->summary = NULL;
+	later_answer(ctx, res->status, text, summary, res->why);
+}
+
+static void later_from_step_end(void *ctx, int status, const char *json, const char *summary, const char *why)
+{
+	later_answer(ctx, status, status == 0 ? strdup(json) : NULL, status == 0 ? strdup(summary) : NULL, why);
+}
+
+/* Start WHAT of S for C, answered later through TO. */
+static struct pdi_reply start_later(struct pdi_daemon *d, const struct pdi_caller *c, struct pdi_step *s,
+				    enum pdi_report_what what, const char *format, const struct pdi_later *to)
+{
+	struct later_call *lc = later_new(to, s->name, what == PDI_REPORT);
 	int r;
 
-	if (!s || !pdi_may_read(c, s))
-		return fail(-ENOENT, "no step named '%.*s' (pdimon steps lists them)", STEP_NAME_MAX, step);
-	r = pdi_report_build(d, s, c->uid, &json, ret_summary);
-	if (r < 0)
-		return fail(r, "cannot build the report: %s", strerror(-r));
+	if (!lc)
+		return fail(-ENOMEM, "out of memory");
+	/* the report of the step's end is on its way: wait for it rather than make another */
+	if (what == PDI_REPORT && pdi_step_wait_end(s, false, later_from_step_end, lc) == 0)
+		return (struct pdi_reply){PDI_REPLY_LATER, NULL};
+	/* an ended step's report is its owner's, whoever may read it asks */
+	r = pdi_report_start(d, s, what == PDI_REPORT && s->ended ? s->uid : c->uid, what, format, later_from_job, lc);
+	if (r < 0) {
+		free(lc);
+		return fail(r, "cannot %s step '%s' now: %s", what == PDI_REPORT ? "report on" : "analyse", s->name,
+			    r == -EBUSY ? "pdimond has too much work queued; try again" : strerror(-r));
+	}
+	return (struct pdi_reply){PDI_REPLY_LATER, NULL};
+}
+
+/* A copy of S's cached report (and its summary), or NULL text when it has none. */
+static struct pdi_reply cached_report(const struct pdi_step *s, char **ret_summary)
+{
+	char *json, *summary;
+
+	if (!s->report_json)
+		return (struct pdi_reply){0, NULL};
+	json = strdup(s->report_json);
+	summary = ret_summary ? strdup(s->report_summary) : NULL;
+	if (!json || (ret_summary && !summary)) {
+		free(json);
+		free(summary);
+		return fail(-ENOMEM, "out of memory");
+	}
+	if (ret_summary)
+		*ret_summary = summary;
 	return (struct pdi_reply){0, json};
 }
 
-struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
-				 const char *format)
+struct pdi_reply pdi_api_report(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
+				char **ret_summary, const struct pdi_later *later)
 {
-	struct pdi_reply failed;
-	struct pdi_step *s = readable_step(d, c, step, format, &failed);
-	uint32_t job, stepid;
-	char *text, tail;
+	struct pdi_reply rep;
+	struct pdi_step *s;
 	int r;
 
+	if ((r = pdi_api_find_readable(d, c, step, &s)) < 0)
+		return not_found(r, step);
+	rep = cached_report(s, ret_summary);
+	if (rep.status < 0 || rep.text)
+		return rep;
+	return start_later(d, c, s, PDI_REPORT, "json", later);
+}
+
+static bool reports_for_all(const struct pdi_daemon *d, const struct pdi_step *s)
+{
+	return s->nnodes <= 1 || (d->cfg.node_name && !strcmp(s->nodes[0], d->cfg.node_name));
+}
+
+struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
+				 const char *format, const struct pdi_later *later)
+{
+	struct pdi_step *s;
+	struct pdi_reply rep;
+	uint32_t job, stepid;
+	struct later_call *lc;
+	char tail;
+	int r;
+
+	if (!valid_format(format))
+		return fail(-EINVAL, "unknown format '%.16s': use json, text or dot", format);
+	r = pdi_api_find_readable(d, c, step, &s);
 	/* a Slurm step with no task here: gathered from its nodes, as Slurm names them */
-	if (!s && failed.status == -ENOENT && !pdi_api_find_step(d, step) &&
-	    sscanf(step, "%" SCNu32 ".%" SCNu32 "%c", &job, &stepid, &tail) == 2) {
-		r = pdi_report_analyze_elsewhere(d, job, stepid, c->uid, format, &text);
-		if (r == 0) {
-			free(failed.text);
-			return (struct pdi_reply){0, text};
-		}
-		if (r != -ENOENT) {
-			free(failed.text);
+	if (r == -ENOENT && sscanf(step, "%" SCNu32 ".%" SCNu32 "%c", &job, &stepid, &tail) == 2) {
+		if (!(lc = later_new(later, step, false)))
+			return fail(-ENOMEM, "out of memory");
+		r = pdi_report_start_elsewhere(d, job, stepid, c->uid, format, later_from_job, lc);
+		if (r == 0)
+			return (struct pdi_reply){PDI_REPLY_LATER, NULL};
+		free(lc);
+		if (r != -ENOENT)
 			return fail(r, "cannot analyse step '%.*s' from its nodes: %s", STEP_NAME_MAX, step, strerror(-r));
-		}
 	}
-	if (!s)
-		return failed;
-	r = pdi_report_analyze(d, s, c->uid, format, &text);
 	if (r < 0)
-		return fail(r, "cannot analyse step '%.*s': %s", STEP_NAME_MAX, step, strerror(-r));
-	return (struct pdi_reply){0, text};
+		return not_found(r, step);
+	/* the report is the whole step's on its first node, and on a step of one node */
+	if (!strcmp(format, "json") && reports_for_all(d, s)) {
+		rep = cached_report(s, NULL);
+		if (rep.status < 0 || rep.text)
+			return rep;
+	}
+	return start_later(d, c, s, PDI_ANALYSIS, format, later);
 }
 
 #define PROGRAM_MAX 255
 
-struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c, const char *program,
-				const char *format, void (*later)(void *ctx, int status, const char *text), void *ctx)
+/* The site store's answer (site_store.h) to the caller waiting through a struct pdi_later. */
+static void trends_answer(void *ctx, int status, const char *text)
 {
+	struct pdi_later *to = ctx;
+
+	to->answer(to->ctx, status < 0 ? fail(status, "%s", text) : ok_text(strdup(text)), NULL);
+	free(to);
+}
+
+struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c, const char *program,
+				const char *format, const struct pdi_later *later)
+{
+	struct pdi_later *to;
 	struct pdi_trend_runs runs = {0};
 	char why[512], *text;
 	int r;
@@ -652,10 +844,12 @@ struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c
 	if (!d->store)
 		return fail(-ENOENT, "no store to read runs from: pdimond keeps none (database is empty in pdimond.conf)");
 	/* the site's runs, when there is a site store: answered once its lane has them */
-	if (later && d->site) {
-		r = pdi_site_store_trends(d, program, c->uid, c->admin, format, later, ctx);
+	if (later && d->site && (to = malloc(sizeof(*to)))) {
+		*to = *later;
+		r = pdi_site_store_trends(d, program, c->uid, c->admin, format, trends_answer, to);
 		if (r == 0)
 			return (struct pdi_reply){PDI_REPLY_LATER, NULL};
+		free(to);
 		if (r == -EBUSY)
 			return fail(r, "the site store has too many queries waiting: try again in a moment");
 	}
@@ -683,7 +877,8 @@ struct pdi_reply pdi_api_steps(struct pdi_daemon *d, const struct pdi_caller *c,
 	int r;
 
 	if (all && (r = pdi_persist_rows(d, &rows, &n)) < 0)
-		return fail(r, "cannot read the stored steps: %s", strerror(-r));
+		return fail(r, "cannot read the stored steps: %s",
+			    r == -EBUSY ? "the database is locked by another process; try again" : strerror(-r));
 	text = pdi_show_steps(d, json, c->admin ? (uid_t)-1 : c->uid, rows, n);
 	pdi_persist_rows_free(rows, n);
 	return ok_text(text);

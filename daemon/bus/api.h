@@ -17,13 +17,27 @@ struct pdi_caller {
 struct pdi_caller pdi_caller_of(struct pdi_daemon *d, uid_t uid);
 struct pdi_step;
 bool pdi_may_read(const struct pdi_caller *c, const struct pdi_step *s);
-/* The step called NAME, in memory or brought back from the store; NULL when none. */
-struct pdi_step *pdi_api_find_step(struct pdi_daemon *d, const char *name);
+/* The step called NAME that C may read, into *RET: in memory, or brought back from the store
+ * into the cache of ended steps, but only after the store's row says that C may read it.
+ * -ENOENT (no such step), -EACCES (another user's: tell them -ENOENT), -EBUSY (the database
+ * is locked by another process), -ENOMEM, -EIO. */
+int pdi_api_find_readable(struct pdi_daemon *d, const struct pdi_caller *c, const char *name, struct pdi_step **ret);
 
-/* status 0 and the answer, or a negative errno and a one-line message; text is malloc'd. */
+/* status 0 and the answer, or a negative errno and a one-line message; text is malloc'd.
+ * Status PDI_REPLY_LATER: no answer yet, it goes to the pdi_later the call was given. */
 struct pdi_reply {
 	int status;
 	char *text;
+};
+
+#define PDI_REPLY_LATER 1
+
+/* How an answer that needs slow work (made on a worker) reaches its caller: ANSWER(CTX, ...)
+ * on the loop, exactly once, taking REP's text and SUMMARY (GetReport's second string; NULL
+ * for the others and on failure). */
+struct pdi_later {
+	void (*answer)(void *ctx, struct pdi_reply rep, char *summary);
+	void *ctx;
 };
 
 struct pdi_reply pdi_api_status(struct pdi_daemon *d, const struct pdi_caller *c, bool json);
@@ -34,23 +48,22 @@ struct pdi_reply pdi_api_show(struct pdi_daemon *d, const struct pdi_caller *c, 
 struct pdi_reply pdi_api_attach(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
 				const pid_t *pids, unsigned n);
 struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c, const char *step, pid_t pid);
-struct pdi_reply pdi_api_unwatch(struct pdi_daemon *d, const struct pdi_caller *c, pid_t pid);
+/* Answered LATER when the step has ended with it: once its end is stored. */
+struct pdi_reply pdi_api_unwatch(struct pdi_daemon *d, const struct pdi_caller *c, pid_t pid,
+				 const struct pdi_later *later);
 /* OPTIONS: comma-separated "phases=auto|pcontrol" (what --pdi-monitor passed on). */
 struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job,
 				       uint32_t step, uint32_t rank, pid_t pid, uid_t uid, const char *options);
-/* The step's report: JSON in text, the few-line verdict in *ret_summary. */
+/* The step's report: JSON in text, the few-line verdict in *ret_summary; or LATER. */
 struct pdi_reply pdi_api_report(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
-				char **ret_summary);
-/* The step's analysis in FORMAT: json (the report's document), text or dot. */
+				char **ret_summary, const struct pdi_later *later);
+/* The step's analysis in FORMAT: json (the report's document), text or dot; mostly LATER. */
 struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *c, const char *step,
-				 const char *format);
-/* A reply's status when the answer comes later, through the callback the call was given. */
-#define PDI_REPLY_LATER 1
-
+				 const char *format, const struct pdi_later *later);
 /* `pdimon trends`: how PROGRAM's per-site calls, bytes and time grow across the stored runs
  * C may read, in FORMAT: json, text or svg. From the site store when there is one (and LATER
- * is given: the answer then comes through LATER(CTX, status, text) on the loop, and the reply's
- * status is PDI_REPLY_LATER), else from the local store. */
+ * is given: the answer then comes through it, and the reply is PDI_REPLY_LATER), else from
+ * the local store. */
 struct pdi_reply pdi_api_trends(struct pdi_daemon *d, const struct pdi_caller *c, const char *program,
-				const char *format, void (*later)(void *ctx, int status, const char *text), void *ctx);
+				const char *format, const struct pdi_later *later);
 struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller *c, uint32_t job, uint32_t step);

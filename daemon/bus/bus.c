@@ -53,6 +53,62 @@ static int reply(sd_bus_message *m, sd_bus_error *error, struct pdi_reply rep)
 			return sd_bus_error_set_errnof(error, -r_, "Cannot tell who is calling");  \
 	} while (0)
 
+/* ---- methods answered later: the call message is kept until a worker is done ---- */
+
+struct kept_call {
+	sd_bus_message *m;
+	bool two; /* answers "ss" (GetReport), else "s" */
+};
+
+static void answer_kept(void *ctx, struct pdi_reply rep, char *summary)
+{
+	struct kept_call *k = ctx;
+	int r;
+
+	if (rep.status < 0)
+		r = sd_bus_reply_method_errnof(k->m, -rep.status, "%s", rep.text ? rep.text : strerror(-rep.status));
+	else if (k->two)
+		r = sd_bus_reply_method_return(k->m, "ss", rep.text, summary);
+	else
+		r = sd_bus_reply_method_return(k->m, "s", rep.text);
+	/* a caller gone meanwhile costs one failed send */
+	if (r < 0)
+		log_debug("Cannot send a late answer, ignoring: %s", strerror(-r));
+	free(rep.text);
+	free(summary);
+	sd_bus_message_unref(k->m);
+	free(k);
+}
+
+static struct kept_call *keep(sd_bus_message *m, bool two)
+{
+	struct kept_call *k = calloc(1, sizeof(*k));
+
+	if (k) {
+		k->m = sd_bus_message_ref(m);
+		k->two = two;
+	}
+	return k;
+}
+
+/* REP now (freeing K), or nothing: the answer comes to K later. */
+static int reply_or_keep(sd_bus_message *m, sd_bus_error *error, struct kept_call *k, struct pdi_reply rep,
+			 char *summary)
+{
+	int r;
+
+	if (rep.status == PDI_REPLY_LATER)
+		return 1;
+	sd_bus_message_unref(k->m);
+	free(k);
+	if (rep.status < 0 || !summary)
+		return reply(m, error, rep);
+	r = sd_bus_reply_method_return(m, "ss", rep.text, summary);
+	free(rep.text);
+	free(summary);
+	return r;
+}
+
 static int method_status(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
 	struct pdi_daemon *d = userdata;
@@ -148,6 +204,7 @@ static int method_watch(sd_bus_message *m, void *userdata, sd_bus_error *error)
 static int method_unwatch(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
 	struct pdi_daemon *d = userdata;
+	struct kept_call *k;
 	struct pdi_caller c;
 	uint32_t pid;
 	int r;
@@ -156,7 +213,11 @@ static int method_unwatch(sd_bus_message *m, void *userdata, sd_bus_error *error
 	if (r < 0)
 		return r;
 	WITH_CALLER(m, d, error, c);
-	return reply(m, error, pdi_api_unwatch(d, &c, pid > INT32_MAX ? -1 : (pid_t)pid));
+	if (!(k = keep(m, false)))
+		return -ENOMEM;
+	return reply_or_keep(m, error, k,
+			     pdi_api_unwatch(d, &c, pid > INT32_MAX ? -1 : (pid_t)pid, &(struct pdi_later){answer_kept, k}),
+			     NULL);
 }
 
 static int method_register_task(sd_bus_message *m, void *userdata, sd_bus_error *error)
@@ -178,6 +239,7 @@ static int method_register_task(sd_bus_message *m, void *userdata, sd_bus_error 
 static int method_get_report(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
 	struct pdi_daemon *d = userdata;
+	struct kept_call *k;
 	struct pdi_caller c;
 	struct pdi_reply rep;
 	char *summary = NULL;
@@ -188,49 +250,39 @@ static int method_get_report(sd_bus_message *m, void *userdata, sd_bus_error *er
 	if (r < 0)
 		return r;
 	WITH_CALLER(m, d, error, c);
-	rep = pdi_api_report(d, &c, step, &summary);
-	if (rep.status < 0)
-		return reply(m, error, rep);
-	r = sd_bus_reply_method_return(m, "ss", rep.text, summary);
-	free(rep.text);
-	free(summary);
-	return r;
+	if (!(k = keep(m, true)))
+		return -ENOMEM;
+	rep = pdi_api_report(d, &c, step, &summary, &(struct pdi_later){answer_kept, k});
+	return reply_or_keep(m, error, k, rep, summary);
+}
+
+/* A method that takes two strings and answers one, maybe later (Analyze, Trends). */
+static int two_strings_later(sd_bus_message *m, struct pdi_daemon *d, sd_bus_error *error,
+			     struct pdi_reply (*api)(struct pdi_daemon *, const struct pdi_caller *, const char *,
+						     const char *, const struct pdi_later *))
+{
+	const char *a, *b;
+	struct kept_call *k;
+	struct pdi_caller c;
+	int r;
+
+	r = sd_bus_message_read(m, "ss", &a, &b);
+	if (r < 0)
+		return r;
+	WITH_CALLER(m, d, error, c);
+	if (!(k = keep(m, false)))
+		return -ENOMEM;
+	return reply_or_keep(m, error, k, api(d, &c, a, b, &(struct pdi_later){answer_kept, k}), NULL);
 }
 
 static int method_analyze(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-	return step_format_method(m, userdata, error, pdi_api_analyze);
-}
-
-/* The answer of a Trends call that the site store's lane worked out. */
-static void trends_later(void *ctx, int status, const char *text)
-{
-	sd_bus_message *m = ctx;
-	int r = status < 0 ? sd_bus_reply_method_errnof(m, -status, "%s", text)
-			   : sd_bus_reply_method_return(m, "s", text);
-
-	if (r < 0)
-		log_debug("Cannot send the answer to a Trends call (the caller left?): %s", strerror(-r));
-	sd_bus_message_unref(m);
+	return two_strings_later(m, userdata, error, pdi_api_analyze);
 }
 
 static int method_trends(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-	struct pdi_daemon *d = userdata;
-	const char *program, *format;
-	struct pdi_reply rep;
-	struct pdi_caller c;
-	int r;
-
-	r = sd_bus_message_read(m, "ss", &program, &format);
-	if (r < 0)
-		return r;
-	WITH_CALLER(m, d, error, c);
-	rep = pdi_api_trends(d, &c, program, format, trends_later, sd_bus_message_ref(m));
-	if (rep.status == PDI_REPLY_LATER)
-		return 1; /* the reference is trends_later()'s */
-	sd_bus_message_unref(m);
-	return reply(m, error, rep);
+	return two_strings_later(m, userdata, error, pdi_api_trends);
 }
 
 static int method_end_step(sd_bus_message *m, void *userdata, sd_bus_error *error)

@@ -9,6 +9,7 @@
 
 #include "budget.h"
 #include "daemon.h"
+#include "worker.h"
 #include "site_store.h"
 #include "json.h"
 #include "log.h"
@@ -50,6 +51,26 @@ static const char *step_state(const struct pdi_step *s)
 static uint64_t task_lost(struct pdi_daemon *d, const struct pdi_task *t)
 {
 	return t->state == PDI_TASK_RUNNING ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
+}
+
+/* The loop and what it hands off: the longest wake-up, the workers and the store's lane. */
+static void status_loop(struct pdi_json *j, struct pdi_daemon *d)
+{
+	struct pdi_workers_stats w = {0}, st = {0};
+
+	if (d->workers)
+		pdi_workers_stats(d->workers, &w);
+	if (d->store_lane)
+		pdi_workers_stats(d->store_lane, &st);
+	pdi_json_kv_double(j, "loop_max_wakeup_ms", (double)d->loop_max_ns / 1e6);
+	pdi_json_key(j, "workers");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "threads", w.threads);
+	pdi_json_kv_uint(j, "busy", w.busy);
+	pdi_json_kv_uint(j, "queued", w.queued);
+	pdi_json_kv_uint(j, "completed", w.completed);
+	pdi_json_kv_uint(j, "store_queued", st.queued + st.busy);
+	pdi_json_obj_end(j);
 }
 
 char *pdi_show_status(struct pdi_daemon *d, bool json)
@@ -108,6 +129,8 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	pdi_json_kv_uint(&j, "objects_bytes", oc.bytes);
 	pdi_json_kv_uint(&j, "objects_evicted", oc.evicted);
 	pdi_hang_status_json(d, &j);
+	pdi_json_kv_int(&j, "pid", getpid());
+	status_loop(&j, d);
 	pdi_site_store_status(d, &j);
 	pdi_json_obj_end(&j);
 	return pdi_json_steal(&j);

@@ -3,14 +3,14 @@
  * the answers on the way up, and name every node that did not answer.
  *
  * Design choice: the listener and the reading of requests are non-blocking, in pdimond's
- * epoll loop (peer.c); once a whole GATHER frame is in, this daemon's part of the gather
- * runs synchronously here: connect to the children, send, contribute its own part, collect
- * with poll() and a hard deadline, merge, answer. A daemon thus holds one position of one
- * gather at a time, which keeps the code a straight line (no per-gather state machine
- * threaded through the event loop), and every wait is bounded by the request's budget:
- * the loop stalls for at most one gather's budget (levels x gather_timeout_ms), the
- * price of the simplicity. Requests that arrive meanwhile wait in their sockets; their
- * budgets count from when they were accepted.
+ * epoll loop (peer.c). Everything else here blocks and runs on a worker thread (worker.h):
+ * MUNGE calls, connecting to the children, sending, collecting their answers with poll() and
+ * a hard deadline, merging, answering. A gather is thus a straight line of code (no
+ * per-gather state machine threaded through the event loop), every wait in it is bounded by
+ * the request's budget, and the loop never waits for it: several gathers, as root or serving
+ * parents, run at once, each on its own worker. This node's own part is not made here: the
+ * caller makes it on the loop (it reads the daemon's state) and hands it in. The functions
+ * below share only the options (read-only once made) and struct pdi_auth (thread-safe).
  *
  * Deadlines: the root waits height x level_ms; each request carries the time its sender
  * waits for the answer (the budget). A daemon waits for its own children half a level less
@@ -497,6 +497,7 @@ struct run {
 	struct pdi_gather_acc acc;
 	struct child *children;
 	unsigned nchildren, pending;
+	uint8_t *buf; /* READ_CHUNK bytes: what a child sent (each run its own: runs are concurrent) */
 };
 
 static void child_close(struct child *c)
@@ -673,11 +674,10 @@ static void child_send(struct run *run, struct child *c)
 
 static void child_receive(struct run *run, struct child *c)
 {
-	static uint8_t buf[READ_CHUNK];
 	struct pdi_wire_frame f;
 
 	for (;;) {
-		ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+		ssize_t n = recv(c->fd, run->buf, READ_CHUNK, 0);
 		int r;
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -686,7 +686,7 @@ static void child_receive(struct run *run, struct child *c)
 			return child_give_up_errno(run, c, "connection lost", -errno);
 		if (n == 0)
 			return child_give_up(run, c, "connection closed before it answered");
-		r = pdi_wire_decoder_feed(&c->dec, buf, (size_t)n);
+		r = pdi_wire_decoder_feed(&c->dec, run->buf, (size_t)n);
 		if (r == 0)
 			r = pdi_wire_decoder_next(&c->dec, &f);
 		if (r < 0)
@@ -756,28 +756,6 @@ out:
 	return r;
 }
 
-/* This node's own part as a result: itself answered, or missing with the reason. */
-static int local_part(struct run *run, struct pdi_gather_result *ret)
-{
-	const struct pdi_gather_request *q = run->q;
-	struct pdi_wire_writer w = {0};
-	int r = run->g->ops->local(run->g->ctx, q->job, q->step, q->name, q->uid, &w);
-
-	if (r == 0)
-		r = w.err;
-	*ret = (struct pdi_gather_result){0};
-	if (r < 0) {
-		pdi_wire_writer_done(&w);
-		return r;
-	}
-	ret->answered = 1;
-	ret->payload = w.len ? w.buf : NULL;
-	ret->len = w.len;
-	if (!w.len)
-		free(w.buf);
-	return 0;
-}
-
 static const char *local_why(int r)
 {
 	switch (r) {
@@ -788,6 +766,29 @@ static const char *local_why(int r)
 	}
 }
 
+int pdi_gather_own_part(struct pdi_gather *g, int status, struct pdi_wire_writer *w, struct pdi_gather_result *ret)
+{
+	struct pdi_gather_result res = {0};
+	int r;
+
+	if (status == 0 && w->err)
+		status = w->err;
+	if (status < 0) {
+		r = pdi_gather_result_add_missing(&res, g->node_name, local_why(status));
+		if (r < 0)
+			return r;
+	} else {
+		res.answered = 1;
+		res.payload = w->len ? w->buf : NULL;
+		res.len = w->len;
+		if (!w->len)
+			free(w->buf);
+		*w = (struct pdi_wire_writer){0};
+	}
+	*ret = res;
+	return 0;
+}
+
 static void run_done(struct run *run)
 {
 	for (unsigned i = 0; i < run->nchildren; i++) {
@@ -795,16 +796,16 @@ static void run_done(struct run *run)
 		free(run->children[i].sub);
 	}
 	free(run->children);
+	free(run->buf);
 	pdi_gather_acc_done(&run->acc);
 }
 
-/* Gather Q's subtree (this node at position 0) until DEADLINE_NS into RET. SELF: this
- * node's part already made (the root checks it before anything else), or NULL. */
+/* Gather Q's subtree (this node at position 0, its part SELF, moved from) until DEADLINE_NS
+ * into RET. */
 static int subgather(struct pdi_gather *g, const struct pdi_gather_request *q, uint64_t deadline_ns,
 		     struct pdi_gather_result *self, struct pdi_gather_result *ret)
 {
 	struct run run = {.g = g, .q = q};
-	struct pdi_gather_result mine = {0};
 	unsigned first, *scratch = NULL;
 	int r;
 
@@ -813,8 +814,9 @@ static int subgather(struct pdi_gather *g, const struct pdi_gather_request *q, u
 	if (r < 0)
 		return r;
 	run.children = calloc(run.nchildren ? run.nchildren : 1, sizeof(*run.children));
+	run.buf = malloc(READ_CHUNK);
 	scratch = malloc(q->nnodes * sizeof(*scratch));
-	if (!run.children || !scratch) {
+	if (!run.children || !run.buf || !scratch) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -833,12 +835,7 @@ static int subgather(struct pdi_gather *g, const struct pdi_gather_request *q, u
 	run.pending = run.nchildren;
 	for (unsigned i = 0; i < run.nchildren; i++)
 		child_start(&run, &run.children[i], deadline_ns);
-	/* our own part while the children work on theirs */
-	if (self)
-		mine = *self, *self = (struct pdi_gather_result){0};
-	else if ((r = local_part(&run, &mine)) < 0)
-		(void)pdi_gather_result_add_missing(&mine, g->node_name, local_why(r));
-	pdi_gather_acc_put(&run.acc, 0, &mine);
+	pdi_gather_acc_put(&run.acc, 0, self);
 	r = collect(&run, deadline_ns);
 	if (r == 0)
 		r = pdi_gather_acc_finish(&run.acc, ret);
@@ -876,13 +873,12 @@ static int check_nodes(const char *const *nodes, unsigned n)
 }
 
 int pdi_gather_run(struct pdi_gather *g, uint32_t job, uint32_t step, const char *name, uid_t uid,
-		   const char *const *nodes, unsigned nnodes, unsigned fanout, struct pdi_gather_result *ret)
+		   const char *const *nodes, unsigned nnodes, unsigned fanout, unsigned level_ms,
+		   struct pdi_gather_result *self, struct pdi_gather_result *ret)
 {
 	struct pdi_gather_request q = {.job = job, .step = step, .name = (char *)name, .uid = uid,
-				       .fanout = fanout ? fanout : g->o.fanout, .level_ms = g->o.level_ms,
+				       .fanout = fanout ? fanout : g->o.fanout, .level_ms = level_ms ? level_ms : g->o.level_ms,
 				       .nodes = (char **)nodes, .nnodes = nnodes};
-	struct run probe = {.g = g, .q = &q};
-	struct pdi_gather_result self;
 	uint64_t total;
 	int r;
 
@@ -890,27 +886,12 @@ int pdi_gather_run(struct pdi_gather *g, uint32_t job, uint32_t step, const char
 	    q.fanout < 2 || !name || !name[0] || strlen(name) > PDI_GATHER_STEP_MAX)
 		return -EINVAL;
 	r = check_nodes(nodes, nnodes);
+	if (r == 0)
+		r = pdi_auth_nonce(&q.nonce);
 	if (r < 0)
 		return r;
-	/* the caller's right to the step, here first: nobody is bothered for a refusal. A node
-	 * without the step roots its gather too (pdimon analyze from anywhere in the cluster):
-	 * its own part is empty, and the step's nodes judge the caller's right */
-	r = local_part(&probe, &self);
-	if (r == -ENOENT && nnodes > 1) {
-		self = (struct pdi_gather_result){0};
-		r = 0;
-	}
-	if (r < 0)
-		return r;
-	r = pdi_auth_nonce(&q.nonce);
-	if (r < 0) {
-		pdi_gather_result_done(&self);
-		return r;
-	}
 	total = pdi_gather_total_ms(nnodes, q.fanout, q.level_ms);
-	r = subgather(g, &q, now_ns() + total * 1000000ull, &self, ret);
-	pdi_gather_result_done(&self);
-	return r;
+	return subgather(g, &q, now_ns() + total * 1000000ull, self, ret);
 }
 
 /* The log key of PEER ("address:port"): its address, so that one host's flood is limited
@@ -978,14 +959,12 @@ static int check_request(struct pdi_gather *g, const struct pdi_wire_frame *f, c
 	return 0;
 }
 
-void pdi_gather_serve(struct pdi_gather *g, int fd, const char *peer, const struct pdi_wire_frame *f, uint64_t t0_ns)
+int pdi_gather_check(struct pdi_gather *g, int fd, const char *peer, const struct pdi_wire_frame *f,
+		     uint64_t t0_ns, struct pdi_auth_claim *ret_claim, struct pdi_gather_request *ret)
 {
 	struct pdi_auth_claim claim = {0};
 	struct pdi_gather_request q = {0};
-	struct pdi_gather_result res = {0};
-	struct pdi_wire_writer w = {0};
 	char why[PDI_GATHER_WHY_MAX + 1];
-	uint64_t reply_by = t0_ns + (uint64_t)g->o.level_ms * 1000000ull;
 	int r;
 
 	/* who sent it, first: an unauthenticated peer is told nothing, signed or not */
@@ -997,26 +976,38 @@ void pdi_gather_serve(struct pdi_gather *g, int fd, const char *peer, const stru
 	if (r < 0) {
 		log_warning_limited(peer_key(peer), "Peer %s: request refused, closing without an answer: %s", peer,
 				    why);
-		return;
+		return r;
 	}
 	r = check_request(g, f, &claim, &q, why, sizeof(why));
 	if (r < 0) {
-		refuse(g, fd, peer, &claim, why, reply_by);
-		goto out;
+		refuse(g, fd, peer, &claim, why, t0_ns + (uint64_t)g->o.level_ms * 1000000ull);
+		pdi_gather_request_done(&q);
+		return r;
 	}
-	reply_by = t0_ns + (uint64_t)q.budget_ms * 1000000ull;
-	log_debug("Peer %s: gather %u.%u over %u nodes, %u ms", peer, q.job, q.step, q.nnodes, q.budget_ms);
-	r = subgather(g, &q, t0_ns + pdi_gather_wait_ms(q.budget_ms, q.level_ms) * 1000000ull, NULL, &res);
+	*ret_claim = claim;
+	*ret = q;
+	return 0;
+}
+
+void pdi_gather_serve(struct pdi_gather *g, int fd, const char *peer, const struct pdi_auth_claim *claim,
+		      const struct pdi_gather_request *q, struct pdi_gather_result *self, uint64_t t0_ns)
+{
+	struct pdi_gather_result res = {0};
+	struct pdi_wire_writer w = {0};
+	char why[PDI_GATHER_WHY_MAX + 1];
+	uint64_t reply_by = t0_ns + (uint64_t)q->budget_ms * 1000000ull;
+	int r;
+
+	log_debug("Peer %s: gather %u.%u over %u nodes, %u ms", peer, q->job, q->step, q->nnodes, q->budget_ms);
+	r = subgather(g, q, t0_ns + pdi_gather_wait_ms(q->budget_ms, q->level_ms) * 1000000ull, self, &res);
 	if (r == 0)
 		r = pdi_gather_result_encode(&res, &w);
 	if (r < 0) {
 		snprintf(why, sizeof(why), "cannot gather: %s", strerror(-r));
-		refuse(g, fd, peer, &claim, why, reply_by);
+		refuse(g, fd, peer, claim, why, reply_by);
 	} else {
-		answer(g, fd, peer, PDI_WIRE_RESULT, &claim, &w, reply_by);
+		answer(g, fd, peer, PDI_WIRE_RESULT, claim, &w, reply_by);
 	}
-out:
 	pdi_wire_writer_done(&w);
 	pdi_gather_result_done(&res);
-	pdi_gather_request_done(&q);
 }

@@ -19,14 +19,10 @@
 #define PDI_GATHER_WHY_MAX 255 /* bytes of a reason */
 
 struct pdi_gather_ops {
-	/* This node's part of step JOB.STEP for a request made for UID: a payload into OUT;
-	 * -ENOENT if it has no such step, -EACCES if UID may not read it. An empty payload
-	 * counts as "nothing to merge". */
-	int (*local)(void *ctx, uint32_t job, uint32_t step, const char *name, uid_t uid,
-		     struct pdi_wire_writer *out);
 	/* A and B merged into OUT. Associative, not necessarily commutative: it is always
 	 * called with A before B in tree pre-order (this node, then its children's subtrees
-	 * in order), as soon as the results that precede B have arrived or are given up. */
+	 * in order), as soon as the results that precede B have arrived or are given up. Runs
+	 * on the gather's worker thread: it may use only its arguments (and CTX read-only). */
 	int (*merge)(void *ctx, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
 		     struct pdi_wire_writer *out);
 };
@@ -64,25 +60,44 @@ struct pdi_gather_result {
 
 void pdi_gather_result_done(struct pdi_gather_result *r);
 
-/* At the root: gather JOB.STEP for UID from NODES (position 0 must be this node), blocking
- * with poll() up to the total deadline (pdi_gather_total_ms). 0 with a result (partial when
- * nmissing > 0), or a negative errno: -EACCES from this node's own part (the caller may not
- * read the step), -ENOENT when the step is not here and no other node is named, -EINVAL for
- * a bad node list (empty, position 0 not this node, a name empty, over PDI_GATHER_NAME_MAX
- * or listed twice). A root without the step contributes nothing and does not count as an
- * answering node: a node outside a step may gather it.
- * FANOUT 0: the configured one. */
-int pdi_gather_run(struct pdi_gather *g, uint32_t job, uint32_t step, const char *name, uid_t uid,
-		   const char *const *nodes, unsigned nnodes, unsigned fanout, struct pdi_gather_result *ret);
+/* Every call below except pdi_gather_own_part() blocks (MUNGE, connections, the children's
+ * answers), each wait bounded by the gather's deadline: call them on a worker (worker.h),
+ * several at once if need be, never on the loop. */
 
-/* Serve one GATHER frame read from a parent on FD (blocking, every wait bounded by the
- * request's budget counted from T0_NS, CLOCK_MONOTONIC): verify, forward to the children,
- * merge, answer RESULT or ERROR on FD. PEER ("address:port") names the parent in log lines.
- * A frame that does not authenticate as the service uid's gets no answer at all: the
- * daemon signs nothing whose content an unauthenticated peer chose (its job, step and
- * nonce would make a genuine answer to someone else's request). */
-void pdi_gather_serve(struct pdi_gather *g, int fd, const char *peer, const struct pdi_wire_frame *f,
-		      uint64_t t0_ns);
+/* This node's own part of a gather, made by the caller on the loop: with STATUS 0 the payload
+ * in W (moved from it; an empty payload counts as "nothing to merge"), else this node missing
+ * for STATUS's reason (-ENOENT: no such step here, -EACCES: the request's uid may not read
+ * it). 0 or -ENOMEM. */
+int pdi_gather_own_part(struct pdi_gather *g, int status, struct pdi_wire_writer *w, struct pdi_gather_result *ret);
+
+/* At the root: gather JOB.STEP for UID from NODES (position 0 must be this node), up to the
+ * total deadline (pdi_gather_total_ms). SELF: this node's part (moved from; a zeroed result
+ * when this node has no part: a node outside a step may gather it, and does not count as an
+ * answering node); the caller has checked that UID may gather. 0 with a result (partial when
+ * nmissing > 0), or a negative errno: -EINVAL for a bad node list (empty, position 0 not this
+ * node, a name empty, over PDI_GATHER_NAME_MAX or listed twice). FANOUT, LEVEL_MS 0: the
+ * configured ones. */
+int pdi_gather_run(struct pdi_gather *g, uint32_t job, uint32_t step, const char *name, uid_t uid,
+		   const char *const *nodes, unsigned nnodes, unsigned fanout, unsigned level_ms,
+		   struct pdi_gather_result *self, struct pdi_gather_result *ret);
+
+struct pdi_auth_claim;
+struct pdi_gather_request;
+
+/* Serving a parent, first: the GATHER frame F from PEER ("address:port") on FD, read by
+ * peer.c at T0_NS, verified and decoded into *RET (pdi_gather_request_done() it) with its
+ * credential's claim. A frame that does not authenticate as the service uid's gets no answer
+ * at all: the daemon signs nothing whose content an unauthenticated peer chose (its job, step
+ * and nonce would make a genuine answer to someone else's request); an authenticated request
+ * that is wrong is answered with an ERROR. 0, or a negative errno (FD answered as it should
+ * be: close it). */
+int pdi_gather_check(struct pdi_gather *g, int fd, const char *peer, const struct pdi_wire_frame *f,
+		     uint64_t t0_ns, struct pdi_auth_claim *ret_claim, struct pdi_gather_request *ret);
+/* Then: forward checked request Q to the children, merge their parts after SELF (this node's,
+ * moved from), and answer RESULT or ERROR on FD, every wait bounded by the request's budget
+ * counted from T0_NS (CLOCK_MONOTONIC, when the connection was accepted). */
+void pdi_gather_serve(struct pdi_gather *g, int fd, const char *peer, const struct pdi_auth_claim *claim,
+		      const struct pdi_gather_request *q, struct pdi_gather_result *self, uint64_t t0_ns);
 
 /* --- the tree, pure functions (tests/unit/test-gather.c) --- */
 

@@ -75,6 +75,15 @@ static void conn_close(struct pdi_peer *p, struct conn *c)
 	p->nconns--;
 }
 
+/* C's fd is the frame handler's now: out of our epoll set and our counts, still open. */
+static void conn_give_away(struct pdi_peer *p, struct conn *c)
+{
+	(void)epoll_ctl(p->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+	c->fd = -1;
+	pdi_wire_decoder_done(&c->dec);
+	p->nconns--;
+}
+
 static int listen_on(const struct pdi_peer_options *o)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai, *a;
@@ -337,7 +346,8 @@ static void conn_read(struct pdi_peer *p, struct conn *c)
 			return conn_close(p, c);
 		}
 		if (r > 0) {
-			p->fn(p->ctx, c->fd, c->peer, &f, c->t0_ns);
+			if (p->fn(p->ctx, c->fd, c->peer, &f, c->t0_ns))
+				return conn_give_away(p, c);
 			return conn_close(p, c);
 		}
 	}

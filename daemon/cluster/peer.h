@@ -16,6 +16,7 @@
  * its body is buffered. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,8 +39,10 @@ struct pdi_peer_options {
 };
 
 /* A complete frame F from PEER ("address:port") on FD (non-blocking), accepted at T0_NS
- * (CLOCK_MONOTONIC). The handler may answer on FD; the connection is closed after it. */
-typedef void (*pdi_peer_frame_fn)(void *ctx, int fd, const char *peer, const struct pdi_wire_frame *f,
+ * (CLOCK_MONOTONIC); F lives until the handler returns. The handler may answer on FD; the
+ * connection is closed after it, unless it returns true: then FD is the handler's (to answer
+ * from a worker, worker.h), out of the epoll set and no longer counted here. */
+typedef bool (*pdi_peer_frame_fn)(void *ctx, int fd, const char *peer, const struct pdi_wire_frame *f,
 				  uint64_t t0_ns);
 
 struct pdi_peer;

@@ -2,7 +2,8 @@
 /* slurm_nodes.c -- a Slurm step's nodes, asked of slurmctld with scontrol: what a node that
  * has no part in a step needs to gather it (`pdimon analyze JOB.STEP` from anywhere in the
  * cluster). scontrol rather than libslurm: pdimond runs without Slurm too, and the command
- * is what every Slurm node has, speaking to slurmctld as the site configured it. */
+ * is what every Slurm node has, speaking to slurmctld as the site configured it. It blocks
+ * up to its deadline (slurmctld may be stopped, or far): call it on a worker (worker.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -41,6 +42,13 @@ static int capture(char *const *argv, uint64_t deadline, char **ret)
 
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
+	/* never a blocking read: a silent child is waited for by poll() and its deadline only */
+	if (fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0) {
+		r = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return r;
+	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
 	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
@@ -56,15 +64,19 @@ static int capture(char *const *argv, uint64_t deadline, char **ret)
 		struct pollfd p = {.fd = fds[0], .events = POLLIN};
 		uint64_t now = now_ms();
 		ssize_t n;
+		int k;
 
 		if (now >= deadline) {
 			r = -ETIMEDOUT;
 			break;
 		}
-		if (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR) {
+		k = poll(&p, 1, (int)(deadline - now));
+		if (k < 0 && errno != EINTR) {
 			r = -errno;
 			break;
 		}
+		if (k <= 0)
+			continue; /* the deadline, checked above */
 		if (cap - len < 4096) {
 			char *more = cap < OUTPUT_MAX ? realloc(out, cap + 65536) : NULL;
 

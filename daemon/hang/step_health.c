@@ -248,14 +248,17 @@ static void doing(const struct pdi_step *s, const struct pdi_step_health *h, uns
 static void local_diagnosis(const struct pdi_daemon *d, const struct pdi_step *s, const struct pdi_step_health *h,
 			    unsigned n, int critical, char *buf, size_t len)
 {
-	int ranks[n + 1];
+	int *ranks = malloc((n + 1) * sizeof(*ranks)); /* a task count: on the heap, not the stack */
 	char what[700], set[256];
 	size_t used = 0;
 	bool all_waiting = true, *done = calloc(n + 1, sizeof(*done));
 
 	buf[0] = '\0';
-	if (!done)
+	if (!done || !ranks) {
+		free(done);
+		free(ranks);
 		return;
+	}
 	for (unsigned i = 0; i < n; i++)
 		all_waiting &= h->in[i].motion == PDI_MOTION_WAITING || h->in[i].motion == PDI_MOTION_FINISHED;
 	if (critical >= 0 && !all_waiting) {
@@ -285,6 +288,7 @@ static void local_diagnosis(const struct pdi_daemon *d, const struct pdi_step *s
 			used += (size_t)snprintf(buf + used, len - used, "; %s %s", set, what);
 	}
 	free(done);
+	free(ranks);
 }
 
 /* "14:03:44" for a time of day. */

@@ -14,14 +14,13 @@
 #include <unistd.h>
 
 #include "budget.h"
-#include "bus.h"
 #include "daemon.h"
+#include "detach.h"
+#include "step_end.h"
 #include "log.h"
 #include "mpi_funcs.h"
-#include "persist.h"
 #include "callchain.h"
 #include "program.h"
-#include "site_store.h"
 #include "sites.h"
 #include "tracer.h"
 
@@ -35,15 +34,10 @@ static int32_t int_arg(const struct pdi_event *e, uint8_t pos)
 
 static void record(struct pdi_daemon *d, const struct pdi_task *t, const struct pdi_call *c)
 {
-	struct pdi_call_record rec = {.call = *c};
+	struct pdi_call_record rec = {.call = *c, .task = t->id};
 
 	if (!d->record)
 		return;
-	for (unsigned i = 0; i < d->reg.ntasks; i++)
-		if (d->reg.tasks[i] == t) {
-			rec.task = i;
-			break;
-		}
 	if (fwrite(&rec, sizeof(rec), 1, d->record) != 1) {
 		log_warning("Cannot write the recording, stopping it: %m");
 		fclose(d->record);
@@ -380,7 +374,7 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 		log_debug("pid %d: call sites stay where MPI is called from: %s", (int)pid, strerror(-r));
 	if ((r = pdi_budget_task_begin(d, t)) < 0)
 		log_warning_errno(r, "pid %d: no overhead budget for it: %m", (int)pid);
-	ev.data.u64 = PDI_SRC(PDI_SRC_TASK, d->reg.ntasks - 1);
+	ev.data.u64 = PDI_SRC(PDI_SRC_TASK, (uint32_t)pid); /* tasks move in the registry; pids do not */
 	if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, pidfd, &ev) < 0) {
 		r = -errno;
 		pdi_registry_end_task(&d->reg, t);
@@ -419,6 +413,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 	pdi_chains_end(d, t);
 	pdi_tracer_forget(d->tracer, t->pid);
 	pdi_budget_task_end(d, t);
+	pdi_detach_later(d->workers, &t->att);
 	pdi_registry_end_task(&d->reg, t);
 	log_info("Task pid %d (rank %d) of step %s ended%s%s", (int)t->pid, t->rank, t->step->name,
 		 t->ended_in ? " inside " : "", t->ended_in ? t->ended_in : "");
@@ -442,15 +437,4 @@ unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, 
 			out[n++] = rq->peer;
 	}
 	return n;
-}
-
-void pdi_step_ended(struct pdi_daemon *d, struct pdi_step *s)
-{
-	if (!s->ended || s->announced)
-		return;
-	s->announced = true;
-	log_info("Step %s ended", s->name);
-	(void)pdi_persist_step(d, s);
-	pdi_site_store_kick(d); /* stored pending: on to the site store */
-	pdi_bus_emit_step_ended(d, s, s->ending ? "ended" : "finished");
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* report.h -- a step's report and analysis, rendered: what each task did, where it was, and
- * where the step went wrong. */
+/* report.h -- a step's report and analysis: what each task did, where it was, and where the
+ * step went wrong. Made off the loop (worker.h), from a copy of this node's part of the step
+ * taken on the loop, or from the parts gathered from all of its nodes, and rendered. */
 #pragma once
 
 #include <stdint.h>
@@ -9,17 +10,42 @@
 struct pdi_daemon;
 struct pdi_step;
 
-/* The full report as JSON, and the few lines srun prints: what was found, where, which
- * ranks, for UID (whose uid a gather from the step's other nodes is made for). Both
- * malloc'd. 0, or -ENOMEM. */
-int pdi_report_build(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, char **ret_json, char **ret_summary);
+struct pdi_report_result {
+	int status;     /* 0, or a negative errno that WHY says in a line */
+	char *text;     /* malloc'd: a report's JSON, or the analysis in the format asked */
+	char *summary;  /* malloc'd: a report's few lines for srun, each "pdimon: ..."; NULL else */
+	char why[256];
+};
 
-/* `pdimon analyze`: the report's JSON ("json"), the full analysis as text ("text"), or
- * the progress dependence graph and the prefix tree as Graphviz ("dot"). 0, or -ENOMEM. */
-int pdi_report_analyze(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, const char *format, char **ret_text);
+/* Called on the loop when the job is over (also at shutdown, with -ECANCELED); it may take
+ * RES's strings (setting them NULL), the rest is freed after it. */
+typedef void (*pdi_report_fn)(struct pdi_daemon *d, void *ctx, struct pdi_report_result *res);
 
-/* The same for Slurm step JOB.STEP that has no task on this node: its nodes from Slurm, its
- * parts gathered from them. -ENOENT when Slurm knows no such running step, or no node gives
- * its part to UID; -ETIMEDOUT, -ENOMEM. */
-int pdi_report_analyze_elsewhere(struct pdi_daemon *d, uint32_t job, uint32_t step, uid_t uid, const char *format,
-				 char **ret_text);
+enum pdi_report_what {
+	PDI_REPORT,   /* the JSON report and its summary: the whole step's on its first node
+			 (gathered from all its nodes), this node's own part on the others */
+	PDI_ANALYSIS, /* the analysis in a format (json, text, dot): the whole step's, from
+			 whichever of its nodes */
+};
+
+/* Start WHAT of step S for UID, FORMAT for an analysis: S is copied now, the rest runs on a
+ * worker, and DONE(D, CTX, result) follows on the loop. 0; or -EBUSY (too much work waits),
+ * -ENOMEM, and DONE is not called. */
+int pdi_report_start(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, enum pdi_report_what what,
+		     const char *format, pdi_report_fn done, void *ctx);
+
+/* The analysis of Slurm step JOB.STEP, which has no task on this node: on a worker, its
+ * nodes asked of Slurm (within gather_timeout_ms), then its parts gathered from them. The
+ * result's status: -ENOENT when Slurm knows no such running step or no node gives its part
+ * to UID, -ETIMEDOUT when Slurm did not answer in time. Returns as pdi_report_start(), and
+ * -ENOENT when this node gathers nothing (no peer port). */
+int pdi_report_start_elsewhere(struct pdi_daemon *d, uint32_t job, uint32_t step, uid_t uid, const char *format,
+			       pdi_report_fn done, void *ctx);
+
+void pdi_report_result_done(struct pdi_report_result *res);
+
+struct pdi_analysis;
+/* A's rendering into RES: WHAT PDI_REPORT, its JSON and summary; PDI_ANALYSIS, FORMAT (json,
+ * text, dot). RES's text and summary are set together, or (-ENOMEM) not touched at all. */
+int pdi_report_render(const struct pdi_analysis *a, enum pdi_report_what what, const char *format,
+		      struct pdi_report_result *res);

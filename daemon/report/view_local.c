@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* view_local.c -- this daemon's view of one of its steps (view_local.h): its tasks, where
- * each one is now (or was when it ended), and the live call stacks of the blocked ones, taken
- * the way STAT does. */
+/* view_local.c -- this daemon's view of one of its steps (view_local.h): its tasks and where
+ * each one is now (or was when it ended). The live call stacks of the blocked ones are taken
+ * the way STAT does, off the loop, on a copy of this view (snapshot.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,12 +12,9 @@
 #include "log.h"
 #include "mpi_funcs.h"
 #include "sites.h"
-#include "stackwalk.h"
 #include "step_health.h"
 #include "tracer.h"
 #include "view_local.h"
-
-#define PDI_MAX_WALKS 64 /* live stacks taken per view: each stops a task for a moment */
 
 void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *w)
 {
@@ -65,52 +62,11 @@ void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where 
 	}
 }
 
-/* The live stack of blocked task T, outermost first, down to the application's MPI call (the
- * library's frames below it say nothing about the program), then the call site. -errno when
- * it could not be taken. */
-static int live_stack(struct pdi_daemon *d, struct pdi_task *t, struct pdi_view_task *vt)
-{
-	const struct pdi_where *w = &vt->where;
-	const char *fn = pdi_mpi_funcs[t->step->sites[w->site].fn].name;
-	size_t fnlen = strlen(fn), n, keep = 0;
-	char **frames;
-	int r;
-
-	r = pdi_stack_walk(t->pid, w->tid, w->callsite, d->objs, &t->maps, &frames, &n);
-	if (r < 0)
-		return r;
-	while (keep < n && strncmp(frames[keep], fn, fnlen) &&
-	       !(frames[keep][0] == 'P' && !strncmp(frames[keep] + 1, fn, fnlen)) && strcmp(frames[keep], "[uprobes]"))
-		keep++;
-	/* the frames kept, then the call site (in place of the first one dropped, or after all
-	 * of them when the walk never reached the MPI function) */
-	for (size_t k = keep; k < n; k++)
-		free(frames[k]);
-	if (keep == n) {
-		char **more = realloc(frames, (n + 1) * sizeof(*frames));
-
-		if (!more) {
-			pdi_stack_frames_free(frames, keep);
-			return -ENOMEM;
-		}
-		frames = more;
-	}
-	frames[keep] = strdup(w->text);
-	if (!frames[keep]) {
-		pdi_stack_frames_free(frames, keep);
-		return -ENOMEM;
-	}
-	vt->stack = frames;
-	vt->nstack = keep + 1;
-	return 0;
-}
-
 int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret)
 {
 	struct pdi_view v = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid, .running = pdi_step_running(s),
 			     .started = s->started, .ended = s->ended, .ntasks = s->ntasks, .nodes = 1,
 			     .nodes_answered = 1, .expected_tasks = s->total_tasks};
-	unsigned walked = 0;
 	struct timespec real, mono;
 	int64_t wall_offset;
 
@@ -135,11 +91,6 @@ int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *re
 		pdi_task_locate(d, t, &vt->where);
 		if (vt->where.site >= 0)
 			vt->progress = pdi_model_visits(&t->model, pdi_state_comm((uint32_t)vt->where.site));
-		if (vt->where.kind == PDI_WHERE_BLOCKED && vt->where.callsite && vt->where.site >= 0 &&
-		    walked++ < PDI_MAX_WALKS && live_stack(d, t, vt) == -ENOMEM) {
-			pdi_view_done(&v);
-			return -ENOMEM;
-		}
 	}
 	/* last: draining and locating name new sites, and the array moves when it grows */
 	v.sites = s->sites;

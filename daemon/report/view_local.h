@@ -22,8 +22,8 @@ ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, si
  * wchan, and its CPU use and run-queue wait since the last look, kept in T). */
 void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, struct pdi_task_activity *ret);
 
-/* This daemon's view of its step S: where each task is (live stacks of the blocked ones). The
- * view points into S: use it before S changes. 0, or -ENOMEM. */
+/* This daemon's view of its step S: where each task is (no live stack: snapshot.h takes them
+ * off the loop). The view points into S: use it before S changes. 0, or -ENOMEM. */
 int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret);
 
 /* The view of a gather's merged payload over NNODES nodes, with the nodes that did not

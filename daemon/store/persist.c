@@ -12,15 +12,23 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "ident.h"
+#include "step_end.h"
 #include "log.h"
 #include "model_io.h"
 #include "mpi_funcs.h"
 #include "persist.h"
-#include "report.h"
 #include "samples.h"
 #include "site_totals.h"
 #include "store.h"
 #include "tracer.h"
+#include "worker.h"
+
+/* How long the loop's own connection waits for a lock: its reads are short, and a database
+ * that another process holds locked must not stand the loop still */
+#define LOOP_BUSY_MS 50
+/* The store lane's connection may wait longer: nothing waits for it but the next write */
+#define LANE_BUSY_MS 5000
 
 int pdi_persist_open(struct pdi_daemon *d)
 {
@@ -33,18 +41,154 @@ int pdi_persist_open(struct pdi_daemon *d)
 	if (r < 0)
 		return log_error_errno(r, "Cannot use the database %s: %s; refusing to run rather than "
 					  "lose data (move it away to start afresh)", d->cfg.database, why[0] ? why : "%m");
-	/* a hard cap beside retention: what users' jobs write (sites, models) cannot fill the disk */
-	r = pdi_store_limit(d->store, (uint64_t)d->cfg.database_max_mib << 20);
+	/* writes go through one lane, in order, on a connection of their own (no thread yet) */
+	r = pdi_workers_new("store", 1, 0, &d->store_lane);
+	if (r == 0)
+		r = pdi_store_attach(d->cfg.database, LANE_BUSY_MS, &d->store_writer);
+	if (r < 0)
+		return log_error_errno(r, "Cannot open a second connection to %s for writing: %m", d->cfg.database);
+	/* a hard cap beside retention: what users' jobs write (sites, models) cannot fill the disk
+	 * (a connection's own setting: the one that writes) */
+	r = pdi_store_limit(d->store_writer, (uint64_t)d->cfg.database_max_mib << 20);
 	if (r < 0)
 		log_warning_errno(r, "Cannot limit the database to %u MiB, ignoring: %s", d->cfg.database_max_mib,
-				  pdi_store_errmsg(d->store));
+				  pdi_store_errmsg(d->store_writer));
 	return 0;
+}
+
+void pdi_persist_loop_reads(struct pdi_daemon *d)
+{
+	if (d->store)
+		pdi_store_set_busy_timeout(d->store, LOOP_BUSY_MS);
+}
+
+int pdi_persist_lane_fd(struct pdi_daemon *d)
+{
+	return d->store_lane ? pdi_workers_fd(d->store_lane) : -1;
+}
+
+void pdi_persist_dispatch(struct pdi_daemon *d)
+{
+	if (d->store_lane)
+		(void)pdi_workers_dispatch(d->store_lane);
 }
 
 void pdi_persist_close(struct pdi_daemon *d)
 {
+	/* every write queued is written: the lane is bounded by its busy timeout per write */
+	if (d->store_lane)
+		pdi_workers_wait_idle(d->store_lane);
+	pdi_workers_free(d->store_lane);
+	d->store_lane = NULL;
+	pdi_store_close(d->store_writer);
+	d->store_writer = NULL;
 	pdi_store_close(d->store);
 	d->store = NULL;
+}
+
+/* ---- writing: a step copied on the loop, written on the store's lane ---- */
+
+struct record {
+	struct pdi_job job;
+	struct pdi_daemon *d;          /* for done() on the loop only */
+	struct pdi_store *store;       /* the lane's connection: only the lane's jobs use it */
+	pdi_persist_fn done;
+	uint32_t end_gen;
+	struct pdi_store_step st;
+	struct pdi_store_site *sites;  /* strings owned */
+	uint32_t nsites;
+	struct pdi_store_task *tasks;  /* models owned */
+	unsigned ntasks;
+	uint32_t *final_ids;           /* the tasks written ended: once committed, never again */
+	unsigned nfinal;
+	uint32_t sites_upto;           /* sites [0, sites_upto) are in the store once committed */
+	char *report;                  /* the report's JSON, NULL if none (yet) */
+	struct pdi_store_site_total *totals; /* an ended step's: what trends fit */
+	uint32_t ntotals;
+	bool site_pending;             /* an ended step the site store is to collect */
+	int status;
+	char why[256];
+};
+
+static void record_free(struct record *rec)
+{
+	for (uint32_t i = 0; rec->sites && i < rec->nsites; i++) {
+		free((char *)rec->sites[i].name);
+		free((char *)rec->sites[i].caller);
+		free((char *)rec->sites[i].file);
+	}
+	free(rec->sites);
+	for (unsigned i = 0; rec->tasks && i < rec->ntasks; i++)
+		free((void *)rec->tasks[i].model);
+	free(rec->tasks);
+	free(rec->final_ids);
+	free(rec->report);
+	free(rec->totals);
+	free(rec);
+}
+
+static int write_record(struct record *rec)
+{
+	int r = pdi_store_put_step(rec->store, &rec->st);
+
+	if (r >= 0)
+		r = pdi_store_put_sites(rec->store, rec->st.name, rec->sites, rec->nsites);
+	/* the processes still to join are those of this record: no stale ones (an ended step's
+	 * tasks are its ranks only, as sample runs expect) */
+	if (r >= 0)
+		r = pdi_store_forget_watched(rec->store, rec->st.name);
+	for (unsigned i = 0; i < rec->ntasks && r >= 0; i++)
+		r = pdi_store_put_task(rec->store, rec->st.name, &rec->tasks[i]);
+	if (r >= 0 && rec->report)
+		r = pdi_store_put_report(rec->store, rec->st.name, rec->report);
+	if (r >= 0 && rec->totals)
+		r = pdi_store_put_site_totals(rec->store, rec->st.name, rec->totals, rec->ntotals);
+	if (r >= 0 && rec->site_pending)
+		r = pdi_store_set_site_pending(rec->store, rec->st.name, true);
+	return r;
+}
+
+static void record_run(struct pdi_job *j)
+{
+	struct record *rec = pdi_job_of(j, struct record, job);
+	int r = pdi_store_begin(rec->store);
+
+	if (r >= 0)
+		r = write_record(rec);
+	if (r >= 0)
+		r = pdi_store_commit(rec->store);
+	if (r < 0) {
+		snprintf(rec->why, sizeof(rec->why), "%s", r == -ENOSPC ? "the disk (or the database's size limit) is full"
+						: r == -EBUSY ? "the database is locked by another process"
+							      : pdi_store_errmsg(rec->store));
+		pdi_store_rollback(rec->store);
+	}
+	rec->status = r < 0 ? r : 0;
+}
+
+static void record_done(struct pdi_job *j, bool cancelled)
+{
+	struct record *rec = pdi_job_of(j, struct record, job);
+	struct pdi_step *s = pdi_registry_find_step(&rec->d->reg, rec->st.name);
+
+	if (cancelled)
+		rec->status = -ECANCELED;
+	if (rec->status < 0)
+		log_error("Cannot store step %s: %s; what was stored before is intact%s", rec->st.name,
+			  cancelled ? "pdimond is stopping" : rec->why, rec->done ? ", trying again later" : "");
+	if (s && s->store_pending)
+		s->store_pending--;
+	/* what this record wrote is stored only once it committed */
+	if (s && rec->status == 0) {
+		for (unsigned i = 0; i < s->ntasks; i++)
+			for (unsigned k = 0; k < rec->nfinal; k++)
+				s->tasks[i]->stored_final |= s->tasks[i]->id == rec->final_ids[k];
+		if (rec->sites_upto > s->nsites_stored && rec->sites_upto <= s->nsites)
+			s->nsites_stored = rec->sites_upto;
+	}
+	if (rec->done)
+		rec->done(rec->d, rec->st.name, rec->end_gen, rec->status);
+	record_free(rec);
 }
 
 static const char *task_state_name(const struct pdi_task *t)
@@ -52,182 +196,205 @@ static const char *task_state_name(const struct pdi_task *t)
 	return t->state == PDI_TASK_RUNNING ? "running" : "ended";
 }
 
-static int put_task(struct pdi_daemon *d, const struct pdi_step *s, const struct pdi_task *t)
+static int copy_task(struct pdi_daemon *d, const struct pdi_task *t, struct pdi_store_task *st)
 {
-	struct pdi_store_task st = {.rank = t->rank, .pid = t->pid, .start_ticks = t->start_ticks};
 	void *blob = NULL;
 	size_t len = 0;
-	int r;
+	int r = pdi_model_encode(&t->model, &blob, &len);
 
-	r = pdi_model_encode(&t->model, &blob, &len);
 	if (r < 0)
 		return r;
-	snprintf(st.state, sizeof(st.state), "%s", task_state_name(t));
-	st.events_lost = t->state == PDI_TASK_RUNNING ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
-	st.model = blob;
-	st.model_len = len;
-	snprintf(st.ended_in, sizeof(st.ended_in), "%s", t->ended_in ? t->ended_in : "");
-	snprintf(st.boot_id, sizeof(st.boot_id), "%s", pdi_boot_id());
-	r = pdi_store_put_task(d->store, s->name, &st);
-	free(blob);
-	return r;
+	*st = (struct pdi_store_task){.rank = t->rank, .pid = t->pid, .start_ticks = t->start_ticks, .model = blob,
+				      .model_len = len};
+	snprintf(st->state, sizeof(st->state), "%s", task_state_name(t));
+	st->events_lost = t->state == PDI_TASK_RUNNING ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
+	snprintf(st->ended_in, sizeof(st->ended_in), "%s", t->ended_in ? t->ended_in : "");
+	snprintf(st->boot_id, sizeof(st->boot_id), "%s", pdi_boot_id());
+	return 0;
 }
 
-/* The sites new since the last write: a site never changes once named, and a step may have
- * hundreds of thousands, which every checkpoint would rewrite. */
-static int put_sites(struct pdi_daemon *d, const struct pdi_step *s)
+/* The sites new since the last committed write: a site never changes once named, and a step
+ * may have hundreds of thousands, which every checkpoint would rewrite. */
+static int copy_sites(const struct pdi_step *s, struct record *rec)
 {
-	uint32_t from = s->nsites_stored <= s->nsites ? s->nsites_stored : 0, n = s->nsites - from;
-	struct pdi_store_site *v;
-	int r;
+	uint32_t from = s->nsites_stored <= s->nsites ? s->nsites_stored : 0;
 
-	if (!n)
-		return 0;
-	v = calloc(n, sizeof(*v));
-	if (!v)
+	rec->sites = calloc(s->nsites - from + 1, sizeof(*rec->sites));
+	if (!rec->sites)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct pdi_site *x = &s->sites[from + i];
+	rec->sites_upto = s->nsites;
+	for (; rec->nsites < s->nsites - from; rec->nsites++) {
+		const struct pdi_site *x = &s->sites[from + rec->nsites];
+		struct pdi_store_site *y = &rec->sites[rec->nsites];
 
-		v[i] = (struct pdi_store_site){.index = from + i, .fn = x->fn, .name = x->name, .caller = x->caller,
-					       .file = x->file, .line = x->line, .key = x->key};
+		*y = (struct pdi_store_site){.index = from + rec->nsites, .fn = x->fn, .line = x->line, .key = x->key,
+					     .name = strdup(x->name ? x->name : ""), .caller = strdup(x->caller ? x->caller : ""),
+					     .file = strdup(x->file ? x->file : "")};
+		if (!y->name || !y->caller || !y->file) {
+			rec->nsites++;
+			return -ENOMEM;
+		}
 	}
-	r = pdi_store_put_sites(d->store, s->name, v, n);
-	free(v);
-	return r;
+	return 0;
 }
 
-/* What each site of ended step S did, over its tasks here: what trends fit. */
-static int put_site_totals(struct pdi_daemon *d, const struct pdi_step *s)
+/* What each site of ended step S did, over its tasks here (what trends fit), and whether the
+ * site store is to collect it. */
+static int copy_end(struct pdi_daemon *d, const struct pdi_step *s, struct record *rec)
 {
-	struct pdi_site_total *t = calloc(s->nsites ? s->nsites : 1, sizeof(*t));
-	struct pdi_store_site_total *v = calloc(s->nsites ? s->nsites : 1, sizeof(*v));
-	int r;
+	struct pdi_site_total *t = calloc(s->nsites + 1, sizeof(*t));
 
-	if (!t || !v) {
+	rec->totals = calloc(s->nsites + 1, sizeof(*rec->totals));
+	if (!t || !rec->totals) {
 		free(t);
-		free(v);
 		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < s->ntasks; i++)
 		pdi_site_totals_add(t, s->nsites, &s->tasks[i]->model);
 	for (uint32_t i = 0; i < s->nsites; i++)
-		v[i] = (struct pdi_store_site_total){.index = i, .calls = t[i].calls, .bytes = t[i].bytes,
-						     .time_ns = t[i].time_ns};
-	r = pdi_store_put_site_totals(d->store, s->name, v, s->nsites);
+		rec->totals[i] = (struct pdi_store_site_total){.index = i, .calls = t[i].calls, .bytes = t[i].bytes,
+							       .time_ns = t[i].time_ns};
+	rec->ntotals = s->nsites;
+	rec->site_pending = d->cfg.site_store != NULL;
 	free(t);
-	free(v);
-	return r;
+	return 0;
 }
 
-/* An ended step's report, verdict and site totals, and its place in the site store's outbox. */
-static int write_end(struct pdi_daemon *d, struct pdi_step *s, struct pdi_store_step *st)
+/* STEP as the store will hold it: its row, sites, tasks with their models, the registered
+ * tasks still to come and the commands of pdimon run (no model, but a restart must watch
+ * them again), and its report once it has one. */
+static int copy_step(struct pdi_daemon *d, const struct pdi_step *s, struct record *rec)
 {
-	char *json = NULL, *summary = NULL;
-	int r = pdi_report_build(d, s, s->uid, &json, &summary);
-
-	if (r >= 0)
-		r = pdi_store_put_report(d->store, s->name, json);
-	if (r >= 0) {
-		pdi_report_verdict(json, st->verdict, sizeof(st->verdict));
-		r = pdi_store_put_step(d->store, st);
-	}
-	if (r >= 0)
-		r = put_site_totals(d, s);
-	if (r >= 0 && d->cfg.site_store)
-		r = pdi_store_set_site_pending(d->store, s->name, true);
-	free(json);
-	free(summary);
-	return r;
-}
-
-static int write_step(struct pdi_daemon *d, struct pdi_step *s)
-{
-	struct pdi_store_step st = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid,
-				    .started = s->started, .ended = s->ended, .ntasks = s->ntasks,
-				    .input_size = s->input_size, .total_tasks = s->total_tasks};
+	unsigned nwatched = 0;
 	int r;
 
-	snprintf(st.name, sizeof(st.name), "%s", s->name);
-	snprintf(st.state, sizeof(st.state), "%s", s->ended ? "ended" : "running");
-	snprintf(st.executable, sizeof(st.executable), "%s", s->executable ? s->executable : "");
-	snprintf(st.build, sizeof(st.build), "%s", s->build);
-	r = pdi_store_put_step(d->store, &st);
-	if (r >= 0)
-		r = put_sites(d, s);
-	for (unsigned i = 0; i < s->ntasks && r >= 0; i++) {
-		struct pdi_task *t = s->tasks[i];
+	rec->st = (struct pdi_store_step){.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid,
+					  .started = s->started, .ended = s->ended, .ntasks = s->ntasks,
+					  .input_size = s->input_size, .total_tasks = s->total_tasks};
+	snprintf(rec->st.name, sizeof(rec->st.name), "%s", s->name);
+	snprintf(rec->st.state, sizeof(rec->st.state), "%s", s->ended ? "ended" : "running");
+	snprintf(rec->st.executable, sizeof(rec->st.executable), "%s", s->executable ? s->executable : "");
+	snprintf(rec->st.build, sizeof(rec->st.build), "%s", s->build);
+	if ((r = copy_sites(s, rec)) < 0)
+		return r;
+	for (unsigned i = 0; i < d->reg.nwatches; i++)
+		nwatched += d->reg.watches[i].step == s;
+	rec->tasks = calloc(s->ntasks + nwatched + 1, sizeof(*rec->tasks));
+	rec->final_ids = calloc(s->ntasks + 1, sizeof(*rec->final_ids));
+	if (!rec->tasks || !rec->final_ids)
+		return -ENOMEM;
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		const struct pdi_task *t = s->tasks[i];
 
 		/* an ended task written once has nothing new */
 		if (t->stored_final)
 			continue;
-		r = put_task(d, s, t);
-		t->store_pending = r >= 0 && t->state == PDI_TASK_ENDED;
+		if ((r = copy_task(d, t, &rec->tasks[rec->ntasks])) < 0)
+			return r;
+		rec->ntasks++;
+		if (t->state == PDI_TASK_ENDED)
+			rec->final_ids[rec->nfinal++] = t->id;
 	}
-	/* registered tasks still to come, and the commands of pdimon run: no model, but a
-	 * restart must watch them again */
-	for (unsigned i = 0; i < d->reg.nwatches && r >= 0; i++) {
+	for (unsigned i = 0; i < d->reg.nwatches; i++) {
 		const struct pdi_watch *w = &d->reg.watches[i];
-		struct pdi_store_task st = {.rank = w->rank, .pid = w->root, .start_ticks = w->ident.start_ticks};
+		struct pdi_store_task *st = &rec->tasks[rec->ntasks];
 
 		if (w->step != s)
 			continue;
-		snprintf(st.state, sizeof(st.state), "watched");
-		snprintf(st.boot_id, sizeof(st.boot_id), "%s", pdi_boot_id());
-		r = pdi_store_put_task(d->store, s->name, &st);
+		*st = (struct pdi_store_task){.rank = w->rank, .pid = w->root, .start_ticks = w->ident.start_ticks};
+		snprintf(st->state, sizeof(st->state), "watched");
+		snprintf(st->boot_id, sizeof(st->boot_id), "%s", pdi_boot_id());
+		rec->ntasks++;
 	}
-	if (r >= 0 && s->ended)
-		r = write_end(d, s, &st);
-	return r;
+	if (s->report_json && !(rec->report = strdup(s->report_json)))
+		return -ENOMEM;
+	if (s->report_json)
+		pdi_report_verdict(s->report_json, rec->st.verdict, sizeof(rec->st.verdict));
+	return s->ended ? copy_end(d, s, rec) : 0;
 }
 
-int pdi_persist_step(struct pdi_daemon *d, struct pdi_step *s)
+int pdi_persist_step(struct pdi_daemon *d, struct pdi_step *s, pdi_persist_fn done)
 {
+	struct record *rec;
 	int r;
 
 	if (!d->store)
-		return 0;
-	r = pdi_store_begin(d->store);
-	if (r >= 0)
-		r = write_step(d, s);
-	if (r >= 0)
-		r = pdi_store_commit(d->store);
-	/* what this transaction wrote is stored only once it committed */
-	for (unsigned i = 0; i < s->ntasks; i++) {
-		s->tasks[i]->stored_final |= r >= 0 && s->tasks[i]->store_pending;
-		s->tasks[i]->store_pending = false;
-	}
-	if (r >= 0)
-		s->nsites_stored = s->nsites;
+		return -ENOENT;
+	rec = calloc(1, sizeof(*rec));
+	if (!rec)
+		return -ENOMEM;
+	rec->job = (struct pdi_job){.run = record_run, .done = record_done};
+	rec->d = d;
+	rec->store = d->store_writer;
+	rec->done = done;
+	rec->end_gen = s->end_gen;
+	r = copy_step(d, s, rec);
+	if (r == 0)
+		r = pdi_workers_submit(d->store_lane, &rec->job);
 	if (r < 0) {
-		pdi_store_rollback(d->store);
-		return log_error_errno(r, "Cannot store step %s: %s; what was stored before is intact",
-				       s->name, r == -ENOSPC ? "the disk (or the database's size limit) is full"
-							     : pdi_store_errmsg(d->store));
+		log_error_errno(r, "Cannot store step %s: %m; trying again later", s->name);
+		record_free(rec);
+		return r;
 	}
+	s->store_pending++;
 	return 0;
 }
 
 void pdi_persist_checkpoint(struct pdi_daemon *d)
 {
+	if (!d->store)
+		return;
 	(void)pdi_tracer_drain(d->tracer);
-	for (unsigned i = 0; i < d->reg.nsteps; i++)
-		if (pdi_step_running(d->reg.steps[i]))
-			(void)pdi_persist_step(d, d->reg.steps[i]);
+	for (unsigned i = 0; i < d->reg.nsteps; i++) {
+		struct pdi_step *s = d->reg.steps[i];
+
+		/* one record of a step in the lane at a time: a locked database must not pile them up */
+		if (pdi_step_running(s) && !s->store_pending)
+			(void)pdi_persist_step(d, s, NULL);
+	}
+}
+
+/* Retention, on the lane: it deletes. */
+struct expiry {
+	struct pdi_job job;
+	struct pdi_store *store;
+	int64_t now, max_age_s;
+	uint64_t max_bytes;
+	int n;
+	char why[256];
+};
+
+static void expiry_run(struct pdi_job *j)
+{
+	struct expiry *e = pdi_job_of(j, struct expiry, job);
+
+	e->n = pdi_store_expire(e->store, e->now, e->max_age_s, e->max_bytes);
+	if (e->n < 0)
+		snprintf(e->why, sizeof(e->why), "%s", pdi_store_errmsg(e->store));
+}
+
+static void expiry_done(struct pdi_job *j, bool cancelled)
+{
+	struct expiry *e = pdi_job_of(j, struct expiry, job);
+
+	if (!cancelled && e->n > 0)
+		log_info("Expired %d stored steps", e->n);
+	else if (!cancelled && e->n < 0)
+		log_warning_errno(e->n, "Cannot expire old steps, ignoring: %s", e->why);
+	free(e);
 }
 
 void pdi_persist_expire(struct pdi_daemon *d)
 {
-	int n;
+	struct expiry *e;
 
-	if (!d->store)
+	if (!d->store || !(e = calloc(1, sizeof(*e))))
 		return;
-	n = pdi_store_expire(d->store, time(NULL), (int64_t)d->cfg.retention_days * 86400,
-			     (uint64_t)d->cfg.retention_mib << 20);
-	if (n > 0)
-		log_info("Expired %d stored steps", n);
-	else if (n < 0)
-		log_warning_errno(n, "Cannot expire old steps, ignoring: %s", pdi_store_errmsg(d->store));
+	*e = (struct expiry){.job = {.run = expiry_run, .done = expiry_done}, .store = d->store_writer,
+			     .now = time(NULL), .max_age_s = (int64_t)d->cfg.retention_days * 86400,
+			     .max_bytes = (uint64_t)d->cfg.retention_mib << 20};
+	if (pdi_workers_submit(d->store_lane, &e->job) < 0)
+		free(e);
 }
 
 /* Loading: the store's rows back into registry objects. */
@@ -352,11 +519,22 @@ static int load_task(void *ctx, const struct pdi_store_task *x)
 	return r;
 }
 
+/* Forget S, loaded in part: nothing half-loaded stays in the registry. */
+static void unload(struct pdi_daemon *d, struct pdi_step *s)
+{
+	for (unsigned i = 0; i < d->reg.nwatches; i++)
+		if (d->reg.watches[i].step == s)
+			pdi_tracer_unwatch(d->tracer, d->reg.watches[i].root);
+	pdi_registry_remove_step(&d->reg, s);
+}
+
 static int load_step(struct pdi_daemon *d, const struct pdi_store_step *st, bool resume, struct pdi_step **ret)
 {
 	struct load l = {.d = d, .resume = resume};
 	int r;
 
+	if (pdi_registry_find_step(&d->reg, st->name))
+		return -EEXIST; /* in memory already: the store's copy is older */
 	r = pdi_registry_get_step(&d->reg, st->name, st->uid, &l.s);
 	if (r < 0)
 		return r;
@@ -364,17 +542,21 @@ static int load_step(struct pdi_daemon *d, const struct pdi_store_step *st, bool
 	l.s->step_id = st->step_id;
 	l.s->started = st->started;
 	l.s->ended = st->ended;
-	l.s->announced = st->ended != 0;
+	/* a step that ended before it was stored was announced then, and is in the store whole */
+	l.s->announced = l.s->stored = st->ended != 0;
+	if (st->executable[0] && !(l.s->executable = strdup(st->executable)))
+		r = -ENOMEM;
+	if (r >= 0)
+		r = pdi_store_list_sites(d->store, st->name, load_site, &l);
 	l.s->input_size = st->input_size;
 	l.s->total_tasks = st->total_tasks;
 	snprintf(l.s->build, sizeof(l.s->build), "%s", st->build);
-	if (st->executable[0])
-		l.s->executable = strdup(st->executable);
-	r = pdi_store_list_sites(d->store, st->name, load_site, &l);
 	if (r >= 0)
 		r = pdi_store_list_tasks(d->store, st->name, load_task, &l);
-	if (r < 0)
+	if (r < 0) {
+		unload(d, l.s);
 		return r;
+	}
 	if (!l.s->ended && !pdi_step_running(l.s))
 		l.s->ended = time(NULL); /* everything ended while we were away */
 	l.s->nsites_stored = l.s->nsites;
@@ -403,6 +585,20 @@ int pdi_persist_restore(struct pdi_daemon *d)
 	if (!d->store)
 		return 0;
 	return pdi_store_list_steps(d->store, true, restore_one, d);
+}
+
+int pdi_persist_owner(struct pdi_daemon *d, const char *name, uid_t *ret_uid)
+{
+	struct pdi_store_step st;
+	int r;
+
+	if (!d->store)
+		return -ENOENT;
+	r = pdi_store_get_step(d->store, name, &st);
+	if (r < 0)
+		return r;
+	*ret_uid = st.uid;
+	return 0;
 }
 
 int pdi_persist_load(struct pdi_daemon *d, const char *name, struct pdi_step **ret)

@@ -457,3 +457,16 @@ int pdi_samples_load_from(const struct pdi_sample_source *src, const struct pdi_
 {
 	return load(src, s, max_runs, ret);
 }
+
+struct pdi_site_samples *pdi_site_samples_ref(struct pdi_site_samples *v)
+{
+	if (v)
+		v->refs++;
+	return v;
+}
+
+void pdi_site_samples_unref(struct pdi_site_samples *v)
+{
+	if (v && --v->refs == 0)
+		v->free(v);
+}

@@ -55,7 +55,13 @@ struct pdi_site_samples {
 	unsigned ntasks;                  /* S->ntasks they were fetched for */
 	struct pdi_sample_source source;  /* over what the fetch holds */
 	void (*free)(struct pdi_site_samples *self);
+	unsigned refs;                    /* the step, and the copies of it analysed off the loop
+					     (snapshot.h): read-only once made, counted on the loop */
 };
+
+/* One more holder of V (NULL ok), or one less: the last frees it. On the loop only. */
+struct pdi_site_samples *pdi_site_samples_ref(struct pdi_site_samples *v);
+void pdi_site_samples_unref(struct pdi_site_samples *v);
 
 /* The ended steps in ST that ran S's executable with S's number of tasks (S itself
  * excepted), most recent end first, at most MAX_RUNS, and only those that ran normally: the

@@ -98,6 +98,6 @@ struct pdi_site_samples *pdi_site_samples_new(struct pdi_site_step **runs, size_
 		.ntasks = ntasks,
 		.source = {.list_steps = list_steps, .get_report = get_report, .list_sites = list_sites,
 			   .list_tasks = list_tasks, .data = f},
-		.free = fetched_free};
+		.free = fetched_free, .refs = 1};
 	return &f->base;
 }

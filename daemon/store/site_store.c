@@ -399,8 +399,7 @@ static void fetch_done(struct pdi_job *j, bool cancelled)
 		v = pdi_site_samples_new(f->runs, f->nruns, f->ntasks);
 		f->runs = NULL; /* taken over, even when out of memory */
 		if (v) {
-			if (s->site_samples)
-				s->site_samples->free(s->site_samples);
+			pdi_site_samples_unref(s->site_samples); /* analyses off the loop may still read it */
 			s->site_samples = v;
 			log_debug("Step %s: %zu sample run(s) from the site store", f->step, f->nruns);
 		}

@@ -104,6 +104,7 @@ enum query {
 	Q_SITES,
 	Q_TASK_PUT,
 	Q_TASKS,
+	Q_TASKS_UNWATCH,
 	Q_REPORT_PUT,
 	Q_REPORT_GET,
 	Q_TOTAL_PUT,
@@ -143,6 +144,7 @@ static const char *const queries[Q_COUNT] = {
 		       " start_ticks = excluded.start_ticks, boot_id = excluded.boot_id",
 	[Q_TASKS] = "SELECT rank, pid, state, events_lost, ended_in, model, start_ticks, boot_id FROM tasks WHERE step = ?1"
 		    " ORDER BY rank, pid",
+	[Q_TASKS_UNWATCH] = "DELETE FROM tasks WHERE step = ?1 AND state = 'watched'",
 	[Q_REPORT_PUT] = "INSERT INTO reports (step, json) VALUES (?1, ?2)"
 			 " ON CONFLICT (step) DO UPDATE SET json = excluded.json",
 	[Q_REPORT_GET] = "SELECT json FROM reports WHERE step = ?1",
@@ -589,18 +591,24 @@ static int migrate(struct pdi_store *s, const char *path, char *err, size_t errl
 	return 0;
 }
 
-static int setup(struct pdi_store *s, const char *path, char *err, size_t errlen)
+/* What every connection sets for itself, whoever opened the file first. */
+static void connection_setup(struct pdi_store *s, unsigned busy_ms)
 {
-	int64_t version;
-	int r;
-
 	sqlite3_extended_result_codes(s->db, 1);
-	sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+	sqlite3_busy_timeout(s->db, (int)busy_ms);
 	/* a database file is input too: no schema tricks, no functions run from it */
 	sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 #ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
 	sqlite3_db_config(s->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
 #endif
+}
+
+static int setup(struct pdi_store *s, const char *path, char *err, size_t errlen)
+{
+	int64_t version;
+	int r;
+
+	connection_setup(s, BUSY_TIMEOUT_MS);
 	if (sqlite3_db_readonly(s->db, "main") == 1)
 		return pdi_errline(err, errlen, -EACCES, "%s: SQLite opened it read-only", path);
 	if ((r = quick_check(s, path, err, errlen)) < 0 || (r = check_identity(s, path, &version, err, errlen)) < 0 ||
@@ -635,6 +643,34 @@ int pdi_store_open(const char *path, struct pdi_store **ret, char *ret_err, size
 	}
 	*ret = s;
 	return 0;
+}
+
+int pdi_store_attach(const char *path, unsigned busy_ms, struct pdi_store **ret)
+{
+	struct pdi_store *s = calloc(1, sizeof(*s));
+	int rc, r;
+
+	if (!s)
+		return -ENOMEM;
+	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	r = rc == SQLITE_OK ? 0 : sql_errno(s->db, rc);
+	if (r == 0) {
+		connection_setup(s, busy_ms);
+		/* per connection: pdi_store_open's configure() set the file's own (WAL, auto_vacuum) */
+		r = exec(s, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
+			    "PRAGMA journal_size_limit = " WAL_SIZE_LIMIT);
+	}
+	if (r < 0) {
+		pdi_store_close(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+void pdi_store_set_busy_timeout(struct pdi_store *s, unsigned busy_ms)
+{
+	sqlite3_busy_timeout(s->db, (int)busy_ms);
 }
 
 void pdi_store_close(struct pdi_store *s)
@@ -904,6 +940,25 @@ int pdi_store_put_task(struct pdi_store *s, const char *step, const struct pdi_s
 	int r = write_begin(s);
 
 	return r < 0 ? r : write_end(s, put_task(s, step, t));
+}
+
+static int forget_watched(struct pdi_store *s, const char *step)
+{
+	struct binder b = {.rc = SQLITE_OK};
+	int64_t id;
+	int r;
+
+	if ((r = find_step(s, step, &id)) < 0 || (r = prep(s, Q_TASKS_UNWATCH, &b.st)) < 0)
+		return r;
+	b_int(&b, id);
+	return run(s, Q_TASKS_UNWATCH, b.st, &b);
+}
+
+int pdi_store_forget_watched(struct pdi_store *s, const char *step)
+{
+	int r = write_begin(s);
+
+	return r < 0 ? r : write_end(s, forget_watched(s, step));
 }
 
 static void read_task(sqlite3_stmt *q, struct pdi_store_task *t)

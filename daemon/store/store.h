@@ -26,6 +26,13 @@ struct pdi_store;
 int pdi_store_open(const char *path, struct pdi_store **ret, char *ret_err, size_t errlen);
 void pdi_store_close(struct pdi_store *s);
 
+/* Another connection to PATH, which pdi_store_open() has opened (checked, brought up to date)
+ * in this process: for another thread (a connection is for one thread at a time). Waits up
+ * to BUSY_MS for a lock another connection or process holds. 0, or a negative errno. */
+int pdi_store_attach(const char *path, unsigned busy_ms, struct pdi_store **ret);
+/* How long S waits for a lock before -EBUSY (pdi_store_open: 5 s). */
+void pdi_store_set_busy_timeout(struct pdi_store *s, unsigned busy_ms);
+
 /* SQLite's description of the last error on S, for logs. */
 const char *pdi_store_errmsg(struct pdi_store *s);
 
@@ -77,6 +84,9 @@ int pdi_store_put_step(struct pdi_store *s, const struct pdi_store_step *st);   
 int pdi_store_put_sites(struct pdi_store *s, const char *step, const struct pdi_store_site *v, size_t n);
 int pdi_store_put_task(struct pdi_store *s, const char *step, const struct pdi_store_task *t); /* by (rank, pid) */
 int pdi_store_put_report(struct pdi_store *s, const char *step, const char *json); /* the latest */
+/* Delete the step's tasks in state "watched" (processes that were to join it): a record of
+ * the step lists those that still are. */
+int pdi_store_forget_watched(struct pdi_store *s, const char *step);
 
 /* Listings, in order of start, site index, (rank, pid). The callback returns <0 to stop with
  * that error; it may call the store, listings included. -ENOENT for an unknown step;

@@ -12,6 +12,7 @@
 #include "gnode.h"
 #include "log.h"
 #include "peer.h"
+#include "peer_auth.h"
 
 #define MAX_CLASSES 16
 
@@ -41,12 +42,10 @@ static uint32_t get_u32le(const uint8_t *p)
 	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static int gnode_local(void *ctx, uint32_t job, uint32_t step, const char *name, uid_t uid, struct pdi_wire_writer *out)
+static int gnode_local(const struct gnode_options *o, uid_t uid, struct pdi_wire_writer *out)
 {
-	const struct gnode_options *o = ((struct gnode *)ctx)->o;
 	uint8_t *model = malloc(o->model_bytes ? o->model_bytes : 1), *ranks = malloc(4 * (o->ntasks + 1));
 
-	(void)job, (void)step, (void)name;
 	if (o->local_delay_ms)
 		(void)nanosleep(&(struct timespec){o->local_delay_ms / 1000, (long)(o->local_delay_ms % 1000) * 1000000}, NULL);
 	if (!model || !ranks) {
@@ -74,6 +73,16 @@ static int gnode_local(void *ctx, uint32_t job, uint32_t step, const char *name,
 	free(model);
 	free(ranks);
 	return out->err;
+}
+
+int gnode_own_part(struct gnode *node, uid_t uid, struct pdi_gather_result *ret)
+{
+	struct pdi_wire_writer w = {0};
+	int r = gnode_local(node->o, uid, &w), e;
+
+	e = pdi_gather_own_part(node->g, r, &w, ret);
+	pdi_wire_writer_done(&w);
+	return r < 0 ? r : e;
 }
 
 /* The classes of payload P; -EBADMSG if it is not one. */
@@ -145,7 +154,7 @@ static int gnode_merge(void *ctx, const uint8_t *a, size_t alen, const uint8_t *
 	return r;
 }
 
-const struct pdi_gather_ops gnode_ops = {.local = gnode_local, .merge = gnode_merge};
+const struct pdi_gather_ops gnode_ops = {.merge = gnode_merge};
 
 void gnode_check_payload(const uint8_t *p, size_t len, uint32_t model_bytes_per_class, struct gnode_check *ret)
 {
@@ -187,9 +196,21 @@ static void on_term(int sig)
 	quit = 1;
 }
 
-static void on_frame(void *ctx, int fd, const char *peer, const struct pdi_wire_frame *f, uint64_t t0_ns)
+/* Serving a parent, all of it right here: a stand-in daemon has no loop to keep free. */
+static bool on_frame(void *ctx, int fd, const char *peer, const struct pdi_wire_frame *f, uint64_t t0_ns)
 {
-	pdi_gather_serve(ctx, fd, peer, f, t0_ns);
+	struct gnode *node = ctx;
+	struct pdi_auth_claim claim;
+	struct pdi_gather_request q = {0};
+	struct pdi_gather_result self = {0};
+
+	if (pdi_gather_check(node->g, fd, peer, f, t0_ns, &claim, &q) < 0)
+		return false;
+	(void)gnode_own_part(node, q.uid, &self);
+	pdi_gather_serve(node->g, fd, peer, &claim, &q, &self, t0_ns);
+	pdi_gather_result_done(&self);
+	pdi_gather_request_done(&q);
+	return false;
 }
 
 enum { SRC_LISTEN = 1, SRC_CONN = 2 };
@@ -213,8 +234,9 @@ int gnode_serve(const struct gnode_options *o)
 	if (ep < 0)
 		return -errno;
 	r = pdi_gather_new(&go, &gnode_ops, &node, &g);
+	node.g = g;
 	if (r == 0)
-		r = pdi_peer_new(&po, ep, SRC(SRC_LISTEN), SRC(SRC_CONN), on_frame, g, &p);
+		r = pdi_peer_new(&po, ep, SRC(SRC_LISTEN), SRC(SRC_CONN), on_frame, &node, &p);
 	if (r == 0 && o->ready_fd >= 0) {
 		(void)!write(o->ready_fd, "", 1);
 		close(o->ready_fd);

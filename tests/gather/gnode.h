@@ -34,9 +34,15 @@ struct gnode_options {
 
 struct gnode {
 	const struct gnode_options *o;
+	struct pdi_gather *g;
 };
 
 extern const struct pdi_gather_ops gnode_ops; /* ctx: struct gnode */
+
+/* This node's part of a gather for UID, as the gather takes it (*RET: the payload, or this
+ * node missing); returns what making it returned: 0, -EACCES for a uid that may not read the
+ * step, -ENOMEM. */
+int gnode_own_part(struct gnode *node, uid_t uid, struct pdi_gather_result *ret);
 
 /* Serve gathers on O->name:O->port until SIGTERM or SIGINT. 0 or a negative errno. */
 int gnode_serve(const struct gnode_options *o);

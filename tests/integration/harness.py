@@ -9,8 +9,11 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -88,6 +91,55 @@ def kill_tree(p):
     p.wait()
 
 
+class StatusProbe:
+    """Calls Status on a pdimond every 20 ms from its own thread and times every answer: the
+    loop's responsiveness as a D-Bus client sees it (no process start in the measurement).
+    SOCKET_PATH: the daemon's bus socket. Needs python3-dbus."""
+
+    def __init__(self, socket_path):
+        self.address = "unix:path=" + socket_path
+        self.latencies = []
+        self.errors = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        import dbus  # python3-dbus (scripts/install-deps.sh)
+        bus = dbus.bus.BusConnection(self.address)
+        monitor = bus.get_object("org.pdimon.Monitor1", "/org/pdimon/Monitor1")
+        status = monitor.get_dbus_method("Status", "org.pdimon.Monitor1")
+        while not self._stop.is_set():
+            t = time.monotonic()
+            try:
+                status(True, timeout=60)
+                self.latencies.append(time.monotonic() - t)
+            except Exception as e:     # noqa: BLE001 -- reported by check()
+                self.errors.append(str(e))
+            self._stop.wait(0.02)
+        bus.close()
+
+    def __enter__(self):
+        self._thread.start()
+        wait_for(lambda: self.latencies or self.errors, 30, "a first Status answer")
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(90)
+        return False
+
+    def check(self, test, what):
+        """Every call answered; the median within 100 ms, none near the slow work's length
+        (a noisy 2-core machine may delay one answer, never by a whole gather)."""
+        ms = sorted(x * 1000 for x in self.latencies) or [float("inf")]
+        figures = f"{what}: {len(self.latencies)} Status calls, median {statistics.median(ms):.1f} ms, max {ms[-1]:.1f} ms"
+        print(figures, file=sys.stderr)
+        test.assertEqual(self.errors, [], what)
+        test.assertGreaterEqual(len(self.latencies), 5, figures)
+        test.assertLess(statistics.median(ms), 100, figures)
+        test.assertLess(ms[-1], 1000, figures)
+
+
 class SystemBus:
     """A private dbus-daemon configured like a system bus, with pdimon's policy."""
 
@@ -149,7 +201,7 @@ class Munged:
 
 
 class Daemon:
-    def __init__(self, *settings, bus=None, database=None):
+    def __init__(self, *settings, bus=None, database=None, config="/dev/null"):
         self.dir = tempfile.mkdtemp(prefix="pdimon-test-")
         os.chmod(self.dir, 0o755)
         self.own_bus = bus is None
@@ -159,7 +211,7 @@ class Daemon:
         self.database = database or os.path.join(self.dir, "pdimon.db")
         # a short hang timeout: tests wait for blocked tasks, not for the site default
         # no peer port: a one-node daemon of a test serves no gather, and binds nothing
-        args = [PDIMOND, "--foreground", "--config", "/dev/null", "--set", f"database={self.database}",
+        args = [PDIMOND, "--foreground", "--config", config, "--set", f"database={self.database}",
                 "--set", f"hang_timeout_ms={HANG_MS}", "--set", "peer_port=0"]
         for s in settings:
             args += ["--set", s]

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "model.h"
@@ -918,6 +919,56 @@ Test(store, unknown_function_in_the_database)
 	cr_assert_eq(sql("SELECT count(*) FROM sites WHERE fn = 'MPI_Send'"), 1, "functions are stored by name");
 	sql("UPDATE sites SET fn = 'MPI_Frobnicate'");
 	cr_assert_eq(pdi_store_list_sites(s, "a", collect_site, &sl), -EPROTONOSUPPORT);
+	pdi_store_close(s);
+}
+
+Test(store, forget_watched_keeps_the_tasks)
+{
+	struct pdi_store *s = open_ok();
+	struct pdi_store_step st = step("w", 100, 0);
+	struct pdi_store_task ran = {.rank = 0, .pid = 10, .state = "ended", .model = "m", .model_len = 1};
+	struct pdi_store_task waited = {.rank = -1, .pid = 11, .state = "watched"};
+	struct tasks tl;
+
+	cr_assert_eq(pdi_store_put_step(s, &st), 0);
+	cr_assert_eq(pdi_store_put_task(s, "w", &ran), 0);
+	cr_assert_eq(pdi_store_put_task(s, "w", &waited), 0);
+	cr_assert_eq(pdi_store_forget_watched(s, "w"), 0);
+	tl = list_tasks(s, "w");
+	cr_assert_eq(tl.n, 1, "the watched process of a checkpoint stays after the step's end");
+	cr_assert_str_eq(tl.v[0].state, "ended");
+	tasks_free(&tl);
+	cr_expect_eq(pdi_store_forget_watched(s, "nope"), -ENOENT);
+	pdi_store_close(s);
+}
+
+Test(store, a_second_connection_gives_up_on_a_lock_after_its_timeout)
+{
+	struct pdi_store *s = open_ok(), *reader = NULL, *writer = NULL;
+	struct pdi_store_step st = step("x", 100, 0), got;
+	sqlite3 *other;
+	struct timespec t0, t1;
+	double ms;
+
+	cr_assert_eq(pdi_store_put_step(s, &st), 0);
+	cr_assert_eq(pdi_store_attach(path, 5000, &reader), 0);
+	cr_assert_eq(pdi_store_attach(path, 100, &writer), 0);
+	cr_assert_eq(pdi_store_get_step(reader, "x", &got), 0, "a second connection reads what the first wrote");
+	/* another process's connection holds the write lock (in WAL, readers go on) */
+	cr_assert_eq(sqlite3_open(path, &other), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	cr_assert_eq(pdi_store_get_step(reader, "x", &got), 0, "in WAL, a write lock does not stop a reader");
+	st.ended = 5;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_expect_eq(pdi_store_put_step(writer, &st), -EBUSY);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	cr_expect_lt(ms, 2000, "waited %.0f ms for a lock with a timeout of 100 ms", ms);
+	sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(other);
+	cr_expect_eq(pdi_store_put_step(writer, &st), 0, "the lock is gone");
+	pdi_store_close(writer);
+	pdi_store_close(reader);
 	pdi_store_close(s);
 }
 

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* snapshot.c -- a step's view copied on the loop, its live stacks taken on a worker (see
+ * snapshot.h). Models are copied through their encoding (model_io), the one definition of
+ * what a model holds. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_io.h"
+#include "mpi_funcs.h"
+#include "objcache.h"
+#include "registry.h"
+#include "samples.h"
+#include "snapshot.h"
+#include "stackwalk.h"
+#include "view_local.h"
+
+/* ---- the skeleton of a step ---- */
+
+static void skeleton_free(struct pdi_step *k)
+{
+	if (!k)
+		return;
+	for (uint32_t i = 0; k->sites && i < k->nsites; i++) {
+		free(k->sites[i].name);
+		free(k->sites[i].caller);
+		free(k->sites[i].file);
+	}
+	free(k->sites);
+	pdi_u64map_free(&k->site_idx);
+	for (unsigned i = 0; k->tasks && i < k->ntasks; i++)
+		free(k->tasks[i]);
+	free(k->tasks);
+	free(k->name);
+	free(k->executable);
+	pdi_site_samples_unref(k->site_samples);
+	free(k);
+}
+
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+static int skeleton_of(const struct pdi_step *s, struct pdi_step **ret)
+{
+	struct pdi_step *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return -ENOMEM;
+	*k = (struct pdi_step){.phases = s->phases, .uid = s->uid, .job_id = s->job_id, .step_id = s->step_id,
+			       .total_tasks = s->total_tasks, .started = s->started, .ended = s->ended};
+	k->name = strdup(s->name);
+	k->executable = s->executable ? strdup(s->executable) : NULL;
+	/* sample runs fetched from the site store: shared, read-only, held until the job is done */
+	k->site_samples = pdi_site_samples_ref(s->site_samples);
+	k->sites = calloc(s->nsites + 1, sizeof(*k->sites));
+	k->tasks = calloc(s->ntasks + 1, sizeof(*k->tasks));
+	if (!k->name || (s->executable && !k->executable) || !k->sites || !k->tasks)
+		goto nomem;
+	for (; k->nsites < s->nsites; k->nsites++) {
+		const struct pdi_site *x = &s->sites[k->nsites];
+		struct pdi_site *y = &k->sites[k->nsites];
+
+		*y = (struct pdi_site){.key = x->key, .fn = x->fn, .line = x->line, .name = dup_or_empty(x->name),
+				       .caller = dup_or_empty(x->caller), .file = dup_or_empty(x->file)};
+		if (!y->name || !y->caller || !y->file || pdi_u64map_put(&k->site_idx, y->key, k->nsites) < 0) {
+			k->nsites++;
+			goto nomem;
+		}
+	}
+	for (; k->ntasks < s->ntasks; k->ntasks++) {
+		const struct pdi_task *x = s->tasks[k->ntasks];
+		struct pdi_task *y = calloc(1, sizeof(*y));
+
+		if (!y)
+			goto nomem;
+		*y = (struct pdi_task){.step = k, .pid = x->pid, .rank = x->rank, .pidfd = -1, .state = x->state,
+				       .started = x->started, .ended = x->ended, .ended_site = x->ended_site};
+		k->tasks[k->ntasks] = y;
+	}
+	*ret = k;
+	return 0;
+nomem:
+	skeleton_free(k);
+	return -ENOMEM;
+}
+
+/* ---- the view ---- */
+
+static int copy_model(const struct pdi_model *m, struct pdi_model *ret)
+{
+	void *buf = NULL;
+	size_t len = 0;
+	int r = pdi_model_encode(m, &buf, &len);
+
+	if (r == 0)
+		r = pdi_model_decode(buf, len, NULL, ret);
+	free(buf);
+	return r;
+}
+
+/* V (pointing into the live step) as a view that owns its tasks and models, its sites those
+ * of skeleton K. */
+static int own_view(const struct pdi_view *v, struct pdi_step *k, struct pdi_view *ret)
+{
+	struct pdi_view c = *v;
+
+	c.name = NULL;
+	c.tasks = NULL;
+	c.own_models = NULL;
+	c.nown_models = 0;
+	c.missing = c.missing_why = NULL;
+	c.nmissing = 0;
+	c.sites = k->sites;
+	c.nsites = k->nsites;
+	c.own_sites = false;
+	c.name = strdup(v->name);
+	c.tasks = calloc(v->ntasks + 1, sizeof(*c.tasks));
+	c.own_models = calloc(v->ntasks + 1, sizeof(*c.own_models));
+	if (!c.name || !c.tasks || !c.own_models)
+		goto nomem;
+	for (unsigned i = 0; i < v->ntasks; i++) {
+		c.tasks[i] = v->tasks[i];
+		c.tasks[i].stack = NULL;
+		c.tasks[i].nstack = 0;
+		if (copy_model(v->tasks[i].model, &c.own_models[i]) < 0)
+			goto nomem;
+		c.nown_models++;
+		c.tasks[i].model = &c.own_models[i];
+	}
+	*ret = c;
+	return 0;
+nomem:
+	pdi_view_done(&c);
+	return -ENOMEM;
+}
+
+int pdi_snapshot_take(struct pdi_daemon *d, struct pdi_step *s, struct pdi_snapshot **ret)
+{
+	struct pdi_snapshot *snap = calloc(1, sizeof(*snap));
+	struct pdi_view live;
+	int r;
+
+	if (!snap)
+		return -ENOMEM;
+	r = pdi_view_local(d, s, &live);
+	if (r < 0) {
+		free(snap);
+		return r;
+	}
+	/* the skeleton last: locating the tasks may have named new sites */
+	r = skeleton_of(s, &snap->step);
+	if (r == 0)
+		r = own_view(&live, snap->step, &snap->view);
+	pdi_view_done(&live);
+	if (r < 0) {
+		pdi_snapshot_free(snap);
+		return r;
+	}
+	*ret = snap;
+	return 0;
+}
+
+void pdi_snapshot_free(struct pdi_snapshot *snap)
+{
+	if (!snap)
+		return;
+	pdi_view_done(&snap->view);
+	skeleton_free(snap->step);
+	free(snap);
+}
+
+/* ---- live stacks ---- */
+
+/* The live stack of blocked task T of V, outermost first, down to the application's MPI call
+ * (the library's frames below it say nothing about the program), then the call site. */
+static int walk_task(const struct pdi_view *v, struct pdi_view_task *t, struct pdi_objcache *objs)
+{
+	const struct pdi_where *w = &t->where;
+	const char *fn = pdi_mpi_funcs[v->sites[w->site].fn].name;
+	size_t fnlen = strlen(fn), n, keep = 0;
+	struct pdi_maps maps = {0};
+	char **frames;
+	int r;
+
+	r = pdi_stack_walk(t->pid, w->tid, w->callsite, objs, &maps, &frames, &n);
+	pdi_maps_free(&maps);
+	if (r < 0)
+		return r;
+	while (keep < n && strncmp(frames[keep], fn, fnlen) &&
+	       !(frames[keep][0] == 'P' && !strncmp(frames[keep] + 1, fn, fnlen)) && strcmp(frames[keep], "[uprobes]"))
+		keep++;
+	/* the frames kept, then the call site (in place of the first one dropped, or after all
+	 * of them when the walk never reached the MPI function) */
+	for (size_t k = keep; k < n; k++)
+		free(frames[k]);
+	if (keep == n) {
+		char **more = realloc(frames, (n + 1) * sizeof(*frames));
+
+		if (!more) {
+			pdi_stack_frames_free(frames, keep);
+			return -ENOMEM;
+		}
+		frames = more;
+	}
+	frames[keep] = strdup(w->text);
+	if (!frames[keep]) {
+		pdi_stack_frames_free(frames, keep);
+		return -ENOMEM;
+	}
+	t->stack = frames;
+	t->nstack = keep + 1;
+	return 0;
+}
+
+int pdi_snapshot_walk(struct pdi_snapshot *snap)
+{
+	struct pdi_view *v = &snap->view;
+	struct pdi_objcache *objs = NULL;
+	unsigned walked = 0;
+	int r = 0;
+
+	for (unsigned i = 0; i < v->ntasks && walked < PDI_SNAPSHOT_MAX_WALKS && r != -ENOMEM; i++) {
+		struct pdi_view_task *t = &v->tasks[i];
+
+		if (t->where.kind != PDI_WHERE_BLOCKED || !t->where.callsite || t->where.site < 0 ||
+		    (uint64_t)t->where.site >= v->nsites)
+			continue;
+		/* the job's own objects: the loop's cache is the loop's */
+		if (!objs && (r = pdi_objcache_new(&objs)) < 0)
+			break;
+		walked++;
+		r = walk_task(v, t, objs);
+	}
+	pdi_objcache_free(objs);
+	return r == -ENOMEM ? r : 0;
+}

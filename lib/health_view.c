@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* health_view.c -- a step's view as the hang judge's input, and its analysis as a hang's line
  * (health_view.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,4 +97,20 @@ void pdi_health_diagnosis(const struct pdi_analysis *a, char *buf, size_t len)
 					 others ? "the others" : ranks, g->text);
 		shown++;
 	}
+}
+
+int pdi_health_confirm(const struct pdi_health_judge *h, const struct pdi_analysis *a, struct pdi_health_verdict *ret,
+		       char *line, size_t len)
+{
+	struct pdi_health_task *tasks = calloc(a->view->ntasks + 1, sizeof(*tasks));
+	unsigned n;
+
+	if (!tasks)
+		return -ENOMEM;
+	n = pdi_health_tasks_of_view(a->view, tasks);
+	pdi_health_judge_tasks(h, tasks, n, ret);
+	ret->critical = -1; /* an index into TASKS: LINE names the least progressed */
+	free(tasks);
+	pdi_health_diagnosis(a, line, len);
+	return 0;
 }

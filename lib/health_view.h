@@ -20,3 +20,10 @@ unsigned pdi_health_tasks_of_view(const struct pdi_view *v, struct pdi_health_ta
  * 100% CPU, no MPI call for 41 s (after MPI_Waitall@solver.c:212); the others wait in
  * MPI_Allreduce@solver.c:230". "" when it found nothing to say. */
 void pdi_health_diagnosis(const struct pdi_analysis *a, char *buf, size_t len);
+
+/* A hang one node suspected, judged on A's view (the whole step's, gathered from all of its
+ * nodes) with H's record and parameters: the verdict over every task into RET (hung, or ok
+ * when a task elsewhere moved or is in a state known to last this long), and what A found in
+ * LINE (pdi_health_diagnosis; RET's critical is -1). 0, or -ENOMEM (RET and LINE untouched). */
+int pdi_health_confirm(const struct pdi_health_judge *h, const struct pdi_analysis *a, struct pdi_health_verdict *ret,
+		       char *line, size_t len);

@@ -20,6 +20,7 @@
 #include "notify.h"
 #include "progress.h"
 #include "ranges.h"
+#include "report.h"
 #include "step_health.h"
 
 #define NS 1000000000ull
@@ -59,6 +60,10 @@ struct pdi_step_health {
 	bool ready;                          /* the store answered: judged from now on */
 	bool saved_end;                      /* its record was saved once it ended */
 	bool rerun;                          /* the step ran again under its name: nothing to take over */
+	bool confirming;                     /* a suspected hang is being judged on the step's view */
+	double recheck_quiet_s;              /* a hang the view did not confirm is suspected again
+						once this node's quiet reaches this */
+	char suspected[500];                 /* this node's own diagnosis of the suspected hang */
 	struct pdi_health_action actions[PDI_HEALTH_MAX_ACTIONS];
 	unsigned nactions, dropped_actions;
 };
@@ -470,6 +475,99 @@ static unsigned sample(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step
 	return n;
 }
 
+/* Whether a hang suspected from this node's N tasks is to be judged on the whole step's view
+ * before it is told: a step of several nodes (the others' tasks may be moving, or be the ones
+ * stuck), or one whose every task waits in MPI (PDI's progress dependence tells which of them
+ * the others wait for; this node's own signals cannot). */
+static bool needs_step_view(const struct pdi_step *s, const struct pdi_step_health *h, unsigned n)
+{
+	if (s->nnodes > 1)
+		return true;
+	for (unsigned i = 0; i < n; i++)
+		if (h->in[i].motion != PDI_MOTION_WAITING && h->in[i].motion != PDI_MOTION_FINISHED)
+			return false;
+	return true;
+}
+
+/* A suspected hang under judgement: which step (by name: it may be gone when the answer comes). */
+struct suspicion {
+	char *name;
+	time_t started;
+};
+
+static void suspicion_free(struct suspicion *c)
+{
+	free(c->name);
+	free(c);
+}
+
+/* The answer of the step's view (on the loop): the hang told with what the analysis found, or
+ * not confirmed (a task elsewhere moved, or is in a state known to last this long) and
+ * suspected again only once the quiet could have reached the whole step's threshold. */
+static void suspicion_judged(struct pdi_daemon *d, void *ctx, struct pdi_report_result *res)
+{
+	struct suspicion *c = ctx;
+	struct pdi_step *s = pdi_registry_find_step(&d->reg, c->name);
+	struct pdi_step_health *h = s && s->started == c->started ? s->health : NULL;
+	struct pdi_health_verdict v;
+
+	if (!h || !h->confirming)
+		return suspicion_free(c);
+	h->confirming = false;
+	/* moved meanwhile, ended, or told already */
+	if (!pdi_step_running(s) || h->last.health != PDI_HEALTH_HUNG || !pdi_health_news(&h->judge, &h->last))
+		return suspicion_free(c);
+	v = h->last;
+	if (res->status < 0) {
+		/* no view at all: what this node sees is all there is */
+		log_warning_limited(0, "Step %s: a suspected hang could not be judged on the step's view (%s): told as this node sees it",
+				    s->name, res->why);
+		announce(d, s, h, &v, pdi_now_ns(), h->suspected);
+		return suspicion_free(c);
+	}
+	if (res->health.health != PDI_HEALTH_HUNG) {
+		double more = res->health.threshold_s - res->health.quiet_s;
+
+		h->recheck_quiet_s = h->last.quiet_s + (more > 2 ? more : 2);
+		log_info("Step %s: its tasks here have been quiet for %.0f s, but the step is not hung (quiet for %.0f s "
+			 "over all of its tasks, hung after %.0f s)", s->name, h->last.quiet_s, res->health.quiet_s,
+			 res->health.threshold_s);
+		return suspicion_free(c);
+	}
+	/* the whole step's quiet: as long as its longest-moving task allows */
+	v.quiet_s = res->health.quiet_s;
+	v.p = res->health.p;
+	v.since_s = d->hang.clock_s - v.quiet_s;
+	announce(d, s, h, &v, pdi_now_ns(), res->text && res->text[0] ? res->text : h->suspected);
+	suspicion_free(c);
+}
+
+/* A hang suspected on this node's tasks (V; DIAGNOSIS: what they do), to be judged on the
+ * step's view first. */
+static void suspect(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_health *h,
+		    const struct pdi_health_verdict *v, const char *diagnosis)
+{
+	struct suspicion *c;
+	int r = -ENOMEM;
+
+	if (h->confirming || v->quiet_s < h->recheck_quiet_s)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (c && (c->name = strdup(s->name))) {
+		c->started = s->started;
+		r = pdi_report_start_health(d, s, &h->judge, suspicion_judged, c);
+	}
+	if (r < 0) {
+		/* tried again next tick */
+		log_warning_errno_limited(0, r, "Step %s: cannot judge a suspected hang on the step's view now: %m", s->name);
+		if (c)
+			suspicion_free(c);
+		return;
+	}
+	h->confirming = true;
+	snprintf(h->suspected, sizeof(h->suspected), "%s", diagnosis);
+}
+
 /* Whether this node judges S: a step of one node, or the first of its nodes. */
 static bool judges(const struct pdi_daemon *d, const struct pdi_step *s)
 {
@@ -498,6 +596,7 @@ static void tick_step(struct pdi_daemon *d, struct pdi_step *s, uint64_t now_ns)
 	struct pdi_health_verdict v;
 	struct pdi_health_input in;
 	char diagnosis[500];
+	double quiet_before;
 	unsigned n;
 
 	if (!h || !h->ready || reserve(h, s->ntasks + 1) < 0)
@@ -505,6 +604,7 @@ static void tick_step(struct pdi_daemon *d, struct pdi_step *s, uint64_t now_ns)
 	n = sample(d, s, h, now_ns);
 	in = (struct pdi_health_input){.now_s = d->hang.clock_s, .progress = h->calls, .tasks = h->in, .ntasks = n};
 	pdi_health_tick(&h->judge, &in, &v);
+	quiet_before = h->last.quiet_s;
 	h->last = v;
 	if (v.unjudged_new)
 		say_unjudged(d, s, h, &v);
@@ -512,8 +612,14 @@ static void tick_step(struct pdi_daemon *d, struct pdi_step *s, uint64_t now_ns)
 		diagnosis[0] = '\0';
 		if (v.health != PDI_HEALTH_OK)
 			local_diagnosis(d, s, h, n, v.critical, diagnosis, sizeof(diagnosis));
-		announce(d, s, h, &v, now_ns, diagnosis);
+		if (v.health == PDI_HEALTH_HUNG && needs_step_view(s, h, n))
+			suspect(d, s, h, &v, diagnosis);
+		else
+			announce(d, s, h, &v, now_ns, diagnosis);
 	}
+	/* progress: a quiet that comes later is a new suspicion */
+	if (v.quiet_s < quiet_before)
+		h->recheck_quiet_s = 0;
 	if (h->cancel_at_ns && now_ns >= h->cancel_at_ns) {
 		h->cancel_at_ns = 0;
 		if (h->judge.announced == PDI_HEALTH_HUNG)

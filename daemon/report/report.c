@@ -3,7 +3,8 @@
  * node's view of the step (snapshot.h) with its live stacks, or from the views gathered from
  * all of its nodes up a tree rooted here (the first node builds the step's report, any node
  * answers `pdimon analyze`, a node outside the step asks Slurm for its nodes first), then
- * analysed and rendered by render_json.c and render_text.c. The loop only takes the copy. */
+ * analysed and rendered by render_json.c and render_text.c, or a suspected hang judged on it
+ * (health_view.h). The loop only takes the copy. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "daemon.h"
 #include "gather.h"
 #include "gather_step.h"
+#include "health_view.h"
 #include "log.h"
 #include "report.h"
 #include "slurm_nodes.h"
@@ -49,6 +51,7 @@ struct report_job {
 	struct pdi_gather *g;          /* its thread-safe calls only */
 	char *node_name, *database;
 	unsigned fanout, level_ms;
+	struct pdi_health_judge *judge; /* PDI_HEALTH: the suspecting judge's copy */
 	struct pdi_report_result res;
 };
 
@@ -77,6 +80,7 @@ static void job_free(struct report_job *j)
 	free(j->name);
 	free(j->node_name);
 	free(j->database);
+	free(j->judge);
 	pdi_report_result_done(&j->res);
 	free(j);
 }
@@ -165,6 +169,17 @@ static void load_samples(struct report_job *j, struct pdi_samples *ret)
 	pdi_store_close(store);
 }
 
+/* PDI_HEALTH: the suspected hang judged on A's view, and its line, into J's result. */
+static int health_confirm(struct report_job *j, const struct pdi_analysis *a)
+{
+	char line[800];
+	int r = pdi_health_confirm(j->judge, a, &j->res.health, line, sizeof(line));
+
+	if (r == 0 && !(j->res.text = strdup(line)))
+		r = -ENOMEM;
+	return r;
+}
+
 /* The analysis of V rendered into J's result. */
 static void analyse(struct report_job *j, const struct pdi_view *v)
 {
@@ -174,7 +189,8 @@ static void analyse(struct report_job *j, const struct pdi_view *v)
 	struct pdi_analysis a;
 	int r;
 
-	if (j->snap && v == &j->snap->view)
+	/* the sample runs tell normal from abnormal phases: nothing a hang's line says */
+	if (j->snap && v == &j->snap->view && j->what != PDI_HEALTH)
 		load_samples(j, &samples);
 	if (samples.nruns && (runs = calloc(samples.nruns, sizeof(*runs)))) {
 		for (unsigned k = 0; k < samples.nruns; k++)
@@ -186,7 +202,7 @@ static void analyse(struct report_job *j, const struct pdi_view *v)
 	pdi_samples_done(&samples);
 	if (r < 0)
 		return failf(&j->res, r, "cannot analyse step %s: %s", j->name, strerror(-r));
-	r = pdi_report_render(&a, j->what, j->format, &j->res);
+	r = j->what == PDI_HEALTH ? health_confirm(j, &a) : pdi_report_render(&a, j->what, j->format, &j->res);
 	pdi_analysis_done(&a);
 	if (r < 0)
 		failf(&j->res, r, "out of memory");
@@ -280,18 +296,27 @@ static bool reports_for_all(const struct pdi_daemon *d, const struct pdi_step *s
 	return s->nnodes > 1 && d->cfg.node_name && !strcmp(s->nodes[0], d->cfg.node_name);
 }
 
-int pdi_report_start(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, enum pdi_report_what what,
-		     const char *format, pdi_report_fn done, void *ctx)
+/* WHAT of S for UID on a worker; JUDGE: PDI_HEALTH's, copied. */
+static int start(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, enum pdi_report_what what, const char *format,
+		 const struct pdi_health_judge *judge, pdi_report_fn done, void *ctx)
 {
 	struct report_job *j;
 	int r = job_new(d, s->name, uid, what, format, done, ctx, &j);
 
 	if (r < 0)
 		return r;
+	if (judge) {
+		if (!(j->judge = malloc(sizeof(*j->judge)))) {
+			job_free(j);
+			return -ENOMEM;
+		}
+		*j->judge = *judge;
+	}
 	j->job_id = s->job_id;
 	j->step_id = s->step_id;
 	j->expected_tasks = s->total_tasks;
-	j->gather = s->nnodes > 1 && d->gather && j->node_name && (what == PDI_ANALYSIS || reports_for_all(d, s));
+	j->gather = s->nnodes > 1 && d->gather && j->node_name &&
+		    (what == PDI_ANALYSIS || what == PDI_HEALTH || reports_for_all(d, s));
 	if (j->gather) {
 		j->nodes = calloc(s->nnodes, sizeof(*j->nodes));
 		for (; j->nodes && j->nnodes < s->nnodes; j->nnodes++)
@@ -308,6 +333,12 @@ int pdi_report_start(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, enum p
 		return r;
 	}
 	return submit(d, j);
+}
+
+int pdi_report_start(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, enum pdi_report_what what,
+		     const char *format, pdi_report_fn done, void *ctx)
+{
+	return start(d, s, uid, what, format, NULL, done, ctx);
 }
 
 int pdi_report_start_elsewhere(struct pdi_daemon *d, uint32_t job, uint32_t step, uid_t uid, const char *format,
@@ -327,4 +358,10 @@ int pdi_report_start_elsewhere(struct pdi_daemon *d, uint32_t job, uint32_t step
 	j->step_id = step;
 	j->gather = j->ask_slurm = true;
 	return submit(d, j);
+}
+
+int pdi_report_start_health(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_health_judge *judge,
+			    pdi_report_fn done, void *ctx)
+{
+	return start(d, s, s->uid, PDI_HEALTH, NULL, judge, done, ctx);
 }

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "health.h"
+
 struct pdi_daemon;
 struct pdi_step;
 
@@ -15,6 +17,8 @@ struct pdi_report_result {
 	char *text;     /* malloc'd: a report's JSON, or the analysis in the format asked */
 	char *summary;  /* malloc'd: a report's few lines for srun, each "pdimon: ..."; NULL else */
 	char why[256];
+	struct pdi_health_verdict health; /* PDI_HEALTH: the verdict over all of the step's tasks
+					     (TEXT: what its analysis found, in words) */
 };
 
 /* Called on the loop when the job is over (also at shutdown, with -ECANCELED); it may take
@@ -26,6 +30,8 @@ enum pdi_report_what {
 			 (gathered from all its nodes), this node's own part on the others */
 	PDI_ANALYSIS, /* the analysis in a format (json, text, dot): the whole step's, from
 			 whichever of its nodes */
+	PDI_HEALTH,   /* a hang this node suspected, judged on the whole step's view, and the
+			 line that tells it: pdi_report_start_health() */
 };
 
 /* Start WHAT of step S for UID, FORMAT for an analysis: S is copied now, the rest runs on a
@@ -41,6 +47,13 @@ int pdi_report_start(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, enum p
  * -ENOENT when this node gathers nothing (no peer port). */
 int pdi_report_start_elsewhere(struct pdi_daemon *d, uint32_t job, uint32_t step, uid_t uid, const char *format,
 			       pdi_report_fn done, void *ctx);
+
+/* The hang S's first node suspected, judged on a worker with JUDGE's record and parameters
+ * (copied) on the view of the whole step (gathered from all of its nodes; this node's alone
+ * when S has one node or the gather could not run), for S's owner: the result's health and
+ * text (pdi_health_confirm()). Returns as pdi_report_start(). */
+int pdi_report_start_health(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_health_judge *judge,
+			    pdi_report_fn done, void *ctx);
 
 void pdi_report_result_done(struct pdi_report_result *res);
 

@@ -8,7 +8,14 @@ legitimate wait (one rank computes while the others wait in a collective), run a
 time on the same node, is never announced; and a hung step whose user asked for silence
 (notify=off) is judged, but nothing is written on its output. The daemon runs with its
 defaults: no timeout,
-a false-alarm rate of one per 10,000 step-hours. Root only. Run as: test_hang.py
+a false-alarm rate of one per 10,000 step-hours.
+
+HangMultiNode: a step on two nodes (network namespaces, a slurmd and a pdimond each) is judged
+across both. Its first node, whose ranks wait, suspects a hang; the gather of the whole step
+confirms it when a rank of the other node is stuck (and the line names that rank), and does
+not while that rank computes something never seen to end (25 s), so nothing is said.
+
+Root only. Run as: test_hang.py Hang, test_hang.py HangMultiNode
 """
 import json
 import os
@@ -20,8 +27,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../integration"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../hostile"))
-from cluster import SlurmCluster  # noqa: E402
-from harness import BUILD, Daemon, SystemBus, wait_for  # noqa: E402
+from cluster import NODE_BUS, SlurmCluster  # noqa: E402
+from harness import BUILD, PDIMON, PDIMOND, Daemon, SystemBus, wait_for  # noqa: E402
 from test_bus import Listener  # noqa: E402
 
 PLUGIN = os.path.join(BUILD, "slurm/spank_pdimon.so")
@@ -142,6 +149,50 @@ class Hang(unittest.TestCase):
                   f"detection latency {status['detection_latency_s']['max']:.1f} s")
         finally:
             listener.stop()
+
+
+class HangMultiNode(unittest.TestCase):
+    def setUp(self):
+        self.c = SlurmCluster(nodes=2, cpus=2, pdimond=os.environ.get("PDIMON_PDIMOND", PDIMOND), pdimon=PDIMON,
+                              lock_timeout=120, pdimond_settings=["hang_timeout_ms=0"],
+                              plugstack=f"required {PLUGIN} bus={NODE_BUS} timeout_ms=2000 wait_ms=5000\n")
+        self.c.start()
+        self.waits = self.c.share(WAITS)
+
+    def tearDown(self):
+        self.c.stop()
+
+    def srun(self, seconds, env):
+        # -N 2 -n 4 on 2 CPUs per node, block distribution: ranks 0-1 on n1, 2-3 on n2
+        p = self.c.popen(["srun", "--pdi-monitor", "-N", 2, "-n", 4, "--mpi=pmix", self.waits, seconds],
+                         node="n1", env=env)
+        return p, Output(p)
+
+    def test_judged_across_nodes(self):
+        # rank 3 (on n2) blocks for ever in a read(2) 5 s in: n1's ranks wait in MPI_Allreduce
+        hung, hung_out = self.srun(600, {"WAITS_STUCK_AT": "5", "WAITS_STUCK_RANK": "3"})
+        # rank 3 computes 25 s alone from 5 s on, never seen before: n1's ranks wait in MPI_Bcast
+        ok, ok_out = self.srun(45, {"WAITS_LONG_S": "25", "WAITS_LONG_AT": "5", "WAITS_LONG_RANK": "3"})
+
+        wait_for(lambda: hung_out.find("looks hung since"), 150, "the hung line on srun's output:\n" +
+                 hung_out.text() + self.c.logs(20))
+        line = next(line for _, line in hung_out.lines if "looks hung since" in line)
+        # the stuck rank is n2's, named from the gathered view; n1's own ranks only wait
+        self.assertRegex(line, r"^pdimon: step \d+\.0 looks hung since \d\d:\d\d:\d\d \(no progress for \d+ s; "
+                               r"p [<=] [0-9.e-]+\): least progressed \[3\], .*; the others wait in "
+                               r"MPI_Allreduce@waits\.c:\d+")
+        name = line.split()[2]
+        self.c.run(["scancel", name.split(".")[0]], timeout=30)
+        hung.communicate(timeout=120)
+
+        ok.communicate(timeout=180)
+        self.assertEqual(ok.returncode, 0, ok_out.text())
+        self.assertIsNone(ok_out.find("looks hung"), ok_out.text())
+        ok_name = next(s["step"] for s in self.c.pdimon_json("n1", "steps", "--json") if s["step"] != name)
+        # n1 did suspect it (its ranks waited 25 s), and the step's view said no
+        self.assertIn(f"Step {ok_name}: its tasks here have been quiet for", self.c.node_log("n1"))
+        self.assertNotIn(f"Step {ok_name} looks hung", self.c.node_log("n1"))
+        print(f"hung step {name}:\n{hung_out.text()}\nhealthy step {ok_name}:\n{ok_out.text()}")
 
 
 if __name__ == "__main__":

@@ -154,3 +154,32 @@ Test(health_view, the_line_names_the_stuck_rank)
 	cr_expect(strstr(line, "least progressed [3], stopped (SIGSTOP or a debugger)"), "%s", line);
 	unbuild(&b);
 }
+
+/* What the first node of a step does with the gathered view when its own tasks went quiet: a
+ * rank elsewhere stuck in a short state confirms the hang, and the line names it; the same
+ * rank having just moved, or computing something never seen to end, does not. */
+Test(health_view, a_suspected_hang_confirmed_or_not)
+{
+	struct pdi_health_judge h;
+	struct pdi_health_verdict v;
+	struct pdi_analysis a;
+	struct built b;
+	char line[1200];
+
+	pdi_health_init(&h, &pdi_health_params_default);
+	h.run.kind[0].observed_s = h.run.kind[1].observed_s = 600;
+	build(&b, 1, PDI_WHERE_COMPUTING, WAITALL, PDI_ACT_RUNNING, 30);
+	cr_assert_eq(pdi_analysis_build(&b.v, NULL, &a), 0);
+	cr_assert_eq(pdi_health_confirm(&h, &a, &v, line, sizeof(line)), 0);
+	cr_expect_eq(v.health, PDI_HEALTH_HUNG, "quiet %.0f s, hung at %.0f s", v.quiet_s, v.threshold_s);
+	cr_expect_float_eq(v.quiet_s, 30, 1e-6);
+	cr_expect_eq(v.critical, -1);
+	cr_expect(strstr(line, "least progressed [1], computing"), "%s", line);
+	pdi_analysis_done(&a);
+	b.tasks[1].where.for_ns = 200000000;
+	cr_assert_eq(pdi_analysis_build(&b.v, NULL, &a), 0);
+	cr_assert_eq(pdi_health_confirm(&h, &a, &v, line, sizeof(line)), 0);
+	cr_expect_eq(v.health, PDI_HEALTH_OK, "rank 1 moved 0.2 s ago");
+	pdi_analysis_done(&a);
+	unbuild(&b);
+}

@@ -2,6 +2,7 @@
 /* health_view.c -- a step's view as the hang judge's input, and its analysis as a hang's line
  * (health_view.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,13 @@ unsigned pdi_health_tasks_of_view(const struct pdi_view *v, struct pdi_health_ta
 	return n;
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* The view's task of rank RANK, NULL when none. */
 static const struct pdi_view_task *task_of(const struct pdi_view *v, int rank)
 {
@@ -68,11 +76,72 @@ static const struct pdi_view_task *task_of(const struct pdi_view *v, int rank)
 	return NULL;
 }
 
+/* The waiting groups of A merged by place (one call site may be two groups: blocked on one
+ * node, just in the call on another), into PLACES (room for a->ngroups) with their ranks
+ * sorted in RANKS (room for every task); returns how many places, the largest first. */
+struct place {
+	const char *text;
+	int *ranks;
+	size_t n;
+};
+
+static struct place *place_of(struct place *places, size_t *nplaces, const char *text)
+{
+	for (size_t i = 0; i < *nplaces; i++)
+		if (!strcmp(places[i].text, text))
+			return &places[i];
+	places[*nplaces] = (struct place){.text = text};
+	return &places[(*nplaces)++];
+}
+
+static bool waiting(const struct pdi_where_group *g)
+{
+	return g->kind == PDI_WHERE_BLOCKED || g->kind == PDI_WHERE_IN_MPI;
+}
+
+static size_t waiting_places(const struct pdi_analysis *a, struct place *places, int *ranks)
+{
+	size_t nplaces = 0, off = 0;
+
+	/* how many at each place, then each place's ranks together */
+	for (size_t k = 0; k < a->ngroups; k++)
+		if (waiting(&a->groups[k]))
+			place_of(places, &nplaces, a->groups[k].text)->n += a->groups[k].n;
+	for (size_t i = 0; i < nplaces; i++) {
+		places[i].ranks = ranks + off;
+		off += places[i].n;
+		places[i].n = 0;
+	}
+	for (size_t k = 0; k < a->ngroups; k++) {
+		const struct pdi_where_group *g = &a->groups[k];
+		struct place *p;
+
+		if (!waiting(g))
+			continue;
+		p = place_of(places, &nplaces, g->text);
+		memcpy(p->ranks + p->n, g->ranks, g->n * sizeof(*ranks));
+		p->n += g->n;
+	}
+	for (size_t i = 0; i < nplaces; i++) {
+		qsort(places[i].ranks, places[i].n, sizeof(*ranks), cmp_int);
+		for (size_t k = i + 1; k < nplaces; k++)
+			if (places[k].n > places[i].n) {
+				struct place t = places[i];
+
+				places[i] = places[k];
+				places[k] = t;
+			}
+	}
+	return nplaces;
+}
+
 void pdi_health_diagnosis(const struct pdi_analysis *a, char *buf, size_t len)
 {
 	const struct pdi_view_task *lp = a->nlp ? task_of(a->view, a->lp_ranks[0]) : NULL;
-	char doing[800], ranks[256];
-	size_t used = 0, shown = 0, waiting = 0;
+	struct place *places = calloc(a->ngroups + 1, sizeof(*places));
+	int *ranks = calloc(a->view->ntasks + 1, sizeof(*ranks));
+	char doing[800], set[256];
+	size_t used = 0, nplaces;
 
 	buf[0] = '\0';
 	if (a->lp[0]) {
@@ -81,22 +150,21 @@ void pdi_health_diagnosis(const struct pdi_analysis *a, char *buf, size_t len)
 			pdi_where_doing(&lp->where, doing, sizeof(doing));
 		used += (size_t)snprintf(buf, len, "least progressed %s%s%s", a->lp, doing[0] ? ", " : "", doing);
 	}
-	/* where the others are, the largest groups of waiting tasks first (groups are sorted
-	 * smallest first: the odd ones out lead); "the others" when one group is all of them */
-	for (size_t k = 0; k < a->ngroups; k++)
-		waiting += a->groups[k].kind == PDI_WHERE_BLOCKED || a->groups[k].kind == PDI_WHERE_IN_MPI;
-	for (size_t k = a->ngroups; k-- > 0 && used < len && shown < 3;) {
-		const struct pdi_where_group *g = &a->groups[k];
-		bool others;
+	if (!places || !ranks)
+		goto out;
+	/* where the others wait, the largest places first (at most three); "the others" when one
+	 * place holds all of them */
+	nplaces = waiting_places(a, places, ranks);
+	for (size_t k = 0; k < nplaces && k < 3 && used < len; k++) {
+		bool others = a->lp[0] && nplaces == 1 && places[k].n + a->nlp == a->view->ntasks;
 
-		if (g->kind != PDI_WHERE_BLOCKED && g->kind != PDI_WHERE_IN_MPI)
-			continue;
-		pdi_ranges_format(g->ranks, g->n, ranks, sizeof(ranks));
-		others = a->lp[0] && waiting == 1 && g->n + a->nlp == a->view->ntasks;
+		pdi_ranges_format(places[k].ranks, places[k].n, set, sizeof(set));
 		used += (size_t)snprintf(buf + used, len - used, "%s%s wait in %s", used ? "; " : "",
-					 others ? "the others" : ranks, g->text);
-		shown++;
+					 others ? "the others" : set, places[k].text);
 	}
+out:
+	free(places);
+	free(ranks);
 }
 
 int pdi_health_confirm(const struct pdi_health_judge *h, const struct pdi_analysis *a, struct pdi_health_verdict *ret,

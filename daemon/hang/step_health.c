@@ -501,9 +501,10 @@ static void suspicion_free(struct suspicion *c)
 	free(c);
 }
 
-/* The answer of the step's view (on the loop): the hang told with what the analysis found, or
- * not confirmed (a task elsewhere moved, or is in a state known to last this long) and
- * suspected again only once the quiet could have reached the whole step's threshold. */
+/* The answer of the step's view (on the loop): the hang told with what the analysis found, or,
+ * for a step of several nodes, not confirmed (a task elsewhere moved, or is in a state known
+ * to last this long) and suspected again only once the quiet could have reached the whole
+ * step's threshold. */
 static void suspicion_judged(struct pdi_daemon *d, void *ctx, struct pdi_report_result *res)
 {
 	struct suspicion *c = ctx;
@@ -511,7 +512,8 @@ static void suspicion_judged(struct pdi_daemon *d, void *ctx, struct pdi_report_
 	struct pdi_step_health *h = s && s->started == c->started ? s->health : NULL;
 	struct pdi_health_verdict v;
 
-	if (!h || !h->confirming)
+	/* gone, run again, or pdimond is stopping */
+	if (!h || !h->confirming || res->status == -ECANCELED)
 		return suspicion_free(c);
 	h->confirming = false;
 	/* moved meanwhile, ended, or told already */
@@ -523,6 +525,12 @@ static void suspicion_judged(struct pdi_daemon *d, void *ctx, struct pdi_report_
 		log_warning_limited(0, "Step %s: a suspected hang could not be judged on the step's view (%s): told as this node sees it",
 				    s->name, res->why);
 		announce(d, s, h, &v, pdi_now_ns(), h->suspected);
+		return suspicion_free(c);
+	}
+	/* on one node, this node's judge knows more than the view (polling, I/O): the view only
+	 * names whom the others wait for */
+	if (s->nnodes <= 1) {
+		announce(d, s, h, &v, pdi_now_ns(), res->text && res->text[0] ? res->text : h->suspected);
 		return suspicion_free(c);
 	}
 	if (res->health.health != PDI_HEALTH_HUNG) {

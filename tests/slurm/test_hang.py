@@ -179,8 +179,8 @@ class HangMultiNode(unittest.TestCase):
         line = next(line for _, line in hung_out.lines if "looks hung since" in line)
         # the stuck rank is n2's, named from the gathered view; n1's own ranks only wait
         self.assertRegex(line, r"^pdimon: step \d+\.0 looks hung since \d\d:\d\d:\d\d \(no progress for \d+ s; "
-                               r"p [<=] [0-9.e-]+\): least progressed \[3\], .*; the others wait in "
-                               r"MPI_Allreduce@waits\.c:\d+")
+                               r"p [<=] [0-9.e-]+\): least progressed \[3\], .*\(after MPI_Allreduce@waits\.c:\d+\); "
+                               r"the others wait in MPI_Allreduce@waits\.c:\d+$")
         name = line.split()[2]
         self.c.run(["scancel", name.split(".")[0]], timeout=30)
         hung.communicate(timeout=120)

@@ -148,6 +148,15 @@ Test(health_view, the_line_names_the_stuck_rank)
 		  "%s", line);
 	cr_expect(strstr(line, "; the others wait in MPI_Barrier@loop.c:21"), "%s", line);
 	unbuild(&b);
+	/* one waiting just entered the Barrier (on another node, say) where the others are blocked:
+	 * one place, said once */
+	build(&b, 1, PDI_WHERE_COMPUTING, WAITALL, PDI_ACT_RUNNING, 30);
+	b.tasks[3].where.kind = PDI_WHERE_IN_MPI;
+	b.tasks[3].where.for_ns = 500000000;
+	diagnosis_of(&b, line, sizeof(line));
+	cr_expect(strstr(line, "least progressed [1], computing"), "%s", line);
+	cr_expect(strstr(line, "; the others wait in MPI_Barrier@loop.c:21") && !strstr(line, "[3]"), "%s", line);
+	unbuild(&b);
 	/* stopped in the Barrier the others wait in: the kernel names it */
 	build(&b, 3, PDI_WHERE_BLOCKED, BARRIER, PDI_ACT_STOPPED, 30);
 	diagnosis_of(&b, line, sizeof(line));

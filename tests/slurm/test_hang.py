@@ -55,6 +55,14 @@ class Output:
         return "\n".join(f"{t:6.1f} {line}" for t, line in list(self.lines))
 
 
+def wait_for_line(out, text, timeout, logs):
+    """Wait for TEXT on OUT; on timeout, fail with what did come and LOGS()."""
+    try:
+        wait_for(lambda: out.find(text), timeout, f"{text!r} on srun's output")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; srun's output:\n{out.text()}\n{logs()}") from None
+
+
 class Hang(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="pdimon-hang-test-")
@@ -99,7 +107,7 @@ class Hang(unittest.TestCase):
             silent, silent_out = self.srun("notify=off", 2, 600, {"WAITS_STUCK_AT": "5", "WAITS_STUCK_RANK": "1"})
 
             # the user reads it on srun's own output while the step runs: nobody asked pdimon
-            wait_for(lambda: hung_out.find("looks hung since"), 150, "the hung line on srun's output:\n" + hung_out.text())
+            wait_for_line(hung_out, "looks hung since", 150, lambda: self.d.read_log()[-3000:])
             line = next(line for _, line in hung_out.lines if "looks hung since" in line)
             self.assertRegex(line, r"^pdimon: step \d+\.0 looks hung since \d\d:\d\d:\d\d \(no progress for \d+ s; "
                                    r"p [<=] [0-9.e-]+\): least progressed \[2\] on \S+, sleeping \(no CPU, no I/O\) "
@@ -174,8 +182,7 @@ class HangMultiNode(unittest.TestCase):
         # rank 3 computes 25 s alone from 5 s on, never seen before: n1's ranks wait in MPI_Bcast
         ok, ok_out = self.srun(45, {"WAITS_LONG_S": "25", "WAITS_LONG_AT": "5", "WAITS_LONG_RANK": "3"})
 
-        wait_for(lambda: hung_out.find("looks hung since"), 150, "the hung line on srun's output:\n" +
-                 hung_out.text() + self.c.logs(20))
+        wait_for_line(hung_out, "looks hung since", 150, lambda: self.c.logs(20))
         line = next(line for _, line in hung_out.lines if "looks hung since" in line)
         # the stuck rank is n2's, named from the gathered view; n1's own ranks only wait
         self.assertRegex(line, r"^pdimon: step \d+\.0 looks hung since \d\d:\d\d:\d\d \(no progress for \d+ s; "

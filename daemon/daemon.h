@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "calibrate.h"
+#include "clock.h"
 #include "config.h"
 #include "hang.h"
 #include "registry.h"
@@ -82,8 +83,6 @@ struct pdi_daemon {
 	struct pdi_site_store *site; /* the site's PostgreSQL; NULL when none (site_store.h) */
 	struct pdi_hang hang;         /* hang detection, daemon-wide (hang/hang.h) */
 };
-
-uint64_t pdi_now_ns(void);
 
 /* ingest.c */
 int pdi_ingest_event(void *daemon, const struct pdi_event *e);

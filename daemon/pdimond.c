@@ -52,14 +52,6 @@
 #define PDI_VERSION "0"
 #endif
 
-uint64_t pdi_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The SlurmUser and admin group by name; a name this node does not know grants nothing. */
 static void resolve_accounts(struct pdi_daemon *d)
 {

@@ -320,16 +320,6 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	return 0;
 }
 
-/* CLOCK_REALTIME - CLOCK_MONOTONIC (BPF times calls on the latter): phases on the wall clock. */
-static int64_t clock_offset_ns(void)
-{
-	struct timespec rt, mono;
-
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	return ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000 + ((int64_t)rt.tv_nsec - mono.tv_nsec);
-}
-
 int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
@@ -368,7 +358,7 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 	t->start_ticks = id->start_ticks;
 	if (att.dtypes.comm_world)
 		t->world_comms[t->nworld_comms++] = att.dtypes.comm_world;
-	t->model.clock_offset_ns = clock_offset_ns();
+	t->model.clock_offset_ns = pdi_wall_offset_ns(); /* BPF times calls on CLOCK_MONOTONIC */
 	r = pdi_chains_begin(d, t);
 	if (r < 0)
 		log_debug("pid %d: call sites stay where MPI is called from: %s", (int)pid, strerror(-r));

@@ -67,7 +67,6 @@ int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *re
 	struct pdi_view v = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid, .running = pdi_step_running(s),
 			     .started = s->started, .ended = s->ended, .ntasks = s->ntasks, .nodes = 1,
 			     .nodes_answered = 1, .expected_tasks = s->total_tasks};
-	struct timespec real, mono;
 	int64_t wall_offset;
 
 	v.name = strdup(s->name);
@@ -78,9 +77,7 @@ int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *re
 	}
 	(void)pdi_tracer_drain(d->tracer);
 	/* the models' times are this node's CLOCK_MONOTONIC (bpf_ktime_get_ns) */
-	clock_gettime(CLOCK_REALTIME, &real);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	wall_offset = ((int64_t)real.tv_sec - mono.tv_sec) * 1000000000 + (real.tv_nsec - mono.tv_nsec);
+	wall_offset = pdi_wall_offset_ns();
 	for (unsigned i = 0; i < s->ntasks; i++) {
 		struct pdi_task *t = s->tasks[i];
 		struct pdi_view_task *vt = &v.tasks[i];

@@ -538,9 +538,15 @@ void pdi_hang_tick(struct pdi_daemon *d)
 			/* its run's record joins the program's history */
 			s->health->saved_end = true;
 			pdi_hang_history_save(d, s);
+			d->evict_due = true; /* it may leave memory now (pdi_step_health_settled) */
 		}
 	}
 	pdi_hang_metrics_tick(d, now_ns);
+}
+
+bool pdi_step_health_settled(const struct pdi_step *s)
+{
+	return !s->health || s->health->saved_end;
 }
 
 enum pdi_health pdi_step_health_of(const struct pdi_step *s, time_t *ret_since)

@@ -76,4 +76,8 @@ void pdi_step_health_get_saved(const struct pdi_step *s, struct pdi_health_saved
 void pdi_step_health_loaded(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_health_record *history,
 			    const struct pdi_health_saved *own, unsigned runs);
 
+/* Does S's health need S in memory no longer? True when S was never judged, or once its run's
+ * record was saved after it ended: only then may an ended step leave the cache (registry.c). */
+bool pdi_step_health_settled(const struct pdi_step *s);
+
 void pdi_step_health_free(struct pdi_step_health *h);

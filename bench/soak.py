@@ -22,6 +22,7 @@ through it). Not a timing: run it under the shared heavy lock.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -136,9 +137,11 @@ def main():
           f"steps in memory {a_['steps_in_memory']} -> {b_['steps_in_memory']}, database "
           f"{a_['db'] / 2**20:.1f} -> {b_['db'] / 2**20:.1f} MiB (retention_mib={a.retention_mib}); "
           f"longest loop wake-up {b_['loop_max_ms']:.1f} ms; pdimond exit {rc}")
-    if slow:  # what kept the loop busy (pdimond.c: a line per wake-up of 250 ms or more, rate-limited)
-        print(f"soak: {len(slow)} slow loop wake-up line(s), the longest: "
-              f"{max(slow, key=lambda x: int(x.split('busy for ')[1].split()[0]))}")
+    # what kept the loop busy (pdimond.c: a line per wake-up of 250 ms or more, rate-limited;
+    # the limiter's summary line carries the format, not a figure)
+    slow = [(int(m.group(1)), x) for x in slow for m in [re.search(r"busy for (\d+) ms", x)] if m]
+    if slow:
+        print(f"soak: {len(slow)} slow loop wake-up line(s), the longest: {max(slow)[1]}")
     print(json.dumps(rows))
     if a.check is not None:
         # workers are made as work comes, up to their bound: threads may grow to it, not past

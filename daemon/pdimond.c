@@ -443,8 +443,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	/* a job's copies are made on the loop and freed on the loop after a worker used them, and
 	 * results are made by workers: with glibc's arena per thread, each of up to ten threads
-	 * keeps its own free memory at its high-water mark and the resident size crept up 7-8%
-	 * from step 500 to 2,000 of bench/soak.py; two arenas keep it within 1.5% */
+	 * keeps its own free memory at its high-water mark, and the resident size crept up as
+	 * workers came (bench/soak.py: +7-8% from step 500 to 2,000; +1.3% with two arenas) */
 	(void)mallopt(M_ARENA_MAX, 2);
 
 	while ((c = getopt_long(argc, argv, "fc:o:vh", opts, NULL)) >= 0) {

@@ -20,18 +20,28 @@ time drawn from the seed (the time uniformly in 25-65% of the application's usua
 LAMMPS, Quantum ESPRESSO and CP2K are reserved for an independent evaluation: never here.
 
 Scored per run, against the ground truth the injector knows (rank, CLOCK_MONOTONIC time --
-the BPF timestamps' clock -- and what it did):
+the BPF timestamps' clock -- and what it did). A verdict of "nothing abnormal found" names no
+phase and no task to its reader: phase, task, alone and top5 count only when the diagnosis
+says abnormal (a hang always does).
   phase        diagnosis.faulty_phase is the faulty rank's phase whose wall-clock window
                holds the injection (from `pdimon show --json`)
   task         the faulty rank is among diagnosis.faulty_ranks, with at most half the ranks
-  alone        diagnosis.faulty_ranks is the faulty rank alone
+  alone        diagnosis.faulty_ranks is the faulty rank alone (a deadlock: its two ranks)
   top5         one of the first five characteristic transitions was found in the faulty rank
   LP recall/precision  hangs: the truly least-progressed ranks (the stopped or spinning
-               rank; both ranks of a deadlock) against verdict.least_progressed
+               rank; both ranks of a deadlock, which are least progressed together)
+               against verdict.least_progressed
   quiet        fault-free runs: diagnosis.abnormal is false ("nothing abnormal found")
+
+Each run's directory under --out keeps what scoring it needs (run.json: the plan, the truth,
+`pdimon show --json` and `analyze --json`) and the run's pdimond database (pdimon.db), so that
+--reanalyze DIR scores a changed analysis on the same runs: a fresh pdimond on each run's
+database analyses its ended step again. Hangs are scored from their recorded analysis (what
+the kernel said of a stuck task is gone once the job is); --reanalyze skips them.
 
 Usage: apps.py [--apps gromacs,hpcc,meep,mpb,halo] [--faults none,stop,...] [--seeds N]
                [--first-seed S] [--short] [--floor SPEC|FILE] [--out DIR]
+       apps.py --reanalyze DIR [--apps ...] [--faults ...]
 --short sizes every input for a run of a few seconds (the CI subset); the full inputs run
 20-60 s each at 4 ranks on this 2-core machine. Run as root, under the heavy lock (shared).
 """
@@ -347,6 +357,7 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
         except AssertionError as e:
             campaign.log(runlog, f"# {name}: pdimond did not stop cleanly: {str(e)[:300]}")
         bus.stop()
+        keep_database(d, workdir)
     truth = inj.truth if inj else None
     if truth and plan.fault in ("spin", "hang-spin"):
         try:  # the spin began when the rank left MPI (the agent spins outside MPI only)
@@ -360,7 +371,32 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
         truth = {"fault": "deadlock", "rank": t["rank"], "peer": t["peer"], "t_ns": t["t_ns"]}
     if plan.fault == "none":
         truth = {"fault": "none"}
-    return truth, doc, show, end
+    return name, truth, doc, show, end
+
+
+def keep_database(d, workdir):
+    """The run's database into WORKDIR (for --reanalyze); the daemon's directory goes."""
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(d.database + suffix):
+            shutil.move(d.database + suffix, os.path.join(workdir, "pdimon.db" + suffix))
+    shutil.rmtree(d.dir, ignore_errors=True)
+
+
+def reanalyze(workdir, name):
+    """`pdimon analyze NAME --json` by a fresh pdimond on the run's kept database."""
+    bus = campaign.new_bus()
+    d = None
+    try:
+        d = harness.Daemon(bus=bus, database=os.path.join(workdir, "pdimon.db"))
+        return campaign.query_json(d, "analyze", name, "--json")
+    finally:
+        if d:
+            try:
+                d.stop()
+            except AssertionError:
+                pass
+            shutil.rmtree(d.dir, ignore_errors=True)
+        bus.stop()
 
 
 def stuck_all(rep, stuck_ns):
@@ -394,14 +430,16 @@ def score(plan, truth, doc, show, end):
         if t0 is not None and t0 <= truth["t_ns"]:
             tphase = k
     ranks = a["faulty_ranks"] or []
-    s["phase"] = a["faulty_phase"] is not None and a["faulty_phase"] == tphase
-    s["task"] = rank in ranks and len(ranks) <= RANKS // 2
-    s["alone"] = ranks == [rank]
+    said = bool(diag.get("abnormal")) or a["verdict"] == "hang"  # "nothing abnormal" names nothing
+    culprits = [rank, truth["peer"]] if plan.fault == "deadlock" else [rank]
+    s["phase"] = said and a["faulty_phase"] is not None and a["faulty_phase"] == tphase
+    s["task"] = said and rank in ranks and len(ranks) <= RANKS // 2
+    s["alone"] = said and sorted(ranks) == sorted(culprits)
     top = (doc.get("automaded") or {}).get("transitions") or diag.get("transitions") or []
-    s["top5"] = any(rank in campaign.parse_ranges(t.get("ranks", "")) for t in top[:5])
+    s["top5"] = said and any(rank in campaign.parse_ranges(t.get("ranks", "")) for t in top[:5])
     lp_truth = None
     if plan.fault in HANGS:
-        lp_truth = {rank, truth["peer"]} if plan.fault == "deadlock" else {rank}
+        lp_truth = set(culprits)
         got = set(a["lp"]) if end == "hang" and a["verdict"] == "hang" else set()
         s["lp_recall"] = lp_truth <= got
         s["lp_precision"] = len(lp_truth & got) / len(got) if got else None
@@ -439,6 +477,73 @@ def fault_class(f):
             "cpu": "interference", "mem": "interference"}.get(f, f)
 
 
+def load_average():
+    return float(open("/proc/loadavg").read().split()[0])
+
+
+def report(by_key, by_class, overall, out, started, loads):
+    print(f"\n{overall.runs} runs in {time.monotonic() - started:.0f} s on this shared 2-core VM, load average "
+          f"{min(loads)}-{max(loads)} (median {sorted(loads)[len(loads) // 2]}) at the runs' starts "
+          f"(per-run lines: {os.path.join(out, 'apps.log')})")
+    table(by_key, sys.stdout)
+    print()
+    table(dict(by_class, all=overall), sys.stdout)
+
+
+def check_floor(floor_spec, by_class, overall):
+    floor = campaign.parse_floor(floor_spec, METRICS)
+    bad = []
+    for (scope, metric), want in floor.items():
+        t = overall if scope == "all" else by_class.get(scope)
+        got = t.pct(metric) if t else None
+        if got is None or got < want:
+            bad.append(f"{scope}.{metric} = {'n/a' if got is None else f'{got:.0f}'}% < floor {want:.0f}%")
+    if bad:
+        print("BELOW THE FLOOR: " + "; ".join(bad))
+        return 1
+    return 0
+
+
+def tally(by_key, by_class, overall, app, fault, s):
+    for t in (by_key.setdefault(f"{app} {fault}", Tally()), by_class.setdefault(fault_class(fault), Tally()), overall):
+        t.add(s)
+
+
+def print_run(plan, s, end, seconds):
+    print(f"  {plan}: " + " ".join(f"{m}={v:.2f}" if isinstance(v, float) else f"{m}={int(bool(v))}"
+                                   for m, v in s.items() if v is not None) + f" ({end}, {seconds:.0f} s)", flush=True)
+
+
+def rescore(args, apps, faults):
+    """--reanalyze: every kept run of APPS and FAULTS analysed again and scored."""
+    runlog = open(os.path.join(args.reanalyze, "reanalyze.log"), "w")
+    by_key, by_class, overall, loads = {}, {}, Tally(), []
+    started = time.monotonic()
+    for run in sorted(os.listdir(args.reanalyze)):
+        path = os.path.join(args.reanalyze, run, "run.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            rec = json.load(f)
+        app, fault, seed = rec.get("app"), rec.get("fault"), rec.get("seed")
+        if app not in apps or fault not in faults or "name" not in rec:
+            continue
+        plan = Plan(app, fault, seed, rec["usual_s"])
+        doc = rec["analysis"]
+        if fault not in HANGS and os.path.exists(os.path.join(args.reanalyze, run, "pdimon.db")):
+            doc = reanalyze(os.path.join(args.reanalyze, run), rec["name"])
+        s, line = score(plan, rec["truth"], doc, rec.get("show"), rec["end"])
+        campaign.log(runlog, f"{plan} | {line}")
+        print_run(plan, s, rec["end"], 0)
+        loads.append(rec.get("load", 0.0))
+        tally(by_key, by_class, overall, app, fault, s)
+    if not overall.runs:
+        raise SystemExit(f"apps: no kept run of those applications and faults in {args.reanalyze}")
+    print(f"re-analysed by this build: {args.reanalyze}")
+    report(by_key, by_class, overall, args.reanalyze, started, loads)
+    return check_floor(args.floor, by_class, overall) if args.floor else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--apps", default="gromacs,hpcc,meep,mpb,halo")
@@ -449,6 +554,7 @@ def main():
     ap.add_argument("--floor", default="", help="METRIC=PCT or CLASS.METRIC=PCT (CLASS: stall, hang, "
                                                 "interference, none), comma-separated or a file")
     ap.add_argument("--out", default="")
+    ap.add_argument("--reanalyze", default="", metavar="DIR", help="score the kept runs in DIR again")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.geteuid() != 0:
@@ -458,56 +564,43 @@ def main():
     for a in apps:
         if a not in APPS:
             raise SystemExit(f"apps: unknown application {a} (known: {', '.join(APPS)})")
-        if NEEDS[a] and not shutil.which(NEEDS[a]):
-            raise SystemExit(f"apps: {a} needs {NEEDS[a]}: install it (scripts/install-deps.sh --apps)")
     for f in faults:
         if f not in FAULTS:
             raise SystemExit(f"apps: unknown fault {f} (known: {', '.join(FAULTS)})")
+    if args.reanalyze:
+        return rescore(args, apps, faults)
+    for a in apps:
+        if NEEDS[a] and not shutil.which(NEEDS[a]):
+            raise SystemExit(f"apps: {a} needs {NEEDS[a]}: install it (scripts/install-deps.sh --apps)")
     out = args.out or tempfile.mkdtemp(prefix="pdimon-apps-")
     os.makedirs(out, exist_ok=True)
     runlog = open(os.path.join(out, "apps.log"), "a")
-    by_key, by_class, overall = {}, {}, Tally()
+    by_key, by_class, overall, loads = {}, {}, Tally(), []
     started = time.monotonic()
     print(f"apps: {len(apps)} applications x {len(faults)} faults x {args.seeds} seeds, 4 ranks, "
-          f"{'short' if args.short else 'full'} inputs; load average {open('/proc/loadavg').read().split()[0]}",
-          flush=True)
+          f"{'short' if args.short else 'full'} inputs; load average {load_average()}", flush=True)
     for app in apps:
         for fault in faults:
             if fault == "deadlock" and app != "halo":
                 continue  # a real deadlock needs a program of ours
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                workdir = tempfile.mkdtemp(prefix=f"{app}-", dir=out)
+                workdir = tempfile.mkdtemp(prefix=f"{app}-{fault}-{seed}-", dir=out)
                 cmd, usual_s = APPS[app](workdir, args.short)
                 plan = Plan(app, fault, seed, usual_s)
                 t_run = time.monotonic()
-                truth, doc, show, end = run_one(plan, cmd, workdir, usual_s, runlog)
+                load = load_average()
+                name, truth, doc, show, end = run_one(plan, cmd, workdir, usual_s, runlog)
                 s, line = score(plan, truth, doc, show, end)
                 with open(os.path.join(workdir, "run.json"), "w") as f:
-                    json.dump({"plan": str(plan), "truth": truth, "analysis": doc, "end": end}, f)
-                campaign.log(runlog, f"{plan} | {line}")
-                print(f"  {plan}: " + " ".join(f"{m}={v:.2f}" if isinstance(v, float) else f"{m}={int(bool(v))}"
-                                                for m, v in s.items() if v is not None) +
-                      f" ({end}, {time.monotonic() - t_run:.0f} s)", flush=True)
-                for t in (by_key.setdefault(f"{app} {fault}", Tally()),
-                          by_class.setdefault(fault_class(fault), Tally()), overall):
-                    t.add(s)
-    print(f"\n{overall.runs} runs in {time.monotonic() - started:.0f} s on this shared 2-core VM "
-          f"(per-run lines: {os.path.join(out, 'apps.log')})")
-    table(by_key, sys.stdout)
-    print()
-    table(dict(by_class, all=overall), sys.stdout)
-    if args.floor:
-        floor = campaign.parse_floor(args.floor, METRICS)
-        bad = []
-        for (scope, metric), want in floor.items():
-            t = overall if scope == "all" else by_class.get(scope)
-            got = t.pct(metric) if t else None
-            if got is None or got < want:
-                bad.append(f"{scope}.{metric} = {'n/a' if got is None else f'{got:.0f}'}% < floor {want:.0f}%")
-        if bad:
-            print("BELOW THE FLOOR: " + "; ".join(bad))
-            return 1
-    return 0
+                    json.dump({"plan": str(plan), "app": app, "fault": fault, "seed": seed, "usual_s": usual_s,
+                               "name": name, "load": load, "truth": truth, "analysis": doc, "show": show,
+                               "end": end}, f)
+                campaign.log(runlog, f"{plan} load={load} | {line}")
+                print_run(plan, s, end, time.monotonic() - t_run)
+                loads.append(load)
+                tally(by_key, by_class, overall, app, fault, s)
+    report(by_key, by_class, overall, out, started, loads)
+    return check_floor(args.floor, by_class, overall) if args.floor else 0
 
 
 if __name__ == "__main__":

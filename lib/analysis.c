@@ -397,10 +397,14 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 			  a->am.end_phase - a->am.first_phase);
 	/* the evidence against the step's own variation: the scores (dimensionless) when they
 	 * chose the phase, else the time lost (a MAD under 50 ms is taken as 50 ms) */
-	a->excess_s = fmax(a->am.phase_excess[a->am.faulty_phase], a->am.phase_imbalance[a->am.faulty_phase]);
-	a->noise_z = !a->am.by_time ? noise_z(&a->am, a->am.phase_score, 0)
-		     : noise_z(&a->am, a->am.by_imbalance ? a->am.phase_imbalance : a->am.phase_excess,
-			       PDI_EXCESS_MAD_FLOOR_S);
+	if (a->am.by_lost) {
+		a->excess_s = a->am.lost.total_s;
+		a->noise_z = a->am.lost.z;
+	} else {
+		a->excess_s = fmax(a->am.phase_excess[a->am.faulty_phase], a->am.lost.phase_s[a->am.faulty_phase]);
+		a->noise_z = noise_z(&a->am, a->am.by_time ? a->am.phase_excess : a->am.phase_score,
+				     a->am.by_time ? PDI_EXCESS_MAD_FLOOR_S : 0);
+	}
 	a->abnormal = a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
 		      a->am.ntop > 0 && a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 &&
 		      (a->excess_s >= PDI_EXCESS_FLOOR_S || a->am.effect == PDI_EFFECT_PERMANENT) &&
@@ -653,6 +657,15 @@ size_t pdi_analysis_faulty_ranks(const struct pdi_analysis *a, int *ranks)
 
 	if (!a->has_automaded)
 		return 0;
+	if (am->by_lost) {
+		/* the task that lost the time, and any that lost nearly as much in the same phase */
+		for (size_t c = 0; c < a->classes.n; c++)
+			if (c == am->lost.task ||
+			    pdi_lost_of(&am->lost, c, am->lost.peak, NULL) >= PDI_LOST_ALSO_SHARE * am->lost.peak_s)
+				n += class_ranks(a, c, ranks + n);
+		qsort(ranks, n, sizeof(*ranks), cmp_int);
+		return n;
+	}
 	for (size_t c = 0; c < a->classes.n; c++)
 		if (am->cluster[c] == am->faulty_cluster)
 			in_cluster += a->classes.classes[c].n;

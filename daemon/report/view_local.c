@@ -131,6 +131,7 @@ int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *re
 		*vt = (struct pdi_view_task){.rank = t->rank, .pid = t->pid, .running = t->state == PDI_TASK_RUNNING,
 					     .model = &t->model, .gap = t->gap, .wall_offset_ns = wall_offset};
 		vt->lost = vt->running ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
+		pdi_task_usage_read(t, 0, pdi_now_ns()); /* the current phase's share so far */
 		pdi_task_locate(d, t, &vt->where);
 		if (vt->where.site >= 0)
 			vt->progress = pdi_model_visits(&t->model, pdi_state_comm((uint32_t)vt->where.site));

@@ -12,6 +12,7 @@
 #include "trapped.h"
 #include "store.h"
 #include "log.h"
+#include "step_health.h"
 
 static const char *const default_libraries[] = {
 	"/usr/lib/*/libmpi.so.*[0-9]",   "/usr/lib/*/libmpich.so.*[0-9]", "/usr/lib64/libmpi.so.*[0-9]",
@@ -48,7 +49,13 @@ void pdi_config_defaults(struct pdi_config *c)
 		.site_store_queue = 64,
 		.site_store_retry_s = 30,
 		.checkpoint_s = 30,
-		.hang_timeout_ms = 2000,
+		.hang_timeout_ms = 0,
+		.hang_false_alarm_rate = 1e-4,
+		.on_hang = PDI_ON_HANG_REPORT,
+		.on_hang_command_timeout_s = 60,
+		.on_hang_grace_s = 300,
+		.notify_user = true,
+		.metrics_interval_s = 15,
 		.drain_interval_ms = 100,
 		.ring_buffer_kib = 8192,
 		.wakeup_kib = 256,
@@ -81,6 +88,8 @@ void pdi_config_done(struct pdi_config *c)
 	free(c->admin_group);
 	free(c->database);
 	free(c->record_path);
+	free(c->on_hang_command);
+	free(c->metrics_path);
 	free(c->peer_address);
 	free(c->munge_socket);
 	free(c->node_name);
@@ -114,6 +123,27 @@ static int parse_bool(const char *v, bool *ret)
 		*ret = false;
 	else
 		return -EINVAL;
+	return 0;
+}
+
+/* False alarms per step-hour: a number ("0.0001", "1e-4") or one per N ("1/10000"), in
+ * (0, 1]: the judge extrapolates the tail to it, it must be a real rate. */
+static int parse_rate(const char *v, double *ret)
+{
+	char *end;
+	double x;
+
+	errno = 0;
+	if (!strncmp(v, "1/", 2)) {
+		double n = strtod(v + 2, &end);
+
+		x = n > 0 ? 1 / n : -1;
+	} else {
+		x = strtod(v, &end);
+	}
+	if (errno || end == v || *end || !(x >= 1e-12 && x <= 1))
+		return -EINVAL;
+	*ret = x;
 	return 0;
 }
 
@@ -199,7 +229,28 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 	if (!strcmp(key, "retention_mib"))
 		return set_uint(value, 0, 1u << 30, &c->retention_mib);
 	if (!strcmp(key, "hang_timeout_ms"))
-		return set_uint(value, 1, 86400000, &c->hang_timeout_ms);
+		return set_uint(value, 0, 86400000, &c->hang_timeout_ms);
+	if (!strcmp(key, "hang_false_alarm_rate"))
+		return parse_rate(value, &c->hang_false_alarm_rate);
+	if (!strcmp(key, "on_hang")) {
+		enum pdi_on_hang a;
+
+		if ((r = pdi_on_hang_parse(value, &a)) == 0)
+			c->on_hang = a;
+		return r;
+	}
+	if (!strcmp(key, "on_hang_command"))
+		return *value && *value != '/' ? -EINVAL : set_string(&c->on_hang_command, value);
+	if (!strcmp(key, "on_hang_command_timeout_s"))
+		return set_uint(value, 1, 86400, &c->on_hang_command_timeout_s);
+	if (!strcmp(key, "on_hang_grace_s"))
+		return set_uint(value, 0, 30 * 86400, &c->on_hang_grace_s);
+	if (!strcmp(key, "notify_user"))
+		return parse_bool(value, &c->notify_user);
+	if (!strcmp(key, "metrics_path"))
+		return *value && *value != '/' ? -EINVAL : set_string(&c->metrics_path, value);
+	if (!strcmp(key, "metrics_interval_s"))
+		return set_uint(value, 1, 86400, &c->metrics_interval_s);
 	if (!strcmp(key, "checkpoint_s"))
 		return set_uint(value, 1, 86400, &c->checkpoint_s);
 	if (!strcmp(key, "record"))

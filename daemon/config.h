@@ -33,7 +33,15 @@ struct pdi_config {
 	char *site_store_credentials;         /* file with its password, readable by pdimond only */
 	unsigned site_store_queue;            /* ended steps held in memory for it at most */
 	unsigned site_store_retry_s;          /* reconnect after this long when it is down */
-	unsigned hang_timeout_ms;             /* a task this long inside one MPI call is blocked */
+	unsigned hang_timeout_ms;             /* optional floor: never hung before this much quiet; 0 none */
+	double hang_false_alarm_rate;         /* hung alarms allowed per step-hour of healthy steps */
+	unsigned on_hang;                     /* enum pdi_on_hang: report, command or cancel */
+	char *on_hang_command;                /* run when a step hangs (on_hang = command) */
+	unsigned on_hang_command_timeout_s;   /* and killed after this long */
+	unsigned on_hang_grace_s;             /* a hung step is cancelled after this (on_hang = cancel) */
+	bool notify_user;                     /* say a step's health on its user's output */
+	char *metrics_path;                   /* Prometheus text file; NULL: none */
+	unsigned metrics_interval_s;          /* written this often */
 	unsigned peer_port;                   /* TCP port for the other pdimonds; 0: no listener */
 	char *peer_address;                   /* bind address; NULL: all */
 	char *munge_socket;                   /* NULL: MUNGE's default */

@@ -9,6 +9,7 @@
 
 #include "calibrate.h"
 #include "config.h"
+#include "hang.h"
 #include "registry.h"
 
 struct pdi_tracer;
@@ -67,6 +68,7 @@ struct pdi_daemon {
 	bool budget_armed;                  /* the timer runs only while tasks do */
 	uint64_t budget_epoch_ns, budget_last_ns;
 	struct pdi_site_store *site; /* the site's PostgreSQL; NULL when none (site_store.h) */
+	struct pdi_hang hang;         /* hang detection, daemon-wide (hang/hang.h) */
 };
 
 uint64_t pdi_now_ns(void);
@@ -99,6 +101,8 @@ struct pdi_step_row {
 	uid_t uid;
 	uint32_t job_id, step_id, ntasks, running;
 	time_t started, ended;
+	const char *health;   /* ok, slow, hung; NULL: not known (a step only in the store) */
+	time_t health_since;  /* when it became so; 0 when ok */
 };
 
 /* The steps OWNER may see ((uid_t)-1: all): those in memory, then MORE. */

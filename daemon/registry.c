@@ -57,6 +57,7 @@ static void step_free(struct pdi_step *s)
 	free(s->report_summary);
 	if (s->site_samples)
 		s->site_samples->free(s->site_samples);
+	pdi_step_health_free(s->health);
 	free(s);
 }
 

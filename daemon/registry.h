@@ -9,6 +9,7 @@
 
 #include "ident.h"
 #include "model.h"
+#include "step_health.h"
 #include "procmaps.h"
 #include "site.h"
 #include "tracer.h"
@@ -91,6 +92,10 @@ struct pdi_step {
 	unsigned site_samples_seen;   /* the task count at the last look, and since when: asked */
 	uint64_t site_samples_seen_ns; /* once it stays the same for a while */
 	time_t started, ended;
+	/* its health (daemon/hang/): the judge's state, and what the user and site chose */
+	struct pdi_step_health *health;
+	uint8_t on_hang;              /* enum pdi_on_hang: --pdi-monitor=on-hang=...; 0: the site's */
+	bool quiet;                   /* --pdi-monitor=notify=off: no line on the user's output */
 };
 
 /* A process whose MPI_Init (its own, or a descendant's) makes a task of STEP: the command

@@ -139,7 +139,7 @@ void pdi_health_tick(struct pdi_health_judge *h, const struct pdi_health_input *
 	const struct pdi_health_params *p = &h->params;
 	struct pdi_health_verdict v = {.health = h->announced, .since_s = h->announced_since_s, .critical = -1,
 				       .unjudged_task = -1, .p = 1};
-	unsigned active = 0, stopped = 0, traced = 0, starting = 0;
+	unsigned active = 0, stopped = 0, traced = 0, starting = 0, blind = 0;
 	double q = INFINITY, dt = 0, q_eff, starting_idle = 0;
 	uint64_t progress = 0;
 	struct pdi_health_record all;
@@ -176,6 +176,11 @@ void pdi_health_tick(struct pdi_health_judge *h, const struct pdi_health_input *
 			if (v.unjudged_task < 0)
 				v.unjudged_task = (int)i;
 		}
+		if (t->blind && t->motion != PDI_MOTION_FINISHED) {
+			blind++;
+			if (v.unjudged_task < 0)
+				v.unjudged_task = (int)i;
+		}
 		if (t->motion == PDI_MOTION_STARTING) {
 			starting++;
 			if (idle > starting_idle)
@@ -202,7 +207,7 @@ void pdi_health_tick(struct pdi_health_judge *h, const struct pdi_health_input *
 		pdi_rate_break(&h->rate);
 	}
 	h->last_quiet_s = q;
-	if (stopped || traced)
+	if (stopped || traced || blind)
 		h->episode_tainted = true;
 	q_eff = q > h->paused_s ? q - h->paused_s : 0;
 
@@ -236,6 +241,8 @@ void pdi_health_tick(struct pdi_health_judge *h, const struct pdi_health_input *
 
 	if (traced)
 		v.unjudged |= PDI_UNJUDGED_TRACED;
+	if (blind)
+		v.unjudged |= PDI_UNJUDGED_BLIND;
 	if (stopped == active)
 		v.unjudged |= PDI_UNJUDGED_SUSPENDED;
 	if (starting && starting_idle >= v.threshold_s) {
@@ -247,10 +254,10 @@ void pdi_health_tick(struct pdi_health_judge *h, const struct pdi_health_input *
 	}
 	v.unjudged_new = v.unjudged & ~h->said & ~(unsigned)PDI_UNJUDGED_STALLED;
 	h->said |= v.unjudged_new;
-	if (traced || stopped == active || starting || stalled) {
-		/* not judged: the announced verdict stands (a debugger, a suspension or a start
-		 * proves nothing either way) */
-		if (starting || traced)
+	if (traced || blind || stopped == active || starting || stalled) {
+		/* not judged: the announced verdict stands (a debugger, a suspension, a start or
+		 * unseen calls prove nothing either way) */
+		if (starting || traced || blind)
 			pdi_rate_break(&h->rate);
 		*ret = v;
 		return;

@@ -56,6 +56,8 @@ struct pdi_health_task {
 	enum pdi_motion motion;
 	double idle_s;                    /* since its last progress */
 	struct pdi_state_durations state; /* of the state it is in; n 0 when unknown */
+	bool blind;                       /* some of its calls go unseen (probes detached to save
+					     overhead): no quiet of it is evidence */
 };
 
 struct pdi_health_input {
@@ -103,6 +105,7 @@ enum pdi_unjudged {
 	PDI_UNJUDGED_SUSPENDED = 1u << 1, /* every task is stopped */
 	PDI_UNJUDGED_STALLED = 1u << 2,  /* the daemon did not run for a while: not counted */
 	PDI_UNJUDGED_STARTING = 1u << 3, /* a task has made no MPI call yet */
+	PDI_UNJUDGED_BLIND = 1u << 4,    /* a task's probes are detached: its progress may be unseen */
 };
 
 /* One tick's verdict. */
@@ -117,7 +120,7 @@ struct pdi_health_verdict {
 	double rate_ratio;         /* slow: its recent progress rate over its usual one */
 	unsigned unjudged;         /* enum pdi_unjudged bits that hold now */
 	unsigned unjudged_new;     /* those of them never said before: say them, once */
-	int unjudged_task;         /* the task a reason is about (traced, starting), -1 none */
+	int unjudged_task;         /* the task a reason is about (traced, starting, blind), -1 none */
 };
 
 /* The judge of one step: what it learned and what it announced. */

@@ -19,7 +19,21 @@ SPANK_PLUGIN(pdimon, 1);
 
 struct pdimon_ctx pdimon_ctx = {.timeout_ms = 2000, .wait_ms = 5000, .budget_ms = 5000};
 
-static const char valid_options[] = "off, on, report=PATH, phases=pcontrol, phases=auto, size=N";
+static const char valid_options[] = "off, on, report=PATH, phases=pcontrol, phases=auto, size=N, "
+				    "on-hang=report|command|cancel, notify=on|off";
+
+/* on-hang=ACTION and notify=on|off: what pdimond does when the step hangs, and whether it says
+ * so on the step's output (pdimond checks them again). */
+static bool health_option(struct pdimon_ctx *c, const char *o)
+{
+	if (!strcmp(o, "on-hang=report") || !strcmp(o, "on-hang=command") || !strcmp(o, "on-hang=cancel"))
+		snprintf(c->on_hang, sizeof(c->on_hang), "%s", o + 8);
+	else if (!strcmp(o, "notify=on") || !strcmp(o, "notify=off"))
+		c->notify_off = !strcmp(o, "notify=off");
+	else
+		return false;
+	return true;
+}
 
 /* size=N: a whole number 1..2^62 (pdimond checks it again) */
 static bool valid_size(const char *v)
@@ -61,6 +75,8 @@ static int option_cb(int val, const char *optarg, int remote)
 			snprintf(c.options, sizeof(c.options), "%s", o);
 		else if (!strncmp(o, "size=", 5) && valid_size(o + 5))
 			snprintf(c.input_size, sizeof(c.input_size), "%s", o + 5);
+		else if (health_option(&c, o))
+			;
 		else {
 			slurm_error(PDI_PREFIX "invalid --pdi-monitor option '%s'; valid: %s", o, valid_options);
 			return -1;
@@ -72,9 +88,11 @@ done:
 }
 
 static struct spank_option monitor_option = {
-	"pdi-monitor", "[off|report=PATH|phases=pcontrol|auto|size=N]",
+	"pdi-monitor", "[off|report=PATH|phases=pcontrol|auto|size=N|on-hang=report|command|cancel|notify=off]",
 	"Monitor this step's MPI tasks with pdimon and print where it went wrong when it ends "
-	"(comma-separated options: off, report=PATH, phases=pcontrol|auto, size=N: the input size, for pdimon trends)",
+	"(comma-separated options: off, report=PATH, phases=pcontrol|auto, size=N: the input size, for pdimon trends, "
+	"on-hang=report|command|cancel: what pdimond does when the step hangs, notify=off: no line on the step's "
+	"output while it runs)",
 	2, 0, option_cb};
 
 /* KEY=N with N milliseconds in 1..600000 */

@@ -23,6 +23,8 @@ struct pdimon_ctx {
 	char report[PATH_MAX];   /* where srun writes the JSON report, "" for pdimon-JOB.STEP.json */
 	char options[64];        /* passed to pdimond with each task: "phases=..." */
 	char input_size[24];     /* size=N: the run's input size, for pdimon trends; "" when not given */
+	char on_hang[16];        /* on-hang=ACTION: report, command or cancel; "" for the site's */
+	bool notify_off;         /* notify=off: pdimond says nothing on the step's output */
 	char bus[256];           /* D-Bus address of pdimond's bus, "" for the system bus */
 	char cli[PATH_MAX];      /* the pdimon CLI that renders HTML reports, "" for the installed one */
 	unsigned timeout_ms;     /* bound on every call to pdimond */

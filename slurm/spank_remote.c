@@ -76,6 +76,13 @@ static char *register_options(spank_t sp, bool with_nodes)
 		r = append(&out, &len, &cap, len ? ",size=" : "size=");
 	if (r >= 0 && pdimon_ctx.input_size[0])
 		r = append(&out, &len, &cap, pdimon_ctx.input_size);
+	/* what the user chose about hangs */
+	if (r >= 0 && pdimon_ctx.on_hang[0])
+		r = append(&out, &len, &cap, len ? ",on-hang=" : "on-hang=");
+	if (r >= 0 && pdimon_ctx.on_hang[0])
+		r = append(&out, &len, &cap, pdimon_ctx.on_hang);
+	if (r >= 0 && pdimon_ctx.notify_off)
+		r = append(&out, &len, &cap, len ? ",notify=off" : "notify=off");
 	list = step_nodelist(sp);
 	if (r < 0 || !list || spank_get_item(sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS)
 		goto done;

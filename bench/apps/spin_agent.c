@@ -9,7 +9,11 @@
  * name says so: MPI's progress loops also run in libc and the vDSO), the agent does not
  * spin there but tries again 1 ms later, until the rank is in its own code. The
  * campaign sends the signal to the main thread (tgkill), which runs the program. The time
- * the spin began (CLOCK_MONOTONIC ns) goes to the file PDIMON_SPIN_TRUTH names. */
+ * the spin began (CLOCK_MONOTONIC ns) goes to the file PDIMON_SPIN_TRUTH names.
+ *
+ * With PDIMON_SPIN_IO set, the rank does not spin but blocks in a read(2) that never returns
+ * (of a pipe whose only writer is itself): a rank stuck in I/O, for the hang benchmark
+ * (bench/hang.py). */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -23,6 +27,7 @@
 #include <unistd.h>
 
 static long spin_ms;
+static int stuck_io; /* PDIMON_SPIN_IO: block in a read for good instead of spinning */
 static const char *truth; /* PDIMON_SPIN_TRUTH: where to write when the spin began */
 static timer_t retry;
 static volatile uint64_t sink;
@@ -78,6 +83,14 @@ static void spin(int sig, siginfo_t *si, void *ctx)
 			close(fd);
 		}
 	}
+	if (stuck_io) {
+		int fds[2];
+		char c;
+
+		if (pipe(fds) == 0)
+			while (read(fds[0], &c, 1) != 0)
+				;
+	}
 	end += (uint64_t)spin_ms * 1000000u;
 	while (spin_ms < 0 || now_ns() < end)
 		sink++;
@@ -97,6 +110,7 @@ __attribute__((constructor)) static void spin_agent_init(void)
 	ev._sigev_un._tid = gettid(); /* sigev_notify_thread_id: glibc 2.36 names no macro for it */
 	spin_ms = atol(ms);
 	truth = getenv("PDIMON_SPIN_TRUTH");
+	stuck_io = getenv("PDIMON_SPIN_IO") != NULL;
 	sigemptyset(&sa.sa_mask);
 	if (timer_create(CLOCK_MONOTONIC, &ev, &retry) < 0)
 		return;

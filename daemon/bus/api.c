@@ -263,6 +263,8 @@ static bool may_launch(struct pdi_daemon *d, const struct pdi_caller *c)
  *                          no host name. Sent until a registration with it succeeded.
  *   ntasks=N               the step's tasks on all its nodes (with nodes=)
  *   size=N                 the input size the user gave (--pdi-monitor=size=N), for trends
+ *   on-hang=ACTION         report, command or cancel: what to do when the step hangs
+ *   notify=on|off          whether to say the step's health on its output while it runs
  * Unknown keys are refused: a plugin and a daemon out of step should say so. */
 struct step_options {
 	enum pdi_phases phases;
@@ -271,6 +273,8 @@ struct step_options {
 	char *node;
 	uint32_t ntasks;
 	unsigned long long input_size;
+	enum pdi_on_hang on_hang;     /* PDI_ON_HANG_DEFAULT: the site's */
+	int notify;                   /* -1: the site's; 0 off, 1 on */
 };
 
 #define STEP_OPTIONS_MAX (16u << 20) /* a million nodes with names of 15 characters */
@@ -343,7 +347,7 @@ static int parse_step_options(const char *options, struct step_options *ret)
 	char *buf, *save = NULL;
 	int r = 0;
 
-	*ret = (struct step_options){.phases = PDI_PHASES_DEFAULT};
+	*ret = (struct step_options){.phases = PDI_PHASES_DEFAULT, .notify = -1};
 	if (strlen(options) > STEP_OPTIONS_MAX)
 		return -E2BIG;
 	buf = strdup(options);
@@ -362,6 +366,10 @@ static int parse_step_options(const char *options, struct step_options *ret)
 			r = parse_ntasks(o + 7, &ret->ntasks);
 		else if (!strncmp(o, "size=", 5) && !ret->input_size)
 			r = pdi_input_size_parse(o + 5, &ret->input_size);
+		else if (!strncmp(o, "on-hang=", 8))
+			r = pdi_on_hang_parse(o + 8, &ret->on_hang);
+		else if (!strcmp(o, "notify=on") || !strcmp(o, "notify=off"))
+			ret->notify = !strcmp(o, "notify=on");
 		else
 			r = -EINVAL;
 	}
@@ -451,7 +459,8 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 		return fail(r, "cannot parse options: %s", strerror(-r));
 	if (r < 0)
 		return fail(-EINVAL, "invalid options '%.64s': use phases=auto or phases=pcontrol, node=NAME, "
-				     "nodes=NAME+NAME... (NAME of [A-Za-z0-9._-], NAME in the nodes), ntasks=N, size=N", options);
+				     "nodes=NAME+NAME... (NAME of [A-Za-z0-9._-], NAME in the nodes), ntasks=N, size=N, "
+				     "on-hang=report|command|cancel, notify=on|off", options);
 	if (pid <= 0 || rank > INT32_MAX) {
 		reply = fail(-EINVAL, "invalid pid %d or rank %u", (int)pid, rank);
 		goto out;
@@ -499,6 +508,10 @@ struct pdi_reply pdi_api_register_task(struct pdi_daemon *d, const struct pdi_ca
 		s->total_tasks = o.ntasks;
 	if (o.input_size)
 		s->input_size = o.input_size;
+	if (o.on_hang != PDI_ON_HANG_DEFAULT)
+		s->on_hang = (uint8_t)o.on_hang;
+	if (o.notify >= 0)
+		s->quiet = !o.notify;
 	if (o.node && !s->node) {
 		s->node = o.node;
 		o.node = NULL;

@@ -285,6 +285,7 @@ static const sd_bus_vtable monitor_vtable[] = {
 				SD_BUS_VTABLE_UNPRIVILEGED),
 	/* sent unicast to subscribers only (subscribe.c), never broadcast */
 	SD_BUS_SIGNAL_WITH_ARGS("StepEnded", SD_BUS_ARGS("s", step, "s", state), 0),
+	SD_BUS_SIGNAL_WITH_ARGS("StepHealthChanged", SD_BUS_ARGS("s", step, "s", health, "s", verdict), 0),
 	SD_BUS_VTABLE_END,
 };
 

@@ -31,3 +31,7 @@ int pdi_bus_subscribe(struct pdi_daemon *d, sd_bus_message *m, uid_t uid, sd_bus
 void pdi_bus_subscribers_free(struct pdi_daemon *d);
 /* StepEnded(step, state), to each subscriber who may read S, and to nobody else. */
 void pdi_bus_emit_step_ended(struct pdi_daemon *d, const struct pdi_step *s, const char *state);
+/* StepHealthChanged(step, health, verdict), likewise: S was judged HEALTH (ok, slow, hung),
+ * VERDICT_JSON says why (hang/step_health.c). */
+void pdi_bus_emit_step_health_changed(struct pdi_daemon *d, const struct pdi_step *s, const char *health,
+				      const char *verdict_json);

@@ -72,18 +72,22 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 		running_steps += !strcmp(step_state(d->reg.steps[i]), "running");
 	if (!json) {
 		char site[768];
+		struct pdi_hang_numbers h;
 
 		pdi_site_store_status_line(d, site, sizeof(site));
+		pdi_hang_numbers(d, &h);
 		if (asprintf(&text,
 			     "pdimond %s, up %.0f s\n"
 			     "steps:       %u (%u running)\n"
 			     "tasks:       %u (%u running)\n"
 			     "events:      %" PRIu64 " (%.0f/s), %" PRIu64 " lost\n"
 			     "memory:      %zu KiB resident, %" PRIu64 " KiB in models\n"
-			     "objects:     %zu open (%" PRIu64 " MiB of files), %" PRIu64 " closed to stay within limits\n%s",
+			     "objects:     %zu open (%" PRIu64 " MiB of files), %" PRIu64 " closed to stay within limits\n"
+			     "health:      %u ok, %u slow, %u hung; %" PRIu64 " hung and %" PRIu64 " slow announced\n%s",
 			     PDI_VERSION, uptime, d->reg.nsteps, running_steps, d->reg.ntasks, running_tasks,
 			     d->events, d->events_per_s, lost, rss_bytes() / 1024, model_bytes / 1024, oc.objects,
-			     oc.bytes >> 20, oc.evicted, site) < 0)
+			     oc.bytes >> 20, oc.evicted, h.by_health[0], h.by_health[1], h.by_health[2],
+			     h.alarms[PDI_HEALTH_HUNG], h.alarms[PDI_HEALTH_SLOW], site) < 0)
 			return NULL;
 		return text;
 	}
@@ -103,6 +107,7 @@ char *pdi_show_status(struct pdi_daemon *d, bool json)
 	pdi_json_kv_uint(&j, "objects_open", oc.objects);
 	pdi_json_kv_uint(&j, "objects_bytes", oc.bytes);
 	pdi_json_kv_uint(&j, "objects_evicted", oc.evicted);
+	pdi_hang_status_json(d, &j);
 	pdi_site_store_status(d, &j);
 	pdi_json_obj_end(&j);
 	return pdi_json_steal(&j);
@@ -115,7 +120,13 @@ static void step_row(struct pdi_json *j, bool json, const struct pdi_step_row *r
 		struct tm tm;
 
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&r->started, &tm));
-		pdi_json_printf(j, "%-24s %-8s %8u %6u %7u %s\n", r->name, r->state, r->uid, r->ntasks, r->running, when);
+		pdi_json_printf(j, "%-24s %-8s %-6s %8u %6u %7u %s", r->name, r->state, r->health ? r->health : "-", r->uid,
+				r->ntasks, r->running, when);
+		if (r->health_since) {
+			strftime(when, sizeof(when), "%H:%M:%S", localtime_r(&r->health_since, &tm));
+			pdi_json_printf(j, "  (%s since %s)", r->health, when);
+		}
+		pdi_json_printf(j, "\n");
 		return;
 	}
 	pdi_json_obj_begin(j);
@@ -132,6 +143,10 @@ static void step_row(struct pdi_json *j, bool json, const struct pdi_step_row *r
 		pdi_json_int(j, r->ended);
 	else
 		pdi_json_null(j);
+	if (r->health)
+		pdi_json_kv_str(j, "health", r->health);
+	if (r->health && r->health_since)
+		pdi_json_kv_int(j, "health_since", r->health_since);
 	pdi_json_obj_end(j);
 }
 
@@ -144,12 +159,16 @@ char *pdi_show_steps(struct pdi_daemon *d, bool json, uid_t owner, const struct 
 	if (json)
 		pdi_json_arr_begin(&j);
 	else
-		pdi_json_printf(&j, "%-24s %-8s %8s %6s %7s %s\n", "STEP", "STATE", "UID", "TASKS", "RUNNING", "STARTED");
+		pdi_json_printf(&j, "%-24s %-8s %-6s %8s %6s %7s %s\n", "STEP", "STATE", "HEALTH", "UID", "TASKS", "RUNNING",
+				"STARTED");
 	for (unsigned i = 0; i < d->reg.nsteps; i++) {
 		const struct pdi_step *s = d->reg.steps[i];
 		struct pdi_step_row r = {.name = s->name, .state = step_state(s), .uid = s->uid, .job_id = s->job_id,
 					 .step_id = s->step_id, .ntasks = s->ntasks,
 					 .running = pdi_step_running_tasks(s), .started = s->started, .ended = s->ended};
+		enum pdi_health health = pdi_step_health_of(s, &r.health_since);
+
+		r.health = pdi_health_names[health];
 
 		if (owner == (uid_t)-1 || s->uid == owner)
 			step_row(&j, json, &r);
@@ -383,6 +402,7 @@ static char *step_json(struct pdi_daemon *d, const struct pdi_step *s)
 		json_task(d, &j, s->tasks[i]);
 	pdi_json_arr_end(&j);
 	json_sites(&j, s);
+	pdi_step_health_json(s, &j);
 	pdi_json_obj_end(&j);
 	return pdi_json_steal(&j);
 }
@@ -415,6 +435,20 @@ static void text_current(struct pdi_daemon *d, struct pdi_json *j, struct pdi_ta
 		pdi_json_printf(j, "  ended inside %s\n", t->ended_in);
 }
 
+/* Its health, when it is not ok, and what was done about it. */
+static void text_health(struct pdi_json *j, const struct pdi_step *s)
+{
+	time_t since;
+	enum pdi_health h = pdi_step_health_of(s, &since);
+	char when[32];
+	struct tm tm;
+
+	if (h == PDI_HEALTH_OK)
+		return;
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&since, &tm));
+	pdi_json_printf(j, "health: %s since %s\n", pdi_health_names[h], when);
+}
+
 static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 {
 	char from[1100], to[1100], mean[32], sd[32];
@@ -422,6 +456,7 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 
 	pdi_json_init(&j);
 	pdi_json_printf(&j, "step %s: %s, %u tasks\n", s->name, step_state(s), s->ntasks);
+	text_health(&j, s);
 	for (unsigned i = 0; i < s->ntasks; i++) {
 		struct pdi_task *t = s->tasks[i];
 		uint64_t lost = task_lost(d, t);

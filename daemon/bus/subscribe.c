@@ -9,6 +9,7 @@
  * stays until its connection leaves the bus (sd_bus_track). Bounded: PDI_BUS_MAX_SUBSCRIBERS
  * in all and PDI_BUS_MAX_SUBSCRIBERS_PER_UID per uid; a refusal is one rate-limited line. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,27 +108,44 @@ void pdi_bus_subscribers_free(struct pdi_daemon *d)
 	d->subscribers = NULL;
 }
 
-void pdi_bus_emit_step_ended(struct pdi_daemon *d, const struct pdi_step *s, const char *state)
+/* Signal MEMBER of TYPES (the arguments follow) to each subscriber who may read S, and to
+ * nobody else. */
+static void emit_to_readers(struct pdi_daemon *d, const struct pdi_step *s, const char *member, const char *types, ...)
 {
 	struct pdi_subscribers *all = d->subscribers;
 
 	for (unsigned i = 0; d->bus && all && i < all->n; i++) {
 		struct pdi_caller c = pdi_caller_of(d, all->v[i]->uid);
 		sd_bus_message *m = NULL;
+		va_list ap;
 		int r;
 
 		if (!pdi_may_read(&c, s))
 			continue;
-		r = sd_bus_message_new_signal(d->bus, &m, PDI_BUS_PATH, PDI_BUS_IFACE, "StepEnded");
+		r = sd_bus_message_new_signal(d->bus, &m, PDI_BUS_PATH, PDI_BUS_IFACE, member);
 		if (r >= 0)
 			r = sd_bus_message_set_destination(m, all->v[i]->name);
-		if (r >= 0)
-			r = sd_bus_message_append(m, "ss", s->name, state);
+		if (r >= 0) {
+			va_start(ap, types);
+			r = sd_bus_message_appendv(m, types, ap);
+			va_end(ap);
+		}
 		if (r >= 0)
 			r = sd_bus_send(d->bus, m, NULL);
 		sd_bus_message_unref(m);
 		if (r < 0)
-			log_warning_errno_limited(all->v[i]->uid, r, "Cannot tell %s that step %s ended, ignoring: %m",
-						  all->v[i]->name, s->name);
+			log_warning_errno_limited(all->v[i]->uid, r, "Cannot send %s about step %s to %s, ignoring: %m",
+						  member, s->name, all->v[i]->name);
 	}
+}
+
+void pdi_bus_emit_step_ended(struct pdi_daemon *d, const struct pdi_step *s, const char *state)
+{
+	emit_to_readers(d, s, "StepEnded", "ss", s->name, state);
+}
+
+void pdi_bus_emit_step_health_changed(struct pdi_daemon *d, const struct pdi_step *s, const char *health,
+				      const char *verdict_json)
+{
+	emit_to_readers(d, s, "StepHealthChanged", "sss", s->name, health, verdict_json);
 }

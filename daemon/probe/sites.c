@@ -135,10 +135,30 @@ static void locate(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr,
 	ret->ident = mix64(mix64(mix64(0, m->dev), m->ino), ret->vaddr);
 }
 
+/* The key of T's cache of the sites of its chains. */
+static uint64_t chain_key(uint64_t caller, uint64_t via, unsigned fn)
+{
+	return mix64(mix64(mix64(0, caller), via), fn);
+}
+
+int pdi_site_cached(const struct pdi_task *t, const struct pdi_inflight *f, uint32_t *ret_site)
+{
+	unsigned fn = PDI_COOKIE_FN(f->cookie);
+	uint32_t i;
+
+	if (fn >= pdi_mpi_nfuncs || f->chain != PDI_CHAIN_DONE)
+		return -ENOENT;
+	i = pdi_u64map_get(&t->site_cache, chain_key(f->caller, f->via, fn));
+	if (i == PDI_U64MAP_NONE)
+		return -ENOENT;
+	*ret_site = i;
+	return 0;
+}
+
 int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_chain *ch, uint16_t fn,
 		    uint32_t *ret_site)
 {
-	uint64_t ckey = mix64(mix64(mix64(0, ch->caller), ch->via), fn), key;
+	uint64_t ckey = chain_key(ch->caller, ch->via, fn), key;
 	struct code_addr at, via;
 	struct pdi_step *s = t->step;
 	uint32_t i = pdi_u64map_get(&t->site_cache, ckey);

@@ -25,6 +25,11 @@ static inline struct pdi_chain pdi_chain_direct(uint64_t addr)
 	return (struct pdi_chain){.callsite = addr, .caller = addr, .end = PDI_CHAIN_DONE};
 }
 
+/* The site of in-flight call F of task T if T has made a call from there before, without
+ * resolving or reading anything: 0, or -ENOENT (a site T never called from, or a chain the
+ * BPF side could not finish). What the hang judge asks once a second. */
+int pdi_site_cached(const struct pdi_task *t, const struct pdi_inflight *f, uint32_t *ret_site);
+
 /* The site of the call thread TID of task T is in (F, from pdi_tracer_inflight()), named like
  * the same call once it has returned. -EINVAL if F's function is not one pdimon knows. */
 int pdi_site_of_inflight(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_inflight *f, pid_t tid,

@@ -588,6 +588,19 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ou
 	return n;
 }
 
+int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret)
+{
+	__u64 key = (__u64)pid << 32 | (__u32)pid;
+	struct pdi_inflight f;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.inflight), &key, &f) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (f.active == 0)
+		return 0;
+	*ret = f;
+	return 1;
+}
+
 int pdi_tracer_exited_in(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret)
 {
 	__u32 k = (__u32)pid;

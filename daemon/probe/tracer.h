@@ -110,6 +110,10 @@ uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid);
 int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,
 			int max);
 
+/* Whether the main thread of PID is inside MPI now, into *RET: 1 (yes), 0 (no), or -errno.
+ * One map lookup: what the hang judge asks of every task once a second. */
+int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret);
+
 /* The call a thread of PID other than its main one was inside when it exited: where an ended
  * task died when its main thread was not in MPI (pdi_tracer_inflight() reads the main thread,
  * whose entry stays until pdi_tracer_forget()). -ENOENT if none. */

@@ -99,6 +99,11 @@ static int build_once(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, char 
 		return r;
 	*ret_json = pdi_render_json(&a);
 	*ret_summary = pdi_render_summary(&a);
+	/* what pdimond judged while it ran: when it first looked hung, when it was cancelled */
+	if (*ret_json && pdi_step_health_amend_report(s, ret_json) < 0) {
+		free(*ret_json);
+		*ret_json = NULL;
+	}
 	pdi_analysis_done(&a);
 	pdi_view_done(&v);
 	if (!*ret_json || !*ret_summary) {

@@ -15,8 +15,7 @@
 
 #include "view_local.h"
 
-/* FILE under /proc/PID/task/TID into BUF (NUL-terminated). Bytes read, or -errno. */
-static ssize_t read_proc(pid_t pid, pid_t tid, const char *file, char *buf, size_t len)
+ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, size_t len)
 {
 	char path[96];
 	ssize_t n;
@@ -41,7 +40,7 @@ static int read_schedstat(pid_t pid, pid_t tid, uint64_t *ret_run, uint64_t *ret
 	char buf[128];
 	uint64_t run, wait;
 
-	if (read_proc(pid, tid, "schedstat", buf, sizeof(buf)) <= 0 ||
+	if (pdi_task_proc_read(pid, tid, "schedstat", buf, sizeof(buf)) <= 0 ||
 	    sscanf(buf, "%" SCNu64 " %" SCNu64, &run, &wait) != 2)
 		return -ENODATA;
 	*ret_run = run;
@@ -78,7 +77,7 @@ void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, stru
 
 	if (tid <= 0)
 		tid = t->pid;
-	if (read_proc(t->pid, tid, "stat", buf, sizeof(buf)) <= 0) {
+	if (pdi_task_proc_read(t->pid, tid, "stat", buf, sizeof(buf)) <= 0) {
 		*ret = a;
 		return;
 	}
@@ -89,7 +88,7 @@ void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, stru
 	case 'S': case 'I': a.kind = PDI_ACT_SLEEPING; break;
 	default: break;
 	}
-	if (read_proc(t->pid, tid, "wchan", buf, sizeof(buf)) > 0 && strcmp(buf, "0"))
+	if (pdi_task_proc_read(t->pid, tid, "wchan", buf, sizeof(buf)) > 0 && strcmp(buf, "0"))
 		snprintf(a.wchan, sizeof(a.wchan), "%.*s", (int)sizeof(a.wchan) - 1, buf);
 	if (read_schedstat(t->pid, tid, &run_ns, &wait_ns) == 0) {
 		if (seen->tid == tid && seen->at_ns && now_ns > seen->at_ns && run_ns >= seen->run_ns &&

@@ -13,6 +13,7 @@
 #include "mpi_funcs.h"
 #include "sites.h"
 #include "stackwalk.h"
+#include "step_health.h"
 #include "tracer.h"
 #include "view_local.h"
 
@@ -29,10 +30,10 @@ void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where 
 	*w = (struct pdi_where){.site = -1};
 	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
-		/* inside MPI for a moment is what MPI programs do; past the timeout it is a hang
-		 * suspect (PDI 4.1) */
+		/* inside MPI for a moment is what MPI programs do; past what the step's own history
+		 * makes plausible it is a hang suspect (hang/step_health.h) */
 		w->for_ns = now > f.t_enter ? now - f.t_enter : 0;
-		w->kind = w->for_ns >= (uint64_t)d->cfg.hang_timeout_ms * 1000000 ? PDI_WHERE_BLOCKED : PDI_WHERE_IN_MPI;
+		w->kind = w->for_ns >= pdi_hang_blocked_after_ns(d, s) ? PDI_WHERE_BLOCKED : PDI_WHERE_IN_MPI;
 		w->callsite = f.callsite;
 		w->tid = tid;
 		if (pdi_site_of_inflight(t, d->objs, &f, tid, &site) == 0) {

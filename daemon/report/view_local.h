@@ -15,6 +15,9 @@ struct pdi_samples;
  * runs: the one place the daemon decides it (reports, `pdimon show`). */
 void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *ret);
 
+/* FILE under /proc/PID/task/TID into BUF (NUL-terminated). Bytes read, or -errno. */
+ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, size_t len);
+
 /* What the node's kernel says thread TID of running task T is doing (/proc: its state,
  * wchan, and its CPU use and run-queue wait since the last look, kept in T). */
 void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, struct pdi_task_activity *ret);

@@ -222,6 +222,22 @@ static void section_begin(struct pdi_json *o, const char *id, const char *title)
 	pdi_json_printf(o, "</h2>\n");
 }
 
+/* What pdimond judged while the step ran (the report's "health"): when it first looked hung,
+ * and when pdimond cancelled it. */
+static void health_facts(struct pdi_json *o, const json_t *health)
+{
+	char at[64];
+
+	if (pdi_jint(health, "first_judged_hung", 0)) {
+		when(pdi_jint(health, "first_judged_hung", 0), at, sizeof(at));
+		pdi_html_textf(o, " · first judged hung %s", at);
+	}
+	if (pdi_jint(health, "cancelled", 0)) {
+		when(pdi_jint(health, "cancelled", 0), at, sizeof(at));
+		pdi_html_textf(o, " · cancelled by pdimon %s", at);
+	}
+}
+
 static void facts(struct pdi_html_page *p, const json_t *doc)
 {
 	struct pdi_json *o = &p->facts;
@@ -242,6 +258,7 @@ static void facts(struct pdi_html_page *p, const json_t *doc)
 	if (pdi_jint(nodes, "count", 0) > 1)
 		pdi_html_textf(o, " on %" JSON_INTEGER_FORMAT " nodes (%" JSON_INTEGER_FORMAT " answered)",
 			       pdi_jint(nodes, "count", 0), pdi_jint(nodes, "answered", 0));
+	health_facts(o, pdi_jobj(doc, "health"));
 }
 
 /* The analysis's own limits: what it could not conclude, and why. */
@@ -425,8 +442,9 @@ static void hang(struct pdi_html_page *p, const json_t *doc)
 		char s[32];
 
 		seconds(longest, s, sizeof(s));
-		pdi_json_printf(o, "<p>Judged hung once tasks sat in one MPI call past the hang timeout; the "
-				   "longest-blocked task had been waiting %s when this report was made.</p>\n", s);
+		pdi_json_printf(o, "<p>Judged hung once no task had made progress for longer than the step's own "
+				   "history makes plausible; the longest-blocked task had been waiting %s when this "
+				   "report was made.</p>\n", s);
 	} else {
 		pdi_json_printf(o, "<p>The step ended with these tasks blocked in MPI.</p>\n");
 	}

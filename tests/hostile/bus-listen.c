@@ -7,7 +7,8 @@
  *
  * On DBUS_SYSTEM_BUS_ADDRESS's bus. Prints "subscribed" or "not subscribed: ERROR", then
  * "ready", then "StepEnded STEP STATE" per signal, each line flushed; exits after SECONDS
- * or when its standard input closes. */
+ * or when its standard input closes. It hears StepHealthChanged too (test_hang.py): "StepHealthChanged
+ * STEP HEALTH VERDICT-JSON". */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -26,6 +27,18 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error)
 	(void)error;
 	if (sd_bus_message_read(m, "ss", &step, &state) >= 0)
 		printf("StepEnded %s %s\n", step, state);
+	fflush(stdout);
+	return 0;
+}
+
+static int on_health(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+	const char *step = NULL, *health = NULL, *verdict = NULL;
+
+	(void)userdata;
+	(void)error;
+	if (sd_bus_message_read(m, "sss", &step, &health, &verdict) >= 0)
+		printf("StepHealthChanged %s %s %s\n", step, health, verdict);
 	fflush(stdout);
 	return 0;
 }
@@ -53,6 +66,9 @@ int main(int argc, char **argv)
 	}
 	r = sd_bus_match_signal(bus, NULL, NULL, "/org/pdimon/Monitor1", "org.pdimon.Monitor1", "StepEnded", on_signal,
 				NULL);
+	if (r >= 0)
+		r = sd_bus_match_signal(bus, NULL, NULL, "/org/pdimon/Monitor1", "org.pdimon.Monitor1", "StepHealthChanged",
+					on_health, NULL);
 	if (r < 0) {
 		fprintf(stderr, "bus-listen: cannot add the match: %s\n", strerror(-r));
 		return 1;

@@ -363,6 +363,25 @@ Test(health, debugger_is_said_once_and_never_hung)
 	cr_expect_eq(o.said_twice, 0);
 }
 
+/* The overhead budget detached a task's probes: its calls go unseen, its quiet is no proof. */
+static void blind_at_60(double t, struct world *w)
+{
+	if (t < 60)
+		busy(w, 4, t, 400);
+	else
+		stuck(w, 4, t, 60, 2, PDI_MOTION_COMPUTING);
+	w->tasks[2].blind = t >= 55;
+}
+
+Test(health, unseen_calls_are_said_once_and_never_hung)
+{
+	struct outcome o = run(blind_at_60, 1800, NULL);
+
+	cr_expect_eq(o.hung_news, 0);
+	cr_expect(o.said & PDI_UNJUDGED_BLIND);
+	cr_expect_eq(o.said_twice, 0);
+}
+
 Test(health, suspended_step_is_said_once_and_never_hung)
 {
 	struct outcome o = run(suspended_at_60, 1800, NULL);

@@ -289,3 +289,25 @@ Test(html, ten_thousand_ranks_stay_small)
 	free(page);
 	free(doc);
 }
+
+/* A report whose step pdimond judged hung while it ran, then cancelled (its "health"). */
+Test(html, first_judged_hung_and_cancelled)
+{
+	char *doc = strdup(hang_doc), *page, *end;
+	static const char health[] = ",\"health\":{\"health\":\"hung\",\"since\":1764130100,\"first_judged_hung\":1764130100,"
+				     "\"cancelled\":1764130400,\"actions\":[]}}";
+
+	cr_assert(doc);
+	doc = realloc(doc, strlen(doc) + sizeof(health));
+	cr_assert(doc);
+	end = strrchr(doc, '}');
+	strcpy(end, health);
+	page = render_ok(doc);
+	cr_expect(strstr(page, "first judged hung "), "%.1500s", strstr(page, "facts"));
+	cr_expect(strstr(page, "cancelled by pdimon "));
+	free(page);
+	free(doc);
+	page = render_ok(hang_doc);
+	cr_expect_null(strstr(page, "first judged hung"), "nothing said when the report has no health");
+	free(page);
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* progress.c -- one task as the hang judge sees it (progress.h): its last progress from its
+ * model and the in-flight map, what it does from /proc once it has been still a while. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "mpi_funcs.h"
+#include "progress.h"
+#include "sites.h"
+#include "tracer.h"
+#include "view_local.h"
+
+#define NS 1000000000ull
+/* /proc is read once a task has been still this long: before, it is busy by definition */
+#define LOOK_AFTER_NS NS
+/* a task outside MPI using less CPU than this is not computing */
+#define IDLE_CPU_PCT 5
+/* I/O counters compare only with a look this recent (a look per tick) */
+#define IO_FRESH_NS (3 * NS)
+/* models pooled for a state's durations: the tasks of one program agree */
+#define POOL_TASKS 16
+#define NO_SITE UINT32_MAX
+/* the next site of a computation key that stands for every computation after its site */
+#define ANY_NEXT PDI_SITE_MAX
+
+int pdi_proc_io(pid_t pid, uint64_t *ret)
+{
+	unsigned long long rchar, wchar;
+	char buf[1024], *p;
+	ssize_t n = pdi_task_proc_read(pid, pid, "io", buf, sizeof(buf));
+
+	if (n <= 0)
+		return n < 0 ? (int)n : -EBADMSG;
+	if (!(p = strstr(buf, "rchar:")) || sscanf(p, "rchar: %llu wchar: %llu", &rchar, &wchar) != 2)
+		return -EBADMSG;
+	*ret = rchar + wchar;
+	return 0;
+}
+
+int pdi_proc_tracer(pid_t pid, pid_t *ret)
+{
+	char buf[2048], *p;
+	ssize_t n = pdi_task_proc_read(pid, pid, "status", buf, sizeof(buf));
+
+	if (n <= 0)
+		return n < 0 ? (int)n : -EBADMSG;
+	if (!(p = strstr(buf, "\nTracerPid:")))
+		return -EBADMSG;
+	*ret = (pid_t)strtol(p + 11, NULL, 10);
+	return 0;
+}
+
+static bool is_polling_fn(unsigned fn)
+{
+	return fn < pdi_mpi_nfuncs && (pdi_mpi_funcs[fn].cls == PDI_FC_TEST || pdi_mpi_funcs[fn].cls == PDI_FC_PROBE);
+}
+
+/* Calls completed since the last look, and whether they were progress: not when all of them
+ * were the same polling call at the site it polled at before. */
+static uint64_t completed_calls(const struct pdi_model *m, struct pdi_task_progress *p, bool *ret_progress)
+{
+	uint64_t dcalls = m->calls >= p->calls ? m->calls - p->calls : 0, visits;
+
+	*ret_progress = false;
+	p->calls = m->calls;
+	if (!dcalls)
+		return 0;
+	if (!is_polling_fn(m->last_fn)) {
+		p->poll_site = NO_SITE;
+		*ret_progress = true;
+		return dcalls;
+	}
+	visits = pdi_model_visits(m, pdi_state_comm(m->last_site));
+	if (p->poll_site == m->last_site && visits - p->poll_visits == dcalls) {
+		p->poll_visits = visits;
+		return 0; /* still polling one request */
+	}
+	/* it came to a polling loop: that is progress, the loop itself is not */
+	p->poll_site = m->last_site;
+	p->poll_visits = visits;
+	*ret_progress = true;
+	return dcalls;
+}
+
+uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, struct pdi_task_progress *p,
+				  uint64_t now_ns, struct pdi_health_task *ret, uint64_t *ret_key)
+{
+	const struct pdi_model *m = &t->model;
+	struct pdi_health_task h = {.rank = t->rank, .motion = PDI_MOTION_COMPUTING};
+	struct pdi_inflight f;
+	bool in_mpi = pdi_tracer_inflight_main(d->tracer, t->pid, &f) == 1, progressed;
+	unsigned fn = in_mpi ? PDI_COOKIE_FN(f.cookie) : m->last_fn;
+	uint64_t key = UINT64_MAX, latest = m->started ? m->last_exit : 0, calls;
+	uint32_t site;
+
+	if (!p->last_ns) {
+		/* first look: what it did before counts from its last transition, or from now */
+		*p = (struct pdi_task_progress){.calls = m->calls, .poll_site = NO_SITE, .last_ns = now_ns};
+		if (in_mpi && f.t_enter > latest)
+			latest = f.t_enter;
+		if (latest && latest < now_ns)
+			p->last_ns = latest;
+	}
+	calls = completed_calls(m, p, &progressed);
+	/* entering a call is progress too, unless it is the polling call again */
+	if (in_mpi && f.t_enter > p->last_ns && !(is_polling_fn(fn) && p->poll_site != NO_SITE)) {
+		progressed = true;
+		latest = f.t_enter;
+	}
+	if (progressed && latest > p->last_ns)
+		p->last_ns = latest < now_ns ? latest : now_ns;
+
+	if (in_mpi && fn < pdi_mpi_nfuncs) {
+		uint8_t cls = pdi_mpi_funcs[fn].cls;
+
+		h.motion = cls == PDI_FC_FINALIZE ? PDI_MOTION_FINISHED : cls == PDI_FC_INIT ? PDI_MOTION_STARTING
+											  : PDI_MOTION_WAITING;
+		if (pdi_site_cached(t, &f, &site) == 0)
+			key = pdi_state_comm(site);
+	} else if (!m->started) {
+		h.motion = PDI_MOTION_STARTING;
+	} else if (m->last_fn < pdi_mpi_nfuncs && pdi_mpi_funcs[m->last_fn].cls == PDI_FC_FINALIZE) {
+		h.motion = PDI_MOTION_FINISHED;
+	} else {
+		/* computing after its last call: what follows is not known yet */
+		key = pdi_state_comp(m->last_site, ANY_NEXT);
+	}
+
+	/* still for a while: what the kernel says it does, and whether it does I/O */
+	if (now_ns - p->last_ns >= LOOK_AFTER_NS && h.motion != PDI_MOTION_FINISHED) {
+		struct pdi_task_activity a;
+		uint64_t io;
+		pid_t tracer = 0;
+
+		if (pdi_proc_io(t->pid, &io) == 0) {
+			if (p->io_ns && now_ns - p->io_ns <= IO_FRESH_NS && io > p->io)
+				p->last_ns = now_ns; /* reading or writing: working */
+			p->io = io;
+			p->io_ns = now_ns;
+		}
+		pdi_task_activity_read(t, t->pid, now_ns, &a);
+		if (a.kind == PDI_ACT_STOPPED)
+			/* stopped by a signal, or held by a debugger (not pdimond's own stack walk) */
+			h.motion = pdi_proc_tracer(t->pid, &tracer) == 0 && tracer && tracer != getpid() ? PDI_MOTION_TRACED
+													  : PDI_MOTION_STOPPED;
+		else if (h.motion == PDI_MOTION_COMPUTING && a.kind != PDI_ACT_RUNNING && a.kind != PDI_ACT_STARVED &&
+			 !(a.cpu_pct > IDLE_CPU_PCT))
+			h.motion = PDI_MOTION_IDLE;
+	} else {
+		p->io_ns = 0;
+	}
+	h.idle_s = (double)(now_ns - p->last_ns) / 1e9;
+	*ret = h;
+	*ret_key = key;
+	return calls;
+}
+
+/* Whether state KEY of a phase is the one asked for. */
+static bool state_matches(uint64_t key, uint64_t want)
+{
+	if (pdi_state_is_comp(want) && pdi_state_site(want) == ANY_NEXT)
+		return pdi_state_is_comp(key) && pdi_state_prev_site(key) == pdi_state_prev_site(want);
+	return key == want;
+}
+
+void pdi_state_durations_of(struct pdi_task *const *tasks, unsigned n, uint64_t key, struct pdi_state_durations *ret)
+{
+	struct pdi_gauss g = {0};
+	double longest = 0;
+
+	for (unsigned i = 0; i < n && i < POOL_TASKS; i++) {
+		const struct pdi_model *m = &tasks[i]->model;
+
+		for (uint32_t ph = 0; ph < m->nphases; ph++) {
+			const struct pdi_phase *p = &m->phases[ph];
+
+			for (uint32_t e = 0; e < p->nedges; e++) {
+				const struct pdi_edge *edge = &p->edges[e];
+
+				if (!state_matches(p->states[edge->from].key, key))
+					continue;
+				pdi_gauss_merge(&g, &edge->time);
+				for (unsigned b = 0; b < edge->hist.n; b++)
+					if (edge->hist.mean[b] > longest)
+						longest = edge->hist.mean[b];
+			}
+		}
+	}
+	if (g.mean > longest)
+		longest = g.mean;
+	*ret = (struct pdi_state_durations){.n = g.n, .mean_s = g.mean / 1e9, .sd_s = pdi_gauss_stddev(&g) / 1e9,
+					    .longest_s = longest / 1e9};
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* progress.h -- what the hang judge (lib/health.h) is fed about one running task: when it
+ * last made progress and what it does now, from what pdimond already has (the task's model,
+ * the BPF in-flight map) and, once it has been still for a while, from /proc: what the
+ * diagnosis reads of it (its state and CPU use, report/task_activity.c), whether a debugger
+ * holds it, and the I/O of its main thread.
+ *
+ * Progress is an MPI call completed or entered, except polling: calls of MPI_Test* or
+ * MPI_Iprobe at one site and nothing else in between are a wait, not progress. I/O of the
+ * main thread (bytes read or written since the last look) is progress too: a rank writing a
+ * checkpoint while the others wait in a collective is working. CPU time is not (a spinning
+ * rank burns it): it tells computing from sleeping. */
+#pragma once
+
+#include <stdint.h>
+
+#include "health.h"
+
+struct pdi_daemon;
+struct pdi_task;
+
+/* What the last looks at a task left. Zeroed: never looked at. */
+struct pdi_task_progress {
+	uint64_t calls;        /* the model's calls at the last look */
+	uint64_t last_ns;      /* its last progress (CLOCK_MONOTONIC); 0 before the first look */
+	uint32_t poll_site;    /* the site it polls at (Test/Iprobe), UINT32_MAX when none */
+	uint64_t poll_visits;  /* that site's visits at the last look */
+	uint64_t io;           /* its main thread's rchar + wchar at the last look */
+	uint64_t io_ns;        /* when it was read (0: never, or too long ago to compare) */
+};
+
+/* The bytes the main thread of PID has read and written (rchar + wchar of its io file, which
+ * takes ptrace read access): 0, or -errno. */
+int pdi_proc_io(pid_t pid, uint64_t *ret);
+/* The pid of the debugger that traces PID (TracerPid), 0 when none: 0, or -errno. */
+int pdi_proc_tracer(pid_t pid, pid_t *ret);
+
+/* Task T at NOW_NS: its progress tracked in P, and what the judge takes from it in RET (its
+ * state's durations pooled with its step's other tasks by the caller: RET->state is left
+ * empty). Returns the calls it completed since the last look that were progress (polling
+ * left out), for the step's rate. *RET_KEY: the state it is in (a model state key; UINT64_MAX
+ * when none) for the caller to pool durations by. */
+uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, struct pdi_task_progress *p,
+				  uint64_t now_ns, struct pdi_health_task *ret, uint64_t *ret_key);
+
+/* The durations of state KEY over the models of TASKS (N of them; at most a few are read:
+ * tasks of a step run one program), in seconds. A computation state's key stands for every
+ * computation after its call site (what comes next is not known while it runs). */
+void pdi_state_durations_of(struct pdi_task *const *tasks, unsigned n, uint64_t key, struct pdi_state_durations *ret);

@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* step_health.c -- the live steps judged once a second, and what pdimond does when one of
+ * them hangs, slows down or moves again (step_health.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actions.h"
+#include "budget.h"
+#include "bus.h"
+#include "daemon.h"
+#include "hang.h"
+#include "json.h"
+#include "log.h"
+#include "mpi_funcs.h"
+#include "notify.h"
+#include "progress.h"
+#include "ranges.h"
+#include "step_health.h"
+
+#define NS 1000000000ull
+/* durations pooled for at most this many distinct states a tick; others go unexplained */
+#define MAX_KEYS 8
+
+const char *const pdi_on_hang_names[] = {"", "report", "command", "cancel"};
+
+static void clock_text(time_t t, char *buf, size_t len);
+static enum pdi_on_hang on_hang_of(const struct pdi_daemon *d, const struct pdi_step *s);
+static bool notify_of(const struct pdi_daemon *d, const struct pdi_step *s);
+
+int pdi_on_hang_parse(const char *name, enum pdi_on_hang *ret)
+{
+	for (unsigned i = PDI_ON_HANG_REPORT; i <= PDI_ON_HANG_CANCEL; i++)
+		if (!strcmp(name, pdi_on_hang_names[i])) {
+			*ret = (enum pdi_on_hang)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+struct pdi_step_health {
+	struct pdi_health_judge judge;
+	struct pdi_health_verdict last;
+	struct pdi_task_progress *progress; /* by the step's task index */
+	unsigned nprogress;
+	struct pdi_health_task *in;          /* this tick's input, reused */
+	uint64_t *keys;
+	struct pdi_task **running;
+	unsigned cap;
+	uint64_t calls;                      /* completed calls that were progress */
+	time_t since;                        /* the announced episode's start, wall clock; 0 ok */
+	time_t first_hung, cancelled;
+	uint64_t cancel_at_ns;               /* on-hang=cancel: when the grace is over; 0 none */
+	char line[600];                      /* the last line announced */
+	bool ready;                          /* the store answered: judged from now on */
+	bool saved_end;                      /* its record was saved once it ended */
+	struct pdi_health_action actions[PDI_HEALTH_MAX_ACTIONS];
+	unsigned nactions, dropped_actions;
+};
+
+void pdi_step_health_free(struct pdi_step_health *h)
+{
+	if (!h)
+		return;
+	free(h->progress);
+	free(h->in);
+	free(h->keys);
+	free(h->running);
+	free(h);
+}
+
+/* The judge's parameters from the daemon's settings. */
+static struct pdi_health_params params_of(const struct pdi_config *c)
+{
+	struct pdi_health_params p = pdi_health_params_default;
+
+	p.quiet.rate_per_hour = c->hang_false_alarm_rate;
+	p.floor_s = c->hang_timeout_ms / 1000.0;
+	return p;
+}
+
+static struct pdi_step_health *health_of(struct pdi_daemon *d, struct pdi_step *s)
+{
+	struct pdi_health_params p;
+
+	if (s->health)
+		return s->health;
+	s->health = calloc(1, sizeof(*s->health));
+	if (!s->health)
+		return NULL;
+	p = params_of(&d->cfg);
+	pdi_health_init(&s->health->judge, &p);
+	pdi_hang_history_load(d, s);
+	return s->health;
+}
+
+/* Room for N tasks in H's arrays; the progress array keeps what it knew. */
+static int reserve(struct pdi_step_health *h, unsigned n)
+{
+	if (n > h->nprogress) {
+		struct pdi_task_progress *p = realloc(h->progress, n * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		memset(p + h->nprogress, 0, (n - h->nprogress) * sizeof(*p));
+		h->progress = p;
+		h->nprogress = n;
+	}
+	if (n > h->cap) {
+		struct pdi_health_task *in = realloc(h->in, n * sizeof(*in));
+		uint64_t *keys = in ? realloc(h->keys, n * sizeof(*keys)) : NULL;
+		struct pdi_task **running = keys ? realloc(h->running, n * sizeof(*running)) : NULL;
+
+		if (in)
+			h->in = in;
+		if (keys)
+			h->keys = keys;
+		if (!running)
+			return -ENOMEM;
+		h->running = running;
+		h->cap = n;
+	}
+	return 0;
+}
+
+static void action(struct pdi_step_health *h, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void action(struct pdi_step_health *h, const char *what, const char *fmt, ...)
+{
+	struct pdi_health_action *a;
+	va_list ap;
+
+	if (h->nactions == PDI_HEALTH_MAX_ACTIONS) {
+		/* the first ones tell how it began, the last one how it ends */
+		h->dropped_actions++;
+		h->nactions--;
+	}
+	a = &h->actions[h->nactions++];
+	a->at = time(NULL);
+	snprintf(a->what, sizeof(a->what), "%s", what);
+	va_start(ap, fmt);
+	(void)vsnprintf(a->detail, sizeof(a->detail), fmt, ap);
+	va_end(ap);
+}
+
+void pdi_step_health_acted(struct pdi_daemon *d, struct pdi_step *s, const char *what, bool ok, const char *fmt, ...)
+{
+	struct pdi_step_health *h = s->health;
+	char detail[sizeof(h->actions[0].detail)];
+	va_list ap;
+
+	if (!h)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	action(h, what, "%s%s", ok ? "" : "failed: ", detail);
+	if (!strcmp(what, "cancel") && !ok)
+		h->cancelled = 0; /* it did not happen after all */
+	if (!strcmp(what, "cancel"))
+		pdi_hang_history_save(d, s);
+}
+
+void pdi_step_health_get_saved(const struct pdi_step *s, struct pdi_health_saved *ret)
+{
+	const struct pdi_step_health *h = s->health;
+
+	*ret = (struct pdi_health_saved){0};
+	if (!h)
+		return;
+	ret->run = h->judge.run;
+	ret->health = h->judge.announced;
+	ret->since = h->since;
+	ret->first_hung = h->first_hung;
+	ret->cancelled = h->cancelled;
+}
+
+void pdi_step_health_loaded(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_health_record *history,
+			    const struct pdi_health_saved *own, unsigned runs)
+{
+	struct pdi_step_health *h = s->health;
+
+	if (!h || h->ready)
+		return;
+	h->ready = true;
+	pdi_health_set_history(&h->judge, history);
+	if (runs)
+		log_debug("Step %s: hang thresholds from %u earlier run%s of %s", s->name, runs, runs == 1 ? "" : "s",
+			  s->executable);
+	if (!own)
+		return;
+	/* a pdimond before this one judged it: what it announced stands (no second alarm) */
+	h->judge.run = own->run;
+	h->judge.announced = own->health;
+	h->since = own->health == PDI_HEALTH_OK ? 0 : own->since;
+	h->judge.announced_since_s = d->hang.clock_s - difftime(time(NULL), h->since);
+	h->first_hung = own->first_hung;
+	h->cancelled = own->cancelled;
+	if (own->health != PDI_HEALTH_OK) {
+		char at[16];
+
+		clock_text(h->since, at, sizeof(at));
+		log_info("Step %s: looked %s since %s before pdimond restarted; not announced again", s->name,
+			 pdi_health_names[own->health], at);
+		action(h, "restored", "looked %s since %s before pdimond restarted", pdi_health_names[own->health], at);
+		if (own->health == PDI_HEALTH_HUNG && on_hang_of(d, s) == PDI_ON_HANG_CANCEL && !h->cancelled)
+			h->cancel_at_ns = pdi_now_ns() + (uint64_t)d->cfg.on_hang_grace_s * NS;
+	}
+}
+
+/* Where task I of this tick's input is, in words: "computing after MPI_Waitall@solver.c:212". */
+static void doing(const struct pdi_step *s, const struct pdi_step_health *h, unsigned i, char *buf, size_t len)
+{
+	const struct pdi_health_task *t = &h->in[i];
+	uint64_t key = h->keys[i];
+	const char *site = "?";
+
+	if (key != UINT64_MAX) {
+		uint32_t x = pdi_state_is_comp(key) ? pdi_state_prev_site(key) : pdi_state_site(key);
+
+		if (x < s->nsites && s->sites[x].name)
+			site = s->sites[x].name;
+	}
+	switch (t->motion) {
+	case PDI_MOTION_WAITING: snprintf(buf, len, "waiting in %s", site); break;
+	case PDI_MOTION_COMPUTING: snprintf(buf, len, "computing after %s", site); break;
+	case PDI_MOTION_IDLE: snprintf(buf, len, "sleeping (no CPU, no I/O) after %s", site); break;
+	case PDI_MOTION_STOPPED: snprintf(buf, len, "stopped by a signal %s %s", key != UINT64_MAX && !pdi_state_is_comp(key) ? "in" : "after", site); break;
+	default: snprintf(buf, len, "%s", pdi_motion_names[t->motion]); break;
+	}
+}
+
+/* The local diagnosis of this tick's input: the task most behind and what it does, then
+ * where the others wait, by place. */
+static void local_diagnosis(const struct pdi_daemon *d, const struct pdi_step *s, const struct pdi_step_health *h,
+			    unsigned n, int critical, char *buf, size_t len)
+{
+	int ranks[n + 1];
+	char what[700], set[256];
+	size_t used = 0;
+	bool all_waiting = true, *done = calloc(n + 1, sizeof(*done));
+
+	buf[0] = '\0';
+	if (!done)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		all_waiting &= h->in[i].motion == PDI_MOTION_WAITING || h->in[i].motion == PDI_MOTION_FINISHED;
+	if (critical >= 0 && !all_waiting) {
+		doing(s, h, (unsigned)critical, what, sizeof(what));
+		used += (size_t)snprintf(buf, len, "least progressed [%d] on %s, %s", h->in[critical].rank,
+					 d->cfg.node_name ? d->cfg.node_name : "this node", what);
+		done[critical] = true;
+	}
+	/* the others, grouped by where they are */
+	for (unsigned i = 0; i < n && used < len; i++) {
+		unsigned k = 0;
+
+		if (done[i] || h->in[i].motion == PDI_MOTION_FINISHED)
+			continue;
+		for (unsigned j = i; j < n; j++)
+			if (!done[j] && h->keys[j] == h->keys[i] && h->in[j].motion == h->in[i].motion) {
+				ranks[k++] = h->in[j].rank;
+				done[j] = true;
+			}
+		doing(s, h, i, what, sizeof(what));
+		pdi_ranges_format(ranks, k, set, sizeof(set));
+		if (used == 0 && all_waiting)
+			used += (size_t)snprintf(buf + used, len - used, "no task outside MPI: %s %s", set, what);
+		else if (k == n - 1 && critical >= 0 && !all_waiting && h->in[i].motion == PDI_MOTION_WAITING)
+			used += (size_t)snprintf(buf + used, len - used, "; the others wait in %s", what + strlen("waiting in "));
+		else
+			used += (size_t)snprintf(buf + used, len - used, "; %s %s", set, what);
+	}
+	free(done);
+}
+
+/* "14:03:44" for a time of day. */
+static void clock_text(time_t t, char *buf, size_t len)
+{
+	struct tm tm;
+
+	strftime(buf, len, "%H:%M:%S", localtime_r(&t, &tm));
+}
+
+/* p as the line prints it: "p < 1e-6", or "p = 0.03". */
+static void p_text(double p, char *buf, size_t len)
+{
+	int k = p > 0 ? (int)floor(-log10(p)) : 300;
+
+	if (k >= 2)
+		snprintf(buf, len, "p < 1e-%d", k > 300 ? 300 : k);
+	else
+		snprintf(buf, len, "p = %.2g", p);
+}
+
+/* The one line of an episode's change, without "pdimon: ". */
+static void episode_line(const struct pdi_daemon *d, const struct pdi_step *s, const struct pdi_step_health *h,
+			 const struct pdi_health_verdict *v, time_t since, const char *diagnosis, char *buf, size_t len)
+{
+	char at[16], p[32];
+
+	clock_text(since, at, sizeof(at));
+	if (v->health == PDI_HEALTH_HUNG) {
+		p_text(v->p, p, sizeof(p));
+		snprintf(buf, len, "step %s looks hung since %s (no progress for %.0f s; %s)%s%s", s->name, at, v->quiet_s, p,
+			 diagnosis[0] ? ": " : "", diagnosis);
+	} else if (v->health == PDI_HEALTH_SLOW) {
+		snprintf(buf, len, "step %s looks slow since %s (progress at %.2gx its usual rate)%s%s", s->name, at,
+			 v->rate_ratio, diagnosis[0] ? ": " : "", diagnosis);
+	} else {
+		char was[16];
+
+		clock_text(h->since, was, sizeof(was));
+		snprintf(buf, len, "step %s makes progress again (it looked %s from %s, for %.0f s)", s->name,
+			 pdi_health_names[h->judge.announced], was, difftime(time(NULL), h->since));
+	}
+	(void)d;
+}
+
+static enum pdi_on_hang on_hang_of(const struct pdi_daemon *d, const struct pdi_step *s)
+{
+	return s->on_hang != PDI_ON_HANG_DEFAULT ? (enum pdi_on_hang)s->on_hang : (enum pdi_on_hang)d->cfg.on_hang;
+}
+
+static bool notify_of(const struct pdi_daemon *d, const struct pdi_step *s)
+{
+	return d->cfg.notify_user && !s->quiet;
+}
+
+/* StepHealthChanged: the step's health as its report has it, and the line. */
+static void emit_signal(struct pdi_daemon *d, struct pdi_step *s, const char *line)
+{
+	struct pdi_json j;
+	char *json;
+
+	pdi_json_init(&j);
+	pdi_json_obj_begin(&j);
+	pdi_json_kv_str(&j, "step", s->name);
+	pdi_json_kv_str(&j, "line", line);
+	pdi_step_health_json(s, &j);
+	pdi_json_obj_end(&j);
+	json = pdi_json_steal(&j);
+	if (json)
+		pdi_bus_emit_step_health_changed(d, s, pdi_health_names[pdi_step_health_of(s, NULL)], json);
+	free(json);
+}
+
+/* The verdict V of step S is told, once: a log line, the signal, the user's output, the
+ * site's action. DIAGNOSIS: where the tasks are, in words. */
+static void announce(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_health *h,
+		     const struct pdi_health_verdict *v, uint64_t now_ns, const char *diagnosis)
+{
+	time_t now = time(NULL), since = now - (time_t)llround(v->health == PDI_HEALTH_OK ? 0 : v->quiet_s);
+	char line[sizeof(h->line)];
+
+	if (v->health == PDI_HEALTH_SLOW)
+		since = now - (time_t)llround(d->hang.clock_s - v->since_s);
+	episode_line(d, s, h, v, since, diagnosis, line, sizeof(line));
+	if (v->health == PDI_HEALTH_OK)
+		log_info("Step %s", line + 5);
+	else
+		log_warning("Step %s", line + 5);
+	pdi_hang_metrics_alarm(d, v->health, v->health == PDI_HEALTH_OK ? 0 : (double)now - (double)since);
+	snprintf(h->line, sizeof(h->line), "%s", line);
+	action(h, v->health == PDI_HEALTH_OK ? "resumed" : "announced", "%s", line);
+	pdi_health_commit(&h->judge, v);
+	h->since = v->health == PDI_HEALTH_OK ? 0 : since;
+	if (v->health == PDI_HEALTH_HUNG && !h->first_hung)
+		h->first_hung = since;
+	emit_signal(d, s, line);
+	if (notify_of(d, s))
+		pdi_hang_notify_user(d, s, line);
+	if (v->health == PDI_HEALTH_HUNG) {
+		enum pdi_on_hang todo = on_hang_of(d, s);
+
+		if (todo == PDI_ON_HANG_COMMAND)
+			pdi_hang_run_command(d, s, line);
+		if (todo == PDI_ON_HANG_CANCEL && !h->cancel_at_ns) {
+			h->cancel_at_ns = now_ns + (uint64_t)d->cfg.on_hang_grace_s * NS;
+			action(h, "cancel", "the step will be cancelled in %u s if it does not move", d->cfg.on_hang_grace_s);
+		}
+	} else {
+		h->cancel_at_ns = 0;
+	}
+	pdi_hang_history_save(d, s);
+}
+
+/* Each reason a step could not be judged, once per step. */
+static void say_unjudged(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_health *h,
+			 const struct pdi_health_verdict *v)
+{
+	static const struct { unsigned bit; const char *why; } reasons[] = {
+		{PDI_UNJUDGED_TRACED, "a debugger holds rank %d: the step is not judged while it does"},
+		{PDI_UNJUDGED_SUSPENDED, "every task is stopped (suspended): the step is not judged while they are"},
+		{PDI_UNJUDGED_STARTING, "rank %d has made no MPI call yet: the step is judged once every task has"},
+		{PDI_UNJUDGED_BLIND, "the overhead budget detached probes of rank %d: the step is not judged while its calls go unseen"},
+	};
+	int rank = v->unjudged_task >= 0 ? h->in[v->unjudged_task].rank : -1;
+	char why[200];
+
+	for (unsigned i = 0; i < ELEMENTSOF(reasons); i++) {
+		if (!(v->unjudged_new & reasons[i].bit))
+			continue;
+		snprintf(why, sizeof(why), reasons[i].why, rank);
+		log_info("Step %s: %s", s->name, why);
+		action(h, "unjudged", "%s", why);
+	}
+	(void)d;
+}
+
+/* The step's running tasks at NOW_NS as the judge's input; the calls that were progress. */
+static unsigned sample(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_health *h, uint64_t now_ns)
+{
+	struct pdi_state_durations cache[MAX_KEYS];
+	uint64_t cached[MAX_KEYS];
+	unsigned n = 0, ncached = 0;
+
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		struct pdi_task *t = s->tasks[i];
+
+		if (t->state != PDI_TASK_RUNNING)
+			continue;
+		h->calls += pdi_task_progress_sample(d, t, &h->progress[i], now_ns, &h->in[n], &h->keys[n]);
+		for (unsigned fn = 0; t->budget && fn < pdi_mpi_nfuncs && !h->in[n].blind; fn++)
+			h->in[n].blind = t->budget->fn[fn].level == PDI_BUDGET_DETACHED;
+		h->running[n++] = t;
+	}
+	/* the durations of the states of the tasks that have been still a while */
+	for (unsigned i = 0; i < n; i++) {
+		unsigned k = 0;
+
+		if (h->keys[i] == UINT64_MAX || h->in[i].idle_s < 1)
+			continue;
+		while (k < ncached && cached[k] != h->keys[i])
+			k++;
+		if (k == ncached) {
+			if (ncached == MAX_KEYS)
+				continue;
+			/* the task's own model first, then its step's others */
+			struct pdi_task *first = h->running[0];
+
+			h->running[0] = h->running[i];
+			h->running[i] = first;
+			pdi_state_durations_of(h->running, n, h->keys[i], &cache[k]);
+			h->running[i] = h->running[0];
+			h->running[0] = first;
+			cached[ncached++] = h->keys[i];
+		}
+		h->in[i].state = cache[k];
+	}
+	return n;
+}
+
+/* Whether this node judges S: a step of one node, or the first of its nodes. */
+static bool judges(const struct pdi_daemon *d, const struct pdi_step *s)
+{
+	return s->nnodes <= 1 || (d->cfg.node_name && s->nodes && !strcmp(s->nodes[0], d->cfg.node_name));
+}
+
+/* The grace of a hung step with on-hang=cancel is over: its user is told first (the step's
+ * output goes with it), then it is cancelled. */
+static void cancel(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_health *h)
+{
+	char line[sizeof(h->line)], at[16];
+
+	/* when pdimond cancelled it: its report may be made before scancel returns */
+	h->cancelled = time(NULL);
+	clock_text(h->since, at, sizeof(at));
+	snprintf(line, sizeof(line), "step %s is being cancelled: it looked hung since %s (on-hang=cancel, after %u s of grace)",
+		 s->name, at, d->cfg.on_hang_grace_s);
+	if (notify_of(d, s))
+		pdi_hang_notify_user(d, s, line);
+	pdi_hang_cancel(d, s, h->line);
+}
+
+static void tick_step(struct pdi_daemon *d, struct pdi_step *s, uint64_t now_ns)
+{
+	struct pdi_step_health *h = health_of(d, s);
+	struct pdi_health_verdict v;
+	struct pdi_health_input in;
+	char diagnosis[500];
+	unsigned n;
+
+	if (!h || !h->ready || reserve(h, s->ntasks + 1) < 0)
+		return;
+	n = sample(d, s, h, now_ns);
+	in = (struct pdi_health_input){.now_s = d->hang.clock_s, .progress = h->calls, .tasks = h->in, .ntasks = n};
+	pdi_health_tick(&h->judge, &in, &v);
+	h->last = v;
+	if (v.unjudged_new)
+		say_unjudged(d, s, h, &v);
+	if (pdi_health_news(&h->judge, &v)) {
+		diagnosis[0] = '\0';
+		if (v.health != PDI_HEALTH_OK)
+			local_diagnosis(d, s, h, n, v.critical, diagnosis, sizeof(diagnosis));
+		announce(d, s, h, &v, now_ns, diagnosis);
+	}
+	if (h->cancel_at_ns && now_ns >= h->cancel_at_ns) {
+		h->cancel_at_ns = 0;
+		if (h->judge.announced == PDI_HEALTH_HUNG)
+			cancel(d, s, h);
+	}
+}
+
+void pdi_hang_tick(struct pdi_daemon *d)
+{
+	uint64_t now_ns = pdi_now_ns();
+
+	if (d->hang.last_ns && now_ns - d->hang.last_ns < NS)
+		return;
+	d->hang.last_ns = now_ns;
+	d->hang.clock_s = (double)now_ns / 1e9;
+	for (unsigned i = 0; i < d->reg.nsteps; i++) {
+		struct pdi_step *s = d->reg.steps[i];
+
+		if (pdi_step_running(s) && s->ntasks && judges(d, s))
+			tick_step(d, s, now_ns);
+		else if (s->health && !s->health->saved_end && !pdi_step_running(s)) {
+			/* its run's record joins the program's history */
+			s->health->saved_end = true;
+			pdi_hang_history_save(d, s);
+		}
+	}
+	pdi_hang_metrics_tick(d, now_ns);
+}
+
+enum pdi_health pdi_step_health_of(const struct pdi_step *s, time_t *ret_since)
+{
+	if (ret_since)
+		*ret_since = s->health ? s->health->since : 0;
+	return s->health ? s->health->judge.announced : PDI_HEALTH_OK;
+}
+
+uint64_t pdi_hang_blocked_after_ns(const struct pdi_daemon *d, const struct pdi_step *s)
+{
+	const struct pdi_step_health *h = s->health;
+	struct pdi_quiet_threshold t;
+
+	if (d->cfg.hang_timeout_ms)
+		return (uint64_t)d->cfg.hang_timeout_ms * 1000000;
+	if (h && h->judge.announced == PDI_HEALTH_HUNG)
+		return 0;
+	if (h && h->last.threshold_s > 0)
+		return (uint64_t)(h->last.threshold_s * 1e9);
+	/* not judged here (another node judges it, or not yet): a step with no history */
+	pdi_quiet_threshold(NULL, &pdi_quiet_params_default, &t);
+	return (uint64_t)(t.quiet_s * 1e9);
+}
+
+void pdi_hang_counts(const struct pdi_daemon *d, unsigned ret_by_health[3])
+{
+	ret_by_health[0] = ret_by_health[1] = ret_by_health[2] = 0;
+	for (unsigned i = 0; i < d->reg.nsteps; i++)
+		if (pdi_step_running(d->reg.steps[i]))
+			ret_by_health[pdi_step_health_of(d->reg.steps[i], NULL)]++;
+}
+
+int pdi_step_health_amend_report(const struct pdi_step *s, char **json)
+{
+	char *end = *json ? strrchr(*json, '}') : NULL, *health, *out;
+	struct pdi_json j;
+
+	if (!s->health || !end)
+		return 0;
+	pdi_json_init(&j);
+	pdi_json_obj_begin(&j);
+	pdi_step_health_json(s, &j);
+	pdi_json_obj_end(&j);
+	health = pdi_json_steal(&j);
+	if (!health)
+		return -ENOMEM;
+	/* {...} + "health":{...} from the second object, without its braces */
+	if (asprintf(&out, "%.*s%s%.*s}", (int)(end - *json), *json, end[-1] == '{' ? "" : ",", (int)strlen(health) - 2,
+		     health + 1) < 0) {
+		free(health);
+		return -ENOMEM;
+	}
+	free(health);
+	free(*json);
+	*json = out;
+	return 0;
+}
+
+void pdi_step_health_json(const struct pdi_step *s, struct pdi_json *j)
+{
+	const struct pdi_step_health *h = s->health;
+
+	pdi_json_key(j, "health");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_str(j, "health", pdi_health_names[pdi_step_health_of(s, NULL)]);
+	if (h && h->since)
+		pdi_json_kv_int(j, "since", h->since);
+	if (h && h->first_hung)
+		pdi_json_kv_int(j, "first_judged_hung", h->first_hung);
+	if (h && h->cancelled)
+		pdi_json_kv_int(j, "cancelled", h->cancelled);
+	if (h) {
+		struct pdi_health_record all;
+		double longest = 0;
+
+		pdi_health_record(&h->judge, &all);
+		for (unsigned k = 0; k < PDI_QUIET_KINDS; k++)
+			if (pdi_quiet_record_longest(&all.kind[k]) > longest)
+				longest = pdi_quiet_record_longest(&all.kind[k]);
+		pdi_json_kv_double(j, "quiet_s", h->last.quiet_s);
+		pdi_json_kv_double(j, "longest_healthy_quiet_s", longest);
+		pdi_json_kv_double(j, "hung_after_s", h->last.threshold_s);
+		pdi_json_kv_double(j, "false_alarms_per_step_hour", h->judge.params.quiet.rate_per_hour);
+		pdi_json_key(j, "actions");
+		pdi_json_arr_begin(j);
+		for (unsigned i = 0; i < h->nactions; i++) {
+			pdi_json_obj_begin(j);
+			pdi_json_kv_int(j, "at", h->actions[i].at);
+			pdi_json_kv_str(j, "action", h->actions[i].what);
+			pdi_json_kv_str(j, "detail", h->actions[i].detail);
+			pdi_json_obj_end(j);
+		}
+		pdi_json_arr_end(j);
+		if (h->dropped_actions)
+			pdi_json_kv_uint(j, "actions_dropped", h->dropped_actions);
+	}
+	pdi_json_obj_end(j);
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""test_hang.py -- the hang judge of a real pdimond on a real MPI job, through its bad inputs
+(issue 11): a task held by a debugger is said once and never called hung; a task stopped by a
+signal is; a pdimond restarted in the middle of that hang takes it over without a second alarm,
+and the end of the hang is said once. The user's side is the job's own output (mpirun's, which
+carries the tasks' stderr); nobody asks pdimon. The false-alarm rate is raised to one per
+step-hour so that the test is short: the thresholds are the same model's.
+
+Run as: test_hang.py HangFaults.test_debugger_stop_and_restart
+"""
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import PDIMON, Daemon, SystemBus, find_ranks, kill_tree, mpirun, wait_for
+
+RANKS = 4
+libc = ctypes.CDLL(None, use_errno=True)
+PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH = 0x4206, 0x4207, 17
+WALL = 0x40000000  # waitpid's __WALL: the tracee is not our child
+
+
+def ptrace(request, pid):
+    if libc.ptrace(ctypes.c_long(request), ctypes.c_long(pid), None, None) != 0:
+        raise OSError(ctypes.get_errno(), f"ptrace({request:#x}, {pid})")
+
+
+class Lines:
+    """A process's standard error, collected line by line as it comes."""
+
+    def __init__(self, stream):
+        self.lines = []
+        threading.Thread(target=lambda: self.lines.extend(line.rstrip("\n") for line in stream), daemon=True).start()
+
+    def count(self, text):
+        return sum(text in line for line in list(self.lines))
+
+    def text(self):
+        return "\n".join(self.lines)
+
+
+class HangFaults(unittest.TestCase):
+    settings = ("hang_timeout_ms=0", "hang_false_alarm_rate=1", "checkpoint_s=1")
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="pdimon-hang-")
+        os.chmod(self.tmp, 0o755)
+        self.bus = SystemBus(self.tmp)
+        self.db = os.path.join(self.tmp, "pdimon.db")
+        self.d = Daemon(*self.settings, bus=self.bus, database=self.db)
+        self.job = None
+
+    def tearDown(self):
+        try:
+            if self.job:
+                kill_tree(self.job)
+        finally:
+            if self.d:
+                self.d.stop()
+            self.bus.stop()
+
+    def health(self, step):
+        return {s["step"]: s for s in json.loads(self.d.pdimon("steps", "--json").stdout)}[step]
+
+    def test_debugger_stop_and_restart(self):
+        self.job = subprocess.Popen([PDIMON, "run", "--step", "w", "--", *mpirun("openmpi", RANKS, "waits", 600)],
+                                    env=self.d.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+        out = Lines(self.job.stderr)
+        ranks = find_ranks("waits.openmpi", RANKS, self.job.pid)
+        wait_for(lambda: self.d.show("w")["tasks"] and all(t["calls"] > 100 for t in self.d.show("w")["tasks"]), 60,
+                 "the ranks to run their loop")
+
+        # a debugger holds rank 1 for longer than the step would be judged hung after
+        ptrace(PTRACE_SEIZE, ranks[1])
+        ptrace(PTRACE_INTERRUPT, ranks[1])
+        os.waitpid(ranks[1], WALL)
+        held = time.monotonic()
+        wait_for(lambda: "a debugger holds rank 1" in self.d.read_log(), 30, "the debugger said")
+        # the scenario itself: held past the time the step would be judged hung after
+        hung_after = json.loads(self.d.pdimon("show", "w", "--json").stdout)["health"]["hung_after_s"]
+        while time.monotonic() - held < hung_after + 5:
+            time.sleep(1)
+        ptrace(PTRACE_DETACH, ranks[1])
+        self.assertEqual(self.d.read_log().count("a debugger holds"), 1, "said once")
+        self.assertEqual(out.count("looks hung"), 0, out.text())
+        self.assertEqual(self.health("w")["health"], "ok")
+
+        # then rank 2 is stopped by a signal: that is a hang, told on the job's own output
+        wait_for(lambda: all(t["calls"] > 0 for t in self.d.show("w")["tasks"]), 30, "the step to move again")
+        os.kill(ranks[2], signal.SIGSTOP)
+        wait_for(lambda: out.count("looks hung since"), 120, "the hung line on the job's output:\n" + out.text())
+        self.assertRegex(out.text(), r"pdimon: step w looks hung since .*: least progressed \[2\] on \S+, stopped by a signal")
+        h = self.health("w")
+        self.assertEqual(h["health"], "hung")
+
+        # pdimond restarts in the middle of the hang: the new one takes it over, says nothing new
+        self.d.stop()
+        self.d = Daemon(*self.settings, bus=self.bus, database=self.db)
+        wait_for(lambda: "not announced again" in self.d.read_log(), 60, "the hang taken over:\n" + self.d.read_log())
+        self.assertEqual(self.health("w")["health"], "hung")
+        self.assertEqual(self.health("w")["health_since"], h["health_since"])
+        # its end is said once, by the new daemon
+        os.kill(ranks[2], signal.SIGCONT)
+        wait_for(lambda: out.count("makes progress again"), 60, "the end of the hang:\n" + out.text())
+        self.assertEqual(out.count("looks hung since"), 1, out.text())
+        self.assertEqual(self.health("w")["health"], "ok")
+        self.assertNotIn("health_since", self.health("w"))
+        self.assertEqual(out.count("makes progress again"), 1, out.text())
+
+
+if __name__ == "__main__":
+    unittest.main()

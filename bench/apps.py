@@ -13,6 +13,8 @@ time drawn from the seed (the time uniformly in 25-65% of the application's usua
              (bench/apps/spin_agent.c) that busy-loops in the signal handler, outside MPI
   hang-stop  SIGSTOP for good
   hang-spin  the agent spins for good
+  hang-io    the agent reads a file of a file system that does not answer, for good: the rank
+             waits in uninterruptible sleep (tests/faults/stallfs.c, FUSE), as on a hung NFS
   deadlock   our halo only: two ranks each block in MPI_Recv from the other (tests/mpi/fault.h)
   cpu        a busy process (bench/apps/hog.c) pinned with the rank to the rank's CPU, 6 s
   mem        the same with a process streaming through 256 MiB (memory bandwidth), 6 s
@@ -69,8 +71,10 @@ BUILD = os.environ.get("PDIMON_BUILD", os.path.join(HERE, "../build"))
 AGENT = os.path.join(BUILD, "tests/faults/libpdimon-spin-agent.so")  # built by tests/faults/meson.build
 HOG = os.path.join(BUILD, "tests/faults/pdimon-hog")
 SPIN_SIGNAL = signal.SIGRTMIN + 7
-FAULTS = ["none", "stop", "spin", "hang-stop", "hang-spin", "deadlock", "cpu", "mem"]
-HANGS = {"hang-stop", "hang-spin", "deadlock"}
+FAULTS = ["none", "stop", "spin", "hang-stop", "hang-spin", "hang-io", "deadlock", "cpu", "mem"]
+HANGS = {"hang-stop", "hang-spin", "hang-io", "deadlock"}
+SPUN = {"spin", "hang-spin", "hang-io"}  # the agent's signal: the fault began when it left MPI
+STALLFS = os.path.join(BUILD, "tests/faults/pdimon-stallfs")
 INTERFERENCE_S = 6.0
 METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet"]
 
@@ -80,7 +84,7 @@ METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet
 
 def mpirun_openmpi(*cmd):
     return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS), "-x", "LD_PRELOAD",
-            "-x", "PDIMON_SPIN_MS", "-x", "PDIMON_SPIN_TRUTH", *cmd]
+            "-x", "PDIMON_SPIN_MS", "-x", "PDIMON_SPIN_TRUTH", "-x", "PDIMON_SPIN_IO", *cmd]
 
 
 def gromacs(d, short):
@@ -251,7 +255,7 @@ class Injector(threading.Thread):
         try:
             if f in ("stop", "hang-stop"):
                 os.kill(pid, signal.SIGSTOP)
-            elif f in ("spin", "hang-spin"):
+            elif f in SPUN:
                 tgkill(pid, pid, SPIN_SIGNAL)  # the main thread: the program's, not MPI's helpers
             elif f in ("cpu", "mem"):
                 cpu = cpu_of(pid)
@@ -291,7 +295,7 @@ class Plan:
         self.length_s = rnd.uniform(2.0, 5.0)
 
     def spin_ms(self):
-        return {"spin": int(self.length_s * 1000), "hang-spin": -1}.get(self.fault, 0)
+        return {"spin": int(self.length_s * 1000), "hang-spin": -1, "hang-io": -1}.get(self.fault, 0)
 
     def __str__(self):
         return f"{self.app} {self.fault} seed={self.seed} rank={self.rank} at={self.at_s:.1f}s len={self.length_s:.1f}s"
@@ -300,16 +304,53 @@ class Plan:
 # ---------------------------------------------------------------------------------------------
 # one run
 
+class Stallfs:
+    """A file system that does not answer (tests/faults/stallfs.c), mounted at MOUNTPOINT for at
+    most MAX_S seconds: a read of its file waits in the kernel until release()."""
+
+    def __init__(self, mountpoint, max_s):
+        self.mountpoint = mountpoint
+        os.makedirs(mountpoint, exist_ok=True)
+        self.proc = subprocess.Popen([STALLFS, mountpoint, str(int(max_s))], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        try:
+            harness.wait_for(self.mounted, 20, "stallfs to mount")
+        except AssertionError:
+            self.release()
+            raise
+
+    def mounted(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"stallfs exited with {self.proc.returncode}")
+        with open("/proc/mounts") as f:
+            return any(line.split()[1] == self.mountpoint for line in f)
+
+    def release(self):
+        """Reads fail from now on; then unmount and end."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR1)
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        subprocess.run(["fusermount3", "-u", "-z", self.mountpoint], capture_output=True)
+
+
 def run_one(plan, cmd, workdir, usual_s, runlog):
     name = f"app-{os.getpid()}-{plan.app}-{plan.fault}-{plan.seed}"
     bus = campaign.new_bus()
     d = harness.Daemon(bus=bus)
-    p, inj, end, doc, show = None, None, "timeout", None, None
+    p, inj, end, doc, show, fs = None, None, "timeout", None, None, None
     truth_file = os.path.join(workdir, "deadlock.truth")
     try:
         spin_truth = os.path.join(workdir, "spin.truth")
         env = dict(d.env, PDIMON_APPS_RUN=name, LD_PRELOAD=AGENT, PDIMON_SPIN_MS=str(plan.spin_ms()),
-                   PDIMON_SPIN_TRUTH=spin_truth)
+                   PDIMON_SPIN_TRUTH=spin_truth, PDIMON_SPIN_IO="")
+        if plan.fault == "hang-io":
+            fs = Stallfs(os.path.join(workdir, "stalled"), 4 * usual_s + 120)
+            env["PDIMON_SPIN_IO"] = os.path.join(fs.mountpoint, "data")
         if plan.fault == "deadlock":
             env.update(PDIMON_FAULT="deadlock", PDIMON_FAULT_RANK=str(plan.rank), PDIMON_FAULT_WHERE="mpi",
                        PDIMON_FAULT_ITER=str(int(plan.at_s / usual_s * HALO_ITERS[usual_s < 10])),
@@ -346,6 +387,8 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
         doc = campaign.query_json(d, "analyze", name, "--json")
         show = campaign.query_json(d, "show", name, "--json")
     finally:
+        if fs:
+            fs.release()  # the stuck read fails: the rank can be killed
         if inj:
             inj.finish()
         if p is not None:
@@ -359,7 +402,7 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
         bus.stop()
         keep_database(d, workdir)
     truth = inj.truth if inj else None
-    if truth and plan.fault in ("spin", "hang-spin"):
+    if truth and plan.fault in SPUN:
         try:  # the spin began when the rank left MPI (the agent spins outside MPI only)
             with open(spin_truth) as f:
                 truth["t_ns"] = int(f.read())
@@ -473,7 +516,8 @@ def table(tallies, out):
 
 
 def fault_class(f):
-    return {"stop": "stall", "spin": "stall", "hang-stop": "hang", "hang-spin": "hang", "deadlock": "hang",
+    return {"stop": "stall", "spin": "stall", "hang-stop": "hang", "hang-spin": "hang", "hang-io": "hang",
+            "deadlock": "hang",
             "cpu": "interference", "mem": "interference"}.get(f, f)
 
 
@@ -532,6 +576,8 @@ def rescore(args, apps, faults):
         doc = rec["analysis"]
         if fault not in HANGS and os.path.exists(os.path.join(args.reanalyze, run, "pdimon.db")):
             doc = reanalyze(os.path.join(args.reanalyze, run), rec["name"])
+            with open(os.path.join(args.reanalyze, run, "reanalysis.json"), "w") as f:
+                json.dump(doc, f)
         s, line = score(plan, rec["truth"], doc, rec.get("show"), rec["end"])
         campaign.log(runlog, f"{plan} | {line}")
         print_run(plan, s, rec["end"], 0)

@@ -85,7 +85,8 @@ static const char *verdict_kind(const struct pdi_analysis *a)
 		return "not_monitored";
 	if (all_finished)
 		return "completed";
-	if (blocked)
+	/* no task in one call for long, but the hang judge saw none progress: they poll, or compute */
+	if (blocked || (a->view->hung && pdi_view_running(a->view)))
 		return "hang";
 	return pdi_view_running(a->view) ? "running" : "incomplete";
 }
@@ -171,13 +172,14 @@ static int least_progressed(struct pdi_analysis *a)
 			a->lp_by = "kernel";
 		}
 	}
-	/* PDI could not order them (its Table 1 leaves a loop's states undefined, and a wait
-	 * with no known peer has no point-to-point edge): a minority that has computed outside
-	 * MPI since before the others blocked cannot be waiting for them through MPI, while they
-	 * wait for someone: that minority holds the step */
-	if (nlp == 0 || nlp == n) {
+	/* A minority that has computed outside MPI since before the others blocked cannot be
+	 * waiting for them through MPI, while they wait for someone: that minority holds the step.
+	 * It is taken when PDI could not order the tasks (its Table 1 leaves a loop's states
+	 * undefined, and a wait with no known peer has no point-to-point edge), and over PDI's
+	 * answer when every other task waits in MPI: a probabilistic order does not beat that. */
+	if (strcmp(a->lp_by, "kernel")) {
 		uint64_t blocked_since = UINT64_MAX;
-		size_t nblocked = 0, nout = 0;
+		size_t nblocked = 0, nout = 0, nrunning = 0;
 
 		for (unsigned i = 0; i < s->ntasks; i++)
 			if (s->tasks[i].running && s->tasks[i].where.kind == PDI_WHERE_BLOCKED) {
@@ -185,10 +187,23 @@ static int least_progressed(struct pdi_analysis *a)
 				if (s->tasks[i].where.for_ns < blocked_since)
 					blocked_since = s->tasks[i].where.for_ns;
 			}
-		for (unsigned i = 0; nblocked && i < s->ntasks; i++)
-			if (computing_all_along(&s->tasks[i], blocked_since))
+		/* tasks that poll in MPI are never long in one call, nor out of it: the judge's quiet
+		 * says since when they wait */
+		if (s->hung && s->hung_for_ns < blocked_since)
+			blocked_since = s->hung_for_ns;
+		for (unsigned i = 0; i < s->ntasks; i++) {
+			const struct pdi_view_task *t = &s->tasks[i];
+
+			nrunning += t->running;
+			if (computing_all_along(t, blocked_since))
 				nout++;
-		if (nout && 2 * nout < s->ntasks) {
+			else if (s->hung && t->running &&
+				 (t->where.kind == PDI_WHERE_IN_MPI || t->where.kind == PDI_WHERE_COMPUTING))
+				nblocked++;
+		}
+		if (!nblocked)
+			nout = 0;
+		if (nout && 2 * nout < s->ntasks && (nlp == 0 || nlp == n || nblocked + nout == nrunning)) {
 			nlp = 0;
 			for (unsigned i = 0; i < s->ntasks; i++)
 				if (computing_all_along(&s->tasks[i], blocked_since))

@@ -76,9 +76,13 @@ void pdi_where_doing(const struct pdi_where *w, char *buf, size_t len)
 {
 	const struct pdi_task_activity *a = &w->act;
 	double s = (double)w->for_ns / 1e9;
-	char cpu[48] = "";
+	char cpu[96] = "";
 
-	if (a->cpu_pct >= 0)
+	if (a->cpu_pct >= 0 && a->kind == PDI_ACT_RUNNING && a->wait_pct > 50)
+		/* what a busy node gives every task alike (the view calls it interference when not) */
+		snprintf(cpu, sizeof(cpu), ", %d%% CPU (waiting for one %d%% of the time, as its peers: a busy node)",
+			 a->cpu_pct, a->wait_pct);
+	else if (a->cpu_pct >= 0)
 		snprintf(cpu, sizeof(cpu), ", %d%% CPU", a->cpu_pct);
 	if (a->kind == PDI_ACT_STOPPED)
 		snprintf(buf, len, "stopped (SIGSTOP or a debugger), no MPI progress for %.0f s, %s %s", s,

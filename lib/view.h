@@ -89,6 +89,11 @@ struct pdi_view {
 	/* a multi-node view */
 	unsigned nodes, nodes_answered;
 	uint32_t expected_tasks;      /* all the step's tasks, as Slurm counts them; 0: unknown */
+	/* the node's hang judge holds the step hung (no task progressed for longer than its record
+	 * makes plausible), though tasks may poll in MPI (Test, Iprobe) or compute rather than sit
+	 * in one call; set by the daemon that roots the step, not carried in payloads */
+	bool hung;
+	uint64_t hung_for_ns;         /* how long no task has progressed */
 	char **missing, **missing_why; /* nodes that did not answer, and why */
 	unsigned nmissing;
 	/* what the view owns */

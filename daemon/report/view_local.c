@@ -105,6 +105,46 @@ static int live_stack(struct pdi_daemon *d, struct pdi_task *t, struct pdi_view_
 	return 0;
 }
 
+static int cmp_int(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* A task ready but waiting for a CPU most of the time is starved by interference only when
+ * its peers are not: on a node busier than its cores, every rank of the step waits alike, and
+ * the one that spins or is stopped must not be called a victim of interference for it. */
+static void peers_starve_alike(struct pdi_view *v)
+{
+	int waits[v->ntasks + 1], median;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < v->ntasks; i++)
+		if (v->tasks[i].running && v->tasks[i].where.act.wait_pct >= 0)
+			waits[n++] = v->tasks[i].where.act.wait_pct;
+	if (n < 2)
+		return;
+	qsort(waits, n, sizeof(*waits), cmp_int);
+	median = waits[n / 2];
+	for (unsigned i = 0; i < v->ntasks; i++) {
+		struct pdi_task_activity *a = &v->tasks[i].where.act;
+
+		if (a->kind == PDI_ACT_STARVED && 2 * a->wait_pct < 3 * median)
+			a->kind = PDI_ACT_RUNNING;
+	}
+}
+
+void pdi_view_mark_hung(const struct pdi_step *s, struct pdi_view *v)
+{
+	time_t since, now = time(NULL);
+
+	if (v->running && pdi_step_health_of(s, &since) == PDI_HEALTH_HUNG && since) {
+		v->hung = true;
+		v->hung_for_ns = now > since ? (uint64_t)(now - since) * 1000000000ull : 0;
+	}
+}
+
 int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret)
 {
 	struct pdi_view v = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid, .running = pdi_step_running(s),
@@ -142,6 +182,8 @@ int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *re
 			return -ENOMEM;
 		}
 	}
+	peers_starve_alike(&v);
+	pdi_view_mark_hung(s, &v);
 	/* last: draining and locating name new sites, and the array moves when it grows */
 	v.sites = s->sites;
 	v.nsites = s->nsites;

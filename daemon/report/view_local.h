@@ -27,6 +27,9 @@ void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, stru
  * and when it takes a view. Nothing when /proc cannot be read (the task is gone). */
 void pdi_task_usage_read(struct pdi_task *t, pid_t tid, uint64_t now_ns);
 
+/* V is step S's view: when S's hang judge holds it hung, V says so (lib/view.h's hung). */
+void pdi_view_mark_hung(const struct pdi_step *s, struct pdi_view *v);
+
 /* This daemon's view of its step S: where each task is (live stacks of the blocked ones). The
  * view points into S: use it before S changes. 0, or -ENOMEM. */
 int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret);

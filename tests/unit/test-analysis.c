@@ -126,6 +126,7 @@ struct task_spec {
 	int stall_phase;          /* -1: none */
 	bool no_calls;            /* a model without a call */
 	bool ended;
+	uint64_t for_ns;          /* how long it has been there; 0: 5 s */
 };
 
 struct view_case {
@@ -134,6 +135,7 @@ struct view_case {
 	int phases;
 	bool running;
 	bool stripped;            /* sites named FUNC@obj+0xOFF, as without symbols */
+	bool hung;                /* the hang judge holds it hung (for 20 s) */
 	struct task_spec t[MAX_TASKS];
 	/* the known verdict */
 	const char *kind;
@@ -180,6 +182,19 @@ static const struct view_case cases[] = {
 	       {.kind = PDI_WHERE_COMPUTING, .site = ISEND, .act = PDI_ACT_RUNNING, .stall_phase = -1},
 	       {.kind = PDI_WHERE_BLOCKED, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1}},
 	 .kind = "hang", .lp = "[2]", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1},
+	{.name = "hang the judge saw: rank 1 computes, the others poll in MPI_Waitall's stead, never long in one call",
+	 .ntasks = 4, .phases = 6, .running = true, .hung = true,
+	 .t = {{.kind = PDI_WHERE_IN_MPI, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 4000},
+	       {.kind = PDI_WHERE_COMPUTING, .site = ISEND, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_COMPUTING, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 2000},
+	       {.kind = PDI_WHERE_IN_MPI, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 3000}},
+	 .kind = "hang", .lp = "[1]", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1},
+	{.name = "polling the judge does not call hung: running", .ntasks = 4, .phases = 6, .running = true,
+	 .t = {{.kind = PDI_WHERE_IN_MPI, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 4000},
+	       {.kind = PDI_WHERE_COMPUTING, .site = ISEND, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_IN_MPI, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 2000},
+	       {.kind = PDI_WHERE_IN_MPI, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 3000}},
+	 .kind = "running", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1},
 	{.name = "no task", .ntasks = 0, .phases = 4, .kind = "not_monitored", .faulty_phase = -1, .faulty_rank = -1,
 	 .abnormal = 0, .limit = "no MPI task was monitored"},
 	{.name = "one task", .ntasks = 1, .phases = 8, .t = {DONE(BARRIER)}, .kind = "completed", .faulty_phase = -1,
@@ -224,7 +239,8 @@ static void build(const struct view_case *c, struct built *b)
 						.line = c->stripped ? 0 : 10 + s};
 	}
 	b->v = (struct pdi_view){.name = (char *)c->name, .running = c->running, .sites = b->sites, .nsites = NSITES,
-				 .ntasks = c->ntasks, .nodes = 1, .nodes_answered = 1, .started = 1000};
+				 .ntasks = c->ntasks, .nodes = 1, .nodes_answered = 1, .started = 1000, .hung = c->hung,
+				 .hung_for_ns = c->hung ? 2000000000ull : 0};
 	b->v.tasks = calloc(c->ntasks + 1, sizeof(*b->v.tasks));
 	cr_assert_not_null(b->v.tasks);
 	for (unsigned i = 0; i < c->ntasks; i++) {
@@ -235,7 +251,7 @@ static void build(const struct view_case *c, struct built *b)
 		*t = (struct pdi_view_task){.rank = (int)i, .pid = 1000 + (int)i, .running = c->running && !s->ended,
 					    .model = &b->models[i], .lost = s->lost,
 					    .wall_offset_ns = 1000 * 1000000000ll - 50000}; /* MPI_Init at 1000 s */
-		t->where = (struct pdi_where){.kind = s->kind, .site = s->site, .for_ns = 5000000000ull};
+		t->where = (struct pdi_where){.kind = s->kind, .site = s->site, .for_ns = s->for_ns ? s->for_ns : 5000000000ull};
 		t->where.act = (struct pdi_task_activity){.kind = s->act, .cpu_pct = -1, .wait_pct = -1};
 		if (s->site >= 0)
 			snprintf(t->where.text, sizeof(t->where.text), "%s%s", s->kind == PDI_WHERE_COMPUTING ? "after " : "",

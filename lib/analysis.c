@@ -389,6 +389,7 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	const struct pdi_model **models = NULL, **rows = NULL;
 	uint32_t *weights = NULL;
 	const char *why = NULL;
+	bool few, held;
 	int r;
 
 	r = automaded_input(samples, a, &models, &weights, &rows);
@@ -406,7 +407,11 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	if (r < 0)
 		goto out;
 	a->has_automaded = true;
-	if (a->am.end_phase - a->am.first_phase < PDI_MIN_PHASES && !a->sample_runs)
+	/* with few phases, what is usual for a phase is not known: only a task held by the kernel
+	 * while its peers were not (lost_time.h) singles one out */
+	few = a->am.end_phase - a->am.first_phase < PDI_MIN_PHASES && !a->sample_runs;
+	held = a->am.by_lost && a->am.lost.kind == PDI_LOST_HELD;
+	if (few && !held)
 		add_limit(a, "AutomaDeD: only %u phases compared and no earlier run to compare with: too few to "
 			     "single out a phase with confidence",
 			  a->am.end_phase - a->am.first_phase);
@@ -421,9 +426,9 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 				     a->am.by_time ? PDI_EXCESS_MAD_FLOOR_S : 0);
 	}
 	a->abnormal = a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
-		      a->am.ntop > 0 && a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 &&
-		      (a->excess_s >= PDI_EXCESS_FLOOR_S || a->am.effect == PDI_EFFECT_PERMANENT) &&
-		      (a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES || a->sample_runs);
+		      a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 && (!few || held) &&
+		      (a->am.by_lost ? a->excess_s >= PDI_EXCESS_FLOOR_S
+				     : a->am.ntop > 0 && (a->excess_s >= PDI_EXCESS_FLOOR_S || a->am.effect == PDI_EFFECT_PERMANENT));
 	a->confidence = !a->abnormal ? "none" : a->noise_z >= PDI_NOISE_Z_HIGH && a->am.task_margin >= 2 ? "high"
 						: a->noise_z >= 2 * PDI_NOISE_Z ? "medium" : "low";
 	if (!a->abnormal && a->am.ntop > 0 && a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES)

@@ -939,6 +939,36 @@ static void work_done(struct work *w)
 	free(w->dev);
 }
 
+/* A step of one phase has nothing to compare it with: only a task held by the kernel for a
+ * stall's worth of time while its peers were not (lost_time.h) singles it out. */
+static int one_phase(const struct pdi_automaded_input *in, struct pdi_automaded *ret, const char **why)
+{
+	struct pdi_automaded a = {.nphases = 1, .end_phase = 1, .nclusters = 1, .effect = PDI_EFFECT_TEMPORARY};
+	int r = pdi_lost_time(in->models, in->weights, in->n, 0, 1, &a.lost);
+
+	if (r < 0)
+		return r;
+	if (!a.lost.found || a.lost.total_s < PDI_EXCESS_FLOOR_S) {
+		pdi_lost_done(&a.lost);
+		if (why)
+			*why = "one phase only, and no task was held by the kernel for long: nothing to compare";
+		return -EINVAL;
+	}
+	a.phase_score = calloc(1, sizeof(*a.phase_score));
+	a.phase_excess = calloc(1, sizeof(*a.phase_excess));
+	a.task_score = calloc(in->n, sizeof(*a.task_score));
+	a.cluster = calloc(in->n, sizeof(*a.cluster));
+	if (!a.phase_score || !a.phase_excess || !a.task_score || !a.cluster) {
+		pdi_automaded_done(&a);
+		return -ENOMEM;
+	}
+	a.by_time = a.by_lost = true;
+	a.phase_margin = 1e9;
+	lost_scores(&a);
+	*ret = a;
+	return 0;
+}
+
 int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded *ret, const char **why)
 {
 	struct pdi_automaded a = {0};
@@ -948,6 +978,8 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 	for (size_t t = 0; t < in->n; t++)
 		if (in->models[t]->nphases < w.np)
 			w.np = in->models[t]->nphases;
+	if (in->n && w.np == 1)
+		return one_phase(in, ret, why);
 	if (!in->n || w.np < 2) {
 		if (why)
 			*why = !in->n ? "no task made an MPI call" : "fewer than two phases to compare";

@@ -66,11 +66,28 @@ static bool excess(struct work *w)
 			continue;
 		}
 		any = true;
-		med = pdi_weighted_median(w->peers, k);
-		for (size_t t = 0; t < w->n; t++)
-			w->x[t * w->np + p] -= med;
+		if (k > 3) {
+			med = pdi_weighted_median(w->peers, k);
+			for (size_t t = 0; t < w->n; t++)
+				w->x[t * w->np + p] -= med;
+			continue;
+		}
+		/* few tasks: each against the others alone (with two, the median of both would
+		 * split a stall between the stalled task and its peer) */
+		for (size_t t = 0, i = 0; t < w->n; t++) {
+			double *x = &w->x[t * w->np + p], others[3];
+			size_t m = 0;
+
+			if (isnan(*x))
+				continue;
+			for (size_t j = 0; j < k; j++) /* the peers' values, as they were */
+				if (j != i)
+					others[m++] = w->peers[j].v;
+			i++;
+			*x = m ? *x - pdi_median(others, m) : NAN;
+		}
 	}
-	for (size_t t = 0; any && t < w->n; t++) {
+	for (size_t t = 0; any && w->end - w->first > 1 && t < w->n; t++) {
 		size_t k = 0;
 		double usual;
 
@@ -116,12 +133,18 @@ static void find(struct pdi_lost *l, double *scratch)
 	l->found = l->peak_s > 0;
 	if (!l->found)
 		return;
-	for (uint32_t p = l->first; p < l->end; p++)
-		if (p != l->peak)
-			scratch[k++] = l->phase_s[p];
+	if (l->end - l->first >= PDI_LOST_MIN_PHASES) {
+		for (uint32_t p = l->first; p < l->end; p++)
+			if (p != l->peak)
+				scratch[k++] = l->phase_s[p];
+	} else {
+		for (size_t t = 0; t < l->n; t++)
+			if (t != l->task)
+				scratch[k++] = l->by_task[t * l->nphases + l->peak];
+	}
 	median = pdi_median(scratch, k);
 	l->noise_s = pdi_robust_sd(scratch, k, median, PDI_LOST_NOISE_FLOOR_S);
-	l->z = (l->phase_s[l->peak] - median) / l->noise_s;
+	l->z = (l->peak_s - median) / l->noise_s;
 	run_of(l, median);
 	for (size_t t = 0; t < l->n; t++)
 		if (t != l->task)
@@ -152,7 +175,9 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 	w.own = malloc((w.np > n ? w.np : n) * sizeof(*w.own));
 	if (!l.phase_s || !l.by_task || !l.kinds || !w.x || !w.peers || !w.own)
 		goto out;
-	for (enum pdi_lost_kind s = PDI_LOST_COMPUTING; s <= PDI_LOST_WAITING; s++) {
+	/* one phase: no usual to compare with, only the time held tells */
+	for (enum pdi_lost_kind s = end - first > 1 ? PDI_LOST_COMPUTING : PDI_LOST_HELD;
+	     s <= (end - first > 1 ? PDI_LOST_WAITING : PDI_LOST_HELD); s++) {
 		for (size_t t = 0; t < n; t++)
 			for (uint32_t p = 0; p < w.np; p++)
 				w.x[t * w.np + p] = p >= first && p < end && p < models[t]->nphases ? signal_of(models[t], p, s)

@@ -17,7 +17,11 @@
  * the I/O, a sub-domain that is always larger), so that a steady imbalance is not a fault.
  * The finding is the task and phase that lost the most; the run of adjacent phases where the
  * same task kept losing a good part of that (interference that lasts several phases) is one
- * event, and its first phase is where the fault began. */
+ * event, and its first phase is where the fault began.
+ *
+ * With a single phase (a program with no collective to cut phases on) nothing says what is
+ * usual for a task: only the time held counts there (no healthy task is held for seconds,
+ * while computation differs between ranks by construction). */
 #pragma once
 
 #include <stdbool.h>
@@ -40,8 +44,11 @@ struct pdi_lost {
 	double peak_s, total_s;    /* lost in the peak phase; over the run */
 	double next_task_s;        /* the most another task lost in the peak phase */
 	double other_phase_s;      /* the most any task lost in a phase outside the run */
-	double noise_s;            /* the phases' robust spread of phase_s (1.4826 MAD), floored */
-	double z;                  /* how far the peak phase stands above the others' median, in noise_s */
+	double noise_s;            /* the phases' robust spread of phase_s (1.4826 MAD), floored; with
+				      fewer than PDI_LOST_MIN_PHASES phases, the other tasks' spread in
+				      the peak phase */
+	double z;                  /* how far the peak stands above the other phases' median (or the
+				      other tasks'), in noise_s */
 	bool has_usage;            /* the kernel's counts were there to look at */
 
 	/* what pdi_lost_of() reads */
@@ -55,6 +62,8 @@ struct pdi_lost {
 #define PDI_LOST_RUN_Z 4.0
 /* A phase adjacent to the run joins it when it lost this share of the peak. */
 #define PDI_LOST_RUN_SHARE 0.3
+/* Phases below which the noise is the other tasks' in the peak phase, not the other phases'. */
+#define PDI_LOST_MIN_PHASES 6
 /* Another task that lost this share of the peak in the same phase is named beside it. */
 #define PDI_LOST_ALSO_SHARE 0.5
 /* The spread below which the phases' noise is taken as this (s): a few scheduler ticks. */

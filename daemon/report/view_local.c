@@ -19,6 +19,32 @@
 
 #define PDI_MAX_WALKS 64 /* live stacks taken per view: each stops a task for a moment */
 
+/* Since when task T has been polling in MPI without progress (hang/step_health.h), 0: not. */
+static uint64_t polling_since(const struct pdi_task *t)
+{
+	for (unsigned i = 0; i < t->step->ntasks; i++)
+		if (t->step->tasks[i] == t)
+			return pdi_hang_polling_since(t->step, i);
+	return 0;
+}
+
+/* A task that has polled (Test, Iprobe) without progress past what the step makes plausible
+ * is blocked, as if in one call: PDI and the verdict take it so, at the site it polls at. */
+static void blocked_polling(struct pdi_daemon *d, struct pdi_task *t, uint64_t now, unsigned fn, struct pdi_where *w)
+{
+	uint64_t since = fn < pdi_mpi_nfuncs && (pdi_mpi_funcs[fn].cls == PDI_FC_TEST || pdi_mpi_funcs[fn].cls == PDI_FC_PROBE)
+				 ? polling_since(t)
+				 : 0;
+
+	if (!since || now <= since || now - since < pdi_hang_blocked_after_ns(d, t->step))
+		return;
+	w->kind = PDI_WHERE_BLOCKED;
+	w->for_ns = now - since;
+	if (!strncmp(w->text, "after ", 6))
+		memmove(w->text, w->text + 6, strlen(w->text + 6) + 1);
+	snprintf(w->text + strlen(w->text), sizeof(w->text) - strlen(w->text), " (polling)");
+}
+
 void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *w)
 {
 	struct pdi_step *s = t->step;
@@ -44,6 +70,8 @@ void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where 
 		}
 		w->npeers = pdi_task_peers(t, &f, w->peers, ELEMENTSOF(w->peers));
 		pdi_task_activity_read(t, tid, now, &w->act);
+		if (w->kind == PDI_WHERE_IN_MPI)
+			blocked_polling(d, t, now, fn, w);
 	} else if (t->ended_in) {
 		w->kind = PDI_WHERE_BLOCKED;
 		w->site = t->ended_site;
@@ -60,8 +88,10 @@ void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where 
 		snprintf(w->text, sizeof(w->text), "after %s", s->sites[t->model.last_site].name);
 		if (t->state == PDI_TASK_RUNNING && now > t->model.last_exit)
 			w->for_ns = now - t->model.last_exit;
-		if (t->state == PDI_TASK_RUNNING)
+		if (t->state == PDI_TASK_RUNNING) {
 			pdi_task_activity_read(t, t->pid, now, &w->act);
+			blocked_polling(d, t, now, t->model.last_fn, w); /* between two polls */
+		}
 	}
 }
 

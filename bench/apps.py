@@ -29,7 +29,8 @@ says abnormal (a hang always does).
                holds the injection (from `pdimon show --json`)
   task         the faulty rank is among diagnosis.faulty_ranks, with at most half the ranks
   alone        diagnosis.faulty_ranks is the faulty rank alone (a deadlock: its two ranks)
-  top5         one of the first five characteristic transitions was found in the faulty rank
+  top5         one of the first five characteristic transitions was found in the faulty rank (a
+               hang: the place a least-progressed rank stopped at is the faulty rank's)
   LP recall/precision  hangs: the truly least-progressed ranks (the stopped or spinning
                rank; both ranks of a deadlock, which are least progressed together)
                against verdict.least_progressed
@@ -479,6 +480,8 @@ def score(plan, truth, doc, show, end):
     s["task"] = said and rank in ranks and len(ranks) <= RANKS // 2
     s["alone"] = said and sorted(ranks) == sorted(culprits)
     top = (doc.get("automaded") or {}).get("transitions") or diag.get("transitions") or []
+    if a["verdict"] == "hang":  # the transition a hang's task never completed: where it stopped
+        top = [{"ranks": f"[{x.get('rank')}]"} for x in diag.get("stopped_at") or []]
     s["top5"] = said and any(rank in campaign.parse_ranges(t.get("ranks", "")) for t in top[:5])
     lp_truth = None
     if plan.fault in HANGS:

@@ -428,7 +428,8 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	a->abnormal = a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
 		      a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 && (!few || held) &&
 		      (a->am.by_lost ? a->excess_s >= PDI_EXCESS_FLOOR_S
-				     : a->am.ntop > 0 && (a->excess_s >= PDI_EXCESS_FLOOR_S || a->am.effect == PDI_EFFECT_PERMANENT));
+				     : a->am.ntop > 0 && (a->excess_s >= PDI_EXCESS_FLOOR_S ||
+							  (a->am.effect == PDI_EFFECT_PERMANENT && a->sample_runs)));
 	a->confidence = !a->abnormal ? "none" : a->noise_z >= PDI_NOISE_Z_HIGH && a->am.task_margin >= 2 ? "high"
 						: a->noise_z >= 2 * PDI_NOISE_Z ? "medium" : "low";
 	if (!a->abnormal && a->am.ntop > 0 && a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES)

@@ -373,22 +373,36 @@ static double computation_step(const struct work *w, uint32_t *ret_phase, size_t
 	return best;
 }
 
-/* How much longer than usual each compared phase took, on the model where it grew most. */
+/* Phase P's length on task X (s), less the time X waited for a CPU in it when the kernel's
+ * counts say: a machine busier than its cores stretches every phase of every task by seconds,
+ * and that is no fault of the program's. */
+static double busy_length_s(const struct pdi_model *x, uint32_t p)
+{
+	const struct pdi_phase *ph = &x->phases[p];
+	double len = (double)(ph->t_end - ph->t_start) / 1e9;
+	struct pdi_phase_usage u;
+
+	if (pdi_model_phase_usage(x, p, &u))
+		len -= fmin(len, (double)u.wait_ns / 1e9);
+	return len;
+}
+
+/* How much longer than usual each compared phase took, on the model where it grew most, beyond
+ * the time it waited for a CPU. */
 static void phase_excess(const struct work *w, struct pdi_automaded *a)
 {
 	uint32_t m = w->end - w->first;
-	double d[m + 1];
+	double d[m + 1], len[m + 1];
 
 	for (size_t t = 0; t < w->n; t++) {
 		const struct pdi_model *x = w->in->models[t];
 		double med;
 
 		for (uint32_t i = 0; i < m; i++)
-			d[i] = (double)(x->phases[w->first + i].t_end - x->phases[w->first + i].t_start) / 1e9;
+			d[i] = len[i] = busy_length_s(x, w->first + i);
 		med = pdi_median(d, m);
-		for (uint32_t p = w->first; p < w->end; p++)
-			a->phase_excess[p] = fmax(a->phase_excess[p],
-						  (double)(x->phases[p].t_end - x->phases[p].t_start) / 1e9 - med);
+		for (uint32_t i = 0; i < m; i++)
+			a->phase_excess[w->first + i] = fmax(a->phase_excess[w->first + i], len[i] - med);
 	}
 }
 

@@ -8,29 +8,37 @@
 #include "lost_time.h"
 #include "robust.h"
 
-#define NSIGNALS 3
+/* a signal that is no loss: the time a task spent inside MPI calls */
+#define SIGNAL_IN_MPI (PDI_LOST_WAITING + 1)
 
 const char *const pdi_lost_kind_names[] = {
 	[PDI_LOST_NONE] = "none", [PDI_LOST_COMPUTING] = "computing", [PDI_LOST_HELD] = "held",
 	[PDI_LOST_WAITING] = "waiting"};
 
-double pdi_phase_computation_s(const struct pdi_phase *p)
+/* The time P's edges out of computation states (COMP) or out of calls (!COMP) took (s): the
+ * computation between calls, or the calls' durations. */
+static double phase_time_s(const struct pdi_phase *p, bool comp)
 {
 	double sum = 0;
 
 	for (uint32_t e = 0; e < p->nedges; e++)
-		if (pdi_state_is_comp(p->states[p->edges[e].from].key))
+		if (pdi_state_is_comp(p->states[p->edges[e].from].key) == comp)
 			sum += p->edges[e].time.mean * (double)p->edges[e].time.n;
 	return sum / 1e9;
 }
 
+double pdi_phase_computation_s(const struct pdi_phase *p)
+{
+	return phase_time_s(p, true);
+}
+
 /* Signal S of model M in phase P (s), NAN when unknown. */
-static double signal_of(const struct pdi_model *m, uint32_t p, enum pdi_lost_kind s)
+static double signal_of(const struct pdi_model *m, uint32_t p, int s)
 {
 	struct pdi_phase_usage u;
 
-	if (s == PDI_LOST_COMPUTING)
-		return pdi_phase_computation_s(&m->phases[p]);
+	if (s == PDI_LOST_COMPUTING || s == SIGNAL_IN_MPI)
+		return phase_time_s(&m->phases[p], s == PDI_LOST_COMPUTING);
 	if (!pdi_model_phase_usage(m, p, &u))
 		return NAN;
 	return (double)(s == PDI_LOST_HELD ? u.held_ns : u.wait_ns) / 1e9;
@@ -42,6 +50,7 @@ struct work {
 	size_t n;
 	uint32_t np, first, end;
 	double *x;                 /* n x np: one signal, then its excess over the peers */
+	double *in_mpi;            /* n x np: the excess of time inside MPI calls */
 	struct pdi_weighted *peers; /* n */
 	double *own;               /* np */
 };
@@ -154,6 +163,16 @@ static void find(struct pdi_lost *l, double *scratch)
 			l->other_phase_s = fmax(l->other_phase_s, l->phase_s[p]);
 }
 
+/* W's X: signal S of every model in every phase looked at, NAN elsewhere. */
+static void fill(struct work *w, int s)
+{
+	for (size_t t = 0; t < w->n; t++)
+		for (uint32_t p = 0; p < w->np; p++)
+			w->x[t * w->np + p] = p >= w->first && p < w->end && p < w->models[t]->nphases
+						      ? signal_of(w->models[t], p, s)
+						      : NAN;
+}
+
 int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights, size_t n, uint32_t first,
 		  uint32_t end, struct pdi_lost *ret)
 {
@@ -171,25 +190,35 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 	l.by_task = calloc(n * w.np, sizeof(*l.by_task));
 	l.kinds = calloc(n * w.np, sizeof(*l.kinds));
 	w.x = malloc(n * w.np * sizeof(*w.x));
+	w.in_mpi = malloc(n * w.np * sizeof(*w.in_mpi));
 	w.peers = malloc(n * sizeof(*w.peers));
 	w.own = malloc((w.np > n ? w.np : n) * sizeof(*w.own));
-	if (!l.phase_s || !l.by_task || !l.kinds || !w.x || !w.peers || !w.own)
+	if (!l.phase_s || !l.by_task || !l.kinds || !w.x || !w.in_mpi || !w.peers || !w.own)
 		goto out;
+	fill(&w, SIGNAL_IN_MPI);
+	if (!excess(&w))
+		memset(w.in_mpi, 0, n * w.np * sizeof(*w.in_mpi));
+	else
+		memcpy(w.in_mpi, w.x, n * w.np * sizeof(*w.in_mpi));
 	/* one phase: no usual to compare with, only the time held tells */
-	for (enum pdi_lost_kind s = end - first > 1 ? PDI_LOST_COMPUTING : PDI_LOST_HELD;
+	for (int s = end - first > 1 ? PDI_LOST_COMPUTING : PDI_LOST_HELD;
 	     s <= (end - first > 1 ? PDI_LOST_WAITING : PDI_LOST_HELD); s++) {
-		for (size_t t = 0; t < n; t++)
-			for (uint32_t p = 0; p < w.np; p++)
-				w.x[t * w.np + p] = p >= first && p < end && p < models[t]->nphases ? signal_of(models[t], p, s)
-												    : NAN;
+		fill(&w, s);
 		if (!excess(&w))
 			continue;
 		l.has_usage |= s != PDI_LOST_COMPUTING;
-		for (size_t i = 0; i < n * w.np; i++)
-			if (!isnan(w.x[i]) && w.x[i] > l.by_task[i]) {
-				l.by_task[i] = w.x[i];
+		for (size_t i = 0; i < n * w.np; i++) {
+			double x = w.x[i];
+
+			/* held or waiting while in MPI longer than its peers: a victim waiting for the
+			 * culprit (some MPI libraries sleep or yield while they wait), not a culprit */
+			if (s != PDI_LOST_COMPUTING && !isnan(w.in_mpi[i]))
+				x -= fmax(0.0, w.in_mpi[i]);
+			if (!isnan(x) && x > l.by_task[i]) {
+				l.by_task[i] = x;
 				l.kinds[i] = (uint8_t)s;
 			}
+		}
 	}
 	for (size_t t = 0; t < n; t++)
 		for (uint32_t p = first; p < end; p++)
@@ -200,6 +229,7 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 	r = 0;
 out:
 	free(w.x);
+	free(w.in_mpi);
 	free(w.peers);
 	free(w.own);
 	pdi_lost_done(&l);

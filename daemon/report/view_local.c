@@ -36,7 +36,11 @@ static void blocked_polling(struct pdi_daemon *d, struct pdi_task *t, uint64_t n
 				 ? polling_since(t)
 				 : 0;
 
-	if (!since || now <= since || now - since < pdi_hang_blocked_after_ns(d, t->step))
+	uint64_t after = pdi_hang_blocked_after_ns(d, t->step);
+
+	/* between two polls a task computes for microseconds: one that computes longer than a
+	 * wait would be blocked has left the loop (it spins in its own code) */
+	if (!since || now <= since || now - since < after || (w->kind == PDI_WHERE_COMPUTING && w->for_ns >= after))
 		return;
 	w->kind = PDI_WHERE_BLOCKED;
 	w->for_ns = now - since;

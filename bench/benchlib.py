@@ -169,6 +169,30 @@ def wait_exit(p, timeout, what):
         raise BenchError(f"{what} did not finish within {timeout}s")
 
 
+def close_floor(floor, check=False):
+    """Detach a probe-floor (its stdin ends, it detaches and exits) and wait for it; with CHECK, a
+    non-zero exit raises, with what it said."""
+    floor.stdin.close()
+    rc = wait_exit(floor, 60, "probe-floor")
+    err = floor.stderr.read() if check and rc != 0 else ""
+    floor.stdout.close()
+    floor.stderr.close()
+    if rc != 0 and check:
+        raise BenchError(f"probe-floor exited with {rc}: {err}")
+
+
+def end_run(floor, job, tmp, check_floor=False):
+    """The end of one measured run, whatever happened: the floor detached, the job's whole session
+    killed, its temporary directory removed."""
+    try:
+        if floor:
+            close_floor(floor, check_floor)
+    finally:
+        if job:
+            kill_tree(job)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _daemon_has_socket():
     """Does this pdimond take --socket (a control socket), or talk on the system D-Bus?"""
     r = subprocess.run([PDIMOND, "--help"], capture_output=True, text=True, timeout=30)

@@ -17,14 +17,13 @@ every call of its runs and that the floor probes as many functions as pdimond.
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-from benchlib import (MPIRUN, PINGPONG, PROBE_FLOOR, BenchError, Daemon, bpf_prog_stats, bpf_stats_enabled,
-                      cpu_seconds, find_procs, kill_tree, median, read_line, spawn, wait_exit, wait_for)
+from benchlib import (end_run, MPIRUN, PINGPONG, PROBE_FLOOR, BenchError, Daemon, bpf_prog_stats, bpf_stats_enabled,
+                      cpu_seconds, find_procs, median, read_line, spawn, wait_exit, wait_for)
 
 VARIANTS = ("unmonitored", "floor", "pdimond")
 METRICS = ("pingpong", "barrier", "iprobe")
@@ -89,17 +88,7 @@ def run_once(variant, daemon, iters, nranks, tag, info):
                 per_call_ns({}, bpf_prog_stats(floor.pid), ("empty_enter", "empty_exit")))
         return tuple(float(x) for x in m.groups())
     finally:
-        try:
-            if floor:
-                floor.stdin.close()  # it detaches and exits
-                if wait_exit(floor, 60, "probe-floor") != 0:
-                    raise BenchError(f"probe-floor exited with {floor.returncode}: {floor.stderr.read()}")
-                floor.stdout.close()
-                floor.stderr.close()
-        finally:
-            if job:
-                kill_tree(job)
-            shutil.rmtree(tmp, ignore_errors=True)
+        end_run(floor, job, tmp, check_floor=True)
 
 
 def main():

@@ -66,7 +66,7 @@ class Output:
     """A job's output, line by line with the CLOCK_MONOTONIC time each came (ns)."""
 
     def __init__(self, stream, path):
-        self.lines, self.f = [], open(path, "w")
+        self.lines, self.f, self.t0 = [], open(path, "w"), time.monotonic_ns()
         self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
         self.thread.start()
 
@@ -143,7 +143,7 @@ def healthy_run(prog, cmd, workdir, db, usual_s, log):
         harness.wait_for(lambda: (campaign.query_json(d, "show", name, "--json") or {}).get("state") == "ended", 60,
                          "the step to end")
         longest = health_of(d, name).get("longest_healthy_quiet_s", 0.0)
-        return longest, out.count("looks hung"), out.count("looks slow")
+        return longest, out.count("looks hung"), out.count("looks slow"), (time.monotonic_ns() - out.t0) / 1e9
     finally:
         d.stop()
         bus.stop()
@@ -215,6 +215,7 @@ def detect_one(prog, fault, seed, cmd, workdir, db, usual_s, log):
 
 def detect(args):
     out_dir = args.out or tempfile.mkdtemp(prefix="pdimon-hang-bench-")
+    os.makedirs(out_dir, exist_ok=True)
     results = []
     for prog in args.programs.split(","):
         if NEEDS.get(prog) and not shutil.which(NEEDS[prog]):
@@ -224,10 +225,11 @@ def detect(args):
         os.chmod(workdir, 0o755)
         cmd, usual_s = PROGRAMS[prog](workdir, False)
         db = os.path.join(workdir, "pdimon.db")
-        longest, hung, slow = healthy_run(prog, cmd, workdir, db, usual_s, out_dir)
+        longest, hung, slow, took = healthy_run(prog, cmd, workdir, db, usual_s, out_dir)
         target = max(30.0, 3 * longest)
-        print(f"# {prog}: healthy run: longest quiet {longest:.1f} s (target {target:.0f} s); "
+        print(f"# {prog}: healthy run of {took:.0f} s: longest quiet {longest:.1f} s (target {target:.0f} s); "
               f"{hung} hung and {slow} slow alarms", flush=True)
+        usual_s = took  # the faults come within the run as this machine runs it now
         for fault in args.faults.split(","):
             if fault == "deadlock" and prog not in OURS:
                 continue
@@ -280,6 +282,7 @@ def soak_programs():
 
 def soak(args):
     out_dir = args.out or tempfile.mkdtemp(prefix="pdimon-hang-soak-")
+    os.makedirs(out_dir, exist_ok=True)
     os.chmod(out_dir, 0o755)
     progs = soak_programs()
     cmds = {}
@@ -291,7 +294,7 @@ def soak(args):
     bus = campaign.new_bus()
     d = harness.Daemon(*DEFAULTS, bus=bus, database=os.path.join(out_dir, "pdimon.db"))
     lock = threading.Lock()
-    results, todo = [], list(range(args.runs))
+    results, todo, jobs = [], list(range(args.runs)), {}
 
     def worker():
         while True:
@@ -305,10 +308,14 @@ def soak(args):
             env = dict(env, WAITS_DIR=workdir)
             t0 = time.monotonic()
             p, out = start(d, name, cmd, workdir, env, os.path.join(out_dir, name + ".out"))
+            with lock:
+                jobs[name] = p
             try:
                 p.wait(timeout=3600)
             except subprocess.TimeoutExpired:
                 finish(p, name)
+            with lock:
+                jobs.pop(name, None)
             out.thread.join(timeout=30)
             r = {"run": i, "program": prog, "exit": p.returncode, "seconds": time.monotonic() - t0,
                  "hung": out.count("looks hung"), "slow": out.count("looks slow")}
@@ -316,14 +323,21 @@ def soak(args):
                 results.append(r)
             print(json.dumps(r), flush=True)
 
+    status = {}
     try:
-        threads = [threading.Thread(target=worker) for _ in range(args.parallel)]
+        threads = [threading.Thread(target=worker, daemon=True) for _ in range(args.parallel)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         status = campaign.query_json(d, "status", "--json") or {}
+    except KeyboardInterrupt:
+        print("# interrupted: the runs so far", flush=True)
     finally:
+        with lock:
+            todo.clear()
+            for name, p in list(jobs.items()):
+                finish(p, name)
         d.stop()
         bus.stop()
     hours = sum(r["seconds"] for r in results) / 3600
@@ -352,6 +366,8 @@ def main():
     b.add_argument("--parallel", type=int, default=2)
     b.add_argument("--out")
     args = ap.parse_args()
+    # a benchmark in the background ignores SIGINT: SIGTERM stops it cleanly (jobs, pdimond)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if os.geteuid() != 0:
         sys.exit("hang.py: run as root (BPF, other users' processes)")
     (detect if args.mode == "detect" else soak)(args)

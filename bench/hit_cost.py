@@ -11,13 +11,11 @@ and the kind of instruction each entry probe sits on (probe-floor --list).
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
-from benchlib import (BUILD, PROBE_FLOOR, BenchError, find_procs, kill_tree, median, read_line, spawn,
-                      wait_exit)
+from benchlib import (end_run, BUILD, PROBE_FLOOR, BenchError, find_procs, median, read_line, spawn, wait_exit)
 
 VARIANTS = ("unprobed", "at_start", "placed")
 MPIRUN = {"openmpi": ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", "1"],
@@ -51,16 +49,7 @@ def run_once(impl, variant, calls, kinds):
             raise BenchError(f"hitcost failed ({job.returncode}): {err}")
         return {m.group(1): float(m.group(2)) for m in re.finditer(r"hitcost (\S+) ([0-9.]+)", out)}
     finally:
-        try:
-            if floor:
-                floor.stdin.close()
-                wait_exit(floor, 60, "probe-floor")
-                floor.stdout.close()
-                floor.stderr.close()
-        finally:
-            if job:
-                kill_tree(job)
-            shutil.rmtree(tmp, ignore_errors=True)
+        end_run(floor, job, tmp)
 
 
 def main():

@@ -371,47 +371,94 @@ int BPF_KRETPROBE(mpi_exit)
 	return 0;
 }
 
-/* Attached to MPI_Init/MPI_Init_thread of the MPI libraries for every process: fires
- * once per MPI process, so the cost is nil. A process of a watched tree is stopped
- * here until the daemon has attached its per-process probes and continues it. */
-SEC("uprobe")
-int BPF_KPROBE(mpi_init_trap)
+/* ---- start-up: the processes of watched trees (registered Slurm tasks, "pdimon run") ---- */
+
+/* The watched process that the current task is, or descends from; 0 when none. */
+static __always_inline __u32 watched_root(void)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, *root = NULL;
-	struct pdi_event *e;
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 
 	for (int i = 0; i < MAX_ANCESTORS && pid > 1; i++) {
-		root = bpf_map_lookup_elem(&watched, &pid);
-		if (root)
-			break;
+		if (bpf_map_lookup_elem(&watched, &pid))
+			return pid;
 		task = BPF_CORE_READ(task, real_parent);
 		pid = BPF_CORE_READ(task, tgid);
 	}
-	if (!root)
-		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	return 0;
+}
+
+/* A start-up record (PDI_EV_INIT, PDI_EV_EXEC) for the daemon, which it wants at once. */
+static __always_inline struct pdi_event *startup_event(__u32 kind, __u64 id, __u32 root)
+{
+	struct pdi_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
 	if (!e) {
 		count_lost(id >> 32);
-		return 0;
+		return NULL;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
-	e->kind = PDI_EV_INIT;
+	e->kind = kind;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
-	e->fn = PDI_COOKIE_FN(bpf_get_attach_cookie(ctx));
 	e->t_enter = bpf_ktime_get_ns();
-	bpf_probe_read_user(&e->callsite, sizeof(e->callsite), (void *)PT_REGS_SP(ctx));
+	e->args[0] = root;
+	/* when the process started: pdimond acts on it only if its pid still names it */
+	e->args[3] = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), group_leader, start_boottime);
+	return e;
+}
+
+/* A process of a watched tree has executed its program: the daemon attaches its probes now,
+ * with its pid filter, to the MPI libraries it may map (uprobes are per inode: they take
+ * effect when the library is mapped), so that at MPI_Init it need not be stopped. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(mpi_exec)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 root = watched_root();
+	struct pdi_event *e;
+
+	if (!root)
+		return 0;
+	e = startup_event(PDI_EV_EXEC, id, root);
+	if (e)
+		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* Attached to MPI_Init/MPI_Init_thread of the MPI libraries for every process: fires
+ * once per MPI process, so the cost is nil. A process of a watched tree is stopped here
+ * until the daemon has attached its per-process probes and continues it, unless they are
+ * attached already: then its entry probe, run before this one (the kernel runs the newest
+ * consumer of a probe first), has just made this call the thread's call in flight. If the
+ * kernel ran them the other way round, the process is stopped as before: never a call missed. */
+SEC("uprobe")
+int BPF_KPROBE(mpi_init_trap)
+{
+	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx), sp = PT_REGS_SP(ctx);
+	__u32 root = watched_root(), fn = PDI_COOKIE_FN(cookie);
+	struct pdi_inflight *f;
+	struct pdi_event *e;
+	bool seen;
+
+	if (!root)
+		return 0;
+	e = startup_event(PDI_EV_INIT, id, root);
+	if (!e)
+		return 0;
+	f = bpf_map_lookup_elem(&inflight, &id);
+	seen = f && f->active && f->sp == sp && PDI_COOKIE_FN(f->cookie) == fn;
+	e->fn = fn;
+	e->flags = seen ? PDI_EVF_NOT_HELD : 0;
+	bpf_probe_read_user(&e->callsite, sizeof(e->callsite), (void *)sp);
 	e->caller = e->callsite;
 	e->chain = PDI_CHAIN_UNKNOWN; /* pdimond finishes it from the stopped process's stack */
-	e->args[0] = pid; /* the watched process it descends from */
-	e->args[1] = PT_REGS_SP(ctx);
+	e->args[1] = sp;
 	e->args[2] = PT_REGS_FP(ctx);
-	/* when the trapped process started: pdimond acts on it only if its pid still names it */
-	e->args[3] = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), group_leader, start_boottime);
+	e->args[4] = PDI_TRAP_LIB(cookie);
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
-	bpf_send_signal(SIGSTOP);
+	if (!seen)
+		bpf_send_signal(SIGSTOP);
 	return 0;
 }
 

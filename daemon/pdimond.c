@@ -452,9 +452,6 @@ int main(int argc, char **argv)
 	r = pdi_probe_calibrate(d.tracer, &d.probe_costs);
 	if (r < 0)
 		log_warning_errno(r, "Cannot measure what a probe costs here, assuming a slow VM's figures: %m");
-	/* the calibration's own events fill a small ring: empty it before the first MPI_Init trap
-	 * needs room, not at the first drain tick */
-	(void)pdi_tracer_drain(d.tracer);
 	log_info("A probed call costs %.1f us here (%.1f us when its first instruction is single-stepped, %.1f us "
 		 "without its return probe); max_overhead_pct %g%s", d.probe_costs.full_emulated / 1e3,
 		 d.probe_costs.full_stepped / 1e3, d.probe_costs.entry_only_emulated / 1e3, d.cfg.max_overhead_pct,

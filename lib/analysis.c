@@ -103,11 +103,19 @@ static bool held_by_kernel(const struct pdi_where *w)
 	return w->act.kind == PDI_ACT_STOPPED || w->act.kind == PDI_ACT_DISK;
 }
 
+/* T shows as computing, but the overhead budget thinned its probes since its last seen call:
+ * it may as well be blocked in a call its probes did not see begin. Nobody can tell which. */
+static bool maybe_in_unseen_call(const struct pdi_view_task *t)
+{
+	return t->where.kind == PDI_WHERE_COMPUTING &&
+	       pdi_unobserved_blind_since(&t->model->unobserved, t->model->last_exit);
+}
+
 /* T computes outside MPI, and has since before the blocked tasks blocked (FOR_NS ago). */
 static bool computing_all_along(const struct pdi_view_task *t, uint64_t for_ns)
 {
 	return t->running && t->where.kind == PDI_WHERE_COMPUTING && t->where.for_ns >= for_ns &&
-	       !held_by_kernel(&t->where);
+	       !held_by_kernel(&t->where) && !maybe_in_unseen_call(t);
 }
 
 /* PDI on the view's tasks: the progress dependence graph and the least-progressed ranks. The
@@ -595,6 +603,10 @@ int pdi_analysis_build(const struct pdi_view *s, const struct pdi_analysis_sampl
 			     "understate them", ranks);
 	if (ranks_where(s, missed_calls, ranks, sizeof(ranks)))
 		add_limit(a, "ranks %s made calls while pdimond was down: their models miss them", ranks);
+	if (ranks_where(s, maybe_in_unseen_call, ranks, sizeof(ranks)))
+		add_limit(a, "ranks %s show as computing, but functions of theirs were probed in part since their last "
+			     "seen call: they may be inside such a call instead; which, cannot be told, so they are not "
+			     "taken for computing", ranks);
 	if (ranks_where(s, observed_in_part, ranks, sizeof(ranks)))
 		add_limit(a, "ranks %s were probed in part to keep them within max_overhead_pct (their \"unobserved\" "
 			     "intervals): calls of the functions named there are missing from their models for that "

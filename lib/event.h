@@ -40,7 +40,14 @@ enum pdi_event_kind {
 	PDI_EV_INIT = 2,   /* a process of a watched tree entered MPI_Init: attach to it (args[0]: the
 	                    * watched pid it descends from, args[3]: its start, start_boottime ns) */
 	PDI_EV_FRAMES = 3, /* a call's stack, where its call chain met a hop not known yet */
+	PDI_EV_EXEC = 4,   /* a process of a watched tree executed a program: attach ahead of MPI_Init
+	                    * (args[0]: the watched pid it descends from) */
 };
+
+/* The MPI_Init trap's cookie: the function, and which of the trapped libraries it sits in
+ * (PDI_EV_INIT's args[1]). */
+#define PDI_TRAP_COOKIE(fn, lib) ((__u64)(fn) | ((__u64)(lib) << 48))
+#define PDI_TRAP_LIB(c) ((__u32)((c) >> 48))
 
 /* ---- the application's call site past the MPI library (doc/design/call-sites.md) ----
  *
@@ -108,6 +115,8 @@ struct pdi_frames {
 	__u8 stack[PDI_FRAMES_BYTES];
 };
 
+#define PDI_EVF_NOT_HELD 2 /* PDI_EV_INIT: the process's probes, attached ahead, saw this MPI_Init
+			    * enter, so it was not stopped there */
 #define PDI_EVF_NO_EXIT 1 /* the call's end was not seen: t_exit is its entry (an entry-only probe)
 			   * or when its end was noticed (its return probe went while it ran) */
 

@@ -20,6 +20,44 @@ const struct pdi_health_params pdi_health_params_default = {
 	.stall_factor = 5,
 };
 
+/* Whether state KEY of a phase is the one asked for. */
+static bool state_matches(uint64_t key, uint64_t want)
+{
+	if (pdi_state_is_comp(want) && pdi_state_site(want) == PDI_SITE_MAX)
+		return pdi_state_is_comp(key) && pdi_state_prev_site(key) == pdi_state_prev_site(want);
+	return key == want;
+}
+
+void pdi_state_durations_of(const struct pdi_model *const *models, unsigned n, uint64_t key,
+			    struct pdi_state_durations *ret)
+{
+	struct pdi_gauss g = {0};
+	double longest = 0;
+
+	for (unsigned i = 0; i < n && i < PDI_HEALTH_POOL; i++) {
+		const struct pdi_model *m = models[i];
+
+		for (uint32_t ph = 0; m && ph < m->nphases; ph++) {
+			const struct pdi_phase *p = &m->phases[ph];
+
+			for (uint32_t e = 0; e < p->nedges; e++) {
+				const struct pdi_edge *edge = &p->edges[e];
+
+				if (!state_matches(p->states[edge->from].key, key))
+					continue;
+				pdi_gauss_merge(&g, &edge->time);
+				for (unsigned b = 0; b < edge->hist.n; b++)
+					if (edge->hist.mean[b] > longest)
+						longest = edge->hist.mean[b];
+			}
+		}
+	}
+	if (g.mean > longest)
+		longest = g.mean;
+	*ret = (struct pdi_state_durations){.n = g.n, .mean_s = g.mean / 1e9, .sd_s = pdi_gauss_stddev(&g) / 1e9,
+					    .longest_s = longest / 1e9};
+}
+
 void pdi_health_init(struct pdi_health_judge *h, const struct pdi_health_params *p)
 {
 	*h = (struct pdi_health_judge){.params = *p};
@@ -95,29 +133,103 @@ double pdi_state_horizon(const struct pdi_state_durations *d, double observed_s,
 	return horizon;
 }
 
-/* The index of the task most behind: the longest idle outside MPI, else the longest idle. */
-static int critical_task(const struct pdi_health_input *in)
+/* How much a task that does this looks like the one the others wait for: a stopped task
+ * most, then one asleep outside MPI, one computing, one in a debugger, one waiting in MPI. */
+static int suspicion(enum pdi_motion m)
 {
-	int best = -1, best_waiting = -1;
+	switch (m) {
+	case PDI_MOTION_STOPPED: return 5;
+	case PDI_MOTION_IDLE: return 4;
+	case PDI_MOTION_COMPUTING: return 3;
+	case PDI_MOTION_STARTING: return 2;
+	case PDI_MOTION_TRACED: return 1;
+	default: return 0;
+	}
+}
 
-	for (unsigned i = 0; i < in->ntasks; i++) {
-		const struct pdi_health_task *t = &in->tasks[i];
+/* The index of the task most behind: the most suspicious (above), the longest idle among
+ * those; -1 when every task has finished. */
+static int critical_task(const struct pdi_health_task *tasks, unsigned n)
+{
+	int best = -1;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct pdi_health_task *t = &tasks[i];
 
 		if (t->motion == PDI_MOTION_FINISHED)
 			continue;
-		if (t->motion == PDI_MOTION_WAITING) {
-			if (best_waiting < 0 || t->idle_s > in->tasks[best_waiting].idle_s)
-				best_waiting = (int)i;
-		} else if (best < 0 || t->idle_s > in->tasks[best].idle_s) {
+		if (best < 0 || suspicion(t->motion) > suspicion(tasks[best].motion) ||
+		    (suspicion(t->motion) == suspicion(tasks[best].motion) && t->idle_s > tasks[best].idle_s))
 			best = (int)i;
-		}
 	}
-	return best >= 0 ? best : best_waiting;
+	return best;
 }
 
 static double clean(double x)
 {
 	return isfinite(x) && x > 0 ? x : 0;
+}
+
+/* The quiet Q of TASKS (PAUSED seconds of it not counted) judged with H's record and
+ * parameters into V: its kind, the threshold, p, the task most behind, and whether a task's
+ * state explains it. H is not changed. */
+static enum pdi_quiet_kind judge_quiet(const struct pdi_health_judge *h, const struct pdi_health_task *tasks,
+				       unsigned n, double q, double paused, struct pdi_health_verdict *v,
+				       bool *ret_explained)
+{
+	const struct pdi_health_params *p = &h->params;
+	enum pdi_quiet_kind kind = PDI_QUIET_SETTLED;
+	struct pdi_health_record all;
+	struct pdi_quiet_threshold thr;
+	struct pdi_quiet_params qp;
+	double q_eff = q > paused ? q - paused : 0;
+
+	*ret_explained = false;
+	pdi_health_record(h, &all);
+	/* per task, how long its state may still legitimately last: one outside MPI never seen
+	 * to end, or known to last this long, makes the quiet open */
+	for (unsigned i = 0; i < n; i++) {
+		const struct pdi_health_task *t = &tasks[i];
+		double horizon, idle = clean(t->idle_s) - paused;
+
+		if (t->motion != PDI_MOTION_WAITING && t->motion != PDI_MOTION_COMPUTING && t->motion != PDI_MOTION_IDLE)
+			continue;
+		/* a task whose state is known to last this long explains the quiet */
+		horizon = pdi_state_horizon(&t->state, all.kind[0].observed_s, p);
+		if (idle < horizon)
+			*ret_explained = true;
+		if (t->motion != PDI_MOTION_WAITING && ((double)t->state.n < p->state_min_visits || idle < horizon))
+			kind = PDI_QUIET_OPEN;
+	}
+	/* two kinds of quiet, each held to half the rate, with their own records and priors */
+	qp = p->quiet;
+	qp.rate_per_hour /= PDI_QUIET_KINDS;
+	if (kind == PDI_QUIET_OPEN)
+		qp.prior_scale_s = p->novel_prior_scale_s;
+	pdi_quiet_threshold(&all.kind[kind], &qp, &thr);
+	v->threshold_s = thr.quiet_s > p->floor_s ? thr.quiet_s : p->floor_s;
+	v->quiet_s = q_eff;
+	v->p = pdi_quiet_p(&thr, q_eff);
+	v->critical = critical_task(tasks, n);
+	return kind;
+}
+
+void pdi_health_judge_tasks(const struct pdi_health_judge *h, const struct pdi_health_task *tasks, unsigned n,
+			    struct pdi_health_verdict *ret)
+{
+	struct pdi_health_verdict v = {.health = PDI_HEALTH_OK, .critical = -1, .unjudged_task = -1, .p = 1};
+	double q = INFINITY;
+	bool explained;
+
+	for (unsigned i = 0; i < n; i++)
+		if (tasks[i].motion != PDI_MOTION_FINISHED && clean(tasks[i].idle_s) < q)
+			q = clean(tasks[i].idle_s);
+	if (isfinite(q)) {
+		(void)judge_quiet(h, tasks, n, q, 0, &v, &explained);
+		if (v.quiet_s >= v.threshold_s && !explained)
+			v.health = PDI_HEALTH_HUNG;
+	}
+	*ret = v;
 }
 
 /* The episode of quiet that was going on ended (some task made progress): its length, at
@@ -140,13 +252,9 @@ void pdi_health_tick(struct pdi_health_judge *h, const struct pdi_health_input *
 	struct pdi_health_verdict v = {.health = h->announced, .since_s = h->announced_since_s, .critical = -1,
 				       .unjudged_task = -1, .p = 1};
 	unsigned active = 0, stopped = 0, traced = 0, starting = 0, blind = 0;
-	double q = INFINITY, dt = 0, q_eff, starting_idle = 0;
+	double q = INFINITY, dt = 0, starting_idle = 0;
 	uint64_t progress = 0;
-	struct pdi_health_record all;
-	struct pdi_quiet_threshold thr;
-	struct pdi_quiet_params qp;
-	enum pdi_quiet_kind kind;
-	bool first = h->last_now_s == 0, stalled = false, explained = false;
+	bool first = h->last_now_s == 0, stalled = false, explained;
 
 	if (!first) {
 		dt = in->now_s - h->last_now_s;
@@ -209,35 +317,7 @@ void pdi_health_tick(struct pdi_health_judge *h, const struct pdi_health_input *
 	h->last_quiet_s = q;
 	if (stopped || traced || blind)
 		h->episode_tainted = true;
-	q_eff = q > h->paused_s ? q - h->paused_s : 0;
-
-	/* per task outside MPI, how long its state may still legitimately last: one never seen
-	 * to end, or known to last this long, makes the quiet open */
-	kind = PDI_QUIET_SETTLED;
-	pdi_health_record(h, &all);
-	for (unsigned i = 0; i < in->ntasks; i++) {
-		const struct pdi_health_task *t = &in->tasks[i];
-		double horizon, idle = clean(t->idle_s) - h->paused_s;
-
-		if (t->motion != PDI_MOTION_WAITING && t->motion != PDI_MOTION_COMPUTING && t->motion != PDI_MOTION_IDLE)
-			continue;
-		/* a task whose state is known to last this long explains the quiet */
-		horizon = pdi_state_horizon(&t->state, all.kind[0].observed_s, p);
-		if (idle < horizon)
-			explained = true;
-		if (t->motion != PDI_MOTION_WAITING && ((double)t->state.n < p->state_min_visits || idle < horizon))
-			kind = PDI_QUIET_OPEN;
-	}
-	h->episode_kind = kind;
-	qp = p->quiet;
-	qp.rate_per_hour /= PDI_QUIET_KINDS;
-	if (kind == PDI_QUIET_OPEN)
-		qp.prior_scale_s = p->novel_prior_scale_s;
-	pdi_quiet_threshold(&all.kind[kind], &qp, &thr);
-	v.threshold_s = thr.quiet_s > p->floor_s ? thr.quiet_s : p->floor_s;
-	v.quiet_s = q_eff;
-	v.p = pdi_quiet_p(&thr, q_eff);
-	v.critical = critical_task(in);
+	h->episode_kind = judge_quiet(h, in->tasks, in->ntasks, q, h->paused_s, &v, &explained);
 
 	if (traced)
 		v.unjudged |= PDI_UNJUDGED_TRACED;
@@ -268,9 +348,9 @@ void pdi_health_tick(struct pdi_health_judge *h, const struct pdi_health_input *
 	(void)pdi_rate_add(&h->rate, &p->rate, p->quiet.rate_per_hour, dt, progress);
 	v.rate_ratio = h->rate.ratio;
 
-	if (q_eff >= v.threshold_s && !explained)
+	if (v.quiet_s >= v.threshold_s && !explained)
 		v.health = PDI_HEALTH_HUNG;
-	else if (h->rate.slow && q_eff < v.threshold_s)
+	else if (h->rate.slow && v.quiet_s < v.threshold_s)
 		v.health = PDI_HEALTH_SLOW;
 	else
 		v.health = PDI_HEALTH_OK;

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model.h"
 #include "quiet.h"
 #include "rate.h"
 
@@ -50,6 +51,19 @@ struct pdi_state_durations {
 	double mean_s, sd_s;
 	double longest_s;   /* the longest seen (or the best lower bound of it) */
 };
+
+/* The key that stands for every computation after call site SITE (what comes next is not
+ * known while it runs): for pdi_state_durations_of(). */
+static inline uint64_t pdi_state_after(uint32_t site)
+{
+	return pdi_state_comp(site, PDI_SITE_MAX);
+}
+
+/* The durations of state KEY (a model state key, or pdi_state_after()) over MODELS (N of
+ * them; at most PDI_HEALTH_POOL are read: the tasks of a step run one program), in seconds. */
+#define PDI_HEALTH_POOL 16
+void pdi_state_durations_of(const struct pdi_model *const *models, unsigned n, uint64_t key,
+			    struct pdi_state_durations *ret);
 
 struct pdi_health_task {
 	int rank;
@@ -115,8 +129,9 @@ struct pdi_health_verdict {
 	double threshold_s;        /* hung at this much quiet, now */
 	double p;                  /* how unlikely a healthy step is this quiet (hung) */
 	double since_s;            /* when the verdict's episode began (the clock of the input) */
-	int critical;              /* index in the input's tasks of the one most behind (longest
-				      idle not waiting in MPI, else longest idle), -1 none */
+	int critical;              /* index in the input's tasks of the one most behind (a stopped
+				      one first, then one asleep or computing outside MPI, the
+				      longest idle of those), -1 none */
 	double rate_ratio;         /* slow: its recent progress rate over its usual one */
 	unsigned unjudged;         /* enum pdi_unjudged bits that hold now */
 	unsigned unjudged_new;     /* those of them never said before: say them, once */
@@ -148,6 +163,13 @@ void pdi_health_set_history(struct pdi_health_judge *h, const struct pdi_health_
 /* One tick. The verdict may differ from what was announced: the caller confirms it (across
  * nodes) and commits it, or leaves it. */
 void pdi_health_tick(struct pdi_health_judge *h, const struct pdi_health_input *in, struct pdi_health_verdict *ret);
+
+/* The quiet of TASKS alone judged with H's record and parameters, H unchanged: HUNG or OK,
+ * with the quiet, threshold, p and the task most behind, into RET. What confirms a hang a node
+ * suspected, on the tasks of all of the step's nodes (their idle: the time since each last
+ * moved, as far as every node can tell). */
+void pdi_health_judge_tasks(const struct pdi_health_judge *h, const struct pdi_health_task *tasks, unsigned n,
+			    struct pdi_health_verdict *ret);
 
 /* Whether V changes what was announced: a new episode (slow or hung), or its end. */
 bool pdi_health_news(const struct pdi_health_judge *h, const struct pdi_health_verdict *v);

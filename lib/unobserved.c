@@ -92,6 +92,17 @@ bool pdi_unobserved_overlaps(const struct pdi_unobserved_log *l, uint16_t fn, ui
 	return false;
 }
 
+bool pdi_unobserved_blind_since(const struct pdi_unobserved_log *l, uint64_t t)
+{
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct pdi_unobserved *u = &l->v[i];
+
+		if (u->level != PDI_UNOBS_ENTRY_ONLY && (u->t_end == 0 || u->t_end >= t))
+			return true;
+	}
+	return false;
+}
+
 void pdi_unobserved_free(struct pdi_unobserved_log *l)
 {
 	free(l->v);

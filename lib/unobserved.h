@@ -48,6 +48,10 @@ int pdi_unobserved_add(struct pdi_unobserved_log *l, uint16_t fn, uint8_t level,
 /* Does a record overlap [FROM, TO]? (FN any: PDI_UNOBSERVED_ALL) */
 bool pdi_unobserved_overlaps(const struct pdi_unobserved_log *l, uint16_t fn, uint64_t from, uint64_t to);
 void pdi_unobserved_free(struct pdi_unobserved_log *l);
+/* Could a call have begun unseen after T (a function sampled or detached, or a gap, at any time
+ * since T, or still)? Then a task seen computing since T may as well be inside that call.
+ * Entry-only functions are not: their calls are seen as they begin. */
+bool pdi_unobserved_blind_since(const struct pdi_unobserved_log *l, uint64_t t);
 
 /* "entry only", "sampled", "detached", "gap" */
 const char *pdi_unobserved_level_name(unsigned level);

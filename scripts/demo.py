@@ -69,7 +69,10 @@ def main():
             rep = json.load(f)
         banner(f"the report file {os.path.basename(path)}: verdict")
         print(json.dumps(rep["verdict"], indent=2))
-        html = os.path.join(os.getcwd(), f"pdimon-{step['step']}.html")
+        # kept beside the build (build/demo/), where it outlives the demo's private Slurm
+        outdir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "demo")
+        os.makedirs(outdir, exist_ok=True)
+        html = os.path.normpath(os.path.join(outdir, f"pdimon-{step['step']}.html"))
         banner(f"pdimon render {os.path.basename(path)} --html {os.path.basename(html)}")
         daemon.pdimon("render", path, "--html", html)
         print(f"the HTML report (one self-contained file, opens offline in any browser): {html}")

@@ -23,10 +23,6 @@
 #define IDLE_CPU_PCT 5
 /* I/O counters compare only with a look this recent (a look per tick) */
 #define IO_FRESH_NS (3 * NS)
-/* models pooled for a state's durations: the tasks of one program agree */
-#define POOL_TASKS 16
-/* the next site of a computation key that stands for every computation after its site */
-#define ANY_NEXT PDI_SITE_MAX
 
 int pdi_proc_io(pid_t pid, uint64_t *ret)
 {
@@ -146,7 +142,7 @@ uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, stru
 		h.motion = PDI_MOTION_FINISHED;
 	} else {
 		/* computing after its last call: what follows is not known yet */
-		key = pdi_state_comp(m->last_site, ANY_NEXT);
+		key = pdi_state_after(m->last_site);
 	}
 
 	/* still for a while: what the kernel says it does, and whether it does I/O */
@@ -176,41 +172,4 @@ uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, stru
 	*ret = h;
 	*ret_key = key;
 	return calls;
-}
-
-/* Whether state KEY of a phase is the one asked for. */
-static bool state_matches(uint64_t key, uint64_t want)
-{
-	if (pdi_state_is_comp(want) && pdi_state_site(want) == ANY_NEXT)
-		return pdi_state_is_comp(key) && pdi_state_prev_site(key) == pdi_state_prev_site(want);
-	return key == want;
-}
-
-void pdi_state_durations_of(struct pdi_task *const *tasks, unsigned n, uint64_t key, struct pdi_state_durations *ret)
-{
-	struct pdi_gauss g = {0};
-	double longest = 0;
-
-	for (unsigned i = 0; i < n && i < POOL_TASKS; i++) {
-		const struct pdi_model *m = &tasks[i]->model;
-
-		for (uint32_t ph = 0; ph < m->nphases; ph++) {
-			const struct pdi_phase *p = &m->phases[ph];
-
-			for (uint32_t e = 0; e < p->nedges; e++) {
-				const struct pdi_edge *edge = &p->edges[e];
-
-				if (!state_matches(p->states[edge->from].key, key))
-					continue;
-				pdi_gauss_merge(&g, &edge->time);
-				for (unsigned b = 0; b < edge->hist.n; b++)
-					if (edge->hist.mean[b] > longest)
-						longest = edge->hist.mean[b];
-			}
-		}
-	}
-	if (g.mean > longest)
-		longest = g.mean;
-	*ret = (struct pdi_state_durations){.n = g.n, .mean_s = g.mean / 1e9, .sd_s = pdi_gauss_stddev(&g) / 1e9,
-					    .longest_s = longest / 1e9};
 }

@@ -47,8 +47,3 @@ int pdi_proc_tracer(pid_t pid, pid_t *ret);
  * when none) for the caller to pool durations by. */
 uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, struct pdi_task_progress *p,
 				  uint64_t now_ns, struct pdi_health_task *ret, uint64_t *ret_key);
-
-/* The durations of state KEY over the models of TASKS (N of them; at most a few are read:
- * tasks of a step run one program), in seconds. A computation state's key stands for every
- * computation after its call site (what comes next is not known while it runs). */
-void pdi_state_durations_of(struct pdi_task *const *tasks, unsigned n, uint64_t key, struct pdi_state_durations *ret);

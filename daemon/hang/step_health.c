@@ -49,7 +49,7 @@ struct pdi_step_health {
 	unsigned nprogress;
 	struct pdi_health_task *in;          /* this tick's input, reused */
 	uint64_t *keys;
-	struct pdi_task **running;
+	const struct pdi_model **models;     /* this tick's running tasks' models */
 	unsigned cap;
 	uint64_t calls;                      /* completed calls that were progress */
 	time_t since;                        /* the announced episode's start, wall clock; 0 ok */
@@ -58,6 +58,7 @@ struct pdi_step_health {
 	char line[600];                      /* the last line announced */
 	bool ready;                          /* the store answered: judged from now on */
 	bool saved_end;                      /* its record was saved once it ended */
+	bool rerun;                          /* the step ran again under its name: nothing to take over */
 	struct pdi_health_action actions[PDI_HEALTH_MAX_ACTIONS];
 	unsigned nactions, dropped_actions;
 };
@@ -69,7 +70,7 @@ void pdi_step_health_free(struct pdi_step_health *h)
 	free(h->progress);
 	free(h->in);
 	free(h->keys);
-	free(h->running);
+	free(h->models);
 	free(h);
 }
 
@@ -86,7 +87,15 @@ static struct pdi_health_params params_of(const struct pdi_config *c)
 static struct pdi_step_health *health_of(struct pdi_daemon *d, struct pdi_step *s)
 {
 	struct pdi_health_params p;
+	bool rerun = false;
 
+	/* a step that ended and runs again under its name (pdimon run --step NAME) is a new
+	 * run: judged afresh, its earlier run now part of its program's history */
+	if (s->health && s->health->saved_end) {
+		pdi_step_health_free(s->health);
+		s->health = NULL;
+		rerun = true;
+	}
 	if (s->health)
 		return s->health;
 	s->health = calloc(1, sizeof(*s->health));
@@ -94,6 +103,7 @@ static struct pdi_step_health *health_of(struct pdi_daemon *d, struct pdi_step *
 		return NULL;
 	p = params_of(&d->cfg);
 	pdi_health_init(&s->health->judge, &p);
+	s->health->rerun = rerun;
 	pdi_hang_history_load(d, s);
 	return s->health;
 }
@@ -113,15 +123,15 @@ static int reserve(struct pdi_step_health *h, unsigned n)
 	if (n > h->cap) {
 		struct pdi_health_task *in = realloc(h->in, n * sizeof(*in));
 		uint64_t *keys = in ? realloc(h->keys, n * sizeof(*keys)) : NULL;
-		struct pdi_task **running = keys ? realloc(h->running, n * sizeof(*running)) : NULL;
+		const struct pdi_model **models = keys ? realloc(h->models, n * sizeof(*models)) : NULL;
 
 		if (in)
 			h->in = in;
 		if (keys)
 			h->keys = keys;
-		if (!running)
+		if (!models)
 			return -ENOMEM;
-		h->running = running;
+		h->models = models;
 		h->cap = n;
 	}
 	return 0;
@@ -190,7 +200,7 @@ void pdi_step_health_loaded(struct pdi_daemon *d, struct pdi_step *s, const stru
 	if (runs)
 		log_debug("Step %s: hang thresholds from %u earlier run%s of %s", s->name, runs, runs == 1 ? "" : "s",
 			  s->executable);
-	if (!own)
+	if (!own || h->rerun)
 		return;
 	/* a pdimond before this one judged it: what it announced stands (no second alarm) */
 	h->judge.run = own->run;
@@ -424,9 +434,11 @@ static unsigned sample(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step
 		if (t->state != PDI_TASK_RUNNING)
 			continue;
 		h->calls += pdi_task_progress_sample(d, t, &h->progress[i], now_ns, &h->in[n], &h->keys[n]);
+		/* a call it makes goes unseen: only a polling one (Test, Iprobe) is no progress anyway */
 		for (unsigned fn = 0; t->budget && fn < pdi_mpi_nfuncs && !h->in[n].blind; fn++)
-			h->in[n].blind = t->budget->fn[fn].level == PDI_BUDGET_DETACHED;
-		h->running[n++] = t;
+			h->in[n].blind = t->budget->fn[fn].level == PDI_BUDGET_DETACHED &&
+					 pdi_mpi_funcs[fn].cls != PDI_FC_TEST && pdi_mpi_funcs[fn].cls != PDI_FC_PROBE;
+		h->models[n++] = &t->model;
 	}
 	/* the durations of the states of the tasks that have been still a while */
 	for (unsigned i = 0; i < n; i++) {
@@ -440,13 +452,13 @@ static unsigned sample(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step
 			if (ncached == MAX_KEYS)
 				continue;
 			/* the task's own model first, then its step's others */
-			struct pdi_task *first = h->running[0];
+			const struct pdi_model *first = h->models[0];
 
-			h->running[0] = h->running[i];
-			h->running[i] = first;
-			pdi_state_durations_of(h->running, n, h->keys[i], &cache[k]);
-			h->running[i] = h->running[0];
-			h->running[0] = first;
+			h->models[0] = h->models[i];
+			h->models[i] = first;
+			pdi_state_durations_of(h->models, n, h->keys[i], &cache[k]);
+			h->models[i] = h->models[0];
+			h->models[0] = first;
 			cached[ncached++] = h->keys[i];
 		}
 		h->in[i].state = cache[k];

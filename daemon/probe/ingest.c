@@ -225,9 +225,24 @@ static void continue_trapped(const struct pdi_ident *id)
 		log_warning_errno(r, "Cannot continue pid %d: %m", (int)id->pid);
 }
 
+/* Was the MPI_Init that trapped E seen by T's own entry probe? Not when the process was stopped
+ * for its probes to be attached, unless the kernel ran the trap before the entry probe. */
+static bool init_entry_seen(struct pdi_daemon *d, const struct pdi_event *e)
+{
+	struct pdi_inflight f;
+	pid_t tid;
+
+	if (e->flags & PDI_EVF_NOT_HELD)
+		return true;
+	return pdi_tracer_inflight(d->tracer, (pid_t)e->pid, &f, &tid, 1) == 1 && tid == (pid_t)e->tid &&
+	       PDI_COOKIE_FN(f.cookie) == e->fn;
+}
+
+/* A process of a watched tree reached MPI_Init: it joins its step. */
 static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 {
 	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
+	bool held = !(e->flags & PDI_EVF_NOT_HELD);
 	struct pdi_ident id;
 	struct pdi_task *t;
 
@@ -235,15 +250,39 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 	if (pin_trapped(e, &id) < 0)
 		return;
 	t = w ? join_watch(d, w, &id) : NULL;
-	if (t && init_site(d, t, e) == 0) {
+	/* attached while the process was stopped at MPI_Init's entry: that call's entry and return
+	 * probes came too late (see add_call()) */
+	if (t && !init_entry_seen(d, e) && init_site(d, t, e) == 0) {
 		t->init_call.fn = e->fn;
 		t->init_call.t_enter = e->t_enter;
 		t->init_call.peer = PDI_NO_PEER;
 		t->init_pending = true;
 	}
-	/* stopped by the trap: whatever happened, let it go on (it, and no successor of its pid) */
-	continue_trapped(&id);
+	if (held) {
+		/* stopped by the trap: whatever happened, let it go on (it, and no successor of its pid) */
+		continue_trapped(&id);
+		log_info("pid %d held at MPI_Init for %.1f ms while its probes were attached", (int)id.pid,
+			 (double)(pdi_now_ns() - e->t_enter) / 1e6);
+	} else {
+		log_info("pid %d joined at MPI_Init, not held: its probes were attached when it started", (int)id.pid);
+	}
 	pdi_ident_release(&id);
+}
+
+/* A process of a watched tree executed a program: its probes now, if we know where they go. */
+static void on_exec(struct pdi_daemon *d, const struct pdi_event *e)
+{
+	int r;
+
+	if (!pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]))
+		return;
+	r = pdi_tracer_attach_ahead(d->tracer, (pid_t)e->pid, (pid_t)e->args[0]);
+	if (r == 0)
+		log_debug("pid %u: probes attached as it started, %.1f ms after its exec", e->pid,
+			  (double)(pdi_now_ns() - e->t_enter) / 1e6);
+	else if (r != -ENOENT && r != -ESRCH)
+		log_debug("pid %u: cannot attach its probes as it starts (%s): it waits at MPI_Init", e->pid,
+			  strerror(-r));
 }
 
 void pdi_join_stopped(void *daemon, pid_t root, const struct pdi_ident *id)
@@ -271,6 +310,10 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 
 	if (e->kind == PDI_EV_INIT) {
 		on_init_trap(d, e);
+		return 0;
+	}
+	if (e->kind == PDI_EV_EXEC) {
+		on_exec(d, e);
 		return 0;
 	}
 	if (e->fn >= pdi_mpi_nfuncs)

@@ -71,54 +71,40 @@ uint64_t pdi_probe_place(struct pdi_elfobj *o, const char *name, uint64_t off, u
 	return off + ret->skip;
 }
 
-int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, unsigned flags, struct pdi_probe_targets *ret)
+/* Open MPI's handles are pointers to objects such as ompi_mpi_comm_world; the MPICH family
+ * (MPICH, Intel MPI, MVAPICH) uses 32-bit integers. */
+static bool int_handles(struct pdi_elfobj *o)
 {
-	const struct pdi_mapping *m;
-	struct pdi_maps maps = {0};
 	uint64_t off;
-	int r;
 
-	r = pdi_maps_read(pid, &maps);
-	if (r < 0)
-		return r;
-	/* a shared MPI library, or the executable itself when linked statically */
-	r = pdi_objcache_find_func(objs, pid, &maps, "PMPI_Send", &m, &ret->obj);
-	if (r < 0)
-		r = pdi_objcache_find_func(objs, pid, &maps, "MPI_Send", &m, &ret->obj);
-	if (r < 0) {
-		pdi_maps_free(&maps);
-		/* a process that went away while we read it is no process at all */
-		return kill(pid, 0) < 0 && errno == ESRCH ? -ESRCH : r;
-	}
-	snprintf(ret->object, sizeof(ret->object), "%s", m->path);
-	/* the very file checked at open: the path in maps is the user's to change meanwhile */
-	snprintf(ret->path, sizeof(ret->path), "/proc/self/fd/%d", pdi_elfobj_fd(ret->obj));
-	/* Open MPI's handles are pointers to objects such as ompi_mpi_comm_world; the MPICH
-	 * family (MPICH, Intel MPI, MVAPICH) uses 32-bit integers */
-	ret->int_handles = pdi_elfobj_func_offset(ret->obj, "ompi_comm_rank", &off) < 0 &&
-			   pdi_elfobj_func_offset(ret->obj, "ompi_mpi_init", &off) < 0;
-	pdi_dtypes_load(&ret->dtypes, ret->int_handles, objs, pid, &maps, ret->obj, m);
-	pdi_maps_free(&maps);
+	return pdi_elfobj_func_offset(o, "ompi_comm_rank", &off) < 0 && pdi_elfobj_func_offset(o, "ompi_mpi_init", &off) < 0;
+}
+
+int pdi_probe_targets_of(struct pdi_elfobj *o, unsigned flags, struct pdi_probe_targets *ret)
+{
+	uint64_t off;
+
+	ret->obj = o;
+	ret->int_handles = int_handles(o);
 	ret->n = 0;
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs && ret->n + 2 <= PDI_MAX_PROBES; fn++) {
 		const struct pdi_mpi_func *f = &pdi_mpi_funcs[fn];
-		unsigned k = pdi_func_offsets(ret->obj, f->name, &ret->offsets[ret->n]);
+		unsigned k = pdi_func_offsets(o, f->name, &ret->offsets[ret->n]);
 		char pname[80];
 
 		snprintf(pname, sizeof(pname), "P%s", f->name);
 		for (unsigned i = 0; i < k; i++) {
 			struct pdi_entry_place pl;
 			unsigned at = ret->n + i;
-			uint64_t o;
 			/* the symbol at this offset: MPI_x, or PMPI_x where it is no alias of MPI_x */
-			const char *sym = pdi_elfobj_func_offset(ret->obj, f->name, &o) == 0 && o == ret->offsets[at]
+			const char *sym = pdi_elfobj_func_offset(o, f->name, &off) == 0 && off == ret->offsets[at]
 						  ? f->name
 						  : pname;
 
-			/* MPI_Init stays where the trap that stops a starting process sits (tracer.c): a
+			/* MPI_Init stays where the trap that stops a starting process sits (startup.c): a
 			 * process held there has run that first instruction and must not hit MPI_Init's
 			 * probe again further on. It runs once per process: its cost does not matter. */
-			ret->offsets[at] = pdi_probe_place(ret->obj, sym, ret->offsets[at],
+			ret->offsets[at] = pdi_probe_place(o, sym, ret->offsets[at],
 							   f->cls == PDI_FC_INIT ? flags | PDI_TARGETS_AT_START : flags, &pl);
 			ret->skipped[at] = pl.skip;
 			ret->kinds[at] = pl.kind;
@@ -129,5 +115,46 @@ int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, unsigned flags,
 		}
 		ret->n += k;
 	}
+	return ret->n > 0 ? 0 : -ENOENT;
+}
+
+int pdi_probe_targets_locate(struct pdi_objcache *objs, pid_t pid, struct pdi_probe_targets *ret)
+{
+	const struct pdi_mapping *m;
+	struct pdi_maps maps = {0};
+	struct pdi_elfobj *o;
+	int r;
+
+	r = pdi_maps_read(pid, &maps);
+	if (r < 0)
+		return r;
+	/* a shared MPI library, or the executable itself when linked statically */
+	r = pdi_objcache_find_func(objs, pid, &maps, "PMPI_Send", &m, &o);
+	if (r < 0)
+		r = pdi_objcache_find_func(objs, pid, &maps, "MPI_Send", &m, &o);
+	if (r < 0) {
+		pdi_maps_free(&maps);
+		/* a process that went away while we read it is no process at all */
+		return kill(pid, 0) < 0 && errno == ESRCH ? -ESRCH : r;
+	}
+	ret->obj = o;
+	snprintf(ret->object, sizeof(ret->object), "%s", m->path);
+	/* the very file checked at open: the path in maps is the user's to change meanwhile */
+	snprintf(ret->path, sizeof(ret->path), "/proc/self/fd/%d", pdi_elfobj_fd(o));
+	ret->dev = (dev_t)m->dev;
+	ret->ino = (ino_t)m->ino;
+	ret->int_handles = int_handles(o);
+	pdi_dtypes_load(&ret->dtypes, ret->int_handles, objs, pid, &maps, o, m);
+	pdi_maps_free(&maps);
+	return 0;
+}
+
+int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, unsigned flags, struct pdi_probe_targets *ret)
+{
+	int r = pdi_probe_targets_locate(objs, pid, ret);
+
+	if (r < 0)
+		return r;
+	(void)pdi_probe_targets_of(ret->obj, flags, ret);
 	return 0;
 }

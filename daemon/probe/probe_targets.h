@@ -18,6 +18,8 @@ struct pdi_elfobj;
 struct pdi_probe_targets {
 	char path[PATH_MAX];  /* the object as the daemon reaches it: /proc/PID/root/... */
 	char object[256];     /* the object as the process maps it */
+	dev_t dev;            /* its inode, as the process maps it */
+	ino_t ino;
 	struct pdi_elfobj *obj;
 	bool int_handles;     /* MPICH-style integer MPI handles */
 	struct pdi_dtypes dtypes;
@@ -38,6 +40,13 @@ enum pdi_targets_flags {
  * instruction the kernel emulates where that is safe (entry_place.h), unless FLAGS has
  * PDI_TARGETS_AT_START. -ESRCH: no such process; -ENOENT: it maps no MPI library. */
 int pdi_probe_targets_find(struct pdi_objcache *objs, pid_t pid, unsigned flags, struct pdi_probe_targets *ret);
+
+/* The part of pdi_probe_targets_find() that depends on the process: which object it takes its
+ * MPI symbols from (obj, object, path, dev, ino, int_handles) and its datatypes. */
+int pdi_probe_targets_locate(struct pdi_objcache *objs, pid_t pid, struct pdi_probe_targets *ret);
+/* The part that depends on the object O alone: n, offsets, cookies, placement, int_handles.
+ * -ENOENT when O defines none of the probed functions. */
+int pdi_probe_targets_of(struct pdi_elfobj *o, unsigned flags, struct pdi_probe_targets *ret);
 
 /* Place the entry probe of function NAME (file offset OFF) in object O; PDI_TARGETS_AT_START
  * in FLAGS keeps it at OFF. Returns the offset to probe. */

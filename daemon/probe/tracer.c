@@ -28,23 +28,9 @@
 #include "probe_targets.h"
 #include "procmaps.h"
 #include "tracer.h"
+#include "tracer_impl.h"
 #include "uprobe_multi.h"
 
-struct pdi_tracer {
-	bool discarding;      /* pdi_tracer_discard(): events consumed unseen */
-	struct mpitrace_bpf *skel;
-	struct ring_buffer *rb;
-	pdi_event_fn on_event;
-	pdi_frames_fn on_frames;
-	void *ctx;
-	struct bpf_link **init_links;
-	unsigned ninit_links;
-	struct bpf_link *exit_link; /* thread_exit: no inflight entry outlives its thread */
-	struct stat *trapped; /* the library inodes whose MPI_Init is trapped */
-	unsigned ntrapped;
-	bool multi;           /* attach with uprobe_multi links */
-	unsigned target_flags; /* enum pdi_targets_flags */
-};
 
 /* libbpf's own messages only with -v: every failure they describe is reported by pdimond
  * in one line that says what to do */
@@ -127,9 +113,10 @@ void pdi_tracer_free(struct pdi_tracer *t)
 {
 	if (!t)
 		return;
-	pdi_tracer_untrap(t);
+	pdi_startup_free(t);
 	bpf_link__destroy(t->exit_link);
-	free(t->trapped);
+	for (unsigned i = 0; i < t->ntargets; i++)
+		free(t->targets[i].pt);
 	ring_buffer__free(t->rb);
 	mpitrace_bpf__destroy(t->skel);
 	free(t);
@@ -186,14 +173,49 @@ static int attach_pair(struct mpitrace_bpf *skel, struct pdi_attachment *a, pid_
 static int attach_multi(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, const char *path,
 			const uint64_t *offs, const uint64_t *cookies, unsigned n)
 {
-	for (int ret = 1; ret >= 0; ret--) {
-		struct bpf_program *prog = ret ? t->skel->progs.mpi_exit : t->skel->progs.mpi_enter;
-		int fd = pdi_uprobe_multi_attach(bpf_program__fd(prog), path, offs, cookies, n, ret, pid);
+	return pdi_tracer_attach_offsets(t, pid, path, offs, cookies, n, true, a->multi_fds);
+}
 
-		if (fd < 0)
-			return fd;
-		a->multi_fds[ret] = fd;
+const struct pdi_probe_targets *pdi_tracer_targets_of(struct pdi_tracer *t, struct pdi_elfobj *o, dev_t dev,
+						      ino_t ino)
+{
+	struct pdi_probe_targets *pt;
+
+	for (unsigned i = 0; i < t->ntargets; i++)
+		if (t->targets[i].dev == dev && t->targets[i].ino == ino)
+			return t->targets[i].pt;
+	if (!o || t->ntargets == PDI_TARGETS_CACHED || !(pt = calloc(1, sizeof(*pt))))
+		return NULL;
+	if (pdi_probe_targets_of(o, t->target_flags, pt) < 0) {
+		free(pt);
+		return NULL;
 	}
+	pt->obj = NULL; /* the object cache's, which may close it */
+	t->targets[t->ntargets].dev = dev;
+	t->targets[t->ntargets].ino = ino;
+	t->targets[t->ntargets++].pt = pt;
+	return pt;
+}
+
+/* PID's probe targets: where it maps its MPI object, and that object's offsets and placement
+ * (computed once per object). */
+static int find_targets(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid, struct pdi_probe_targets *pt)
+{
+	const struct pdi_probe_targets *of;
+	int r = pdi_probe_targets_locate(objs, pid, pt);
+
+	if (r < 0)
+		return r;
+	of = pdi_tracer_targets_of(t, pt->obj, pt->dev, pt->ino);
+	if (!of)
+		return pdi_probe_targets_of(pt->obj, t->target_flags, pt) < 0 ? -ENOENT : 0;
+	pt->n = of->n;
+	memcpy(pt->offsets, of->offsets, sizeof(pt->offsets[0]) * of->n);
+	memcpy(pt->cookies, of->cookies, sizeof(pt->cookies[0]) * of->n);
+	memcpy(pt->skipped, of->skipped, sizeof(pt->skipped[0]) * of->n);
+	memcpy(pt->kinds, of->kinds, sizeof(pt->kinds[0]) * of->n);
+	memcpy(pt->first_kinds, of->first_kinds, sizeof(pt->first_kinds[0]) * of->n);
+	memcpy(pt->why, of->why, sizeof(pt->why[0]) * of->n);
 	return 0;
 }
 
@@ -206,7 +228,7 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 
 	if (!pt)
 		return -ENOMEM;
-	r = pdi_probe_targets_find(objs, pid, t->target_flags, pt);
+	r = find_targets(t, objs, pid, pt);
 	if (r < 0)
 		goto out;
 	/* the cache may close its object any time: the probes, and their later moves by the
@@ -218,7 +240,9 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 	}
 	snprintf(pt->path, sizeof(pt->path), "/proc/self/fd/%d", a.object_fd);
 	pt->obj = NULL;
-	if (t->multi) {
+	if (t->multi && pdi_startup_take(t, pid, pt, a.multi_fds) == 0) {
+		a.ahead = true;
+	} else if (t->multi) {
 		r = attach_multi(t, &a, pid, pt->path, pt->offsets, pt->cookies, pt->n);
 	} else {
 		for (unsigned i = 0; i < pt->n && r == 0; i++)
@@ -235,6 +259,7 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 	}
 	log_debug("pid %d: %u MPI functions probed in %s, %u entry probes moved to an emulated instruction, "
 		  "%u single-stepped", (int)pid, pt->n, pt->object, a.nmoved, a.nstepped);
+	pdi_startup_learn(t, pid, pt);
 	a.nprobes = pt->n;
 	a.int_handles = pt->int_handles;
 	a.dtypes = pt->dtypes;
@@ -439,92 +464,6 @@ int pdi_tracer_set_mode(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pi
 	return 0;
 }
 
-static bool is_trapped(const struct pdi_tracer *t, const struct stat *st)
-{
-	for (unsigned i = 0; i < t->ntrapped; i++)
-		if (t->trapped[i].st_dev == st->st_dev && t->trapped[i].st_ino == st->st_ino)
-			return true;
-	return false;
-}
-
-static int trap_object(struct pdi_tracer *t, struct pdi_elfobj *o, const char *path)
-{
-	static const char *const inits[] = {"MPI_Init", "MPI_Init_thread"};
-	int ntrapped = 0;
-
-	for (unsigned i = 0; i < ELEMENTSOF(inits); i++) {
-		int fn = pdi_mpi_func_find(inits[i]);
-		uint64_t offs[2];
-		unsigned n = pdi_func_offsets(o, inits[i], offs);
-
-		for (unsigned k = 0; k < n; k++) {
-			LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = (uint64_t)fn);
-			struct bpf_link *l, **v;
-
-			l = bpf_program__attach_uprobe_opts(t->skel->progs.mpi_init_trap, -1, path, offs[k], &opts);
-			if (!l)
-				return log_warning_errno(-errno, "Cannot trap %s in %s: %m", inits[i], path);
-			v = realloc(t->init_links, sizeof(*v) * (t->ninit_links + 1));
-			if (!v) {
-				bpf_link__destroy(l);
-				return -ENOMEM;
-			}
-			t->init_links = v;
-			t->init_links[t->ninit_links++] = l;
-			ntrapped++;
-		}
-	}
-	return ntrapped;
-}
-
-int pdi_tracer_trap_init(struct pdi_tracer *t, struct pdi_objcache *objs, char *const *globs,
-			 unsigned nglobs)
-{
-	int ntrapped = 0;
-
-	for (unsigned g = 0; g < nglobs; g++) {
-		glob_t gl = {0};
-
-		if (glob(globs[g], 0, NULL, &gl) != 0)
-			continue;
-		for (size_t i = 0; i < gl.gl_pathc; i++) {
-			struct pdi_mapping m = {.path = gl.gl_pathv[i], .exec = true};
-			struct pdi_elfobj *o;
-			struct stat st;
-
-			/* libmpi.so, libmpi.so.40 and libmpi.so.40.30.4 are one inode: trap it once */
-			if (stat(gl.gl_pathv[i], &st) < 0 || !S_ISREG(st.st_mode))
-				continue;
-			m.dev = st.st_dev;
-			m.ino = st.st_ino;
-			if (is_trapped(t, &st) || pdi_objcache_get(objs, 0, &m, &o) < 0)
-				continue;
-			if (trap_object(t, o, gl.gl_pathv[i]) > 0) {
-				struct stat *v = realloc(t->trapped, sizeof(*v) * (t->ntrapped + 1));
-
-				if (v) {
-					t->trapped = v;
-					t->trapped[t->ntrapped++] = st;
-				}
-				log_info("Trapping MPI_Init in %s", gl.gl_pathv[i]);
-				ntrapped++;
-			}
-		}
-		globfree(&gl);
-	}
-	return ntrapped;
-}
-
-void pdi_tracer_untrap(struct pdi_tracer *t)
-{
-	for (unsigned i = 0; i < t->ninit_links; i++)
-		bpf_link__destroy(t->init_links[i]);
-	free(t->init_links);
-	t->init_links = NULL;
-	t->ninit_links = 0;
-	t->ntrapped = 0;
-}
-
 int pdi_tracer_watch(struct pdi_tracer *t, pid_t pid)
 {
 	__u32 k = (__u32)pid, v = 1;
@@ -537,6 +476,7 @@ void pdi_tracer_unwatch(struct pdi_tracer *t, pid_t pid)
 	__u32 k = (__u32)pid;
 
 	(void)bpf_map__delete_elem(t->skel->maps.watched, &k, sizeof(k), 0);
+	pdi_startup_drop_root(t, pid);
 }
 
 int pdi_tracer_epoll_fd(struct pdi_tracer *t)

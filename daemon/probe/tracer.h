@@ -52,6 +52,7 @@ struct pdi_attachment {
 	struct pdi_fn_probes *fns; /* per function (pdi_mpi_funcs) once the budget changed one; NULL: all full */
 	unsigned nmoved;           /* entry probes moved past a single-stepped first instruction */
 	unsigned nstepped;         /* entry probes left on an instruction the kernel single-steps */
+	bool ahead;                /* attached when it executed its program, before MPI_Init */
 };
 
 /* Attach entry and return probes on every probed MPI function PID maps.
@@ -88,14 +89,22 @@ static inline enum pdi_probe_mode pdi_attachment_mode(const struct pdi_attachmen
 int pdi_tracer_check(struct pdi_objcache *objs, pid_t pid);
 
 /* Trap MPI_Init in the MPI libraries matching these glob patterns, for all processes:
- * a process in a watched tree stops there until the daemon attached. Returns the number
- * of libraries trapped. */
+ * a process in a watched tree stops there until the daemon attached, unless its probes were
+ * attached ahead (pdi_tracer_attach_ahead()). Returns the number of libraries trapped. */
 int pdi_tracer_trap_init(struct pdi_tracer *t, struct pdi_objcache *objs, char *const *globs,
 			 unsigned nglobs);
 /* Remove every MPI_Init trap: no process stops for pdimond any more (at shutdown, first). */
 void pdi_tracer_untrap(struct pdi_tracer *t);
 int pdi_tracer_watch(struct pdi_tracer *t, pid_t pid);
+/* PID's tree is no longer watched; what was attached ahead for it and not taken goes. */
 void pdi_tracer_unwatch(struct pdi_tracer *t, pid_t pid);
+
+/* PID, of the tree watched at ROOT, executed a program (PDI_EV_EXEC): attach its probes now to
+ * the trapped library that program's processes mapped before, so that MPI_Init need not stop
+ * it; pdi_tracer_attach() takes them. 0; -ENOENT when its program was never seen to map a
+ * trapped library (it is stopped at MPI_Init as before); -ESRCH when PID is gone or is no
+ * longer of ROOT's tree; -ENOSPC when too many wait. */
+int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root);
 
 int pdi_tracer_epoll_fd(struct pdi_tracer *t);
 /* Hand every pending event to on_event. Returns the number handled or negative errno. */

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """test_hang.py -- the hang judge of a real pdimond on a real MPI job, through its bad inputs
 (issue 11): a task held by a debugger is said once and never called hung; a task stopped by a
-signal is; a pdimond restarted in the middle of that hang takes it over without a second alarm,
+signal is, and the site's command runs for it, and the metrics file counts it; a pdimond
+restarted in the middle of that hang takes it over without a second alarm or a second command,
 and the end of the hang is said once. The user's side is the job's own output (mpirun's, which
 carries the tasks' stderr); nobody asks pdimon. The false-alarm rate is raised to one per
 step-hour so that the test is short: the thresholds are the same model's.
@@ -47,13 +48,19 @@ class Lines:
 
 
 class HangFaults(unittest.TestCase):
-    settings = ("hang_timeout_ms=0", "hang_false_alarm_rate=1", "checkpoint_s=1")
-
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="pdimon-hang-")
         os.chmod(self.tmp, 0o755)
         self.bus = SystemBus(self.tmp)
         self.db = os.path.join(self.tmp, "pdimon.db")
+        self.metrics = os.path.join(self.tmp, "pdimon.prom")
+        self.ran = os.path.join(self.tmp, "on-hang.ran")
+        command = os.path.join(self.tmp, "on-hang")
+        with open(command, "w") as f:
+            f.write(f'#!/bin/sh\necho "$1 $2 $PDIMON_STEP $PDIMON_HEALTH $PDIMON_SINCE" >> {self.ran}\n')
+        os.chmod(command, 0o755)
+        self.settings = ("hang_timeout_ms=0", "hang_false_alarm_rate=1", "checkpoint_s=1", "on_hang=command",
+                         f"on_hang_command={command}", f"metrics_path={self.metrics}", "metrics_interval_s=1")
         self.d = Daemon(*self.settings, bus=self.bus, database=self.db)
         self.job = None
 
@@ -100,6 +107,18 @@ class HangFaults(unittest.TestCase):
         self.assertRegex(out.text(), r"pdimon: step w looks hung since .*: least progressed \[2\] on \S+, stopped by a signal")
         h = self.health("w")
         self.assertEqual(h["health"], "hung")
+        # the site's command ran for it, once, with the step's name and since when
+        wait_for(lambda: os.path.exists(self.ran), 30, "the on-hang command to run")
+        with open(self.ran) as f:
+            self.assertEqual(f.read().split(), ["w", "hung", "w", "hung", str(h["health_since"])])
+        # the metrics file counts it, as status does
+        wait_for(lambda: 'pdimon_steps{health="hung"} 1' in self.read_metrics(), 30, "the metrics file:\n" +
+                 self.read_metrics())
+        self.assertIn('pdimon_health_alarms_total{health="hung"} 1', self.read_metrics())
+        self.assertIn("pdimon_tasks_monitored 4", self.read_metrics())
+        status = self.d.status()
+        self.assertEqual(status["steps_by_health"]["hung"], 1)
+        self.assertEqual(status["health_alarms"]["hung"], 1)
 
         # pdimond restarts in the middle of the hang: the new one takes it over, says nothing new
         self.d.stop()
@@ -114,6 +133,15 @@ class HangFaults(unittest.TestCase):
         self.assertEqual(self.health("w")["health"], "ok")
         self.assertNotIn("health_since", self.health("w"))
         self.assertEqual(out.count("makes progress again"), 1, out.text())
+        with open(self.ran) as f:
+            self.assertEqual(len(f.readlines()), 1, "the command ran once for the one hang")
+
+    def read_metrics(self):
+        try:
+            with open(self.metrics) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
 
 
 if __name__ == "__main__":

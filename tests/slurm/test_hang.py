@@ -5,7 +5,9 @@ real pdimond: no one calls pdimon, yet the user of a hung step reads on srun's o
 it looks hung, the site's action (cancel after a grace period) follows, and the step's report
 says when it was first judged hung and when it was cancelled; a healthy step with a 15 s
 legitimate wait (one rank computes while the others wait in a collective), run at the same
-time on the same node, is never announced. The daemon runs with its defaults: no timeout,
+time on the same node, is never announced; and a hung step whose user asked for silence
+(notify=off) is judged, but nothing is written on its output. The daemon runs with its
+defaults: no timeout,
 a false-alarm rate of one per 10,000 step-hours. Root only. Run as: test_hang.py
 """
 import json
@@ -86,6 +88,8 @@ class Hang(unittest.TestCase):
             hung, hung_out = self.srun("on-hang=cancel", 4, 600, {"WAITS_STUCK_AT": "5", "WAITS_STUCK_RANK": "2"})
             # rank 0 computes 15 s alone from 5 s on while the other wait in MPI_Bcast
             ok, ok_out = self.srun("on", 2, 30, {"WAITS_LONG_S": "15", "WAITS_LONG_AT": "5"})
+            # the same hang as the first, but its user wants no line on its output
+            silent, silent_out = self.srun("notify=off", 2, 600, {"WAITS_STUCK_AT": "5", "WAITS_STUCK_RANK": "1"})
 
             # the user reads it on srun's own output while the step runs: nobody asked pdimon
             wait_for(lambda: hung_out.find("looks hung since"), 150, "the hung line on srun's output:\n" + hung_out.text())
@@ -113,17 +117,27 @@ class Hang(unittest.TestCase):
             # the signal reached a subscriber who may read the step
             wait_for(lambda: f"StepHealthChanged {name} hung " in listener.read(), 30, "the StepHealthChanged signal")
 
+            # the silent one is judged hung too, and nothing reached its output
+            def silent_hung():
+                return next((s for s in self.steps().values()
+                             if s["tasks"] == 2 and s["state"] == "running" and s["health"] == "hung"), None)
+            step = wait_for(silent_hung, 120, "the silent step judged hung")
+            self.assertIsNone(silent_out.find("pdimon: step"), silent_out.text())
+            self.c.run(["scancel", str(step["job_id"])], timeout=30)
+            silent.communicate(timeout=120)
+            self.assertIsNone(silent_out.find("looks hung"), silent_out.text())
+
             # the healthy step with its 15 s wait ran beside it, and nothing was said of it
             ok.communicate(timeout=120)
             self.assertEqual(ok.returncode, 0, ok_out.text())
             self.assertIsNone(ok_out.find("looks hung"), ok_out.text())
             self.assertIsNone(ok_out.find("looks slow"), ok_out.text())
-            ok_name = next(s for s in self.steps() if s != name)
+            ok_name = next(s for s, st in self.steps().items() if s != name and st["job_id"] != step["job_id"])
             self.assertEqual(self.steps()[ok_name]["health"], "ok")
             self.assertNotIn(f"StepHealthChanged {ok_name} ", listener.read())
             status = json.loads(self.d.pdimon("status", "--json").stdout)
-            self.assertEqual(status["health_alarms"]["hung"], 1)
-            self.assertEqual(status["detection_latency_s"]["count"], 1)
+            self.assertEqual(status["health_alarms"]["hung"], 2)
+            self.assertEqual(status["detection_latency_s"]["count"], 2)
             print(f"hung step {name}:\n{hung_out.text()}\nhealthy step {ok_name}:\n{ok_out.text()}\n"
                   f"detection latency {status['detection_latency_s']['max']:.1f} s")
         finally:

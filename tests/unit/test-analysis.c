@@ -488,6 +488,41 @@ static void expect_verdict(const struct ring_opts *opts, int rank, const struct 
 	free(b);
 }
 
+/* A rank that shows as computing while the overhead budget had one of its functions detached may
+ * be blocked inside a call of it that no probe saw begin: the verdict says it cannot tell, and
+ * does not single the rank out as computing outside MPI (issue 10). Seen in full, it is. */
+Test(analysis, computing_while_detached_is_not_taken_for_computing)
+{
+	const struct view_case *c = &cases[5]; /* rank 2 computes after its Isend, the others wait */
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	int fn = pdi_mpi_func_find("MPI_Waitall");
+
+	cr_assert_not_null(b);
+	cr_assert_str_eq(c->lp, "[2]");
+	build(c, b);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_str_eq(a.lp, "[2]", "seen in full, rank 2 computes outside MPI");
+	cr_expect(!has_limit(&a, "may be inside such a call"));
+	pdi_analysis_done(&a);
+	/* its Waitall detached before its last seen call, and still */
+	cr_assert_eq(pdi_unobserved_begin(&b->models[2].unobserved, (uint16_t)fn, PDI_UNOBS_DETACHED, 8, 200000, 90000,
+					  b->models[2].last_exit - 1),
+		     0);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_str_eq(a.kind, "hang");
+	cr_expect(strcmp(a.lp_by ? a.lp_by : "", "outside_mpi"), "rank 2 singled out as computing: %s", a.lp);
+	cr_expect(has_limit(&a, "ranks [2] show as computing, but functions of theirs were probed in part"));
+	pdi_analysis_done(&a);
+	/* restored before its last seen call: seen in full since, so computing it is */
+	pdi_unobserved_end(&b->models[2].unobserved, (uint16_t)fn, b->models[2].last_exit - 1);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_str_eq(a.lp, "[2]");
+	pdi_analysis_done(&a);
+	unbuild(c, b);
+	free(b);
+}
+
 /* A task stopped 3 s inside MPI_Waitall: every task's Waitall took 3 s longer, so the call
  * timings look alike; the kernel's counts say which one was neither running nor runnable. */
 Test(analysis, a_task_stopped_inside_mpi_is_named_by_the_time_it_was_held)

@@ -585,3 +585,35 @@ Test(health, record_by_kind_round_trips)
 	cr_expect_eq(untouched.kind[0].ntop, 0);
 	pdi_wire_writer_done(&w);
 }
+
+/* A step of two nodes: its first node's tasks all wait 25 s for a worker on the other node.
+ * The first node alone suspects a hang; the tasks of both nodes confirm it only when the
+ * worker is not computing something it never did before. */
+Test(health, hang_confirmed_across_nodes)
+{
+	struct pdi_health_judge h;
+	struct pdi_health_verdict local, all;
+	struct world w;
+
+	pdi_health_init(&h, &pdi_health_params_default);
+	(void)run_full(healthy_busy, 0, 300, NULL, &h, 1000, 1);
+	stuck(&w, 4, 325, 300, 3, PDI_MOTION_WAITING); /* ranks 0-2 here wait, rank 3 elsewhere */
+	pdi_health_judge_tasks(&h, w.tasks, 3, &local);
+	cr_expect_eq(local.health, PDI_HEALTH_HUNG, "the first node alone: quiet %.0f s, hung at %.0f s", local.quiet_s,
+		     local.threshold_s);
+	/* the worker computes something it never did before */
+	w.tasks[3].motion = PDI_MOTION_COMPUTING;
+	w.tasks[3].state = (struct pdi_state_durations){0};
+	pdi_health_judge_tasks(&h, w.tasks, 4, &all);
+	cr_expect_eq(all.health, PDI_HEALTH_OK, "quiet %.0f s, hung at %.0f s", all.quiet_s, all.threshold_s);
+	/* the worker is stopped */
+	w.tasks[3].motion = PDI_MOTION_STOPPED;
+	pdi_health_judge_tasks(&h, w.tasks, 4, &all);
+	cr_expect_eq(all.health, PDI_HEALTH_HUNG);
+	cr_expect_eq(all.critical, 3);
+	/* the worker made progress a moment ago */
+	w.tasks[3].motion = PDI_MOTION_COMPUTING;
+	w.tasks[3].idle_s = 0.5;
+	pdi_health_judge_tasks(&h, w.tasks, 4, &all);
+	cr_expect_eq(all.health, PDI_HEALTH_OK);
+}

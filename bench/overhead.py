@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""overhead.py -- what pdimond with its default budget costs a polling program and hpcc (issue 10, 3b-c).
+
+    python3 bench/overhead.py [--rounds 5] [--only poll,hpcc] [--poll-iters 300000] [--hpcc-n 1000]
+
+One private pdimond (max_overhead_pct 3, the default) for the whole run. Each round runs,
+interleaved, unmonitored then under `pdimon run`:
+  poll   tests/mpi/poll.openmpi work ITERS 200 on 2 ranks: MPI_Test + MPI_Iprobe between short
+         slices of computation, 100k+ calls per second per rank; timed by the program itself
+         (poll_s, the polling loop alone, between two barriers)
+  hpcc   Debian's hpcc on 4 ranks (Open MPI), HPL order N; timed as the whole run's wall time
+Prints per program the medians, the median of per-round ratios monitored/unmonitored (target
+<= 1.03), and the calls per second per rank of the polling program. Ratios, never assertions.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import BUILD, MPIRUN, BenchError, Daemon, kill_tree, median, spawn  # noqa: E402
+from trends_hpcc import HPCC, hpccinf  # noqa: E402
+
+POLL = os.path.join(BUILD, "tests/mpi/poll.openmpi")
+
+
+def timed(cmd, env, cwd, timeout):
+    """Run CMD; (its stdout, wall seconds)."""
+    job = None
+    t0 = time.monotonic()
+    try:
+        job = spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+        out, err = job.communicate(timeout=timeout)
+        if job.returncode != 0:
+            raise BenchError(f"{' '.join(cmd[:6])}... failed ({job.returncode}): {err[-600:]}")
+        return out, time.monotonic() - t0
+    finally:
+        if job:
+            kill_tree(job)  # mpirun's session, whatever is left of it
+
+
+def run_poll(d, monitored, tag, a, work):
+    cmd = MPIRUN + ["-np", "2", POLL, "work", str(a.poll_iters), "200"]
+    if monitored:
+        cmd = d.pdimon_args("run", "--step", tag, "--") + cmd
+    out, _ = timed(cmd, d.env, work, 600)
+    m = re.search(r"poll_s=([0-9.]+) polls=\d+ calls_per_s_per_rank=([0-9.]+)", out)
+    if not m:
+        raise BenchError(f"poll printed no result: {out[-300:]}")
+    return float(m.group(1)), float(m.group(2))
+
+
+def run_hpcc(d, monitored, tag, a, work):
+    hpccinf(os.path.join(work, "hpccinf.txt"), a.hpcc_n, 4)
+    cmd = MPIRUN + ["-np", "4", HPCC]
+    if monitored:
+        cmd = d.pdimon_args("run", "--step", tag, "--") + cmd
+    _, wall = timed(cmd, d.env, work, 900)
+    return wall, 0.0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", default="poll,hpcc")
+    ap.add_argument("--poll-iters", type=int, default=300000)
+    ap.add_argument("--hpcc-n", type=int, default=1000)
+    a = ap.parse_args()
+    progs = {"poll": run_poll, "hpcc": run_hpcc}
+    which = a.only.split(",")
+    res = {p: {"plain": [], "pdimond": [], "rate": []} for p in which}
+    work = tempfile.mkdtemp(prefix="pdimon-overhead-")
+    d = Daemon()
+    try:
+        for r in range(a.rounds):
+            for p in which:
+                plain, rate = progs[p](d, False, None, a, work)
+                mon, _ = progs[p](d, True, f"{p}-{os.getpid()}-{r}", a, work)
+                res[p]["plain"].append(plain)
+                res[p]["pdimond"].append(mon)
+                res[p]["rate"].append(rate)
+                print(f"round {r + 1} {p}: unmonitored {plain:.3f} s, pdimond {mon:.3f} s", flush=True)
+        status = d.status()
+    finally:
+        rc = d.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(f"{'program':8s} {'plain_s':>9s} {'pdimond_s':>9s} {'ratio':>7s}  (medians of {a.rounds}; target <= 1.03)")
+    for p in which:
+        ratio = median([m / u for u, m in zip(res[p]["plain"], res[p]["pdimond"])])
+        print(f"{p:8s} {median(res[p]['plain']):9.3f} {median(res[p]['pdimond']):9.3f} {ratio:7.3f}")
+    if "poll" in which:
+        print(f"poll: {median(res['poll']['rate']):.0f} MPI calls per second per rank unmonitored")
+    print(f"pdimond: events={status['events']} events_lost={status['events_lost']}")
+    return 0 if rc in (0, None) else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as e:
+        print(f"overhead.py: {e}", file=sys.stderr)
+        sys.exit(1)

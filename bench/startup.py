@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""startup.py -- how long a monitored step's processes are held at MPI_Init (issue 10, 3e).
+
+    python3 bench/startup.py [--ranks 1,4,16,64] [--rounds 3] [--impl openmpi,mpich]
+
+One private pdimond for the whole run. For each MPI implementation and rank count, ROUNDS times
+in turn: bench/startup.IMPL unmonitored, then under `pdimon run` (a new step each time). pdimond
+logs, per process, "held at MPI_Init for X ms" (from the trap to its SIGCONT) or "not held" (its
+probes were attached when it executed the program: daemon/probe/startup.c). A step waits for its
+slowest rank inside MPI_Init, so a step's delay is its largest hold. Round 1 is a program's first
+run on the node (held: pdimond learns where its probes go); the later rounds show the steady state.
+Also printed: MPI_Init's own duration per rank (CLOCK_MONOTONIC around it, median), unmonitored
+and monitored, which the machine's load moves far more than the hold.
+Target: a step's delay <= 20 ms + 2 ms per rank.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib as bl  # noqa: E402
+
+
+def command(impl, n):
+    exe = os.path.join(bl.BUILD, f"bench/startup.{impl}")
+    if impl == "openmpi":
+        return bl.MPIRUN + ["-np", str(n), exe]
+    return ["mpirun.mpich", "-np", str(n), exe]
+
+
+def init_times(out):
+    """{pid: MPI_Init duration in ms} from the program's 'init RANK PID BEFORE AFTER' lines."""
+    t = {}
+    for line in out.splitlines():
+        if line.startswith("init "):
+            _, _, pid, before, after = line.split()
+            t[int(pid)] = (int(after) - int(before)) / 1e6
+    return t
+
+
+def holds(log, pids):
+    """{pid: ms held at MPI_Init} (0 when not held) from pdimond's log."""
+    h = {}
+    for pid in pids:
+        m = re.search(rf"pid {pid} held at MPI_Init for ([0-9.]+) ms", log)
+        if m:
+            h[pid] = float(m.group(1))
+        elif re.search(rf"pid {pid} joined at MPI_Init, not held", log):
+            h[pid] = 0.0
+    return h
+
+
+def run(cmd, env, timeout):
+    p = bl.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        bl.kill_tree(p)
+        raise bl.BenchError(f"{' '.join(cmd[:4])}... did not finish within {timeout}s")
+    if p.returncode != 0:
+        raise bl.BenchError(f"{' '.join(cmd[:4])}... failed ({p.returncode}): {err[-400:]}")
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ranks", default="1,4,16,64")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--impl", default="openmpi,mpich")
+    ap.add_argument("--timeout", type=int, default=300)
+    a = ap.parse_args()
+    ranks = [int(x) for x in a.ranks.split(",")]
+    d = bl.Daemon()
+    rows = []
+    try:
+        step = 0
+        for impl in a.impl.split(","):
+            for n in ranks:
+                first = None
+                later, plain_init, mon_init, not_held = [], [], [], [0, 0]
+                for rnd in range(a.rounds):
+                    plain_init += init_times(run(command(impl, n), d.env, a.timeout)).values()
+                    step += 1
+                    out = run(d.pdimon_args("run", "--step", f"startup-{step}", "--") + command(impl, n), d.env,
+                              a.timeout)
+                    it = init_times(out)
+                    mon_init += it.values()
+                    h = holds(d.read_log(), it.keys())
+                    if len(h) != n:
+                        raise bl.BenchError(f"{impl} {n} ranks: pdimond logged {len(h)} of {n} joins")
+                    delay = max(h.values())
+                    if rnd == 0:
+                        first = delay
+                    else:
+                        later.append(delay)
+                        not_held[0] += sum(1 for v in h.values() if v == 0)
+                        not_held[1] += n
+                    print(f"{impl} {n:3d} ranks round {rnd + 1}: step delay {delay:7.1f} ms, held "
+                          f"{sum(1 for v in h.values() if v > 0)}/{n}, holds (ms) "
+                          f"{' '.join(f'{v:.1f}' for v in sorted(h.values()))}", flush=True)
+                rows.append((impl, n, first, statistics.median(later) if later else float("nan"),
+                             max(later) if later else float("nan"), not_held,
+                             bl.median(plain_init), bl.median(mon_init)))
+    finally:
+        rc = d.stop()
+    print()
+    print("step delay = the largest hold at MPI_Init among the step's processes (ms); target 20 + 2 x ranks")
+    print(f"{'impl':8s} {'ranks':>5s} {'target':>7s} {'1st run':>8s} {'later med':>9s} {'later max':>9s} "
+          f"{'not held':>9s} {'init plain':>10s} {'init mon':>9s}")
+    for impl, n, first, med, mx, nh, pi, mi in rows:
+        print(f"{impl:8s} {n:5d} {20 + 2 * n:7d} {first:8.1f} {med:9.1f} {mx:9.1f} {nh[0]:4d}/{nh[1]:<4d} "
+              f"{pi:10.1f} {mi:9.1f}")
+    return 0 if rc in (0, None) else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except bl.BenchError as e:
+        print(f"startup.py: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* startup.c -- how a starting MPI process gets its probes: the MPI_Init trap, and probes
+ * attached ahead of it.
+ *
+ * MPI_Init is trapped for every process in the libraries of the setting mpi_libraries; a
+ * process of a watched tree (a registered Slurm task, the launcher of "pdimon run") is stopped
+ * there until pdimond attached its probes. That costs the step the daemon's reaction time per
+ * process, one after the other. So probes go on earlier where the daemon can tell where they
+ * go: uprobes belong to the library's inode, and a link with a pid filter takes effect in that
+ * process whenever it maps the library. When a process of a watched tree executes a program
+ * (BPF on sched_process_exec), its probes are attached at once to the trapped library that
+ * program's processes mapped before (learned at their attach, per executable inode); the
+ * process reaches MPI_Init probed, its entry probe sees that call, and the trap lets it go
+ * (bpf/mpitrace.bpf.c). Where the daemon cannot tell (a program never seen, or attached too
+ * late) the process is stopped at MPI_Init as before: no call is missed either way.
+ *
+ * Each trapped library's offsets and placement are computed when it is trapped, and a link
+ * of pdimond's own (pid filter: pdimond, which never maps it) keeps every probe's uprobe
+ * registered: the first attach to a library otherwise pays for creating them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "elfobj.h"
+#include "log.h"
+#include "mpi_funcs.h"
+#include "mpitrace.skel.h"
+#include "objcache.h"
+#include "probe_targets.h"
+#include "tracer_impl.h"
+
+#define AHEAD_MAX 4096   /* processes attached ahead and not yet joined */
+#define LEARNED_MAX 256  /* executables remembered */
+#define TREE_DEPTH 16    /* as MAX_ANCESTORS in the BPF trap */
+
+static void close_pair(int fds[2])
+{
+	for (unsigned k = 0; k < 2; k++)
+		if (fds[k] >= 0) {
+			close(fds[k]);
+			fds[k] = -1;
+		}
+}
+
+/* ---- the MPI_Init traps ---- */
+
+static int add_init_link(struct pdi_tracer *t, struct bpf_link *l)
+{
+	struct bpf_link **v = realloc(t->init_links, sizeof(*v) * (t->ninit_links + 1));
+
+	if (!v) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	t->init_links = v;
+	t->init_links[t->ninit_links++] = l;
+	return 0;
+}
+
+static int trap_object(struct pdi_tracer *t, struct pdi_elfobj *o, const char *path, unsigned lib)
+{
+	static const char *const inits[] = {"MPI_Init", "MPI_Init_thread"};
+	int ntrapped = 0, r;
+
+	for (unsigned i = 0; i < ELEMENTSOF(inits); i++) {
+		int fn = pdi_mpi_func_find(inits[i]);
+		uint64_t offs[2];
+		unsigned n = pdi_func_offsets(o, inits[i], offs);
+
+		for (unsigned k = 0; k < n; k++) {
+			LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = PDI_TRAP_COOKIE(fn, lib));
+			struct bpf_link *l;
+
+			l = bpf_program__attach_uprobe_opts(t->skel->progs.mpi_init_trap, -1, path, offs[k], &opts);
+			if (!l)
+				return log_warning_errno(-errno, "Cannot trap %s in %s: %m", inits[i], path);
+			if ((r = add_init_link(t, l)) < 0)
+				return r;
+			ntrapped++;
+		}
+	}
+	return ntrapped;
+}
+
+static int find_trapped(const struct pdi_tracer *t, dev_t dev, ino_t ino)
+{
+	for (unsigned i = 0; i < t->ntrapped; i++)
+		if (t->trapped[i].dev == dev && t->trapped[i].ino == ino)
+			return (int)i;
+	return -1;
+}
+
+/* Trapped library L (object O) has its offsets computed now, and kept registered by pdimond's
+ * own link. */
+static void warm_up(struct pdi_tracer *t, struct pdi_trapped_lib *l, struct pdi_elfobj *o)
+{
+	const struct pdi_probe_targets *pt = pdi_tracer_targets_of(t, o, l->dev, l->ino);
+
+	if (!pt || !t->multi)
+		return;
+	if (pdi_tracer_attach_offsets(t, getpid(), l->path, pt->offsets, pt->cookies, pt->n, true, l->warm) < 0)
+		log_debug("Cannot keep the probes of %s registered: %m; its first attach pays for them", l->path);
+}
+
+/* One library the globs name: trapped once per inode (libmpi.so, libmpi.so.40 and
+ * libmpi.so.40.30.4 are one file). Returns 1 when newly trapped. */
+static int trap_library(struct pdi_tracer *t, struct pdi_objcache *objs, const char *path)
+{
+	struct pdi_mapping m = {.path = (char *)path, .exec = true};
+	struct pdi_trapped_lib *l;
+	struct pdi_elfobj *o;
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || find_trapped(t, st.st_dev, st.st_ino) >= 0)
+		return 0;
+	if (t->ntrapped == PDI_TRAPPED_MAX) {
+		log_warning("Not trapping MPI_Init in %s: %d MPI libraries are trapped already", path, PDI_TRAPPED_MAX);
+		return 0;
+	}
+	m.dev = st.st_dev;
+	m.ino = st.st_ino;
+	if (pdi_objcache_get(objs, 0, &m, &o) < 0)
+		return 0;
+	l = &t->trapped[t->ntrapped];
+	*l = (struct pdi_trapped_lib){.dev = st.st_dev, .ino = st.st_ino, .warm = {-1, -1}};
+	/* the file the cache checked, pinned: a library replaced on disk keeps its old offsets */
+	l->fd = fcntl(pdi_elfobj_fd(o), F_DUPFD_CLOEXEC, 3);
+	if (l->fd < 0)
+		return 0;
+	snprintf(l->path, sizeof(l->path), "/proc/self/fd/%d", l->fd);
+	if (trap_object(t, o, l->path, t->ntrapped) <= 0) {
+		close(l->fd);
+		return 0;
+	}
+	warm_up(t, l, o);
+	t->ntrapped++;
+	log_info("Trapping MPI_Init in %s", path);
+	return 1;
+}
+
+int pdi_tracer_trap_init(struct pdi_tracer *t, struct pdi_objcache *objs, char *const *globs, unsigned nglobs)
+{
+	int ntrapped = 0;
+
+	for (unsigned g = 0; g < nglobs; g++) {
+		glob_t gl = {0};
+
+		if (glob(globs[g], 0, NULL, &gl) != 0)
+			continue;
+		for (size_t i = 0; i < gl.gl_pathc; i++)
+			ntrapped += trap_library(t, objs, gl.gl_pathv[i]);
+		globfree(&gl);
+	}
+	/* without it every process is stopped at MPI_Init, as before */
+	if (ntrapped > 0 && !t->exec_link && t->multi) {
+		t->exec_link = bpf_program__attach(t->skel->progs.mpi_exec);
+		if (!t->exec_link)
+			log_warning_errno(-errno, "Cannot see programs start (sched_process_exec): %m; "
+						  "starting MPI processes are stopped at MPI_Init until attached");
+	}
+	return ntrapped;
+}
+
+/* ---- probes attached ahead ---- */
+
+static int find_ahead(const struct pdi_tracer *t, pid_t pid)
+{
+	for (unsigned i = 0; i < t->nahead; i++)
+		if (t->ahead[i].pid == pid)
+			return (int)i;
+	return -1;
+}
+
+static void drop_ahead(struct pdi_tracer *t, unsigned i)
+{
+	close_pair(t->ahead[i].fds);
+	close(t->ahead[i].pidfd);
+	t->ahead[i] = t->ahead[--t->nahead];
+}
+
+static bool exited(int pidfd)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+
+	return poll(&p, 1, 0) != 0;
+}
+
+/* Processes that exited before they joined (never reached MPI_Init) leave. */
+static void sweep(struct pdi_tracer *t)
+{
+	for (unsigned i = t->nahead; i-- > 0;)
+		if (exited(t->ahead[i].pidfd))
+			drop_ahead(t, i);
+}
+
+static int exe_identity(pid_t pid, dev_t *ret_dev, ino_t *ret_ino)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &st) < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	*ret_dev = st.st_dev;
+	*ret_ino = st.st_ino;
+	return 0;
+}
+
+static int learned_lib(const struct pdi_tracer *t, dev_t dev, ino_t ino)
+{
+	for (unsigned i = 0; i < t->nlearned; i++)
+		if (t->learned[i].dev == dev && t->learned[i].ino == ino)
+			return (int)t->learned[i].lib;
+	return -1;
+}
+
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	int ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	if (!p || sscanf(p, ") %*c %d", &ppid) != 1)
+		ppid = 0;
+	fclose(f);
+	return ppid;
+}
+
+/* Is PID (pinned by the caller's pidfd) ROOT or one of its descendants? A pid recycled since
+ * the exec was seen belongs to another process, which must not get probes. */
+static bool in_tree(pid_t pid, pid_t root)
+{
+	for (unsigned i = 0; i < TREE_DEPTH && pid > 1; i++, pid = parent_of(pid))
+		if (pid == root)
+			return true;
+	return false;
+}
+
+int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root)
+{
+	const struct pdi_probe_targets *pt;
+	struct pdi_ahead a = {.pid = pid, .root = root, .fds = {-1, -1}};
+	struct pdi_trapped_lib *l;
+	dev_t dev;
+	ino_t ino;
+	int lib, r;
+
+	if (!t->multi)
+		return -EOPNOTSUPP;
+	sweep(t);
+	/* a process that executes again keeps its probes: the pid filter is the process's */
+	r = find_ahead(t, pid);
+	if (r >= 0)
+		return 0;
+	if ((r = exe_identity(pid, &dev, &ino)) < 0)
+		return r;
+	if ((lib = learned_lib(t, dev, ino)) < 0)
+		return -ENOENT;
+	l = &t->trapped[lib];
+	pt = pdi_tracer_targets_of(t, NULL, l->dev, l->ino); /* computed when it was trapped */
+	if (!pt)
+		return -ENOENT;
+	if (t->nahead == AHEAD_MAX)
+		return -ENOSPC;
+	a.lib = (unsigned)lib;
+	a.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (a.pidfd < 0)
+		return errno == ESRCH || errno == EINVAL ? -ESRCH : -errno;
+	if (!in_tree(pid, root)) {
+		close(a.pidfd);
+		return -ESRCH;
+	}
+	if (!t->ahead && !(t->ahead = calloc(AHEAD_MAX, sizeof(*t->ahead)))) {
+		close(a.pidfd);
+		return -ENOMEM;
+	}
+	r = pdi_tracer_attach_offsets(t, pid, l->path, pt->offsets, pt->cookies, pt->n, true, a.fds);
+	if (r < 0) {
+		close(a.pidfd);
+		return r;
+	}
+	t->ahead[t->nahead++] = a;
+	return 0;
+}
+
+int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_targets *pt, int fds[2])
+{
+	int i = find_ahead(t, pid);
+	struct pdi_ahead *a;
+
+	if (i < 0)
+		return -ENOENT;
+	a = &t->ahead[i];
+	/* the same process (alive), on the very library it maps */
+	if (exited(a->pidfd) || t->trapped[a->lib].dev != pt->dev || t->trapped[a->lib].ino != pt->ino) {
+		drop_ahead(t, (unsigned)i);
+		return -ENOENT;
+	}
+	fds[0] = a->fds[0];
+	fds[1] = a->fds[1];
+	a->fds[0] = a->fds[1] = -1;
+	drop_ahead(t, (unsigned)i);
+	return 0;
+}
+
+void pdi_startup_learn(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_targets *pt)
+{
+	int lib = find_trapped(t, pt->dev, pt->ino);
+	struct pdi_learned_exe e;
+
+	if (lib < 0 || exe_identity(pid, &e.dev, &e.ino) < 0 || learned_lib(t, e.dev, e.ino) == lib)
+		return;
+	e.lib = (unsigned)lib;
+	for (unsigned i = 0; i < t->nlearned; i++)
+		if (t->learned[i].dev == e.dev && t->learned[i].ino == e.ino) {
+			t->learned[i] = e;
+			return;
+		}
+	if (!t->learned && !(t->learned = calloc(LEARNED_MAX, sizeof(*t->learned))))
+		return;
+	/* full: the oldest goes */
+	if (t->nlearned == LEARNED_MAX)
+		memmove(t->learned, t->learned + 1, sizeof(*t->learned) * --t->nlearned);
+	t->learned[t->nlearned++] = e;
+}
+
+void pdi_startup_drop_root(struct pdi_tracer *t, pid_t root)
+{
+	for (unsigned i = t->nahead; i-- > 0;)
+		if (t->ahead[i].root == root)
+			drop_ahead(t, i);
+}
+
+void pdi_startup_free(struct pdi_tracer *t)
+{
+	while (t->nahead > 0)
+		drop_ahead(t, t->nahead - 1);
+	free(t->ahead);
+	free(t->learned);
+	bpf_link__destroy(t->exec_link);
+	pdi_tracer_untrap(t);
+	for (unsigned i = 0; i < t->ntrapped; i++) {
+		close_pair(t->trapped[i].warm);
+		close(t->trapped[i].fd);
+	}
+	t->ntrapped = 0;
+}
+
+void pdi_tracer_untrap(struct pdi_tracer *t)
+{
+	for (unsigned i = 0; i < t->ninit_links; i++)
+		bpf_link__destroy(t->init_links[i]);
+	free(t->init_links);
+	t->init_links = NULL;
+	t->ninit_links = 0;
+}

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* health_view.h -- a step's view (view.h) as the hang judge (health.h) sees it, and its
+ * analysis (analysis.h) in the words of a hang's one line: what confirms, across all of a
+ * step's nodes, a hang its first node suspected, and what the user is told of it. Pure. */
+#pragma once
+
+#include <stddef.h>
+
+#include "analysis.h"
+#include "health.h"
+
+/* The tasks of V as the judge's input, into OUT (room for v->ntasks): what each does (where
+ * it is, and what the kernel of its node said: stopped, sleeping, computing), how long since
+ * it last moved (the time it has been where it is), and its state's durations pooled over
+ * V's models. Tasks that ended are left out. Returns how many. */
+unsigned pdi_health_tasks_of_view(const struct pdi_view *v, struct pdi_health_task *out);
+
+/* What A found, as the line says it after "looks hung since ...: ": the least-progressed
+ * task(s) and what they do, then where the others wait, e.g. "least progressed [2], computing,
+ * 100% CPU, no MPI call for 41 s (after MPI_Waitall@solver.c:212); the others wait in
+ * MPI_Allreduce@solver.c:230". "" when it found nothing to say. */
+void pdi_health_diagnosis(const struct pdi_analysis *a, char *buf, size_t len);

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""test_startup.py -- starting processes get their probes without being stopped at MPI_Init.
+
+A program's first run on a node is stopped at MPI_Init while its probes are attached; from then on
+its processes get them as they execute it (daemon/probe/startup.c). The ranks here wait between
+their exec and MPI_Init until the daemon said it attached, so the test asserts the mechanism,
+never a timing: not held, and every call seen, MPI_Init once, as when held.
+
+Run one case as: test_startup.py Startup.test_attached_at_exec_openmpi
+"""
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+from harness import BUILD, PDIMON, DaemonTest, wait_for
+
+RANKS = 2
+
+
+def startup_cmd(impl):
+    exe = os.path.join(BUILD, f"bench/startup.{impl}")
+    if impl == "openmpi":
+        return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS), exe]
+    return ["mpirun.mpich", "-np", str(RANKS), exe]
+
+
+class Startup(DaemonTest):
+    settings = ("log_level=debug",)
+
+    def calls(self, step):
+        s = self.d.show(step)
+        self.assertEqual(len(s["tasks"]), RANKS)
+        out = {}
+        for t in s["tasks"]:
+            self.assertEqual(t["events_lost"], 0)
+            # MPI_Init, MPI_Gather, MPI_Finalize (MPI_Comm_rank and _size are not probed): each once
+            self.assertEqual(t["calls"], 3, f"rank {t['rank']}")
+            self.assertTrue([st for p in t["phases"] for st in p["states"] if st["name"].startswith("MPI_Init@startup.c:")])
+            out[t["rank"]] = (t["pid"], t["calls"])
+        return out
+
+    def check(self, impl):
+        # the first run: held at MPI_Init, which teaches the daemon where this program's probes go
+        r = self.d.pdimon("run", "--step", f"first-{impl}", "--", *startup_cmd(impl), check=False, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        first = self.calls(f"first-{impl}")
+        log = self.d.read_log()
+        # nothing was known of the program before: its first rank to join was held (a later one
+        # may find its probes attached already, when its exec came after that join)
+        self.assertTrue([p for p, _ in first.values() if re.search(rf"pid {p} held at MPI_Init for [0-9.]+ ms", log)])
+        offset = len(log)
+        # the second: the ranks wait before MPI_Init until their probes are attached
+        with tempfile.TemporaryDirectory() as tmp:
+            go = os.path.join(tmp, "go")
+            env = dict(self.d.env, PDI_STARTUP_WAIT=go)
+            p = subprocess.Popen([PDIMON, "run", "--step", f"second-{impl}", "--", *startup_cmd(impl)], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            self.children.append(p)
+            wait_for(lambda: len(re.findall(r"probes attached as it started", self.d.read_log()[offset:])) >= RANKS,
+                     120, "the ranks' probes attached as they started")
+            open(go, "w").close()
+            self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
+        second = self.calls(f"second-{impl}")
+        log = self.d.read_log()
+        for pid, _ in second.values():
+            self.assertRegex(log, rf"pid {pid} joined at MPI_Init, not held")
+
+    def test_attached_at_exec_openmpi(self):
+        self.check("openmpi")
+
+    def test_attached_at_exec_mpich(self):
+        self.check("mpich")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -5,7 +5,10 @@
 Real MPI applications from Debian's archive, with their own example inputs, 4 ranks under a
 fresh pdimond each (`pdimon run --step NAME -- mpirun -np 4 ...`), plus our own halo program
 (tests/mpi). The program is never changed: every fault comes from outside, at a rank and a
-time drawn from the seed (the time uniformly in 25-65% of the application's usual run):
+time drawn from the seed: once the job has done 25-65% (uniformly) of its usual work, counted
+as the CPU time its ranks used since MPI_Init, so that an idle machine and a loaded one inject
+at the same stretch of the program (a delay in seconds overshoots the end of a short input on
+an idle machine):
 
   none       a fault-free run: anything but "nothing abnormal found" is a false alarm
   stop       SIGSTOP for 2-5 s, then SIGCONT
@@ -81,7 +84,16 @@ METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet
 
 
 # ---------------------------------------------------------------------------------------------
-# the applications: (set-up of their inputs in DIR, the command, its usual run time in s)
+# the applications: (set-up of their inputs in DIR, the command, its usual run)
+
+class Usual:
+    """An application's usual run from its ranks' MPI_Init on, as measured here: WALL_S seconds
+    (the longest seen, at a load average near 15: what deadlines allow for) and CPU_S seconds
+    of CPU summed over its ranks (the least seen: its work, which the faults are placed in)."""
+
+    def __init__(self, wall_s, cpu_s):
+        self.wall_s, self.cpu_s = wall_s, cpu_s
+
 
 def mpirun_openmpi(*cmd):
     return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS), "-x", "LD_PRELOAD",
@@ -102,9 +114,10 @@ def gromacs(d, short):
                     "-p", "topol.top"], cwd=d, check=True, capture_output=True)
     subprocess.run(["gmx", "-quiet", "grompp", "-f", "md.mdp", "-c", "w.gro", "-p", "topol.top", "-o", "md.tpr",
                     "-maxwarn", "5"], cwd=d, check=True, capture_output=True)
-    steps = 150 if short else 1000
+    steps = 500 if short else 1000
     return mpirun_openmpi("gmx_mpi", "mdrun", "-quiet", "-s", "md.tpr", "-ntomp", "1", "-nb", "cpu", "-notunepme",
-                          "-nsteps", str(steps), "-deffnm", "run"), 4 if short else 26
+                          "-nsteps", str(steps), "-deffnm", "run"), \
+        Usual(12, 2.6) if short else Usual(26, 5)
 
 
 HPCC_INPUT = """HPLinpack benchmark input file
@@ -150,8 +163,8 @@ def hpcc(d, short):
     """HPC Challenge (C): HPL, DGEMM, STREAM, PTRANS, RandomAccess, FFT, latency/bandwidth in a
     row -- phases that differ by nature."""
     with open(os.path.join(d, "hpccinf.txt"), "w") as f:
-        f.write(HPCC_INPUT.format(n=300 if short else 1000))
-    return mpirun_openmpi("hpcc"), 6 if short else 18  # N=1000 ran 14-41 s at load ~27
+        f.write(HPCC_INPUT.format(n=500 if short else 1000))
+    return mpirun_openmpi("hpcc"), Usual(20, 2.9) if short else Usual(41, 10)
 
 
 def meep(d, short):
@@ -163,8 +176,8 @@ def meep(d, short):
                 "(set! sources (list (make source (src (make continuous-src (frequency 0.15)))\n"
                 "  (component Ez) (center -7 0))))\n"
                 "(set! pml-layers (list (make pml (thickness 1.0))))\n"
-                f"(set! resolution {10 if short else 20})\n(run-until {60 if short else 200})\n")
-    return mpirun_openmpi("meep", "waveguide.ctl"), 3 if short else 24
+                f"(set! resolution {10 if short else 20})\n(run-until {150 if short else 200})\n")
+    return mpirun_openmpi("meep", "waveguide.ctl"), Usual(8, 2.6) if short else Usual(24, 25)
 
 
 def mpb(d, short):
@@ -172,20 +185,21 @@ def mpb(d, short):
     with open(os.path.join(d, "rods.ctl"), "w") as f:
         f.write("(set! num-bands 8)\n"
                 "(set! k-points (list (vector3 0 0 0) (vector3 0.5 0 0) (vector3 0.5 0.5 0) (vector3 0 0 0)))\n"
-                f"(set! k-points (interpolate {2 if short else 12} k-points))\n"
+                f"(set! k-points (interpolate {4 if short else 12} k-points))\n"
                 "(set! geometry (list (make cylinder (center 0 0 0) (radius 0.2) (height infinity)\n"
                 "  (material (make dielectric (epsilon 12))))))\n"
                 "(set! geometry-lattice (make lattice (size 1 1 no-size)))\n"
-                f"(set! resolution {16 if short else 64})\n(run-tm)\n(run-te)\n")
-    return mpirun_openmpi("mpb-mpi", "rods.ctl"), 4 if short else 30
+                f"(set! resolution {32 if short else 64})\n(run-tm)\n(run-te)\n")
+    return mpirun_openmpi("mpb-mpi", "rods.ctl"), Usual(10, 1.8) if short else Usual(30, 25)
 
 
-HALO_ITERS = (12000, 1500)  # full, short
+HALO_ITERS = (12000, 4000)  # full, short
 
 
 def halo(d, short):
     """Our own 2-D halo exchange (tests/mpi/halo.c), Open MPI."""
-    return mpirun_openmpi(os.path.join(harness.MPI_DIR, "halo.openmpi"), str(HALO_ITERS[short])), 3 if short else 25
+    return mpirun_openmpi(os.path.join(harness.MPI_DIR, "halo.openmpi"), str(HALO_ITERS[short])), \
+        Usual(15, 3.0) if short else Usual(25, 10)
 
 
 APPS = {"gromacs": gromacs, "hpcc": hpcc, "meep": meep, "mpb": mpb, "halo": halo}
@@ -226,8 +240,25 @@ def cpu_of(pid):
         return int(f.read().rsplit(")", 1)[1].split()[36])
 
 
+def job_cpu_s(pids, last):
+    """The CPU time (s) the processes PIDS used so far, summed; LAST keeps each one's latest
+    reading, so that a process gone keeps counting what it used."""
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            last[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        except (OSError, ValueError, IndexError):
+            pass
+    return sum(last.values())
+
+
 class Injector(threading.Thread):
-    """Waits for the ranks, then at the planned time does the fault to the planned rank."""
+    """Waits for the ranks, then once the job has done the planned share of its usual work does
+    the fault to the planned rank. The job's progress is the CPU time its ranks used since they
+    were all past MPI_Init: a wall-clock delay would inject after the end on an idle machine
+    and early on a loaded one (AppCampaign.subset missed every fault on an idle CI machine)."""
 
     def __init__(self, plan, marker, daemon):
         super().__init__(daemon=True)
@@ -235,21 +266,44 @@ class Injector(threading.Thread):
         self.truth = None
         self.stop_flag = threading.Event()
         self.hog = None
+        self.cpu_s = None  # the ranks' CPU time since they were ready: at the fault, or at the end
+        self.ran_s = None  # the wall time since they were ready, alike
 
-    def run(self):
-        pids = {}
+    def wait_ready(self):
+        """{rank: pid} once every rank is monitored and past MPI_Init, or None."""
         deadline = time.monotonic() + 120
-        # the application's time starts when every rank is monitored and past MPI_Init
         while not self.stop_flag.is_set() and time.monotonic() < deadline:
             show = campaign.query_json(self.d, "show", self.marker, "--json") or {}
             tasks = show.get("tasks") or []
             if len(tasks) == RANKS and all(t.get("calls", 0) > 1 for t in tasks):
-                break
+                pids = rank_pids(self.marker)
+                return pids if len(pids) == RANKS else None
             self.stop_flag.wait(0.2)
-        pids = rank_pids(self.marker)
-        if len(pids) < RANKS or self.plan.fault in ("none", "deadlock"):
+        return None
+
+    def wait_progress(self, pids, cpu_s):
+        """Whether the ranks used CPU_S seconds of CPU from now before the job ended (sampled
+        until then otherwise, for the record)."""
+        last = {}
+        t0, c0 = time.monotonic(), job_cpu_s(pids.values(), last)
+        while True:
+            used = job_cpu_s(pids.values(), last) - c0
+            alive = any(os.path.exists(f"/proc/{pid}") for pid in pids.values())
+            if alive:
+                self.cpu_s, self.ran_s = used, time.monotonic() - t0
+            if cpu_s is not None and used >= cpu_s:
+                return True
+            if not alive or self.stop_flag.wait(0.05):
+                return False
+
+    def run(self):
+        pids = self.wait_ready()
+        if not pids:
             return
-        if self.stop_flag.wait(self.plan.at_s):
+        if self.plan.fault in ("none", "deadlock"):
+            self.wait_progress(pids, None)
+            return
+        if not self.wait_progress(pids, self.plan.at_cpu_s):
             return
         pid, f = pids[self.plan.rank], self.plan.fault
         t = time.monotonic_ns()  # CLOCK_MONOTONIC: the clock of the BPF timestamps
@@ -286,20 +340,23 @@ class Injector(threading.Thread):
 
 
 class Plan:
-    """What one (application, fault, seed) injects, drawn from the seed."""
+    """What one (application, fault, seed) injects, drawn from the seed: the rank, the share of
+    the application's usual work done when the fault comes (25-65%), and a stall's length."""
 
-    def __init__(self, app, fault, seed, usual_s):
+    def __init__(self, app, fault, seed, usual):
         rnd = random.Random(f"{app}/{fault}/{seed}")
         self.app, self.fault, self.seed = app, fault, seed
         self.rank = rnd.randrange(RANKS)
-        self.at_s = usual_s * rnd.uniform(0.25, 0.65)
+        self.at = rnd.uniform(0.25, 0.65)
+        self.at_cpu_s = usual.cpu_s * self.at
         self.length_s = rnd.uniform(2.0, 5.0)
 
     def spin_ms(self):
         return {"spin": int(self.length_s * 1000), "hang-spin": -1, "hang-io": -1}.get(self.fault, 0)
 
     def __str__(self):
-        return f"{self.app} {self.fault} seed={self.seed} rank={self.rank} at={self.at_s:.1f}s len={self.length_s:.1f}s"
+        return (f"{self.app} {self.fault} seed={self.seed} rank={self.rank} at={self.at:.0%} ({self.at_cpu_s:.1f} CPU-s) "
+                f"len={self.length_s:.1f}s")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,7 +396,7 @@ class Stallfs:
         subprocess.run(["fusermount3", "-u", "-z", self.mountpoint], capture_output=True)
 
 
-def run_one(plan, cmd, workdir, usual_s, runlog):
+def run_one(plan, cmd, workdir, usual, short, runlog):
     name = f"app-{os.getpid()}-{plan.app}-{plan.fault}-{plan.seed}"
     bus = campaign.new_bus()
     d = harness.Daemon(bus=bus)
@@ -350,11 +407,11 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
         env = dict(d.env, PDIMON_APPS_RUN=name, LD_PRELOAD=AGENT, PDIMON_SPIN_MS=str(plan.spin_ms()),
                    PDIMON_SPIN_TRUTH=spin_truth, PDIMON_SPIN_IO="")
         if plan.fault == "hang-io":
-            fs = Stallfs(os.path.join(workdir, "stalled"), 4 * usual_s + 120)
+            fs = Stallfs(os.path.join(workdir, "stalled"), 4 * usual.wall_s + 120)
             env["PDIMON_SPIN_IO"] = os.path.join(fs.mountpoint, "data")
         if plan.fault == "deadlock":
             env.update(PDIMON_FAULT="deadlock", PDIMON_FAULT_RANK=str(plan.rank), PDIMON_FAULT_WHERE="mpi",
-                       PDIMON_FAULT_ITER=str(int(plan.at_s / usual_s * HALO_ITERS[usual_s < 10])),
+                       PDIMON_FAULT_ITER=str(int(plan.at * HALO_ITERS[short])),
                        PDIMON_FAULT_TRUTH=truth_file)
         with open(os.path.join(workdir, name + ".out"), "w") as out:
             p = subprocess.Popen([harness.PDIMON, "run", "--step", name, "--", *cmd], cwd=workdir, stdout=out,
@@ -363,7 +420,7 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
         inj.start()
         # a hang is taken when every rank stood still longer than any stall lasts
         stuck_ns = 8e9
-        deadline = time.monotonic() + 4 * usual_s + 90
+        deadline = time.monotonic() + 4 * usual.wall_s + 90
         while True:
             if p.poll() is not None:
                 end = f"exit {p.returncode}"
@@ -415,7 +472,9 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
         truth = {"fault": "deadlock", "rank": t["rank"], "peer": t["peer"], "t_ns": t["t_ns"]}
     if plan.fault == "none":
         truth = {"fault": "none"}
-    return name, truth, doc, show, end
+    # how far the job got after MPI_Init: at the fault, or at its end (Usual's measures)
+    progress = {"cpu_s": inj.cpu_s, "ran_s": inj.ran_s} if inj else {}
+    return name, truth, doc, show, end, progress
 
 
 def keep_database(d, workdir):
@@ -575,7 +634,7 @@ def rescore(args, apps, faults):
         app, fault, seed = rec.get("app"), rec.get("fault"), rec.get("seed")
         if app not in apps or fault not in faults or "name" not in rec:
             continue
-        plan = Plan(app, fault, seed, rec["usual_s"])
+        plan = Plan(app, fault, seed, Usual(**rec["usual"]) if "usual" in rec else Usual(rec["usual_s"], 0))
         doc = rec["analysis"]
         if fault not in HANGS and os.path.exists(os.path.join(args.reanalyze, run, "pdimon.db")):
             doc = reanalyze(os.path.join(args.reanalyze, run), rec["name"])
@@ -634,17 +693,18 @@ def main():
                 continue  # a real deadlock needs a program of ours
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 workdir = tempfile.mkdtemp(prefix=f"{app}-{fault}-{seed}-", dir=out)
-                cmd, usual_s = APPS[app](workdir, args.short)
-                plan = Plan(app, fault, seed, usual_s)
+                cmd, usual = APPS[app](workdir, args.short)
+                plan = Plan(app, fault, seed, usual)
                 t_run = time.monotonic()
                 load = load_average()
-                name, truth, doc, show, end = run_one(plan, cmd, workdir, usual_s, runlog)
+                name, truth, doc, show, end, progress = run_one(plan, cmd, workdir, usual, args.short, runlog)
                 s, line = score(plan, truth, doc, show, end)
                 with open(os.path.join(workdir, "run.json"), "w") as f:
-                    json.dump({"plan": str(plan), "app": app, "fault": fault, "seed": seed, "usual_s": usual_s,
+                    json.dump({"plan": str(plan), "app": app, "fault": fault, "seed": seed, "usual": vars(usual),
                                "name": name, "load": load, "truth": truth, "analysis": doc, "show": show,
-                               "end": end}, f)
-                campaign.log(runlog, f"{plan} load={load} | {line}")
+                               "end": end, "progress": progress}, f)
+                done = " ".join(f"{k}={v:.1f}" for k, v in progress.items() if v is not None)
+                campaign.log(runlog, f"{plan} load={load} {done} | {line}")
                 print_run(plan, s, end, time.monotonic() - t_run)
                 loads.append(load)
                 tally(by_key, by_class, overall, app, fault, s)

@@ -118,6 +118,25 @@ static bool computing_all_along(const struct pdi_view_task *t, uint64_t for_ns)
 	       !held_by_kernel(&t->where) && !maybe_in_unseen_call(t);
 }
 
+/* Whether the NLP RANKS PDI found are the tasks computing all along since FOR_NS: then PDI
+ * said it, and its answer stands as its own. */
+static bool same_ranks_computing(const struct pdi_view *s, const int *ranks, size_t nlp, uint64_t for_ns)
+{
+	size_t same = 0;
+
+	for (unsigned i = 0; i < s->ntasks; i++)
+		if (computing_all_along(&s->tasks[i], for_ns)) {
+			size_t k = 0;
+
+			while (k < nlp && ranks[k] != s->tasks[i].rank)
+				k++;
+			if (k == nlp)
+				return false;
+			same++;
+		}
+	return same == nlp;
+}
+
 /* PDI on the view's tasks: the progress dependence graph and the least-progressed ranks. The
  * Markov model is built once per model object (a gathered view shares one among a class). */
 static int least_progressed(struct pdi_analysis *a)
@@ -211,7 +230,8 @@ static int least_progressed(struct pdi_analysis *a)
 		}
 		if (!nblocked)
 			nout = 0;
-		if (nout && 2 * nout < s->ntasks && (nlp == 0 || nlp == n || nblocked + nout == nrunning)) {
+		if (nout && 2 * nout < s->ntasks && (nlp == 0 || nlp == n || nblocked + nout == nrunning) &&
+		    !same_ranks_computing(s, ranks, nlp, blocked_since)) {
 			nlp = 0;
 			for (unsigned i = 0; i < s->ntasks; i++)
 				if (computing_all_along(&s->tasks[i], blocked_since))

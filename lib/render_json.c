@@ -304,7 +304,7 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 					pdi_json_kv_str(j, "status", pdi_where_names[w->kind]);
 					pdi_json_kv_str(j, "where", w->text);
 					pdi_json_kv_str(j, "activity", pdi_activity_names[w->act.kind]);
-					pdi_where_doing(w, doing, sizeof(doing));
+					pdi_view_task_doing(&a->view->tasks[i], doing, sizeof(doing));
 					pdi_json_kv_str(j, "doing", doing);
 					pdi_json_obj_end(j);
 				}

@@ -83,7 +83,7 @@ static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)
 				if (s->tasks[i].rank == a->lp_ranks[k]) {
 					char doing[300];
 
-					pdi_where_doing(&s->tasks[i].where, doing, sizeof(doing));
+					pdi_view_task_doing(&s->tasks[i], doing, sizeof(doing));
 					pdi_json_printf(j, "pdimon:   rank %d: %s\n", a->lp_ranks[k], doing);
 				}
 	}

@@ -116,8 +116,10 @@ bool pdi_view_running(const struct pdi_view *v);
 void pdi_view_state_name(const struct pdi_view *v, uint64_t key, char *buf, size_t len);
 /* The name of site I of V, "?" when V has none such. */
 const char *pdi_view_site_name(const struct pdi_view *v, uint64_t i);
-/* What W's task is doing, in words: "stopped (SIGSTOP or a debugger), no MPI progress for
- * 41 s", "computing, 100% CPU, no MPI call for 41 s", "waiting in MPI_Send@a.c:3 for 2 s". */
-void pdi_where_doing(const struct pdi_where *w, char *buf, size_t len);
+/* What task T is doing, or did when it ended, in words: "stopped (SIGSTOP or a debugger), no
+ * MPI progress for 41 s", "computing, 100% CPU, no MPI call for 41 s", "asleep outside MPI
+ * (not computing), ...", "waiting in MPI_Send@a.c:3 for 2 s", "ended outside MPI without
+ * MPI_Finalize (after ...)"; a time under a second is not said. */
+void pdi_view_task_doing(const struct pdi_view_task *t, char *buf, size_t len);
 /* Whether task T's model misses something (site.h's one definition). */
 bool pdi_view_task_incomplete(const struct pdi_view_task *t);

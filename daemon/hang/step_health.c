@@ -549,6 +549,15 @@ bool pdi_step_health_settled(const struct pdi_step *s)
 	return !s->health || s->health->saved_end;
 }
 
+uint64_t pdi_hang_polling_since(const struct pdi_step *s, unsigned i)
+{
+	const struct pdi_step_health *h = s->health;
+
+	if (!h || i >= h->nprogress || !h->progress[i].npoll_sites)
+		return 0;
+	return h->progress[i].last_ns;
+}
+
 enum pdi_health pdi_step_health_of(const struct pdi_step *s, time_t *ret_since)
 {
 	if (ret_since)

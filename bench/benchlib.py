@@ -282,6 +282,18 @@ class Daemon:
         with open(self.log_path) as f:
             return f.read()
 
+    def calibration(self):
+        """The per-call costs pdimond measured at start-up, as its log says them."""
+        m = re.search(r"A probed call costs [^\n]*", self.read_log())
+        return m.group(0) if m else "(no calibration line in the log)"
+
+    def budget_changes(self):
+        """How often the budget moved each function to each level: {"MPI_Test -> sampled 1/4": n}."""
+        n = {}
+        for fn, to in re.findall(r": (MPI_\w+) [a-z0-9/ ]+ -> ([a-z0-9/ ]+): [0-9]+ calls/s", self.read_log()):
+            n[f"{fn} -> {to}"] = n.get(f"{fn} -> {to}", 0) + 1
+        return n
+
     def pdimon_args(self, *args):
         return [PDIMON] + (["--socket", self.sock] if self.sock else []) + list(map(str, args))
 

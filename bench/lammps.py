@@ -26,8 +26,8 @@ import sys
 import tempfile
 import time
 
-from benchlib import (end_run, MPIRUN, PROBE_FLOOR, BenchError, Daemon, find_procs, kill_tree, median, read_line,
-                      spawn, wait_exit)
+from benchlib import (end_run, MPIRUN, PROBE_FLOOR, BenchError, Daemon, cpu_seconds, find_procs, kill_tree, median,
+                      read_line, spawn, wait_exit)
 
 INPUT = "/usr/share/lammps/examples/crack/in.crack"
 NRANKS = 4
@@ -122,6 +122,7 @@ def main():
         print(f"lammps: {args.rounds} rounds of crack on {NRANKS} ranks, interleaved {', '.join(variants)}",
               flush=True)
         before = {v: daemons[v].status() for v in ("pdimond", "nobudget")}
+        cpu0 = {v: cpu_seconds(daemons[v].proc.pid) for v in ("pdimond", "nobudget")}
         for r in range(args.rounds):
             row = []
             for v in variants:
@@ -130,6 +131,9 @@ def main():
                 row.append(f"{v} {loop:.3f}")
             print(f"  round {r + 1}: loop time s: " + ", ".join(row), flush=True)
         status = {v: daemons[v].status() for v in ("pdimond", "nobudget")}
+        cpu = {v: cpu_seconds(daemons[v].proc.pid) - cpu0[v] for v in ("pdimond", "nobudget")}
+        costs = daemon.calibration()
+        changes = daemon.budget_changes()
     finally:
         for d in {id(d): d for d in daemons.values()}.values():
             rc = d.stop()
@@ -153,9 +157,13 @@ def main():
         print(f"added per call, pdimond with the budget off / floor = {added['nobudget'] / added['floor']:.3f} "
               f"(target <= 1.10)")
     for v in ("pdimond", "nobudget"):
-        print(f"{v} status: events={status[v]['events'] - before[v]['events']} "
-              f"events_lost={status[v]['events_lost']}")
+        ev = status[v]['events'] - before[v]['events']
+        print(f"{v} status: events={ev} events_lost={status[v]['events_lost']}, daemon CPU {cpu[v]:.2f} s "
+              f"({cpu[v] * 1e9 / max(ev, 1):.0f} ns per event)")
     print(f"{per_rank_run:.0f} calls per rank per run")
+    print(f"pdimond: {costs}")
+    print("pdimond budget level changes (all runs): " +
+          (", ".join(f"{k} x{v}" for k, v in sorted(changes.items())) or "none"))
 
 
 if __name__ == "__main__":

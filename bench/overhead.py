@@ -10,8 +10,11 @@ interleaved, unmonitored then under `pdimon run`:
          slices of computation, 100k+ calls per second per rank; timed by the program itself
          (poll_s, the polling loop alone, between two barriers)
   hpcc   Debian's hpcc on 4 ranks (Open MPI), HPL order N; timed as the whole run's wall time
+  nwchem Debian's NWChem (Fortran, Global Arrays over MPI) on 4 ranks: B3LYP/6-31G energy of
+         benzene; timed as the whole run's wall time (not in the default set: --only nwchem)
 Prints per program the medians, the median of per-round ratios monitored/unmonitored (target
-<= 1.03), and the calls per second per rank of the polling program. Ratios, never assertions.
+<= 1.03), the calls per second per rank of the polling program, pdimond's events per program and
+the per-call costs pdimond measured at start-up (its log). Ratios, never assertions.
 """
 import argparse
 import os
@@ -27,6 +30,30 @@ from benchlib import BUILD, MPIRUN, BenchError, Daemon, kill_tree, median, spawn
 from trends_hpcc import HPCC, hpccinf  # noqa: E402
 
 POLL = os.path.join(BUILD, "tests/mpi/poll.openmpi")
+NWCHEM = "/usr/bin/nwchem.openmpi"
+NWCHEM_INPUT = """start benzene
+geometry units angstrom
+  C  0.000  1.396 0.0
+  C  1.209  0.698 0.0
+  C  1.209 -0.698 0.0
+  C  0.000 -1.396 0.0
+  C -1.209 -0.698 0.0
+  C -1.209  0.698 0.0
+  H  0.000  2.479 0.0
+  H  2.147  1.240 0.0
+  H  2.147 -1.240 0.0
+  H  0.000 -2.479 0.0
+  H -2.147 -1.240 0.0
+  H -2.147  1.240 0.0
+end
+basis
+  * library 6-31g
+end
+dft
+  xc b3lyp
+end
+task dft energy
+"""
 
 
 def timed(cmd, env, cwd, timeout):
@@ -64,6 +91,19 @@ def run_hpcc(d, monitored, tag, a, work):
     return wall, 0.0
 
 
+def run_nwchem(d, monitored, tag, a, work):
+    inp = os.path.join(work, "benzene.nw")
+    with open(inp, "w") as f:
+        f.write(NWCHEM_INPUT)
+    cmd = MPIRUN + ["-np", "4", "--wdir", work, NWCHEM, inp]
+    if monitored:
+        cmd = d.pdimon_args("run", "--step", tag, "--") + cmd
+    out, wall = timed(cmd, d.env, work, 900)
+    if "Total DFT energy" not in out:
+        raise BenchError(f"NWChem printed no energy: {out[-300:]}")
+    return wall, 0.0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -71,21 +111,24 @@ def main():
     ap.add_argument("--poll-iters", type=int, default=300000)
     ap.add_argument("--hpcc-n", type=int, default=1000)
     a = ap.parse_args()
-    progs = {"poll": run_poll, "hpcc": run_hpcc}
+    progs = {"poll": run_poll, "hpcc": run_hpcc, "nwchem": run_nwchem}
     which = a.only.split(",")
-    res = {p: {"plain": [], "pdimond": [], "rate": []} for p in which}
+    res = {p: {"plain": [], "pdimond": [], "rate": [], "events": 0} for p in which}
     work = tempfile.mkdtemp(prefix="pdimon-overhead-")
     d = Daemon()
     try:
         for r in range(a.rounds):
             for p in which:
                 plain, rate = progs[p](d, False, None, a, work)
+                before = d.status()["events"]
                 mon, _ = progs[p](d, True, f"{p}-{os.getpid()}-{r}", a, work)
+                res[p]["events"] += d.status()["events"] - before
                 res[p]["plain"].append(plain)
                 res[p]["pdimond"].append(mon)
                 res[p]["rate"].append(rate)
                 print(f"round {r + 1} {p}: unmonitored {plain:.3f} s, pdimond {mon:.3f} s", flush=True)
         status = d.status()
+        costs = d.calibration()
     finally:
         rc = d.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -96,7 +139,10 @@ def main():
         print(f"{p:8s} {median(res[p]['plain']):9.3f} {median(res[p]['pdimond']):9.3f} {ratio:7.3f}")
     if "poll" in which:
         print(f"poll: {median(res['poll']['rate']):.0f} MPI calls per second per rank unmonitored")
+    for p in which:
+        print(f"{p}: pdimond events per monitored run {res[p]['events'] / a.rounds:.0f}")
     print(f"pdimond: events={status['events']} events_lost={status['events_lost']}")
+    print(f"pdimond: {costs}")
     return 0 if rc in (0, None) else 1
 
 

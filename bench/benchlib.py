@@ -4,6 +4,7 @@
 Every wait is a condition with a deadline; every process started here is killed (its whole
 session) or waited for before the script exits.
 """
+import atexit
 import json
 import os
 import re
@@ -24,6 +25,29 @@ PROBE_FLOOR = os.path.join(BUILD, "bench/probe-floor")
 PINGPONG = os.path.join(BUILD, "bench/pingpong")
 BENCH_INGEST = os.path.join(BUILD, "bench/bench-ingest")
 MPIRUN = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"]
+# The MPI libraries a private copy of which PDIMON_BENCH_PRIVATE_MPI=1 has the jobs map
+MPI_LIBS = ("/usr/lib/x86_64-linux-gnu/libmpi.so.40", "/usr/lib/x86_64-linux-gnu/libmpich.so.12")
+
+
+def use_private_mpi():
+    """With PDIMON_BENCH_PRIVATE_MPI=1, the jobs this process starts map copies of the MPI
+    libraries of their own (LD_LIBRARY_PATH): uprobes belong to a library's inode, and every hit
+    visits every process's links on it, so on a machine where other pdimonds probe the system's
+    copy (a shared development VM) each of their tasks adds to our hits. Returns the directory."""
+    if os.environ.get("PDIMON_BENCH_PRIVATE_MPI") != "1":
+        return None
+    d = tempfile.mkdtemp(prefix="pdimon-bench-mpi-")
+    for lib in MPI_LIBS:
+        if os.path.exists(lib):
+            shutil.copy(os.path.realpath(lib), os.path.join(d, os.path.basename(lib)))
+    os.environ["LD_LIBRARY_PATH"] = d + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH")
+                                         else "")
+    atexit.register(shutil.rmtree, d, True)
+    print(f"(PDIMON_BENCH_PRIVATE_MPI=1: the jobs map private copies of the MPI libraries, in {d})", flush=True)
+    return d
+
+
+PRIVATE_MPI = use_private_mpi()
 
 
 class BenchError(Exception):

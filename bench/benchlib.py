@@ -217,9 +217,9 @@ def end_run(floor, job, tmp, check_floor=False):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _daemon_has_socket():
+def _daemon_has_socket(pdimond=PDIMOND):
     """Does this pdimond take --socket (a control socket), or talk on the system D-Bus?"""
-    r = subprocess.run([PDIMOND, "--help"], capture_output=True, text=True, timeout=30)
+    r = subprocess.run([pdimond, "--help"], capture_output=True, text=True, timeout=30)
     return "--socket" in r.stdout + r.stderr
 
 
@@ -256,7 +256,9 @@ class Daemon:
     (a dbus-daemon of ours, named to pdimond and pdimon by DBUS_SYSTEM_BUS_ADDRESS) with a
     database of its own. Run pdimon through pdimon_args() with env=ENV."""
 
-    def __init__(self, *settings):
+    def __init__(self, *settings, build=BUILD):
+        self.pdimond = os.path.join(build, "daemon/pdimond")
+        self.client = os.path.join(build, "client/pdimon")
         self.dir = tempfile.mkdtemp(prefix="pdimon-bench-")
         self.log_path = os.path.join(self.dir, "pdimond.log")
         self.env = dict(os.environ)
@@ -264,9 +266,9 @@ class Daemon:
         self.bus = None
         self.proc = None
         self.log = None
-        args = [PDIMOND, "--foreground", "--config", "/dev/null"]
+        args = [self.pdimond, "--foreground", "--config", "/dev/null"]
         try:
-            if _daemon_has_socket():
+            if _daemon_has_socket(self.pdimond):
                 self.sock = os.path.join(self.dir, "pdimond.sock")
                 args += ["--socket", self.sock]
             else:
@@ -319,7 +321,7 @@ class Daemon:
         return n
 
     def pdimon_args(self, *args):
-        return [PDIMON] + (["--socket", self.sock] if self.sock else []) + list(map(str, args))
+        return [self.client] + (["--socket", self.sock] if self.sock else []) + list(map(str, args))
 
     def pdimon(self, *args, timeout=120):
         r = subprocess.run(self.pdimon_args(*args), capture_output=True, text=True, timeout=timeout,

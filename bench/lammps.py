@@ -8,6 +8,8 @@ Each round runs, interleaved, in a fresh temporary directory:
   nobudget     the same under a second pdimond with max_overhead_pct=off (every call probed)
 and, unless --no-floor, "floor": the same command with bench/probe-floor's do-nothing programs
 attached to the 4 ranks as soon as they map their MPI library (before the timed run loop).
+With --baseline BUILD, also "baseline": under a pdimond (default budget) of another build, e.g.
+main's, to compare a change side by side.
 The two pdimonds serve all rounds. Prints LAMMPS's "Loop time" medians, the slowdown ratios
 (median of per-round ratios to the unmonitored run; target <= 1.03 for pdimond), the time added
 per call against the floor's with the budget off (target <= 1.10x the floor's) and the
@@ -66,7 +68,7 @@ def run_once(variant, daemon, tag):
     """One crack run; returns (loop time in s, steps)."""
     tmp = tempfile.mkdtemp(prefix="pdimon-lammps-")
     cmd = lammps_cmd()
-    if variant in ("pdimond", "nobudget"):
+    if variant in ("pdimond", "nobudget", "baseline"):
         cmd = daemon.pdimon_args("run", "--step", tag, "--") + cmd
     job = floor = None
     try:
@@ -106,6 +108,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-floor", action="store_true", help="leave out the empty-probe variant")
     ap.add_argument("--record", metavar="FILE", help="record one monitored run into FILE, nothing else")
+    ap.add_argument("--baseline", metavar="BUILD", help="also under the pdimond of this build directory")
     args = ap.parse_args()
     if not shutil.which("lmp") or not os.path.exists(INPUT):
         sys.exit(f"lammps: needs lmp and {INPUT}")
@@ -113,12 +116,15 @@ def main():
         record(os.path.abspath(args.record))
         return
 
-    variants = ["unmonitored"] + ([] if args.no_floor else ["floor"]) + ["pdimond", "nobudget"]
+    variants = (["unmonitored"] + ([] if args.no_floor else ["floor"]) + ["pdimond", "nobudget"] +
+                (["baseline"] if args.baseline else []))
     res = {v: [] for v in variants}
     daemon = Daemon()
     daemons = {"unmonitored": daemon, "floor": daemon, "pdimond": daemon}
     try:
         daemons["nobudget"] = Daemon("max_overhead_pct=off")
+        if args.baseline:
+            daemons["baseline"] = Daemon(build=os.path.abspath(args.baseline))
         print(f"lammps: {args.rounds} rounds of crack on {NRANKS} ranks, interleaved {', '.join(variants)}",
               flush=True)
         before = {v: daemons[v].status() for v in ("pdimond", "nobudget")}
@@ -150,7 +156,7 @@ def main():
     for v in variants[1:]:
         slow = median([b / a for a, b in zip(res["unmonitored"], res[v])])
         added[v] = median([b - a for a, b in zip(res["unmonitored"], res[v])])
-        target = " (target <= 1.03)" if v == "pdimond" else ""
+        target = " (target <= 1.03)" if v in ("pdimond", "baseline") else ""
         print(f"slowdown {v}={slow:.3f}{target}, added {added[v]:.3f} s per run, "
               f"{added[v] * 1e9 / per_rank_run:.0f} ns per call per rank")
     if "floor" in added and added["floor"] > 0:

@@ -12,7 +12,8 @@ interleaved, unmonitored then under `pdimon run`:
   hpcc   Debian's hpcc on 4 ranks (Open MPI), HPL order N; timed as the whole run's wall time
   nwchem Debian's NWChem (Fortran, Global Arrays over MPI) on 4 ranks: B3LYP/6-31G energy of
          benzene; timed as the whole run's wall time (not in the default set: --only nwchem)
-Prints per program the medians, the median of per-round ratios monitored/unmonitored (target
+With --baseline BUILD, each round also runs the program under a pdimond of that build (e.g.
+main's), to compare a change side by side. Prints per program the medians, the median of per-round ratios monitored/unmonitored (target
 <= 1.03), the calls per second per rank of the polling program, pdimond's events per program and
 the per-call costs pdimond measured at start-up (its log). Ratios, never assertions.
 """
@@ -110,13 +111,17 @@ def main():
     ap.add_argument("--only", default="poll,hpcc")
     ap.add_argument("--poll-iters", type=int, default=300000)
     ap.add_argument("--hpcc-n", type=int, default=1000)
+    ap.add_argument("--baseline", metavar="BUILD", help="also under the pdimond of this build directory")
     a = ap.parse_args()
     progs = {"poll": run_poll, "hpcc": run_hpcc, "nwchem": run_nwchem}
     which = a.only.split(",")
-    res = {p: {"plain": [], "pdimond": [], "rate": [], "events": 0} for p in which}
+    res = {p: {"plain": [], "pdimond": [], "baseline": [], "rate": [], "events": 0} for p in which}
     work = tempfile.mkdtemp(prefix="pdimon-overhead-")
     d = Daemon()
+    base = None
     try:
+        if a.baseline:
+            base = Daemon(build=os.path.abspath(a.baseline))
         for r in range(a.rounds):
             for p in which:
                 plain, rate = progs[p](d, False, None, a, work)
@@ -126,17 +131,26 @@ def main():
                 res[p]["plain"].append(plain)
                 res[p]["pdimond"].append(mon)
                 res[p]["rate"].append(rate)
-                print(f"round {r + 1} {p}: unmonitored {plain:.3f} s, pdimond {mon:.3f} s", flush=True)
+                line = f"round {r + 1} {p}: unmonitored {plain:.3f} s, pdimond {mon:.3f} s"
+                if base:
+                    res[p]["baseline"].append(progs[p](base, True, f"{p}-{os.getpid()}-{r}-b", a, work)[0])
+                    line += f", baseline {res[p]['baseline'][-1]:.3f} s"
+                print(line, flush=True)
         status = d.status()
         costs = d.calibration()
     finally:
         rc = d.stop()
+        if base:
+            base.stop()
         shutil.rmtree(work, ignore_errors=True)
     print()
     print(f"{'program':8s} {'plain_s':>9s} {'pdimond_s':>9s} {'ratio':>7s}  (medians of {a.rounds}; target <= 1.03)")
     for p in which:
         ratio = median([m / u for u, m in zip(res[p]["plain"], res[p]["pdimond"])])
         print(f"{p:8s} {median(res[p]['plain']):9.3f} {median(res[p]['pdimond']):9.3f} {ratio:7.3f}")
+        if base:
+            bratio = median([m / u for u, m in zip(res[p]["plain"], res[p]["baseline"])])
+            print(f"{p + '@base':8s} {median(res[p]['plain']):9.3f} {median(res[p]['baseline']):9.3f} {bratio:7.3f}")
     if "poll" in which:
         print(f"poll: {median(res['poll']['rate']):.0f} MPI calls per second per rank unmonitored")
     for p in which:

@@ -299,6 +299,10 @@ class Daemon:
                 self._start_bus()
                 args += ["--set", f"database={os.path.join(self.dir, 'pdimon.db')}"]
                 args += ["--set", "peer_port=0"]  # one node: no gather, nothing to bind
+            if PRIVATE_MPI:
+                # pdimond traps MPI_Init in the libraries it is told of: ours too
+                args += ["--set", "mpi_libraries=" + " ".join(os.path.join(PRIVATE_MPI, os.path.basename(lib))
+                                                              for lib in MPI_LIBS)]
             for s in settings:
                 args += ["--set", s]
             self.log = open(self.log_path, "w")

@@ -6,8 +6,10 @@
 
 One private pdimond (max_overhead_pct 3, the default) for the whole run. Each round runs,
 interleaved, unmonitored then under `pdimon run`:
-  poll   tests/mpi/poll.openmpi work ITERS 200 on 2 ranks: MPI_Test + MPI_Iprobe between short
-         slices of computation, 100k+ calls per second per rank; timed by the program itself
+  poll   tests/mpi/poll.openmpi work ITERS SLICE on 2 ranks: MPI_Test + MPI_Iprobe between
+         slices of computation (5000 steps, a few us: 200k+ calls per second per rank, about 8 s
+         here; with slices of 200 steps it makes millions of calls per second and ends in
+         0.1 s, before any budget has seen a full period of it); timed by the program itself
          (poll_s, the polling loop alone, between two barriers)
   hpcc   Debian's hpcc on 4 ranks (Open MPI), HPL order N; timed as the whole run's wall time
   nwchem Debian's NWChem (Fortran, Global Arrays over MPI) on 4 ranks: B3LYP/6-31G energy of
@@ -73,7 +75,7 @@ def timed(cmd, env, cwd, timeout):
 
 
 def run_poll(d, monitored, tag, a, work):
-    cmd = MPIRUN + ["-np", "2", POLL, "work", str(a.poll_iters), "200"]
+    cmd = MPIRUN + ["-np", "2", POLL, "work", str(a.poll_iters), str(a.poll_slice)]
     if monitored:
         cmd = d.pdimon_args("run", "--step", tag, "--") + cmd
     out, _ = timed(cmd, d.env, work, 600)
@@ -109,7 +111,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", default="poll,hpcc")
-    ap.add_argument("--poll-iters", type=int, default=300000)
+    ap.add_argument("--poll-iters", type=int, default=1000000)
+    ap.add_argument("--poll-slice", type=int, default=5000, help="computation steps between two polls")
     ap.add_argument("--hpcc-n", type=int, default=1000)
     ap.add_argument("--baseline", metavar="BUILD", help="also under the pdimond of this build directory")
     a = ap.parse_args()

@@ -10,7 +10,6 @@
  * it has kept its level two periods, to the fullest level that leaves the task at half its
  * budget, so that a polling burst costs fidelity only while it lasts. */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +24,6 @@
 #include "mpi_funcs.h"
 #include "probe_targets.h"
 #include "tracer.h"
-#include "view_local.h"
 
 #define PERIOD_NS 1000000000ull
 #define SLOT_NS (PERIOD_NS / PDI_BUDGET_SLOTS)
@@ -67,51 +65,20 @@ static unsigned next_level(unsigned fn, unsigned level, int dir)
 	return l;
 }
 
-/* What one hit of FN costs a task of B at LEVEL, in ns: the kernel visits the links of every
- * process probed on that instruction (the task's neighbours on the library, and the link that
- * keeps it registered), so a node with more ranks pays more per hit; and pdimond's own work on
- * the call, which a job that fills its node's cores pays too. */
-static double hit_cost(const struct pdi_daemon *d, const struct pdi_budget_task *b, unsigned fn, unsigned level)
+/* What one hit of FN costs at LEVEL, in ns. */
+static double hit_cost(const struct pdi_daemon *d, const struct pdi_budget_fn *f, unsigned fn, unsigned level)
 {
 	bool entry_only = level == 1 || (level >= 2 && entry_only_ok(fn));
 	const struct pdi_probe_costs *c = &d->probe_costs;
-	double crowd = c->per_other_task * b->neighbours + c->ingest_per_event;
 
-	if (b->fn[fn].kind == PDI_INSN_EMULATED)
-		return crowd + (entry_only ? c->entry_only_emulated : c->full_emulated);
-	return crowd + (entry_only ? c->entry_only_stepped : c->full_stepped);
+	if (f->kind == PDI_INSN_EMULATED)
+		return entry_only ? c->entry_only_emulated : c->full_emulated;
+	return entry_only ? c->entry_only_stepped : c->full_stepped;
 }
 
-/* The share of its time FN at LEVEL takes from a task of B. The task pays its hits out of the CPU
- * it gets: a rank that waits for its core (more ranks than cores, or a loaded node) makes fewer
- * calls per second, but each costs it that much more of its progress. */
-static double contribution(const struct pdi_daemon *d, const struct pdi_budget_task *b, unsigned fn, unsigned level)
+static double contribution(const struct pdi_daemon *d, const struct pdi_budget_fn *f, unsigned fn, unsigned level)
 {
-	return b->fn[fn].rate * hit_cost(d, b, fn, level) * 1e-9 / (double)(1u << pdi_budget_duty_log2(level)) /
-	       b->cpu_share;
-}
-
-#define MIN_CPU_SHARE 0.05
-#define SHARE_EVERY 8 /* slots between two looks at a task's CPU share: a burst is seen within 1/4 s */
-
-/* The share of the time its main thread (the one that makes its MPI calls) was ready to run
- * that it ran, since the last look (/proc/PID/task/PID/schedstat: time on a CPU, time waiting
- * for one); a thread that sleeps is not charged for it. Kept when it cannot be read. */
-static void measure_cpu_share(struct pdi_budget_task *b, pid_t pid)
-{
-	char buf[128];
-	uint64_t run_ns, wait_ns;
-
-	if (pdi_task_proc_read(pid, pid, "schedstat", buf, sizeof(buf)) <= 0 ||
-	    sscanf(buf, "%" SCNu64 " %" SCNu64, &run_ns, &wait_ns) != 2)
-		return;
-	if (b->run_ns && run_ns >= b->run_ns && wait_ns >= b->wait_ns && run_ns + wait_ns > b->run_ns + b->wait_ns) {
-		double share = (double)(run_ns - b->run_ns) / (double)(run_ns - b->run_ns + wait_ns - b->wait_ns);
-
-		b->cpu_share = share < MIN_CPU_SHARE ? MIN_CPU_SHARE : share;
-	}
-	b->run_ns = run_ns;
-	b->wait_ns = wait_ns;
+	return f->rate * hit_cost(d, f, fn, level) * 1e-9 / (double)(1u << pdi_budget_duty_log2(level));
 }
 
 static double task_cost(const struct pdi_daemon *d, const struct pdi_budget_task *b)
@@ -119,25 +86,8 @@ static double task_cost(const struct pdi_daemon *d, const struct pdi_budget_task
 	double c = 0;
 
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
-		c += contribution(d, b, fn, b->fn[fn].level);
+		c += contribution(d, &b->fn[fn], fn, b->fn[fn].level);
 	return c;
-}
-
-/* The other running tasks probed in the same library as T, plus the link that keeps its probes
- * registered (startup.c). */
-static unsigned neighbours(const struct pdi_daemon *d, const struct pdi_task *t)
-{
-	const struct pdi_probe_targets *pt = t->att.targets;
-	unsigned n = 1;
-
-	for (unsigned i = 0; pt && i < d->reg.ntasks; i++) {
-		const struct pdi_task *o = d->reg.tasks[i];
-
-		if (o != t && o->state == PDI_TASK_RUNNING && o->att.targets && o->att.targets->dev == pt->dev &&
-		    o->att.targets->ino == pt->ino)
-			n++;
-	}
-	return n;
 }
 
 /* The probes FN should have in slot SLOT of period PERIOD at LEVEL. */
@@ -162,7 +112,7 @@ static enum pdi_probe_mode mode_in_slot(unsigned fn, unsigned level, uint64_t sl
 static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, unsigned level, uint64_t now)
 {
 	struct pdi_budget_fn *f = &t->budget->fn[fn];
-	double full = contribution(d, t->budget, fn, 0);
+	double full = contribution(d, f, fn, 0);
 	char a[32], b[32];
 
 	log_info("pid %d (rank %d) of step %s: %s %s -> %s: %.0f calls/s, fully probed %.1f%% of its time "
@@ -193,7 +143,7 @@ static void degrade(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 		double wc = 0;
 
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
-			double c = contribution(d, b, fn, b->fn[fn].level);
+			double c = contribution(d, &b->fn[fn], fn, b->fn[fn].level);
 
 			if (b->fn[fn].level < PDI_BUDGET_DETACHED && c > wc) {
 				wc = c;
@@ -220,9 +170,9 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 
 		if (f->level == 0 || f->stable < RESTORE_AFTER)
 			continue;
-		now_c = contribution(d, b, fn, f->level);
+		now_c = contribution(d, f, fn, f->level);
 		for (unsigned l = 0; l < f->level; l = next_level(fn, l, +1)) {
-			double c = base - now_c + contribution(d, b, fn, l);
+			double c = base - now_c + contribution(d, f, fn, l);
 
 			if (c > max / 2)
 				continue;
@@ -269,8 +219,6 @@ static void arm(struct pdi_daemon *d, bool on)
 	}
 	if (timerfd_settime(d->budget_fd, 0, &its, NULL) == 0)
 		d->budget_armed = on;
-	/* the loop's work while no task ran is no call's: the next period starts the count */
-	d->budget_loop_cpu_ns = 0;
 }
 
 int pdi_budget_open(struct pdi_daemon *d)
@@ -310,7 +258,6 @@ int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t)
 	}
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
 		b->fn[fn].kind = PDI_INSN_EMULATED;
-	b->cpu_share = 1; /* until measured: a core of its own */
 	/* a function with a single-stepped probe (of its two symbols) pays that */
 	for (unsigned i = 0; i < pt->n; i++)
 		if (pt->kinds[i] == PDI_INSN_STEPPED)
@@ -333,28 +280,6 @@ void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t)
 	t->budget = NULL;
 }
 
-#define INGEST_MIN_EVENTS 1000 /* a period with fewer calls says too little about their cost */
-
-static uint64_t loop_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* pdimond's CPU per call it took in over the last period, on the loop's thread (where calls are
- * drained into the models; its other work there is small beside them in a busy period). */
-static void measure_ingest(struct pdi_daemon *d)
-{
-	uint64_t cpu = loop_cpu_ns(), events = d->events - d->budget_events;
-
-	if (d->budget_loop_cpu_ns && events >= INGEST_MIN_EVENTS && cpu > d->budget_loop_cpu_ns)
-		d->probe_costs.ingest_per_event = (double)(cpu - d->budget_loop_cpu_ns) / (double)events;
-	d->budget_loop_cpu_ns = cpu;
-	d->budget_events = d->events;
-}
-
 void pdi_budget_on_timer(struct pdi_daemon *d)
 {
 	uint64_t expirations, now = pdi_now_ns(), elapsed, slot, period;
@@ -367,10 +292,8 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 	slot = (now - d->budget_epoch_ns) % PERIOD_NS / SLOT_NS;
 	new_period = period != (d->budget_last_ns - d->budget_epoch_ns) / PERIOD_NS;
 	d->budget_last_ns = now;
-	if (new_period)
-		measure_ingest(d);
-	/* calls count for the period they were made in, once drained (drain_interval_ms, or a full
-	 * wake-up): a rate lags by that much, which the period-long averages absorb */
+	/* calls are counted as they are drained (drain_interval_ms, or a full wake-up): a rate
+	 * lags by that much, which the period-long averages absorb */
 	for (unsigned i = 0; i < d->reg.ntasks; i++) {
 		struct pdi_task *t = d->reg.tasks[i];
 		struct pdi_budget_task *b = t->budget;
@@ -378,11 +301,6 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 		if (t->state != PDI_TASK_RUNNING || !b)
 			continue;
 		any = true;
-		if (new_period)
-			b->period_ns = d->budget_epoch_ns + period * PERIOD_NS;
-		b->neighbours = neighbours(d, t);
-		if (slot % SHARE_EVERY == 0 || new_period)
-			measure_cpu_share(b, t->pid);
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 			struct pdi_budget_fn *f = &b->fn[fn];
 

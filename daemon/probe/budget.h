@@ -2,7 +2,7 @@
 /* budget.h -- the overhead budget: no task pays its probes more than max_overhead_pct.
  *
  * Each task's cost is the sum over its probed functions of (calls per second) x (what a hit
- * costs on this node, calibrate.h), over the share of the CPU its calling thread gets. When it would pass the budget, the hottest function is
+ * costs on this node, calibrate.h). When it would pass the budget, the hottest function is
  * degraded one step at a time: its return probe dropped (nonblocking calls only), then
  * probed in time slices of 1/2 ... 1/32 of every second, then detached (re-measured in one
  * slice every 4 s). When its rate falls, it is restored to the fullest level that fits. Each change is marked
@@ -34,11 +34,6 @@ struct pdi_budget_fn {
 struct pdi_budget_task {
 	struct pdi_budget_fn *fn; /* per pdi_mpi_funcs entry */
 	double cost;              /* estimated share of the task's time its probes take */
-	unsigned neighbours;      /* other links on its probes: running tasks on its library, + 1 */
-	double cpu_share;         /* of the time its calling thread was ready to run, the share it ran
-	                           * (last quarter period; 0.05-1) */
-	uint64_t run_ns, wait_ns; /* that thread's time on and waiting for a CPU (schedstat), last read */
-	uint64_t period_ns;       /* when the current period began (CLOCK_MONOTONIC, as calls' times) */
 };
 
 /* The budget timer (a timerfd the loop polls), or -1 when the budget is off. */
@@ -49,12 +44,10 @@ void pdi_budget_on_timer(struct pdi_daemon *d);
 /* A task's probes were attached / it ended. */
 int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t);
 void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t);
-/* One call of function FN of task T, made at T_ENTER, was taken in (ingest.c). Calls are drained
- * in batches (drain_interval_ms, or a full ring on a loaded node: seconds), so a call counts
- * for the period it was made in: the backlog of the last one does not make a burst. */
-static inline void pdi_budget_hit(struct pdi_budget_task *b, unsigned fn, uint64_t t_enter)
+/* One call of function FN of task T was seen (ingest.c). */
+static inline void pdi_budget_hit(struct pdi_budget_task *b, unsigned fn)
 {
-	if (b && t_enter >= b->period_ns)
+	if (b)
 		b->fn[fn].hits++;
 }
 

@@ -9,12 +9,9 @@
  * to: wall time counts whatever else the node runs meanwhile (on a loaded 2-core VM it made a
  * full probe 0.8 us and an entry-only one 32 us), and the budget would act on that noise. */
 #include <errno.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,7 +23,6 @@
 
 #define CALLS 400
 #define ROUNDS 5
-#define OTHER_TASKS 8 /* links of other processes put on the probe to see what each adds */
 
 /* The two functions, in assembly so that their first instructions are what they must be:
  * a push (emulated by the kernel) and a RIP-relative load (single-stepped). */
@@ -87,70 +83,33 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void close_links(int fds[2])
+/* Median over ROUNDS of (probed - plain) ns per call of FN with the probes COOKIE asks for. */
+static int measure(struct pdi_tracer *t, void (*fn)(void), uint64_t cookie, bool with_return, double *ret)
 {
-	for (int i = 0; i < 2; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-}
-
-/* A child of ours that only waits to be killed: the pid filter of links that stand for other
- * monitored processes (it maps our executable, so the kernel keeps it in the probe's list of
- * consumers, and never calls the probed function). */
-static pid_t idle_child(void)
-{
-	pid_t parent = getpid(), pid = fork();
-
-	if (pid == 0) {
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(0);
-		for (;;)
-			pause();
-	}
-	return pid;
-}
-
-/* Median over ROUNDS of (probed - plain) ns per call of FN with the probes COOKIE asks for.
- * With OTHER (a pid, or 0), also the median of what each of OTHER_TASKS more links (entry and
- * return, pid filter OTHER) on the same probe add to a hit in RET_PER_TASK. */
-static int measure(struct pdi_tracer *t, void (*fn)(void), uint64_t cookie, bool with_return, pid_t other,
-		   double *ret, double *ret_per_task)
-{
-	double d[ROUNDS], e[ROUNDS];
+	double d[ROUNDS];
 	uint64_t off;
 	int r = self_offset(fn, &off);
 
 	if (r < 0)
 		return r;
 	for (int k = 0; k < ROUNDS; k++) {
-		double plain = time_calls(fn), probed, crowded = 0;
-		int fds[2], others[OTHER_TASKS][2], n = 0;
+		double plain = time_calls(fn), probed;
+		int fds[2];
 
 		r = pdi_tracer_attach_offsets(t, getpid(), "/proc/self/exe", &off, &cookie, 1, with_return, fds);
 		if (r < 0)
 			return r;
 		probed = time_calls(fn);
-		for (; other > 0 && n < OTHER_TASKS && r == 0; n++)
-			r = pdi_tracer_attach_offsets(t, other, "/proc/self/exe", &off, &cookie, 1, true, others[n]);
-		if (r == 0 && n > 0)
-			crowded = time_calls(fn);
-		while (n-- > 0)
-			close_links(others[n]);
-		close_links(fds);
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
 		/* emptied every round: past wakeup_bytes of backlog every submit would wake the
 		 * consumer (several us each), a cost the budget would then count for every call */
 		pdi_tracer_discard(t);
-		if (r < 0)
-			return r;
 		d[k] = probed > plain ? probed - plain : 0;
-		e[k] = crowded > probed ? (crowded - probed) / OTHER_TASKS : 0;
 	}
 	qsort(d, ROUNDS, sizeof(d[0]), cmp_double);
-	qsort(e, ROUNDS, sizeof(e[0]), cmp_double);
 	*ret = d[ROUNDS / 2];
-	if (ret_per_task)
-		*ret_per_task = e[ROUNDS / 2];
 	return 0;
 }
 
@@ -160,20 +119,14 @@ int pdi_probe_calibrate(struct pdi_tracer *t, struct pdi_probe_costs *ret)
 	int fn = pdi_mpi_func_find("MPI_Iprobe");
 	uint64_t cookie = PDI_COOKIE_MAKE(fn < 0 ? 0 : fn, 0, PDI_REQ_NONE, 0);
 	struct pdi_probe_costs c = {.full_emulated = 8000, .full_stepped = 24000, .entry_only_emulated = 5000,
-				    .entry_only_stepped = 21000, .per_other_task = 100};
-	pid_t other = idle_child();
+				    .entry_only_stepped = 21000};
 	int r;
 
-	if ((r = measure(t, pdi_calib_emulated, cookie, true, other, &c.full_emulated, &c.per_other_task)) == 0 &&
-	    (r = measure(t, pdi_calib_stepped, cookie, true, 0, &c.full_stepped, NULL)) == 0 &&
-	    (r = measure(t, pdi_calib_emulated, cookie | PDI_COOKIE_ENTRY_ONLY, false, 0, &c.entry_only_emulated,
-			 NULL)) == 0)
+	if ((r = measure(t, pdi_calib_emulated, cookie, true, &c.full_emulated)) == 0 &&
+	    (r = measure(t, pdi_calib_stepped, cookie, true, &c.full_stepped)) == 0 &&
+	    (r = measure(t, pdi_calib_emulated, cookie | PDI_COOKIE_ENTRY_ONLY, false, &c.entry_only_emulated)) == 0)
 		c.entry_only_stepped = c.entry_only_emulated +
 				       (c.full_stepped > c.full_emulated ? c.full_stepped - c.full_emulated : 0);
-	if (other > 0) {
-		(void)kill(other, SIGKILL);
-		(void)waitpid(other, NULL, 0);
-	}
 	pdi_tracer_forget(t, getpid());
 	/* Our probed calls fill the ring buffer without waking anyone (NO_WAKEUP): left there,
 	 * they would leave no room for the first MPI_Init trap until the first timed drain,

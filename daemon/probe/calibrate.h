@@ -10,16 +10,10 @@ struct pdi_probe_costs {
 	double full_stepped;        /* entry on a single-stepped instruction, and the return */
 	double entry_only_emulated; /* entry only (the budget dropped the return probe) */
 	double entry_only_stepped;
-	double per_other_task;      /* added to every hit by each other process probed on the same
-	                             * instruction: the kernel visits every link on it, whatever its
-	                             * pid filter (measured with entry and return links) */
-	double ingest_per_event;    /* pdimond's own CPU per call it takes in: measured while tasks
-	                             * run (budget.c), 0 until then */
 };
 
 /* Time ROUNDS x N calls of two functions of pdimond's own (one starting with an emulated push,
- * one with a single-stepped RIP-relative load) without probes and with pdimond's probes, then
- * with the links of other processes (an idle child of ours) added, and keep the medians of the
- * differences. Takes a few tens of ms. 0 or negative errno (RET then
+ * one with a single-stepped RIP-relative load) without probes and with pdimond's probes, and
+ * keep the medians of the differences. Takes a few tens of ms. 0 or negative errno (RET then
  * holds conservative defaults: the figures measured on a PVM guest). */
 int pdi_probe_calibrate(struct pdi_tracer *t, struct pdi_probe_costs *ret);

@@ -4,10 +4,7 @@
  * A trap costs about 0.3-0.5 us on bare metal and several us in some VMs (7 us here, a PVM
  * guest); a single-stepped instruction adds a second trap. The overhead budget multiplies
  * call rates by these figures, so they are measured, never assumed: pdimond probes two tiny
- * functions of its own with its real programs and times calls to them with and without.
- * Timed in the thread's CPU time, which the trap, the single step and the programs are charged
- * to: wall time counts whatever else the node runs meanwhile (on a loaded 2-core VM it made a
- * full probe 0.8 us and an entry-only one 32 us), and the budget would act on that noise. */
+ * functions of its own with its real programs and times calls to them with and without. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,21 +35,21 @@ __asm__(".pushsection .text\n"
 	".size pdi_calib_stepped, .-pdi_calib_stepped\n"
 	".popsection\n");
 
-static uint64_t thread_cpu_ns(void)
+static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static double time_calls(void (*volatile fn)(void))
 {
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t t0 = now_ns();
 
 	for (int i = 0; i < CALLS; i++)
 		fn();
-	return (double)(thread_cpu_ns() - t0) / CALLS;
+	return (double)(now_ns() - t0) / CALLS;
 }
 
 /* File offset of FN in our executable, from our own mappings. */
@@ -103,9 +100,6 @@ static int measure(struct pdi_tracer *t, void (*fn)(void), uint64_t cookie, bool
 		for (int i = 0; i < 2; i++)
 			if (fds[i] >= 0)
 				close(fds[i]);
-		/* emptied every round: past wakeup_bytes of backlog every submit would wake the
-		 * consumer (several us each), a cost the budget would then count for every call */
-		pdi_tracer_discard(t);
 		d[k] = probed > plain ? probed - plain : 0;
 	}
 	qsort(d, ROUNDS, sizeof(d[0]), cmp_double);

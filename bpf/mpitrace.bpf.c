@@ -20,7 +20,7 @@
 #define PARM6(ctx) ((ctx)->r9)
 #define MAX_ANCESTORS 16
 
-/* Wake the consumer each time this much more is pending: a wake-up per event costs more
+/* Wake the consumer only once this much is pending: a wake-up per event costs more
  * than the probe itself. The daemon also drains on a timer. */
 const volatile __u64 wakeup_bytes = 256 * 1024;
 
@@ -225,14 +225,11 @@ static __always_inline struct pdi_inflight *thread_entry(__u64 id)
  * still marked active. Whether a hit is nested in the call in flight or the call has ended
  * unseen is told by the stack: a nested call runs below the call's entry stack pointer. */
 
-/* A call's record in the ring: the event and the ring's 8-byte header. */
-#define REC_BYTES (sizeof(struct pdi_event) + 8)
-
 /* Hand the call F describes to the daemon. */
 static __always_inline void emit_call(struct pdi_inflight *f, __u64 id, __u64 t_exit, __s64 ret, __u16 flags)
 {
 	struct pdi_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	__u64 wake, avail;
+	__u64 wake;
 
 	if (!e) {
 		count_lost(id >> 32);
@@ -258,13 +255,7 @@ static __always_inline void emit_call(struct pdi_inflight *f, __u64 id, __u64 t_
 		read_handle(&e->req, f->cookie, f->req_ptr);
 	}
 	e->ret = ret;
-	/* wake the consumer when the backlog (this record included) crosses a multiple of
-	 * wakeup_bytes, not at every record past it: when the daemon falls behind a caller, every
-	 * call would pay a wake-up (several us); a crossing no one saw is followed by the next */
-	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-	wake = wakeup_bytes && avail / wakeup_bytes != (avail - (avail < REC_BYTES ? avail : REC_BYTES)) / wakeup_bytes
-		       ? BPF_RB_FORCE_WAKEUP
-		       : BPF_RB_NO_WAKEUP;
+	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	bpf_ringbuf_submit(e, wake);
 }
 

@@ -60,7 +60,8 @@ _Static_assert(sizeof(struct pdi_edge) == 112, "struct pdi_edge changed: encode 
 _Static_assert(sizeof(struct pdi_gauss) == 24 && sizeof(struct pdi_hist) == 76, "time distributions changed");
 _Static_assert(sizeof(struct pdi_phase) == 104, "struct pdi_phase changed: encode the new field");
 _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
-_Static_assert(sizeof(struct pdi_model) == 240, "struct pdi_model changed: encode the new field");
+/* count_doubt_ns and count_doubt_seen are not encoded: derived from the unobserved log */
+_Static_assert(sizeof(struct pdi_model) == 256, "struct pdi_model changed: encode the new field");
 _Static_assert(sizeof(struct pdi_unobserved) == 32, "struct pdi_unobserved changed: encode the new field");
 #endif
 

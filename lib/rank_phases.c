@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* rank_phases.c -- ranks x phases (rank_phases.h): MPI's share of every rank's phases, the
- * phases' windows, and the rows aggregated for large steps. */
+/* rank_phases.c -- ranks x phases (rank_phases.h): MPI's share of every rank's phases and
+ * the rows aggregated for large steps. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -61,29 +61,6 @@ static void json_row(struct pdi_json *j, const struct row *r, uint32_t nphases)
 	}
 	pdi_json_arr_end(j);
 	pdi_json_obj_end(j);
-}
-
-static void json_windows(struct pdi_json *j, const struct pdi_model *const *models, size_t n, uint32_t nphases)
-{
-	pdi_json_key(j, "windows");
-	pdi_json_arr_begin(j);
-	for (uint32_t p = 0; p < nphases; p++) {
-		double lo = INFINITY, hi = -INFINITY;
-
-		for (size_t i = 0; i < n; i++) {
-			const struct pdi_model *m = models[i];
-
-			if (p >= m->nphases || !m->nphases)
-				continue;
-			lo = fmin(lo, (double)(int64_t)(m->phases[p].t_start - m->phases[0].t_start) / 1e9);
-			hi = fmax(hi, (double)(int64_t)(m->phases[p].t_end - m->phases[0].t_start) / 1e9);
-		}
-		pdi_json_arr_begin(j);
-		pdi_json_double(j, isfinite(lo) ? round(lo * 1000) / 1000 : NAN);
-		pdi_json_double(j, isfinite(hi) ? round(hi * 1000) / 1000 : NAN);
-		pdi_json_arr_end(j);
-	}
-	pdi_json_arr_end(j);
 }
 
 /* Rows of alike ranks, in order of their first rank: how many (0 past MAX), into ROWS. */
@@ -211,7 +188,6 @@ int pdi_rank_phases_json(struct pdi_json *j, const int *ranks, const struct pdi_
 	pdi_json_key(j, "rank_phases");
 	pdi_json_obj_begin(j);
 	pdi_json_kv_str(j, "metric", "mpi_share");
-	json_windows(j, models, n, np);
 	pdi_json_kv_str(j, "aggregated", how);
 	pdi_json_key(j, "rows");
 	pdi_json_arr_begin(j);

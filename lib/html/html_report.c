@@ -44,23 +44,16 @@ static void seconds(double ns, char *buf, size_t len)
 }
 
 /* Phase P's wall-clock window in seconds after the step began, and its kind ("setup",
- * "steady", "teardown"; NULL when the document does not say): the diagnosis's "phases" when the
- * document has them, else the older per-rank windows of "rank_phases". false when P has none. */
+ * "steady", "teardown"; NULL when the document does not say), from the diagnosis's "phases".
+ * false when P has none. */
 static bool phase_window(const json_t *doc, size_t p, double *ret_start, double *ret_end, const char **ret_kind)
 {
-	const json_t *ph = json_array_get(pdi_jarr(doc, "phases"), p), *w;
+	const json_t *ph = json_array_get(pdi_jarr(doc, "phases"), p);
 
-	if (json_is_number(json_object_get(ph, "start_s")) && json_is_number(json_object_get(ph, "end_s"))) {
-		*ret_start = json_number_value(json_object_get(ph, "start_s"));
-		*ret_end = json_number_value(json_object_get(ph, "end_s"));
-		*ret_kind = pdi_jstr(ph, "kind");
-		return true;
-	}
-	w = json_array_get(pdi_jarr(pdi_jobj(doc, "rank_phases"), "windows"), p);
-	if (json_array_size(w) != 2 || !json_is_number(json_array_get(w, 0)) || !json_is_number(json_array_get(w, 1)))
+	if (!json_is_number(json_object_get(ph, "start_s")) || !json_is_number(json_object_get(ph, "end_s")))
 		return false;
-	*ret_start = json_number_value(json_array_get(w, 0));
-	*ret_end = json_number_value(json_array_get(w, 1));
+	*ret_start = json_number_value(json_object_get(ph, "start_s"));
+	*ret_end = json_number_value(json_object_get(ph, "end_s"));
 	*ret_kind = pdi_jstr(ph, "kind");
 	return true;
 }
@@ -72,8 +65,6 @@ static size_t phases_timed(const json_t *doc)
 	double a, b;
 	const char *kind;
 
-	if (!n)
-		n = json_array_size(pdi_jarr(pdi_jobj(doc, "rank_phases"), "windows"));
 	for (k = 0; k < n && phase_window(doc, k, &a, &b, &kind); k++)
 		;
 	return k;

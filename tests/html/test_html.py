@@ -95,7 +95,7 @@ class Html(DaemonTest):
         faulty = diag["faulty_phase"]
         rows = rep["rank_phases"]["rows"]
         self.assertEqual([r["ranks"] for r in rows], ["[0]", "[1]"])
-        self.assertEqual(len(rep["rank_phases"]["windows"]), len(rows[0]["mpi"]))
+        self.assertEqual(len(rep["phases"]), len(rows[0]["mpi"]))
         root = self.page(self.html_of("report", "stalled", "--html", os.path.join(self.tmp, "stalled.html")),
                          "stalled-report")
         verdict = " ".join(root.find(id="verdict").text().split())

@@ -24,7 +24,7 @@ static const char hang_doc[] =
 	"{\"status\":\"blocked\",\"where\":\"MPI_Barrier@ring.c:37\",\"ranks\":\"[0-1,3]\",\"count\":3}]},"
 	"\"diagnosis\":{\"method\":\"pdi\",\"effect\":\"hang\",\"faulty_phase\":0,\"faulty_ranks\":[2],\"stopped_at\":"
 	"[{\"rank\":2,\"status\":\"computing\",\"where\":\"after MPI_Waitall@ring.c:33\"}],\"abnormal\":true,\"limits\":[]},"
-	"\"rank_phases\":{\"windows\":[[0,1.5]],\"aggregated\":\"none\",\"rows\":[{\"ranks\":\"[0]\",\"count\":1,\"mpi\":[0.9]},"
+	"\"phases\":[{\"kind\":\"steady\",\"start_s\":0,\"end_s\":1.5}],\"rank_phases\":{\"aggregated\":\"none\",\"rows\":[{\"ranks\":\"[0]\",\"count\":1,\"mpi\":[0.9]},"
 	"{\"ranks\":\"[2]\",\"count\":1,\"mpi\":[0.1]}]},"
 	"\"prefix_tree\":{\"frame\":\"\",\"ranks\":\"[0-3]\",\"count\":4,\"children\":[{\"frame\":\"main@ring.c:20\","
 	"\"ranks\":\"[0-3]\",\"count\":4}]},\"tasks\":[{\"rank\":0,\"pid\":1,\"state\":\"running\",\"status\":\"blocked\","
@@ -178,7 +178,8 @@ Test(html, stall_marks_the_faulty_phase_in_time)
 			       "\"automaded\",\"effect\":\"temporary\",\"faulty_phase\":2,\"abnormal\":true,\"confidence\":0.9,"
 			       "\"transitions\":[{\"from\":\"a\",\"to\":\"b\"}]},\"automaded\":{\"phase_scores\":[0,1,9,1],"
 			       "\"first_phase\":1,\"end_phase\":4,\"faulty_ranks_text\":\"[1]\",\"effect\":\"temporary\"},"
-			       "\"rank_phases\":{\"windows\":[[0,1],[1,2],[2,3.5],[3.5,4]],\"rows\":[{\"ranks\":\"[0]\",\"mpi\":"
+			       "\"phases\":[{\"kind\":\"setup\",\"start_s\":0,\"end_s\":1},{\"start_s\":1,\"end_s\":2},"
+			       "{\"start_s\":2,\"end_s\":3.5},{\"start_s\":3.5,\"end_s\":4}],\"rank_phases\":{\"rows\":[{\"ranks\":\"[0]\",\"mpi\":"
 			       "[0.1,0.1,0.9,0.1]},{\"ranks\":\"[1]\",\"mpi\":[0.1,0.1,0.05,null]}]},\"tasks\":[{},{}]}");
 
 	cr_assert(strstr(page, "behaviour changed most in <strong>phase 2</strong>, 2.0 s – 3.5 s after start, in rank "
@@ -257,11 +258,10 @@ Test(html, ten_thousand_ranks_stay_small)
 					  "\"diagnosis\":{\"faulty_phase\":64},\"automaded\":{\"phase_scores\":[");
 	for (int p = 0; p < 65; p++)
 		len += (size_t)sprintf(doc + len, "%s%d.5", p ? "," : "", p % 7);
-	len += (size_t)sprintf(doc + len, "],\"first_phase\":1,\"end_phase\":64},\"rank_phases\":{\"aggregated\":\"blocks\","
-					  "\"windows\":[");
+	len += (size_t)sprintf(doc + len, "],\"first_phase\":1,\"end_phase\":64},\"phases\":[");
 	for (int p = 0; p < 65; p++)
-		len += (size_t)sprintf(doc + len, "%s[%d.25,%d.75]", p ? "," : "", p, p);
-	len += (size_t)sprintf(doc + len, "],\"rows\":[");
+		len += (size_t)sprintf(doc + len, "%s{\"start_s\":%d.25,\"end_s\":%d.75}", p ? "," : "", p, p);
+	len += (size_t)sprintf(doc + len, "],\"rank_phases\":{\"aggregated\":\"blocks\",\"rows\":[");
 	for (int r = 0; r < 256; r++) {
 		len += (size_t)sprintf(doc + len, "%s{\"ranks\":\"[%d-%d]\",\"count\":40,\"mpi\":[", r ? "," : "", r * 40, r * 40 + 39);
 		for (int p = 0; p < 65; p++)

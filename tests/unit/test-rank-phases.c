@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* test-rank-phases.c -- ranks x phases: MPI's share per rank and phase, the windows, and the
+/* test-rank-phases.c -- ranks x phases: MPI's share per rank and phase, and the
  * aggregation of large steps that keeps an odd rank visible. */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -81,10 +81,6 @@ Test(rank_phases, a_row_per_rank_with_the_share_in_mpi)
 	cr_assert_eq(json_array_size(r0), 4);
 	cr_assert_float_eq(json_real_value(json_array_get(r0, 2)), 0.25, 0.01);
 	cr_assert_float_eq(json_real_value(json_array_get(r1, 3)), 100.0 / 2800, 0.01);
-	/* windows: seconds after each rank's first call, over all ranks */
-	json_t *w = json_object_get(rp, "windows");
-	cr_assert_eq(json_array_size(w), 4);
-	cr_assert(json_number_value(json_array_get(json_array_get(w, 3), 1)) > json_number_value(json_array_get(json_array_get(w, 3), 0)));
 	json_decref(rp);
 	for (int i = 0; i < 3; i++)
 		pdi_model_done(&m[i]);
@@ -149,6 +145,5 @@ Test(rank_phases, no_task_no_phase)
 	json_t *rp = render(NULL, NULL, 0);
 
 	cr_assert_eq(json_array_size(json_object_get(rp, "rows")), 0);
-	cr_assert_eq(json_array_size(json_object_get(rp, "windows")), 0);
 	json_decref(rp);
 }

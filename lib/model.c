@@ -304,18 +304,6 @@ static uint64_t doubt_since(const struct pdi_unobserved_log *l)
 	return t;
 }
 
-/* doubt_since() of M's log, looked at again only when the log changed. */
-static uint64_t count_doubt(struct pdi_model *m)
-{
-	uint64_t seen = m->unobserved.n + m->unobserved.stretched;
-
-	if (seen != m->count_doubt_seen) {
-		m->count_doubt_ns = doubt_since(&m->unobserved);
-		m->count_doubt_seen = seen;
-	}
-	return m->count_doubt_ns;
-}
-
 /* M's collective count may be short since DOUBT: its phases cut since then fold into the one
  * before, and it cuts no more. */
 static void stop_cuts(struct pdi_model *m, uint64_t doubt)
@@ -326,6 +314,25 @@ static void stop_cuts(struct pdi_model *m, uint64_t doubt)
 		keep--;
 	fold_from(m, keep);
 	m->auto_next_cut = PDI_MODEL_NO_CUT;
+}
+
+/* Before a call entered at T is fed: stop M's cuts if its count may be short by then. The log is
+ * looked at again only when it changed; a record that arrives late (lost events are counted
+ * when pdimond next looks, a gap is marked once the probes are back) may start before cuts
+ * already made, or before the doubt M stopped at: those cuts fold too. */
+static void check_count(struct pdi_model *m, uint64_t t)
+{
+	uint64_t seen = m->unobserved.n + m->unobserved.stretched;
+	bool changed = seen != m->count_doubt_seen;
+
+	if (changed) {
+		m->count_doubt_ns = doubt_since(&m->unobserved);
+		m->count_doubt_seen = seen;
+	}
+	if (m->saw_pcontrol || !m->cfg.auto_phases || t < m->count_doubt_ns)
+		return;
+	if (changed || m->auto_next_cut != PDI_MODEL_NO_CUT)
+		stop_cuts(m, m->count_doubt_ns);
 }
 
 uint64_t pdi_model_cut_horizon(const struct pdi_model *m)
@@ -513,9 +520,7 @@ int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c)
 		return r;
 	if (m->bytes > MERGE_AT(m->cfg.max_bytes) && can_halve(m) && m->nphases >= 3)
 		halve_auto_phases(m);
-	if (m->auto_next_cut != PDI_MODEL_NO_CUT && !m->saw_pcontrol && m->cfg.auto_phases &&
-	    c->t_enter >= count_doubt(m))
-		stop_cuts(m, count_doubt(m));
+	check_count(m, c->t_enter);
 	cut = starts_phase(m, c);
 	p = cur_phase(m);
 	if (m->started) {

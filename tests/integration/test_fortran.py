@@ -69,6 +69,21 @@ class FortranSteps(DaemonTest):
         self.assertEqual(sorted(t["rank"] for t in s["tasks"]), list(range(RANKS)))
         return s
 
+    def run_xdlu(self):
+        """Debian's ScaLAPACK LU tester (Fortran, stripped): MPI through ScaLAPACK and BLACS."""
+        return self.run_step("lu", ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS),
+                                    "--wdir", SCALAPACK_TESTS, os.path.join(SCALAPACK_TESTS, "xdlu")])
+
+    def run_nwchem(self):
+        """Debian's NWChem (Fortran, stripped, MPI from Global Arrays, the Fortran bindings and
+        ScaLAPACK) on a small SCF job: half a million calls."""
+        wd = tempfile.mkdtemp(prefix="pdimon-nwchem-")
+        self.addCleanup(shutil.rmtree, wd, True)
+        with open(os.path.join(wd, "h2o.nw"), "w") as f:
+            f.write(NWCHEM_INPUT)
+        return self.run_step("nwchem", ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS),
+                                        "--wdir", wd, NWCHEM, os.path.join(wd, "h2o.nw")])
+
 
 class Fortran(FortranSteps):
     """Every call seen: call sites and phases as the design names and cuts them.
@@ -117,9 +132,7 @@ class Fortran(FortranSteps):
             self.assertEqual(t["phases_merged"], 0)
 
     def test_scalapack_library_sites(self):
-        # Debian's ScaLAPACK LU tester (Fortran, stripped) calls MPI through ScaLAPACK and BLACS
-        s = self.run_step("lu", ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS),
-                                 "--wdir", SCALAPACK_TESTS, os.path.join(SCALAPACK_TESTS, "xdlu")])
+        s = self.run_xdlu()
         names = [x["name"] for x in s["sites"]]
         through = [n for n in names if re.fullmatch(r"MPI_\w+ in \w+ called from xdlu\+0x[0-9a-f]+", n)]
         self.assertTrue(any(" in pdgetrf_ called from " in n for n in through), names)
@@ -134,14 +147,8 @@ class Fortran(FortranSteps):
             self.assertEqual(t["call_sites"]["unresolved"], 0, t["call_sites"])
 
     def test_nwchem(self):
-        # Debian's NWChem (Fortran, stripped, MPI from Global Arrays, the Fortran bindings and
-        # ScaLAPACK): half a million calls in tens of phases, within the default memory bound
-        wd = tempfile.mkdtemp(prefix="pdimon-nwchem-")
-        self.addCleanup(shutil.rmtree, wd, True)
-        with open(os.path.join(wd, "h2o.nw"), "w") as f:
-            f.write(NWCHEM_INPUT)
-        s = self.run_step("nwchem", ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS),
-                                     "--wdir", wd, NWCHEM, os.path.join(wd, "h2o.nw")])
+        # tens of phases, within the default memory bound
+        s = self.run_nwchem()
         names = [x["name"] for x in s["sites"]]
         self.assertFalse([n for n in names if not re.search(r"(@| called from )nwchem\.openmpi\+0x[0-9a-f]+$", n)],
                          "every site is in the program")
@@ -163,8 +170,7 @@ class FortranBudget(FortranSteps):
     settings = ("max_overhead_pct=0.2",)
 
     def test_scalapack_sites_say_what_they_are(self):
-        s = self.run_step("lu", ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS),
-                                 "--wdir", SCALAPACK_TESTS, os.path.join(SCALAPACK_TESTS, "xdlu")])
+        s = self.run_xdlu()
         names = [x["name"] for x in s["sites"]]
         unresolved = [n for n in names if n.endswith(UNRESOLVED)]
         resolved = [n for n in names if not n.endswith(UNRESOLVED)]
@@ -177,17 +183,11 @@ class FortranBudget(FortranSteps):
         assert_phases_line_up(self, s, 1)
 
     def test_nwchem_phases_line_up(self):
-        wd = tempfile.mkdtemp(prefix="pdimon-nwchem-")
-        self.addCleanup(shutil.rmtree, wd, True)
-        with open(os.path.join(wd, "h2o.nw"), "w") as f:
-            f.write(NWCHEM_INPUT)
-        s = self.run_step("nwchem", ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS),
-                                     "--wdir", wd, NWCHEM, os.path.join(wd, "h2o.nw")])
+        s = self.run_nwchem()
         assert_phases_line_up(self, s, 10)
-        for t in s["tasks"]:
-            self.assertGreater(t["calls"], 10000)
-            if t["phases_cut_until"] is not None:
-                self.assertTrue([u for u in t["unobserved"] if u["level"] != "entry only"], t["unobserved"])
+        # phases were cut no further only because a task of the step missed something
+        if any(t["phases_cut_until"] is not None for t in s["tasks"]):
+            self.assertTrue([u for t in s["tasks"] for u in t["unobserved"] if u["level"] != "entry only"], s["tasks"])
 
 
 class FortranSmallMemory(DaemonTest):

@@ -1143,6 +1143,16 @@ static void run_with_unseen(struct task *a, struct task *b, unsigned iters, unsi
 	}
 }
 
+/* A and B lined up as a gathered view lines up its models. */
+static void line_up_two(struct task *a, struct task *b)
+{
+	struct pdi_model two[2] = {a->m, b->m};
+
+	cr_assert_eq(pdi_models_line_up(two, 2), 0);
+	a->m = two[0];
+	b->m = two[1];
+}
+
 static void assert_lined_up(const struct pdi_model *a, const struct pdi_model *b)
 {
 	cr_assert_eq(a->nphases, b->nphases);
@@ -1167,13 +1177,7 @@ Test(model, unseen_collectives_stop_the_cuts_and_siblings_fold_at_the_same_one)
 	cr_assert_eq(pdi_model_cut_horizon(&a.m), 96 + 3 * 32);
 	cr_assert_eq(pdi_model_cut_horizon(&b.m), UINT64_MAX);
 	calls_b = model_transitions(&b.m);
-	{
-		struct pdi_model two[2] = {a.m, b.m};
-
-		cr_assert_eq(pdi_models_line_up(two, 2), 0);
-		a.m = two[0];
-		b.m = two[1];
-	}
+	line_up_two(&a, &b);
 	assert_lined_up(&a.m, &b.m);
 	cr_assert_eq(a.m.nphases, 5);
 	cr_assert_eq(model_transitions(&b.m), calls_b, "folded, not dropped");
@@ -1238,6 +1242,13 @@ Test(model, a_loss_noticed_late_folds_the_cuts_made_since)
 	cr_assert_eq(a.m.nphases, before - 1);
 	cr_assert_eq(a.m.auto_next_cut, PDI_MODEL_NO_CUT);
 	cr_assert_eq(pdi_model_cut_horizon(&a.m), a.m.phases[before - 2].first_collective);
+	/* a record starting earlier still, once stopped (a gap is marked when the probes are back):
+	 * the cuts made since fold too */
+	cr_assert_eq(pdi_unobserved_add(&a.m.unobserved, PDI_UNOBSERVED_ALL, PDI_UNOBS_GAP, a.m.phases[2].t_start, a.t),
+		     0);
+	grid_iteration(&a, 301, 3, false);
+	cr_assert_eq(a.m.nphases, 2);
+	cr_assert_eq(pdi_model_cut_horizon(&a.m), 96);
 	check_model(&a.m);
 	pdi_model_done(&a.m);
 }
@@ -1254,13 +1265,7 @@ Test(model, collectives_unseen_before_the_period_leave_one_phase)
 	cr_assert_eq(a.m.nphases, 1);
 	cr_assert_eq(a.m.auto_len, 0);
 	cr_assert_eq(pdi_model_cut_horizon(&a.m), 0);
-	{
-		struct pdi_model two[2] = {a.m, b.m};
-
-		cr_assert_eq(pdi_models_line_up(two, 2), 0);
-		a.m = two[0];
-		b.m = two[1];
-	}
+	line_up_two(&a, &b);
 	assert_lined_up(&a.m, &b.m);
 	cr_assert_eq(b.m.nphases, 1);
 	check_model(&b.m);

@@ -27,6 +27,7 @@ pdimond runs with its defaults (no timeout: a false-alarm rate of one per 10,000
 Run as root under the heavy lock, shared (it prints no overhead ratio):
   flock -s /work/locks/heavy.lock python3 bench/hang.py detect --seeds 3
   flock -s /work/locks/heavy.lock python3 bench/hang.py soak --runs 220 --parallel 2
+  flock -s /work/locks/heavy.lock python3 bench/hang.py soak --runs 400 --parallel 8 --low-cpu --nice 10
 """
 import argparse
 import json
@@ -98,6 +99,12 @@ PROGRAMS.pop("halo", None)
 PROGRAMS.update({"waits": ours("waits", 90), "solver": solver})
 NEEDS = dict(apps.NEEDS, waits=None, solver=None)
 OURS = {"waits", "solver"}
+
+
+def yielding(cmd):
+    """Open MPI's waiting ranks yield the CPU when they find nothing to do (they still poll)."""
+    i = cmd.index("-np")
+    return cmd[:i] + ["--mca", "mpi_yield_when_idle", "1"] + cmd[i:]
 
 
 def with_io_export(cmd):
@@ -285,12 +292,24 @@ def soak(args):
     os.makedirs(out_dir, exist_ok=True)
     os.chmod(out_dir, 0o755)
     progs = soak_programs()
+    if args.programs:
+        progs = [p for p in progs if p[0] in args.programs.split(",")]
+    # low CPU: our programs twice as often as the real applications, which compute for real
+    ours_ = [p[0] for p in progs if p[0] not in apps.APPS]
+    schedule = ours_ * (2 if args.low_cpu else 1) + [p[0] for p in progs if p[0] in apps.APPS]
     cmds = {}
     for name, build, env in progs:
         workdir = os.path.join(out_dir, name)
         os.makedirs(workdir, exist_ok=True)
         os.chmod(workdir, 0o755)
-        cmds[name] = build(workdir, False)[0], workdir, env
+        cmd = build(workdir, False)[0]
+        if args.low_cpu:
+            cmd = yielding(cmd)
+            if name.startswith("waits"):
+                env = dict(env, WAITS_SLICE="sleep")
+        if args.nice:
+            cmd = ["nice", "-n", str(args.nice)] + cmd
+        cmds[name] = cmd, workdir, env
     bus = campaign.new_bus()
     d = harness.Daemon(*DEFAULTS, bus=bus, database=os.path.join(out_dir, "pdimon.db"))
     lock = threading.Lock()
@@ -302,7 +321,7 @@ def soak(args):
                 if not todo:
                     return
                 i = todo.pop(0)
-            prog = progs[i % len(progs)][0]
+            prog = schedule[i % len(schedule)]
             cmd, workdir, env = cmds[prog]
             name = f"soak-{i:04d}-{prog}"
             env = dict(env, WAITS_DIR=workdir)
@@ -318,7 +337,8 @@ def soak(args):
                 jobs.pop(name, None)
             out.thread.join(timeout=30)
             r = {"run": i, "program": prog, "exit": p.returncode, "seconds": time.monotonic() - t0,
-                 "hung": out.count("looks hung"), "slow": out.count("looks slow")}
+                 "hung": out.count("looks hung"), "slow": out.count("looks slow"),
+                 "longest_quiet_s": health_of(d, name).get("longest_healthy_quiet_s")}
             with lock:
                 results.append(r)
             print(json.dumps(r), flush=True)
@@ -364,6 +384,11 @@ def main():
     b = sub.add_parser("soak")
     b.add_argument("--runs", type=int, default=220)
     b.add_argument("--parallel", type=int, default=2)
+    b.add_argument("--low-cpu", action="store_true",
+                   help="our programs sleep their loop's slice (WAITS_SLICE=sleep) and every rank yields "
+                        "when idle (mpi_yield_when_idle): more steps at once on a small machine")
+    b.add_argument("--nice", type=int, default=0, help="the steps' niceness (a shared machine)")
+    b.add_argument("--programs", help="only these soak programs (comma-separated names)")
     b.add_argument("--out")
     args = ap.parse_args()
     # a benchmark in the background ignores SIGINT: SIGTERM stops it cleanly (jobs, pdimond)

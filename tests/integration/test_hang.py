@@ -103,6 +103,7 @@ class HangFaults(unittest.TestCase):
         # then rank 2 is stopped by a signal: that is a hang, told on the job's own output
         wait_for(lambda: all(t["calls"] > 0 for t in self.d.show("w")["tasks"]), 30, "the step to move again")
         os.kill(ranks[2], signal.SIGSTOP)
+        stopped = time.monotonic()
         wait_for(lambda: out.count("looks hung since"), 120, "the hung line on the job's output:\n" + out.text())
         self.assertRegex(out.text(), r"pdimon: step w looks hung since .*: least progressed \[2\] on \S+, stopped by a signal")
         h = self.health("w")
@@ -111,14 +112,31 @@ class HangFaults(unittest.TestCase):
         wait_for(lambda: os.path.exists(self.ran), 30, "the on-hang command to run")
         with open(self.ran) as f:
             self.assertEqual(f.read().split(), ["w", "hung", "w", "hung", str(h["health_since"])])
-        # the metrics file counts it, as status does
+        # the metrics file counts it, as status does: read by Prometheus's own parser
         wait_for(lambda: 'pdimon_steps{health="hung"} 1' in self.read_metrics(), 30, "the metrics file:\n" +
                  self.read_metrics())
-        self.assertIn('pdimon_health_alarms_total{health="hung"} 1', self.read_metrics())
-        self.assertIn("pdimon_tasks_monitored 4", self.read_metrics())
+        m = self.metric_samples()
         status = self.d.status()
+        self.assertEqual(m[("pdimon_steps", (("health", "hung"),))], 1)
+        self.assertEqual(m[("pdimon_health_alarms_total", (("health", "hung"),))], 1)
+        self.assertEqual(m[("pdimon_tasks_monitored", ())], RANKS)
+        self.assertEqual(m[("pdimon_steps_monitored", ())], 1)
+        self.assertGreater(m[("pdimon_events_total", ())], 0)
+        self.assertIn(("pdimon_events_per_second", ()), m)
+        self.assertIn(("pdimon_events_lost_total", ()), m)
+        # the detection latency: one hang, announced after the stop and before it was read here
+        self.assertEqual(m[("pdimon_detection_latency_seconds_count", ())], 1)
+        latency = m[("pdimon_detection_latency_seconds_sum", ())]
+        self.assertGreater(latency, 0)
+        self.assertLessEqual(latency, time.monotonic() - stopped + 1)
+        self.assertEqual(m[("pdimon_detection_latency_seconds_max", ())], latency)
+        # status --json carries the same numbers
         self.assertEqual(status["steps_by_health"]["hung"], 1)
         self.assertEqual(status["health_alarms"]["hung"], 1)
+        self.assertEqual(status["detection_latency_s"]["count"], 1)
+        self.assertAlmostEqual(status["detection_latency_s"]["max"], latency, places=2)
+        self.assertEqual(status["probes_degraded"], m[("pdimon_probes_degraded", ())])
+        self.assertEqual(status["tasks_running"], m[("pdimon_tasks_monitored", ())])
 
         # pdimond restarts in the middle of the hang: the new one takes it over, says nothing new
         self.d.stop()
@@ -135,6 +153,13 @@ class HangFaults(unittest.TestCase):
         self.assertEqual(out.count("makes progress again"), 1, out.text())
         with open(self.ran) as f:
             self.assertEqual(len(f.readlines()), 1, "the command ran once for the one hang")
+
+    def metric_samples(self):
+        """The metrics file as Prometheus reads it: {(name, labels): value}; a file it cannot
+        parse fails the test."""
+        from prometheus_client.parser import text_string_to_metric_families
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for f in text_string_to_metric_families(self.read_metrics()) for s in f.samples}
 
     def read_metrics(self):
         try:

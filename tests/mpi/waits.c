@@ -15,11 +15,15 @@
  *   WAITS_STUCK_AT=T      at T seconds, rank WAITS_STUCK_RANK (default 1) blocks for ever in a
  *                         read(2) of a pipe nobody writes to: a rank stuck in I/O
  *   WAITS_DIR=DIR         where the io kind writes (default /tmp)
+ *   WAITS_SLICE=sleep     the loop's 2 ms slice is slept rather than computed: a code whose
+ *                         ranks mostly wait on something else (a GPU, a device), costing little
+ *                         CPU, so that many steps can run at once on a small machine
  * and fault.h's PDIMON_FAULT (hang, drop...) at iteration PDIMON_FAULT_ITER. Rank 0 prints
  * "waits: N iterations in S s" at the end. */
 #include "fault.h" /* first: it asks for _GNU_SOURCE */
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 static double env_double(const char *name, double dflt)
@@ -82,7 +86,9 @@ int main(int argc, char **argv)
 	double long_s = env_double("WAITS_LONG_S", 0), long_at = env_double("WAITS_LONG_AT", 5);
 	double long_every = env_double("WAITS_LONG_EVERY", 0), stuck_at = env_double("WAITS_STUCK_AT", -1);
 	int long_rank = (int)env_double("WAITS_LONG_RANK", 0), stuck_rank = (int)env_double("WAITS_STUCK_RANK", 1);
-	const char *kind = getenv("WAITS_LONG_KIND"), *dir = getenv("WAITS_DIR");
+	const char *kind = getenv("WAITS_LONG_KIND"), *dir = getenv("WAITS_DIR"), *slice = getenv("WAITS_SLICE");
+	bool sleep_slice = slice && !strcmp(slice, "sleep");
+	const struct timespec two_ms = {0, 2000000};
 	int rank, size, flag = 0;
 	long it;
 
@@ -95,7 +101,10 @@ int main(int argc, char **argv)
 	t0 = now_s();
 	for (it = 0;; it++) {
 		FAULT_COMPUTE(it, "allreduce", "allreduce");
-		compute_for(0.002);
+		if (sleep_slice)
+			(void)nanosleep(&two_ms, NULL);
+		else
+			compute_for(0.002);
 		mine = rank == 0 ? now_s() - t0 : 0;
 		FAULT_MPI(it, "allreduce"); MPI_Allreduce(&mine, &elapsed, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD); /* @allreduce */
 		if (elapsed >= seconds)

@@ -63,9 +63,9 @@ class Html(DaemonTest):
             r = self.d.pdimon("report", "hung", "--json", check=False)
             rep = json.loads(r.stdout) if r.returncode == 0 else {}
             v = rep.get("verdict", {})
-            # rank 2's hang, not a rank that waited in MPI_Init past hang_timeout_ms while the
-            # others were still being attached (a loaded machine, the first run of a program)
             return rep if v.get("kind") == "hang" and v.get("least_progressed") == "[2]" else None
+        # rank 2 is the one stopped for good: wait for that verdict, not for a moment earlier
+        # in which a rank descheduled on a loaded machine kept the others waiting a while
         rep = wait_for(hung, 90, "the step to hang with rank 2 least progressed")
         lp = rep["verdict"]["least_progressed"]
         for cmd, name in (("report", "hung-report"), ("analyze", "hung-analyze")):

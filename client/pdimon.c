@@ -16,14 +16,12 @@
 
 #include <systemd/sd-bus.h>
 
+#include "bus_names.h"
 #include "html_file.h"
 
 #ifndef PDI_VERSION
 #define PDI_VERSION "0"
 #endif
-#define BUS_NAME "org.pdimon.Monitor1"
-#define BUS_PATH "/org/pdimon/Monitor1"
-#define BUS_IFACE "org.pdimon.Monitor1"
 /* long enough for a show of a big step, short enough that a wedged daemon is noticed */
 #define CALL_TIMEOUT_USEC (120ull * 1000000)
 
@@ -83,7 +81,7 @@ static int call_failed(const char *method, const sd_bus_error *e, int r)
 	if (sd_bus_error_has_name(e, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
 	    sd_bus_error_has_name(e, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
 		return die(r, "pdimond is not running (nothing owns %s on the system bus): start it with "
-			      "'systemctl start pdimond'", BUS_NAME);
+			      "'systemctl start pdimond'", PDI_BUS_NAME);
 	/* a timeout of our own call; pdimond's own timeouts (Slurm, peers) come with its words */
 	if (sd_bus_error_has_name(e, SD_BUS_ERROR_NO_REPLY) || (r == -ETIMEDOUT && !sd_bus_error_is_set(e)))
 		return die(r, "pdimond did not answer %s in time", method);
@@ -106,7 +104,7 @@ static int call_text(const char *method, int (*fill)(sd_bus_message *m, void *ct
 	r = sd_bus_open_system(&bus);
 	if (r < 0)
 		return die(r, "cannot connect to the system bus: %s (is dbus running?)", strerror(-r));
-	r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_IFACE, method);
+	r = sd_bus_message_new_method_call(bus, &m, PDI_BUS_NAME, PDI_BUS_PATH, PDI_BUS_IFACE, method);
 	if (r >= 0)
 		r = fill(m, ctx);
 	if (r < 0) {

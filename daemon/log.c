@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define LINE_MAX_BYTES 2048 /* a longer message is cut, with "..." */
@@ -19,15 +20,7 @@
 int pdi_log_level = PDI_LOG_INFO;
 bool pdi_log_to_syslog;
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t (*pdi_log_clock)(void) = monotonic_ns;
+uint64_t (*pdi_log_clock)(void) = pdi_now_ns;
 
 static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pdi_ratelimit *limiters; /* every site that ever logged, for the flush */

@@ -377,7 +377,9 @@ uint64_t pdi_step_bytes(const struct pdi_step *s)
 
 bool pdi_step_evictable(const struct pdi_step *s)
 {
-	return s->ended && s->announced && s->stored && !s->store_pending && !s->waiters && !pdi_step_running(s);
+	/* and the hang judge has saved its run's record (within a second of its end) */
+	return s->ended && s->announced && s->stored && !s->store_pending && !s->waiters && !pdi_step_running(s) &&
+	       pdi_step_health_settled(s);
 }
 
 unsigned pdi_registry_evict(struct pdi_registry *r, const struct pdi_cache_limits *limits)

@@ -44,6 +44,8 @@ struct pdi_task {
 	time_t started, ended;        /* wall clock */
 	uint64_t events;
 	uint64_t lost;                /* events the BPF side could not queue */
+	uint64_t lost_noted;          /* of which the model's unobserved log has a record */
+	uint64_t lost_checked_ns;     /* when they were last counted (CLOCK_MONOTONIC) */
 	bool init_pending;            /* stopped in MPI_Init before we attached: see ingest.c */
 	bool gap;                     /* the model missed calls: the daemon was down for a while */
 	struct pdi_call init_call;
@@ -58,6 +60,8 @@ struct pdi_task {
 		uint64_t at_ns, run_ns, wait_ns;
 		pid_t tid;
 	} cpu_seen;
+	pid_t usage_tid;              /* the thread whose counts its phases get: the first to call MPI
+					 (task_activity.c) */
 };
 
 enum pdi_phases { PDI_PHASES_DEFAULT, PDI_PHASES_AUTO, PDI_PHASES_PCONTROL };

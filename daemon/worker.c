@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "worker.h"
 
@@ -41,14 +42,6 @@ struct thread_arg {
 	struct pdi_workers *w;
 	unsigned index;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void fifo_push(struct fifo *f, struct pdi_job *j)
 {
@@ -196,7 +189,7 @@ int pdi_workers_submit(struct pdi_workers *w, struct pdi_job *job)
 		pthread_mutex_unlock(&w->lock);
 		return -EBUSY;
 	}
-	job->queued_ns = now_ns();
+	job->queued_ns = pdi_now_ns();
 	fifo_push(&w->queued, job);
 	/* a thread for every job that no idle thread will take, up to the limit */
 	if (w->queued.n > w->nthreads - w->busy && w->nthreads < w->max_threads)
@@ -290,7 +283,7 @@ void pdi_workers_free(struct pdi_workers *w)
 
 void pdi_workers_stats(struct pdi_workers *w, struct pdi_workers_stats *ret)
 {
-	uint64_t now = now_ns(), oldest = 0;
+	uint64_t now = pdi_now_ns(), oldest = 0;
 
 	pthread_mutex_lock(&w->lock);
 	if (w->queued.head)

@@ -19,6 +19,10 @@
 /* step-wide collectives whose functions are recorded (coll_fns) to find the main loop's period */
 #define PDI_MODEL_PERIOD_SAMPLE 96
 #define PDI_NO_PEER INT32_MIN
+/* auto_next_cut of a model that cuts no more: a step-wide collective may have gone unseen (the
+ * overhead budget moved or thinned the probes, or the ring buffer was full), so its count no
+ * longer says the same point of the program as its siblings' (doc/design/call-sites.md) */
+#define PDI_MODEL_NO_CUT UINT64_MAX
 
 static inline uint64_t pdi_state_comm(uint32_t site)
 {
@@ -66,9 +70,30 @@ struct pdi_edge {
 	struct pdi_hist hist;
 };
 
+/* What the node's kernel counted for a task's MPI thread (/proc/PID/task/TID/schedstat) at one
+ * moment: from two of them, the time it ran, waited for a CPU, and was neither running nor
+ * runnable (stopped, sleeping, in I/O) in between. The call timings cannot tell these apart:
+ * a rank stopped inside MPI and the ranks busy-polling for it all sit in the same call, and
+ * interference only stretches times. The daemon reads them (the model does no I/O); all
+ * zero when not read. */
+struct pdi_usage {
+	uint64_t at_ns;   /* CLOCK_MONOTONIC of the reading */
+	uint64_t cpu_ns;  /* time on a CPU so far */
+	uint64_t wait_ns; /* time runnable but waiting for a CPU so far */
+};
+
+/* A phase's share of the kernel's counts (pdi_model_phase_usage()), in ns. */
+struct pdi_phase_usage {
+	uint64_t wall_ns; /* between the readings that bound the phase */
+	uint64_t cpu_ns, wait_ns;
+	uint64_t held_ns; /* neither running nor runnable: wall - cpu - wait */
+};
+
 struct pdi_phase {
 	uint64_t t_start, t_end; /* first call's entry, last call's exit (CLOCK_MONOTONIC ns; see
 				    pdi_phase_wall_ns() for the wall clock) */
+	struct pdi_usage usage;  /* the kernel's counts read as the phase began (the daemon reads
+				    them when it sees the phase's first call) */
 	uint64_t first_collective; /* step-wide collectives before it: an automatic phase of this
 				      index starts at the same one on every task */
 	struct pdi_state *states;
@@ -128,8 +153,13 @@ struct pdi_model {
 	bool saw_pcontrol;
 	uint64_t ncollectives;
 	uint32_t *coll_fns;     /* the first collectives' functions, to find the loop's period */
-	uint64_t auto_next_cut; /* collective count at which the next automatic phase starts */
+	uint64_t auto_next_cut; /* collective count at which the next automatic phase starts;
+				   PDI_MODEL_NO_CUT once the count cannot be vouched for */
 	uint32_t auto_len;      /* collectives per automatic phase, 0 until the period is known */
+	/* since when a step-wide collective may have gone unseen (what was unobserved, kept in
+	 * the unobserved log; derived from it, so not encoded), and how much of the log that took in */
+	uint64_t count_doubt_ns;
+	uint64_t count_doubt_seen;
 
 	int64_t clock_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC where the calls were timed */
 
@@ -145,6 +175,8 @@ struct pdi_model {
 
 	/* what the overhead budget kept the probes from seeing (unobserved.h) */
 	struct pdi_unobserved_log unobserved;
+
+	struct pdi_usage usage_now; /* the latest reading: where the current phase's share ends */
 };
 
 /* A phase's time T (its t_start or t_end) on the wall clock, ns since the epoch. */
@@ -159,6 +191,23 @@ void pdi_model_done(struct pdi_model *m);
 /* Feed one completed call, in the task's program order. 0, or -ENOMEM/-ENOSPC when even the
  * first phase cannot be made (the model is intact). */
 int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c);
+
+/* Does the current phase lack its reading of the kernel's counts? The daemon asks after each
+ * call it feeds, and reads them when so: a few microseconds per phase and task. */
+static inline bool pdi_model_usage_due(const struct pdi_model *m)
+{
+	return m->nphases && !m->phases[m->nphases - 1].usage.at_ns;
+}
+
+/* A reading U of the task's counts: the current phase's first when it has none, and the latest
+ * (where the current phase's share ends). Readings out of order (a clock or counter going back)
+ * are ignored. */
+void pdi_model_usage_add(struct pdi_model *m, const struct pdi_usage *u);
+
+/* Phase P's share of the counts: from its reading to the next phase's (the latest for the
+ * current phase). False when either is missing (not read, an older model, a task that ended
+ * before it was read), or P spans no time. */
+bool pdi_model_phase_usage(const struct pdi_model *m, uint32_t p, struct pdi_phase_usage *ret);
 
 /* Total visits of a state over all phases (the order of tasks sitting in the same state). */
 uint64_t pdi_model_visits(const struct pdi_model *m, uint64_t state_key);
@@ -181,9 +230,22 @@ static inline uint32_t pdi_phase_state(const struct pdi_phase *p, uint64_t key)
  * times a power of two, or M has no automatic phases). */
 int pdi_model_coarsen(struct pdi_model *m, uint32_t auto_len);
 
-/* Coarsen the N models of one step (tasks on several nodes, merged at different times) to the
- * longest automatic phases among them. Returns how many could not be (left as they were). */
+/* The last collective count at which M's automatic phases are known to start where its
+ * siblings' do: UINT64_MAX while every step-wide collective was seen; once one may have gone
+ * unseen (M cuts no more), the start of its last phase. */
+uint64_t pdi_model_cut_horizon(const struct pdi_model *m);
+
+/* Fold M's automatic phases that start past collective HORIZON (a sibling's
+ * pdi_model_cut_horizon()) into the last one that does not: every task of a step then has the
+ * same phases, the last one running to the task's end. */
+void pdi_model_fold_past(struct pdi_model *m, uint64_t horizon);
+
+/* Line up the N models of one step (tasks on several nodes, merged at different times): coarsen
+ * them to the longest automatic phases among them, then fold them all at the earliest cut
+ * horizon. Returns how many could not be coarsened (left as they were). */
 size_t pdi_models_line_up(struct pdi_model *models, size_t n);
+/* The same, for models held elsewhere (the running tasks of a step on this node). */
+size_t pdi_model_ptrs_line_up(struct pdi_model **models, size_t n);
 
 /* Rename the call sites M refers to (states, the current site, requests): site X becomes MAP[X]. Site numbers are local to a step, so a model of another
  * run of the same program must be renamed into this step's numbering before the two can be

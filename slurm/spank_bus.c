@@ -11,10 +11,9 @@
 
 #include <systemd/sd-bus.h>
 
+#include "bus_names.h"
 #include "spank_pdimon.h"
 
-#define BUS_NAME "org.pdimon.Monitor1"
-#define BUS_PATH "/org/pdimon/Monitor1"
 
 /* sd-bus counts in CLOCK_MONOTONIC microseconds */
 static uint64_t now_usec(void)
@@ -129,7 +128,7 @@ int pdimon_bus_call(const char *method, char *why, size_t whylen, void **ret_rep
 		pdimon_budget_spend(pdimon_now_ms() - t0);
 		return r;
 	}
-	r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_NAME, method);
+	r = sd_bus_message_new_method_call(bus, &m, PDI_BUS_NAME, PDI_BUS_PATH, PDI_BUS_IFACE, method);
 	if (r >= 0) {
 		va_start(ap, types);
 		r = sd_bus_message_appendv(m, types, ap);

@@ -406,12 +406,10 @@ void pdi_bus_process(struct pdi_daemon *d)
 int pdi_bus_timeout_ms(struct pdi_daemon *d)
 {
 	uint64_t usec, now;
-	struct timespec ts;
 
 	if (!d->bus || sd_bus_get_timeout(d->bus, &usec) <= 0 || usec == UINT64_MAX)
 		return -1;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	now = pdi_now_ns() / 1000; /* sd-bus's timeouts are CLOCK_MONOTONIC microseconds */
 	return usec <= now ? 0 : (int)((usec - now + 999) / 1000);
 }
 

@@ -7,12 +7,10 @@
 
 #include <systemd/sd-bus.h>
 
+#include "bus_names.h"
+
 struct pdi_daemon;
 struct pdi_step;
-
-#define PDI_BUS_NAME "org.pdimon.Monitor1"
-#define PDI_BUS_PATH "/org/pdimon/Monitor1"
-#define PDI_BUS_IFACE "org.pdimon.Monitor1"
 
 /* Connect (DBUS_SYSTEM_BUS_ADDRESS or the system bus), export the object, take the name. */
 int pdi_bus_open(struct pdi_daemon *d);

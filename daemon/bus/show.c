@@ -257,6 +257,22 @@ static void json_sites(struct pdi_json *j, const struct pdi_step *s)
 	pdi_json_arr_end(j);
 }
 
+/* Phase INDEX's share of the kernel's counts, when both its readings were taken. */
+static void json_phase_usage(struct pdi_json *j, const struct pdi_model *m, uint32_t index)
+{
+	struct pdi_phase_usage u;
+
+	if (!pdi_model_phase_usage(m, index, &u))
+		return;
+	pdi_json_key(j, "usage");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "wall_ns", u.wall_ns);
+	pdi_json_kv_uint(j, "cpu_ns", u.cpu_ns);
+	pdi_json_kv_uint(j, "wait_ns", u.wait_ns);
+	pdi_json_kv_uint(j, "held_ns", u.held_ns);
+	pdi_json_obj_end(j);
+}
+
 static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struct pdi_model *m, const struct pdi_phase *p,
 		       unsigned index)
 {
@@ -270,6 +286,7 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	pdi_json_kv_int(j, "wall_start_ns", pdi_phase_wall_ns(m, p->t_start)); /* since the epoch */
 	pdi_json_kv_int(j, "wall_end_ns", pdi_phase_wall_ns(m, p->t_end));
 	pdi_json_kv_uint(j, "first_collective", p->first_collective);
+	json_phase_usage(j, m, index);
 	pdi_json_key(j, "states");
 	pdi_json_arr_begin(j);
 	for (uint32_t i = 0; i < p->nstates; i++) {
@@ -379,6 +396,12 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_kv_uint(j, "phase_cuts", m->folded_phase_cuts);
 	pdi_json_obj_end(j);
 	pdi_json_kv_uint(j, "phases_merged", m->merged_phases); /* to fit max_task_memory or max_phases */
+	/* automatic phases cut no further: a collective may have gone unseen ("unobserved") */
+	pdi_json_key(j, "phases_cut_until");
+	if (pdi_model_cut_horizon(m) == UINT64_MAX)
+		pdi_json_null(j);
+	else
+		pdi_json_uint(j, pdi_model_cut_horizon(m));
 	json_call_sites(j, t);
 	pdi_json_kv_uint(j, "model_bytes", m->bytes);
 	json_budget(d, j, t);

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gather.h"
 #include "log.h"
 #include "peer_auth.h"
@@ -45,17 +46,9 @@ struct pdi_gather {
 	struct pdi_auth *auth;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint32_t ms_until(uint64_t deadline_ns)
 {
-	uint64_t now = now_ns();
+	uint64_t now = pdi_now_ns();
 
 	return now >= deadline_ns ? 0 : (uint32_t)((deadline_ns - now + 999999) / 1000000);
 }
@@ -891,7 +884,7 @@ int pdi_gather_run(struct pdi_gather *g, uint32_t job, uint32_t step, const char
 	if (r < 0)
 		return r;
 	total = pdi_gather_total_ms(nnodes, q.fanout, q.level_ms);
-	return subgather(g, &q, now_ns() + total * 1000000ull, self, ret);
+	return subgather(g, &q, pdi_now_ns() + total * 1000000ull, self, ret);
 }
 
 /* The log key of PEER ("address:port"): its address, so that one host's flood is limited

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "peer.h"
 #include "u64map.h"
@@ -47,14 +48,6 @@ struct pdi_peer {
 	size_t preauth; /* the connections' announced bytes */
 	uint8_t buf[65536];
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* One line per refused or closed peer, rate-limited per address: a flood of connections
  * must not turn into a flood of log lines, nor hide another address's first refusal. */
@@ -240,7 +233,7 @@ static void admit(struct pdi_peer *p, int fd, const struct sockaddr_storage *sa)
 		close(fd);
 		return;
 	}
-	*c = (struct conn){.fd = fd, .t0_ns = now_ns()};
+	*c = (struct conn){.fd = fd, .t0_ns = pdi_now_ns()};
 	c->deadline_ns = c->t0_ns + (uint64_t)p->o.frame_ms * 1000000ull;
 	snprintf(c->addr, sizeof(c->addr), "%s", addr);
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
@@ -362,7 +355,7 @@ void pdi_peer_on_conn(struct pdi_peer *p, unsigned index)
 
 void pdi_peer_expire(struct pdi_peer *p)
 {
-	uint64_t now = now_ns();
+	uint64_t now = pdi_now_ns();
 	char why[96];
 
 	if (!p || !p->nconns)
@@ -380,7 +373,7 @@ void pdi_peer_expire(struct pdi_peer *p)
 
 int pdi_peer_timeout_ms(const struct pdi_peer *p)
 {
-	uint64_t now = now_ns(), next = UINT64_MAX;
+	uint64_t now = pdi_now_ns(), next = UINT64_MAX;
 
 	if (!p || !p->nconns)
 		return -1;

@@ -23,6 +23,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "clock.h"
 #include "munge_call.h"
 #include "peer_auth.h"
 #include "wire.h"
@@ -140,14 +141,6 @@ static int claim_decode(const void *p, size_t len, struct pdi_auth_claim *ret)
 
 /* ---- MUNGE ---- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int munge_errno(munge_err_t e)
 {
 	switch (e) {
@@ -185,7 +178,7 @@ static const char *munge_what(int r)
 /* Whether munged failed within retry_ms: then fail at once, saying so. */
 static int munged_down(struct pdi_auth *a, char *why, size_t whylen)
 {
-	uint64_t until = atomic_load(&a->down_until_ns), now = now_ns();
+	uint64_t until = atomic_load(&a->down_until_ns), now = pdi_now_ns();
 
 	if (now >= until)
 		return 0;
@@ -198,7 +191,7 @@ static int munged_down(struct pdi_auth *a, char *why, size_t whylen)
 static int munge_outcome(struct pdi_auth *a, int r, const struct pdi_munge_result *res, char *why, size_t whylen)
 {
 	if (r == -ETIMEDOUT || r == -EBUSY) {
-		atomic_store(&a->down_until_ns, now_ns() + (uint64_t)a->retry_ms * 1000000ull);
+		atomic_store(&a->down_until_ns, pdi_now_ns() + (uint64_t)a->retry_ms * 1000000ull);
 		if (r == -EBUSY)
 			return say(why, whylen, -EIO, "munged unreachable: %u earlier calls still wait for it",
 				   PDI_MUNGE_MAX_STUCK);
@@ -210,7 +203,7 @@ static int munge_outcome(struct pdi_auth *a, int r, const struct pdi_munge_resul
 		return 0;
 	r = munge_errno(res->e);
 	if (r == -EIO)
-		atomic_store(&a->down_until_ns, now_ns() + (uint64_t)a->retry_ms * 1000000ull);
+		atomic_store(&a->down_until_ns, pdi_now_ns() + (uint64_t)a->retry_ms * 1000000ull);
 	return say(why, whylen, r, "%s: %s", munge_what(r), res->detail[0] ? res->detail : munge_strerror(res->e));
 }
 

@@ -16,19 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "slurm_nodes.h"
 
 #define OUTPUT_MAX (16u << 20) /* scontrol's answer about one step: a million node names */
 
 extern char **environ;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Run ARGV, its standard output into *RET (NUL-terminated, malloc'd), within DEADLINE
  * (CLOCK_MONOTONIC ms): killed past it (-ETIMEDOUT). -ENOENT when it fails or says nothing. */
@@ -62,7 +55,7 @@ static int capture(char *const *argv, uint64_t deadline, char **ret)
 	}
 	for (;;) {
 		struct pollfd p = {.fd = fds[0], .events = POLLIN};
-		uint64_t now = now_ms();
+		uint64_t now = pdi_now_ms();
 		ssize_t n;
 		int k;
 
@@ -128,7 +121,7 @@ static char *field(const char *text, const char *key)
 
 int pdi_slurm_step_nodes(uint32_t job, uint32_t step, unsigned timeout_ms, char ***ret, unsigned *ret_n)
 {
-	uint64_t deadline = now_ms() + timeout_ms;
+	uint64_t deadline = pdi_now_ms() + timeout_ms;
 	char id[32], *text = NULL, *list = NULL, *names = NULL, **nodes = NULL, *save = NULL;
 	unsigned n = 0;
 	int r;

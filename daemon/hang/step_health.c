@@ -660,9 +660,24 @@ void pdi_hang_tick(struct pdi_daemon *d)
 			/* its run's record joins the program's history */
 			s->health->saved_end = true;
 			pdi_hang_history_save(d, s);
+			d->evict_due = true; /* it may leave memory now (pdi_step_health_settled) */
 		}
 	}
 	pdi_hang_metrics_tick(d, now_ns);
+}
+
+bool pdi_step_health_settled(const struct pdi_step *s)
+{
+	return !s->health || s->health->saved_end;
+}
+
+uint64_t pdi_hang_polling_since(const struct pdi_step *s, unsigned i)
+{
+	const struct pdi_step_health *h = s->health;
+
+	if (!h || i >= h->nprogress || !h->progress[i].npoll_sites)
+		return 0;
+	return h->progress[i].last_ns;
 }
 
 enum pdi_health pdi_step_health_of(const struct pdi_step *s, time_t *ret_since)

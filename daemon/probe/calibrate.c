@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "calibrate.h"
+#include "clock.h"
 #include "event.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -35,21 +36,13 @@ __asm__(".pushsection .text\n"
 	".size pdi_calib_stepped, .-pdi_calib_stepped\n"
 	".popsection\n");
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static double time_calls(void (*volatile fn)(void))
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = pdi_now_ns();
 
 	for (int i = 0; i < CALLS; i++)
 		fn();
-	return (double)(now_ns() - t0) / CALLS;
+	return (double)(pdi_now_ns() - t0) / CALLS;
 }
 
 /* File offset of FN in our executable, from our own mappings. */

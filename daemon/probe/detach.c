@@ -38,10 +38,11 @@ void pdi_detach_later(struct pdi_workers *w, struct pdi_attachment *a)
 		return;
 	}
 	j->job = (struct pdi_job){.run = detach_run, .done = detach_done};
-	j->links.links = a->links;
-	j->links.nlinks = a->nlinks;
-	j->links.multi_fds[0] = a->multi_fds[0];
-	j->links.multi_fds[1] = a->multi_fds[1];
+	/* only the links: every other fd of an attachment stays the caller's (an object_fd of 0,
+	 * as calloc left it, had the worker close fd 0, which by then was someone else's: a
+	 * trapped process's pidfd, left stopped) */
+	j->links = (struct pdi_attachment){.links = a->links, .nlinks = a->nlinks,
+					   .multi_fds = {a->multi_fds[0], a->multi_fds[1]}, .object_fd = -1};
 	if (pdi_workers_submit(w, &j->job) < 0) {
 		free(j);
 		pdi_attachment_detach(a);

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "clock.h"
 #include "elfobj.h"
 #include "ident.h"
 #include "stackwalk.h"
@@ -31,18 +32,10 @@ struct walk {
 	int r;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Stop a seized thread. *RET_SIG: a signal it was about to take, to hand back at detach. */
 static int interrupt_and_wait(pid_t tid, int *ret_sig)
 {
-	uint64_t deadline = now_ms() + PDI_STACK_WALK_TIMEOUT_MS;
+	uint64_t deadline = pdi_now_ms() + PDI_STACK_WALK_TIMEOUT_MS;
 	long pause_ns = 20000;
 
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
@@ -61,7 +54,7 @@ static int interrupt_and_wait(pid_t tid, int *ret_sig)
 			*ret_sig = (st >> 16) == 0 ? WSTOPSIG(st) : 0;
 			return 0;
 		}
-		if (now_ms() >= deadline)
+		if (pdi_now_ms() >= deadline)
 			return -ETIMEDOUT;
 		nanosleep(&(struct timespec){.tv_nsec = pause_ns}, NULL);
 		if (pause_ns < 5000000)

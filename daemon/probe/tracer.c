@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "elfobj.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -300,14 +301,6 @@ void pdi_attachment_detach(struct pdi_attachment *a)
 
 /* ---- per-function probes for the overhead budget ---- */
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int ensure_fns(struct pdi_attachment *a)
 {
 	if (a->fns)
@@ -446,11 +439,11 @@ int pdi_tracer_set_mode(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pi
 	} else {
 		close_fds(p->fds);
 		if (!p->own) {
-			uint64_t t0 = mono_ns();
+			uint64_t t0 = pdi_now_ns();
 
 			p->own = true;
 			r = rebuild_shared(t, a, pid);
-			*ret_gap_ns = mono_ns() - t0;
+			*ret_gap_ns = pdi_now_ns() - t0;
 		}
 		if (r == 0)
 			r = attach_fn_multi(t, a, pid, fn, mode);

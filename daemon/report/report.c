@@ -132,6 +132,12 @@ static int gather_view_at_end(struct report_job *j, struct pdi_view *ret)
 
 	for (;;) {
 		r = gather_view(j, ret);
+		/* held hung by this node's judge: the snapshot's view says so (pdi_view_mark_hung()
+		 * on the loop), and the whole step's with it */
+		if (r == 0 && j->snap && j->snap->view.hung && pdi_view_running(ret)) {
+			ret->hung = true;
+			ret->hung_for_ns = j->snap->view.hung_for_ns;
+		}
 		if (r < 0 || !ended_here || !pdi_view_running(ret) || pdi_now_ns() >= give_up)
 			return r;
 		pdi_view_done(ret);

@@ -63,8 +63,10 @@ class Html(DaemonTest):
             r = self.d.pdimon("report", "hung", "--json", check=False)
             rep = json.loads(r.stdout) if r.returncode == 0 else {}
             v = rep.get("verdict", {})
-            return rep if v.get("kind") == "hang" and v.get("least_progressed") else None
-        rep = wait_for(hung, 90, "the step to hang with a least-progressed rank")
+            return rep if v.get("kind") == "hang" and v.get("least_progressed") == "[2]" else None
+        # rank 2 is the one stopped for good: wait for that verdict, not for a moment earlier
+        # in which a rank descheduled on a loaded machine kept the others waiting a while
+        rep = wait_for(hung, 90, "the step to hang with rank 2 least progressed")
         lp = rep["verdict"]["least_progressed"]
         for cmd, name in (("report", "hung-report"), ("analyze", "hung-analyze")):
             root = self.page(self.html_of(cmd, "hung", "--html", os.path.join(self.tmp, name + ".html")), name)

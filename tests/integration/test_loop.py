@@ -132,6 +132,20 @@ class Loop(DaemonTest):
             self.assertIn("cannot read step 'broken'", r.stderr)
         self.assertEqual(self.d.status()["steps"], 0)
 
+    def test_ended_tasks_close_only_their_own_fds(self):
+        # review bug: the job that closes an ended task's probes off the loop also closed fd 0,
+        # which by then was someone else's (a trapped process's pidfd: it stayed stopped)
+        def std_fds():
+            paths = {fd: f"/proc/{self.d.proc.pid}/fd/{fd}" for fd in (0, 1, 2)}
+            return {fd: os.readlink(p) if os.path.lexists(p) else "closed" for fd, p in paths.items()}
+        before = std_fds()
+        for k in range(2):
+            r = self.d.pdimon("run", "--step", f"fds{k}", "--", *mpirun("mpich", 2, "ring", 5), check=False)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        wait_for(lambda: self.d.status()["workers"]["completed"] > 0 and not self.d.status()["workers"]["busy"]
+                 and not self.d.status()["workers"]["queued"], 60, "the probes of the ended tasks to be closed")
+        self.assertEqual(std_fds(), before)
+
     def test_locked_database_stalls_nothing(self):
         self.registrations(2000, 1)
         wait_for(lambda: "2000.0" in self.stored(), 30, "the first step stored")

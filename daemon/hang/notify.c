@@ -40,6 +40,7 @@ struct notify_job {
 	int rank;
 	char line[LINE_MAX_];
 	size_t len;
+	pdi_hang_then_fn then;
 	const char *how;   /* "a pipe", "a terminal"...: how it went out; NULL when it did not */
 	char why[160];     /* why not */
 };
@@ -116,12 +117,14 @@ static void job_done(struct pdi_job *pj, bool cancelled)
 	if (s && s->started == j->started)
 		pdi_step_health_acted(j->d, s, "notified", j->how && !cancelled, "rank %d's standard error%s%s%s", j->rank,
 				      j->how ? " (" : ": ", j->how ? j->how : j->why, j->how ? ")" : "");
+	if (s && s->started == j->started && j->then && !cancelled)
+		j->then(j->d, s);
 	close(j->pidfd);
 	free(j->step);
 	free(j);
 }
 
-void pdi_hang_notify_user(struct pdi_daemon *d, struct pdi_step *s, const char *line)
+void pdi_hang_notify_user(struct pdi_daemon *d, struct pdi_step *s, const char *line, pdi_hang_then_fn then)
 {
 	struct pdi_task *t = NULL;
 	struct notify_job *j;
@@ -134,10 +137,11 @@ void pdi_hang_notify_user(struct pdi_daemon *d, struct pdi_step *s, const char *
 			t = x;
 	}
 	if (!t)
-		return;
+		goto then;
 	j = calloc(1, sizeof(*j));
 	if (j) {
 		j->job = (struct pdi_job){.run = job_run, .done = job_done};
+		j->then = then;
 		j->d = d;
 		j->rank = t->rank;
 		j->started = s->started;
@@ -158,5 +162,10 @@ void pdi_hang_notify_user(struct pdi_daemon *d, struct pdi_step *s, const char *
 		if (j)
 			free(j->step);
 		free(j);
+		goto then;
 	}
+	return;
+then:
+	if (then)
+		then(d, s);
 }

@@ -12,4 +12,7 @@ struct pdi_step;
  * sent to without waiting, a file through the task's own description so that its offset and
  * append mode hold), never touching the task's own descriptors' flags, never more than one
  * atomic write; what happened is logged and kept as the step's action. */
-void pdi_hang_notify_user(struct pdi_daemon *d, struct pdi_step *s, const char *line);
+typedef void (*pdi_hang_then_fn)(struct pdi_daemon *d, struct pdi_step *s);
+/* THEN (NULL: nothing) runs on the loop once the line is out or given up, while S runs: what
+ * must not overtake the line (cancelling the step would end the task it goes through). */
+void pdi_hang_notify_user(struct pdi_daemon *d, struct pdi_step *s, const char *line, pdi_hang_then_fn then);

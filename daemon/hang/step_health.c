@@ -382,7 +382,7 @@ static void announce(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_h
 		h->first_hung = since;
 	emit_signal(d, s, line);
 	if (notify_of(d, s))
-		pdi_hang_notify_user(d, s, line);
+		pdi_hang_notify_user(d, s, line, NULL);
 	if (v->health == PDI_HEALTH_HUNG) {
 		enum pdi_on_hang todo = on_hang_of(d, s);
 
@@ -472,6 +472,13 @@ static bool judges(const struct pdi_daemon *d, const struct pdi_step *s)
 	return s->nnodes <= 1 || (d->cfg.node_name && s->nodes && !strcmp(s->nodes[0], d->cfg.node_name));
 }
 
+/* The step cancelled, once its user was told (pdi_hang_then_fn). */
+static void cancel_now(struct pdi_daemon *d, struct pdi_step *s)
+{
+	if (s->health && s->health->judge.announced == PDI_HEALTH_HUNG)
+		pdi_hang_cancel(d, s, s->health->line);
+}
+
 /* The grace of a hung step with on-hang=cancel is over: its user is told first (the step's
  * output goes with it), then it is cancelled. */
 static void cancel(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_health *h)
@@ -484,8 +491,9 @@ static void cancel(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_hea
 	snprintf(line, sizeof(line), "step %s is being cancelled: it looked hung since %s (on-hang=cancel, after %u s of grace)",
 		 s->name, at, d->cfg.on_hang_grace_s);
 	if (notify_of(d, s))
-		pdi_hang_notify_user(d, s, line);
-	pdi_hang_cancel(d, s, h->line);
+		pdi_hang_notify_user(d, s, line, cancel_now);
+	else
+		cancel_now(d, s);
 }
 
 static void tick_step(struct pdi_daemon *d, struct pdi_step *s, uint64_t now_ns)

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -30,6 +31,7 @@
 #include "worker.h"
 
 #define LINE_MAX_ 1024 /* well under PIPE_BUF: one atomic write */
+#define DRAIN_MS 2000  /* how long a follow-up that ends the task waits for the pipe's reader */
 
 struct notify_job {
 	struct pdi_job job;
@@ -62,6 +64,17 @@ static ssize_t write_reopened(int fd, const char *text, size_t len)
 	return n;
 }
 
+/* What is still in the pipe FD when its reader's step is killed is lost: a follow-up that ends
+ * the task (a cancel) waits, up to DRAIN_MS, for the reader (slurmstepd, mpirun) to take it. */
+static void wait_drained(int fd)
+{
+	const struct timespec tick = {0, 10 * 1000000};
+	int left;
+
+	for (unsigned waited = 0; waited < DRAIN_MS && ioctl(fd, FIONREAD, &left) == 0 && left > 0; waited += 10)
+		(void)nanosleep(&tick, NULL);
+}
+
 static void job_run(struct pdi_job *pj)
 {
 	struct notify_job *j = pdi_job_of(pj, struct notify_job, job);
@@ -78,6 +91,8 @@ static void job_run(struct pdi_job *pj)
 	} else if (S_ISFIFO(st.st_mode)) {
 		j->how = "a pipe";
 		n = write_reopened(fd, j->line, j->len);
+		if (n > 0 && j->then)
+			wait_drained(fd);
 	} else if (S_ISSOCK(st.st_mode)) {
 		j->how = "a socket";
 		n = send(fd, j->line, j->len, MSG_DONTWAIT | MSG_NOSIGNAL);

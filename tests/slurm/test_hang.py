@@ -48,6 +48,14 @@ class Output:
         return "\n".join(f"{t:6.1f} {line}" for t, line in list(self.lines))
 
 
+def wait_for_line(out, text, timeout, logs):
+    """Wait for TEXT on OUT; on timeout, fail with what did come and LOGS()."""
+    try:
+        wait_for(lambda: out.find(text), timeout, f"{text!r} on srun's output")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; srun's output:\n{out.text()}\n{logs()}") from None
+
+
 class Hang(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="pdimon-hang-test-")
@@ -92,7 +100,7 @@ class Hang(unittest.TestCase):
             silent, silent_out = self.srun("notify=off", 2, 600, {"WAITS_STUCK_AT": "5", "WAITS_STUCK_RANK": "1"})
 
             # the user reads it on srun's own output while the step runs: nobody asked pdimon
-            wait_for(lambda: hung_out.find("looks hung since"), 150, "the hung line on srun's output:\n" + hung_out.text())
+            wait_for_line(hung_out, "looks hung since", 150, lambda: self.d.read_log()[-3000:])
             line = next(line for _, line in hung_out.lines if "looks hung since" in line)
             self.assertRegex(line, r"^pdimon: step \d+\.0 looks hung since \d\d:\d\d:\d\d \(no progress for \d+ s; "
                                    r"p [<=] [0-9.e-]+\): least progressed \[2\] on \S+, sleeping \(no CPU, no I/O\) "

@@ -5,7 +5,10 @@
 Real MPI applications from Debian's archive, with their own example inputs, 4 ranks under a
 fresh pdimond each (`pdimon run --step NAME -- mpirun -np 4 ...`), plus our own halo program
 (tests/mpi). The program is never changed: every fault comes from outside, at a rank and a
-time drawn from the seed (the time uniformly in 25-65% of the application's usual run):
+time drawn from the seed: once the job has done 25-65% (uniformly) of its usual work, counted
+as the CPU time its ranks used since MPI_Init, so that an idle machine and a loaded one inject
+at the same stretch of the program (a delay in seconds overshoots the end of a short input on
+an idle machine):
 
   none       a fault-free run: anything but "nothing abnormal found" is a false alarm
   stop       SIGSTOP for 2-5 s, then SIGCONT
@@ -13,6 +16,8 @@ time drawn from the seed (the time uniformly in 25-65% of the application's usua
              (bench/apps/spin_agent.c) that busy-loops in the signal handler, outside MPI
   hang-stop  SIGSTOP for good
   hang-spin  the agent spins for good
+  hang-io    the agent reads a file of a file system that does not answer, for good: the rank
+             waits in uninterruptible sleep (tests/faults/stallfs.c, FUSE), as on a hung NFS
   deadlock   our halo only: two ranks each block in MPI_Recv from the other (tests/mpi/fault.h)
   cpu        a busy process (bench/apps/hog.c) pinned with the rank to the rank's CPU, 6 s
   mem        the same with a process streaming through 256 MiB (memory bandwidth), 6 s
@@ -20,18 +25,29 @@ time drawn from the seed (the time uniformly in 25-65% of the application's usua
 LAMMPS, Quantum ESPRESSO and CP2K are reserved for an independent evaluation: never here.
 
 Scored per run, against the ground truth the injector knows (rank, CLOCK_MONOTONIC time --
-the BPF timestamps' clock -- and what it did):
+the BPF timestamps' clock -- and what it did). A verdict of "nothing abnormal found" names no
+phase and no task to its reader: phase, task, alone and top5 count only when the diagnosis
+says abnormal (a hang always does).
   phase        diagnosis.faulty_phase is the faulty rank's phase whose wall-clock window
                holds the injection (from `pdimon show --json`)
   task         the faulty rank is among diagnosis.faulty_ranks, with at most half the ranks
-  alone        diagnosis.faulty_ranks is the faulty rank alone
-  top5         one of the first five characteristic transitions was found in the faulty rank
+  alone        diagnosis.faulty_ranks is the faulty rank alone (a deadlock: its two ranks)
+  top5         one of the first five characteristic transitions was found in the faulty rank (a
+               hang: the place a least-progressed rank stopped at is the faulty rank's)
   LP recall/precision  hangs: the truly least-progressed ranks (the stopped or spinning
-               rank; both ranks of a deadlock) against verdict.least_progressed
+               rank; both ranks of a deadlock, which are least progressed together)
+               against verdict.least_progressed
   quiet        fault-free runs: diagnosis.abnormal is false ("nothing abnormal found")
+
+Each run's directory under --out keeps what scoring it needs (run.json: the plan, the truth,
+`pdimon show --json` and `analyze --json`) and the run's pdimond database (pdimon.db), so that
+--reanalyze DIR scores a changed analysis on the same runs: a fresh pdimond on each run's
+database analyses its ended step again. Hangs are scored from their recorded analysis (what
+the kernel said of a stuck task is gone once the job is); --reanalyze skips them.
 
 Usage: apps.py [--apps gromacs,hpcc,meep,mpb,halo] [--faults none,stop,...] [--seeds N]
                [--first-seed S] [--short] [--floor SPEC|FILE] [--out DIR]
+       apps.py --reanalyze DIR [--apps ...] [--faults ...]
 --short sizes every input for a run of a few seconds (the CI subset); the full inputs run
 20-60 s each at 4 ranks on this 2-core machine. Run as root, under the heavy lock (shared).
 """
@@ -59,18 +75,31 @@ BUILD = os.environ.get("PDIMON_BUILD", os.path.join(HERE, "../build"))
 AGENT = os.path.join(BUILD, "tests/faults/libpdimon-spin-agent.so")  # built by tests/faults/meson.build
 HOG = os.path.join(BUILD, "tests/faults/pdimon-hog")
 SPIN_SIGNAL = signal.SIGRTMIN + 7
-FAULTS = ["none", "stop", "spin", "hang-stop", "hang-spin", "deadlock", "cpu", "mem"]
-HANGS = {"hang-stop", "hang-spin", "deadlock"}
+FAULTS = ["none", "stop", "spin", "hang-stop", "hang-spin", "hang-io", "deadlock", "cpu", "mem"]
+HANGS = {"hang-stop", "hang-spin", "hang-io", "deadlock"}
+SPUN = {"spin", "hang-spin", "hang-io"}  # the agent's signal: the fault began when it left MPI
+STALLFS = os.path.join(BUILD, "tests/faults/pdimon-stallfs")
 INTERFERENCE_S = 6.0
 METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet"]
 
 
 # ---------------------------------------------------------------------------------------------
-# the applications: (set-up of their inputs in DIR, the command, its usual run time in s)
+# the applications: (set-up of their inputs in DIR, the command, its usual run)
+
+class Usual:
+    """An application's usual run from its ranks' MPI_Init on, as measured here: WALL_S seconds
+    (about the longest seen: what deadlines allow for; a load average near 60 stretched the
+    full inputs of meep, MPB and HPCC to 150-290 s) and CPU_S seconds of CPU summed over its
+    ranks (below the least seen, at load averages of 10 and 60: its work, which the faults are
+    placed in)."""
+
+    def __init__(self, wall_s, cpu_s):
+        self.wall_s, self.cpu_s = wall_s, cpu_s
+
 
 def mpirun_openmpi(*cmd):
     return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS), "-x", "LD_PRELOAD",
-            "-x", "PDIMON_SPIN_MS", "-x", "PDIMON_SPIN_TRUTH", *cmd]
+            "-x", "PDIMON_SPIN_MS", "-x", "PDIMON_SPIN_TRUTH", "-x", "PDIMON_SPIN_IO", *cmd]
 
 
 def gromacs(d, short):
@@ -87,9 +116,10 @@ def gromacs(d, short):
                     "-p", "topol.top"], cwd=d, check=True, capture_output=True)
     subprocess.run(["gmx", "-quiet", "grompp", "-f", "md.mdp", "-c", "w.gro", "-p", "topol.top", "-o", "md.tpr",
                     "-maxwarn", "5"], cwd=d, check=True, capture_output=True)
-    steps = 150 if short else 1000
+    steps = 500 if short else 1000
     return mpirun_openmpi("gmx_mpi", "mdrun", "-quiet", "-s", "md.tpr", "-ntomp", "1", "-nb", "cpu", "-notunepme",
-                          "-nsteps", str(steps), "-deffnm", "run"), 4 if short else 26
+                          "-nsteps", str(steps), "-deffnm", "run"), \
+        Usual(12, 2.6) if short else Usual(60, 5)
 
 
 HPCC_INPUT = """HPLinpack benchmark input file
@@ -135,8 +165,8 @@ def hpcc(d, short):
     """HPC Challenge (C): HPL, DGEMM, STREAM, PTRANS, RandomAccess, FFT, latency/bandwidth in a
     row -- phases that differ by nature."""
     with open(os.path.join(d, "hpccinf.txt"), "w") as f:
-        f.write(HPCC_INPUT.format(n=300 if short else 1000))
-    return mpirun_openmpi("hpcc"), 6 if short else 18  # N=1000 ran 14-41 s at load ~27
+        f.write(HPCC_INPUT.format(n=500 if short else 1000))
+    return mpirun_openmpi("hpcc"), Usual(20, 2.9) if short else Usual(70, 16)
 
 
 def meep(d, short):
@@ -148,8 +178,8 @@ def meep(d, short):
                 "(set! sources (list (make source (src (make continuous-src (frequency 0.15)))\n"
                 "  (component Ez) (center -7 0))))\n"
                 "(set! pml-layers (list (make pml (thickness 1.0))))\n"
-                f"(set! resolution {10 if short else 20})\n(run-until {60 if short else 200})\n")
-    return mpirun_openmpi("meep", "waveguide.ctl"), 3 if short else 24
+                f"(set! resolution {10 if short else 20})\n(run-until {150 if short else 200})\n")
+    return mpirun_openmpi("meep", "waveguide.ctl"), Usual(8, 2.6) if short else Usual(70, 18)
 
 
 def mpb(d, short):
@@ -157,20 +187,21 @@ def mpb(d, short):
     with open(os.path.join(d, "rods.ctl"), "w") as f:
         f.write("(set! num-bands 8)\n"
                 "(set! k-points (list (vector3 0 0 0) (vector3 0.5 0 0) (vector3 0.5 0.5 0) (vector3 0 0 0)))\n"
-                f"(set! k-points (interpolate {2 if short else 12} k-points))\n"
+                f"(set! k-points (interpolate {4 if short else 12} k-points))\n"
                 "(set! geometry (list (make cylinder (center 0 0 0) (radius 0.2) (height infinity)\n"
                 "  (material (make dielectric (epsilon 12))))))\n"
                 "(set! geometry-lattice (make lattice (size 1 1 no-size)))\n"
-                f"(set! resolution {16 if short else 64})\n(run-tm)\n(run-te)\n")
-    return mpirun_openmpi("mpb-mpi", "rods.ctl"), 4 if short else 30
+                f"(set! resolution {32 if short else 64})\n(run-tm)\n(run-te)\n")
+    return mpirun_openmpi("mpb-mpi", "rods.ctl"), Usual(10, 1.8) if short else Usual(70, 15)
 
 
-HALO_ITERS = (12000, 1500)  # full, short
+HALO_ITERS = (12000, 4000)  # full, short
 
 
 def halo(d, short):
     """Our own 2-D halo exchange (tests/mpi/halo.c), Open MPI."""
-    return mpirun_openmpi(os.path.join(harness.MPI_DIR, "halo.openmpi"), str(HALO_ITERS[short])), 3 if short else 25
+    return mpirun_openmpi(os.path.join(harness.MPI_DIR, "halo.openmpi"), str(HALO_ITERS[short])), \
+        Usual(15, 3.0) if short else Usual(70, 8)
 
 
 APPS = {"gromacs": gromacs, "hpcc": hpcc, "meep": meep, "mpb": mpb, "halo": halo}
@@ -211,8 +242,25 @@ def cpu_of(pid):
         return int(f.read().rsplit(")", 1)[1].split()[36])
 
 
+def job_cpu_s(pids, last):
+    """The CPU time (s) the processes PIDS used so far, summed; LAST keeps each one's latest
+    reading, so that a process gone keeps counting what it used."""
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            last[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        except (OSError, ValueError, IndexError):
+            pass
+    return sum(last.values())
+
+
 class Injector(threading.Thread):
-    """Waits for the ranks, then at the planned time does the fault to the planned rank."""
+    """Waits for the ranks, then once the job has done the planned share of its usual work does
+    the fault to the planned rank. The job's progress is the CPU time its ranks used since they
+    were all past MPI_Init: a wall-clock delay would inject after the end on an idle machine
+    and early on a loaded one (AppCampaign.subset missed every fault on an idle CI machine)."""
 
     def __init__(self, plan, marker, daemon):
         super().__init__(daemon=True)
@@ -220,28 +268,51 @@ class Injector(threading.Thread):
         self.truth = None
         self.stop_flag = threading.Event()
         self.hog = None
+        self.cpu_s = None  # the ranks' CPU time since they were ready: at the fault, or at the end
+        self.ran_s = None  # the wall time since they were ready, alike
 
-    def run(self):
-        pids = {}
+    def wait_ready(self):
+        """{rank: pid} once every rank is monitored and past MPI_Init, or None."""
         deadline = time.monotonic() + 120
-        # the application's time starts when every rank is monitored and past MPI_Init
         while not self.stop_flag.is_set() and time.monotonic() < deadline:
             show = campaign.query_json(self.d, "show", self.marker, "--json") or {}
             tasks = show.get("tasks") or []
             if len(tasks) == RANKS and all(t.get("calls", 0) > 1 for t in tasks):
-                break
+                pids = rank_pids(self.marker)
+                return pids if len(pids) == RANKS else None
             self.stop_flag.wait(0.2)
-        pids = rank_pids(self.marker)
-        if len(pids) < RANKS or self.plan.fault in ("none", "deadlock"):
+        return None
+
+    def wait_progress(self, pids, cpu_s):
+        """Whether the ranks used CPU_S seconds of CPU from now before the job ended (sampled
+        until then otherwise, for the record)."""
+        last = {}
+        t0, c0 = time.monotonic(), job_cpu_s(pids.values(), last)
+        while True:
+            used = job_cpu_s(pids.values(), last) - c0
+            alive = any(os.path.exists(f"/proc/{pid}") for pid in pids.values())
+            if alive:
+                self.cpu_s, self.ran_s = used, time.monotonic() - t0
+            if cpu_s is not None and used >= cpu_s:
+                return True
+            if not alive or self.stop_flag.wait(0.05):
+                return False
+
+    def run(self):
+        pids = self.wait_ready()
+        if not pids:
             return
-        if self.stop_flag.wait(self.plan.at_s):
+        if self.plan.fault in ("none", "deadlock"):
+            self.wait_progress(pids, None)
+            return
+        if not self.wait_progress(pids, self.plan.at_cpu_s):
             return
         pid, f = pids[self.plan.rank], self.plan.fault
         t = time.monotonic_ns()  # CLOCK_MONOTONIC: the clock of the BPF timestamps
         try:
             if f in ("stop", "hang-stop"):
                 os.kill(pid, signal.SIGSTOP)
-            elif f in ("spin", "hang-spin"):
+            elif f in SPUN:
                 tgkill(pid, pid, SPIN_SIGNAL)  # the main thread: the program's, not MPI's helpers
             elif f in ("cpu", "mem"):
                 cpu = cpu_of(pid)
@@ -271,38 +342,78 @@ class Injector(threading.Thread):
 
 
 class Plan:
-    """What one (application, fault, seed) injects, drawn from the seed."""
+    """What one (application, fault, seed) injects, drawn from the seed: the rank, the share of
+    the application's usual work done when the fault comes (25-65%), and a stall's length."""
 
-    def __init__(self, app, fault, seed, usual_s):
+    def __init__(self, app, fault, seed, usual):
         rnd = random.Random(f"{app}/{fault}/{seed}")
         self.app, self.fault, self.seed = app, fault, seed
         self.rank = rnd.randrange(RANKS)
-        self.at_s = usual_s * rnd.uniform(0.25, 0.65)
+        self.at = rnd.uniform(0.25, 0.65)
+        self.at_cpu_s = usual.cpu_s * self.at
         self.length_s = rnd.uniform(2.0, 5.0)
 
     def spin_ms(self):
-        return {"spin": int(self.length_s * 1000), "hang-spin": -1}.get(self.fault, 0)
+        return {"spin": int(self.length_s * 1000), "hang-spin": -1, "hang-io": -1}.get(self.fault, 0)
 
     def __str__(self):
-        return f"{self.app} {self.fault} seed={self.seed} rank={self.rank} at={self.at_s:.1f}s len={self.length_s:.1f}s"
+        return (f"{self.app} {self.fault} seed={self.seed} rank={self.rank} at={self.at:.0%} ({self.at_cpu_s:.1f} CPU-s) "
+                f"len={self.length_s:.1f}s")
 
 
 # ---------------------------------------------------------------------------------------------
 # one run
 
-def run_one(plan, cmd, workdir, usual_s, runlog):
+class Stallfs:
+    """A file system that does not answer (tests/faults/stallfs.c), mounted at MOUNTPOINT for at
+    most MAX_S seconds: a read of its file waits in the kernel until release()."""
+
+    def __init__(self, mountpoint, max_s):
+        self.mountpoint = mountpoint
+        os.makedirs(mountpoint, exist_ok=True)
+        self.proc = subprocess.Popen([STALLFS, mountpoint, str(int(max_s))], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        try:
+            harness.wait_for(self.mounted, 20, "stallfs to mount")
+        except AssertionError:
+            self.release()
+            raise
+
+    def mounted(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"stallfs exited with {self.proc.returncode}")
+        with open("/proc/mounts") as f:
+            return any(line.split()[1] == self.mountpoint for line in f)
+
+    def release(self):
+        """Reads fail from now on; then unmount and end."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR1)
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        subprocess.run(["fusermount3", "-u", "-z", self.mountpoint], capture_output=True)
+
+
+def run_one(plan, cmd, workdir, usual, short, runlog):
     name = f"app-{os.getpid()}-{plan.app}-{plan.fault}-{plan.seed}"
     bus = campaign.new_bus()
     d = harness.Daemon(bus=bus)
-    p, inj, end, doc, show = None, None, "timeout", None, None
+    p, inj, end, doc, show, fs = None, None, "timeout", None, None, None
     truth_file = os.path.join(workdir, "deadlock.truth")
     try:
         spin_truth = os.path.join(workdir, "spin.truth")
         env = dict(d.env, PDIMON_APPS_RUN=name, LD_PRELOAD=AGENT, PDIMON_SPIN_MS=str(plan.spin_ms()),
-                   PDIMON_SPIN_TRUTH=spin_truth)
+                   PDIMON_SPIN_TRUTH=spin_truth, PDIMON_SPIN_IO="")
+        if plan.fault == "hang-io":
+            fs = Stallfs(os.path.join(workdir, "stalled"), 4 * usual.wall_s + 120)
+            env["PDIMON_SPIN_IO"] = os.path.join(fs.mountpoint, "data")
         if plan.fault == "deadlock":
             env.update(PDIMON_FAULT="deadlock", PDIMON_FAULT_RANK=str(plan.rank), PDIMON_FAULT_WHERE="mpi",
-                       PDIMON_FAULT_ITER=str(int(plan.at_s / usual_s * HALO_ITERS[usual_s < 10])),
+                       PDIMON_FAULT_ITER=str(int(plan.at * HALO_ITERS[short])),
                        PDIMON_FAULT_TRUTH=truth_file)
         with open(os.path.join(workdir, name + ".out"), "w") as out:
             p = subprocess.Popen([harness.PDIMON, "run", "--step", name, "--", *cmd], cwd=workdir, stdout=out,
@@ -311,7 +422,7 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
         inj.start()
         # a hang is taken when every rank stood still longer than any stall lasts
         stuck_ns = 8e9
-        deadline = time.monotonic() + 4 * usual_s + 90
+        deadline = time.monotonic() + 4 * usual.wall_s + 90
         while True:
             if p.poll() is not None:
                 end = f"exit {p.returncode}"
@@ -336,6 +447,8 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
         doc = campaign.query_json(d, "analyze", name, "--json")
         show = campaign.query_json(d, "show", name, "--json")
     finally:
+        if fs:
+            fs.release()  # the stuck read fails: the rank can be killed
         if inj:
             inj.finish()
         if p is not None:
@@ -347,8 +460,9 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
         except AssertionError as e:
             campaign.log(runlog, f"# {name}: pdimond did not stop cleanly: {str(e)[:300]}")
         bus.stop()
+        keep_database(d, workdir)
     truth = inj.truth if inj else None
-    if truth and plan.fault in ("spin", "hang-spin"):
+    if truth and plan.fault in SPUN:
         try:  # the spin began when the rank left MPI (the agent spins outside MPI only)
             with open(spin_truth) as f:
                 truth["t_ns"] = int(f.read())
@@ -360,7 +474,34 @@ def run_one(plan, cmd, workdir, usual_s, runlog):
         truth = {"fault": "deadlock", "rank": t["rank"], "peer": t["peer"], "t_ns": t["t_ns"]}
     if plan.fault == "none":
         truth = {"fault": "none"}
-    return truth, doc, show, end
+    # how far the job got after MPI_Init: at the fault, or at its end (Usual's measures)
+    progress = {"cpu_s": inj.cpu_s, "ran_s": inj.ran_s} if inj else {}
+    return name, truth, doc, show, end, progress
+
+
+def keep_database(d, workdir):
+    """The run's database into WORKDIR (for --reanalyze); the daemon's directory goes."""
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(d.database + suffix):
+            shutil.move(d.database + suffix, os.path.join(workdir, "pdimon.db" + suffix))
+    shutil.rmtree(d.dir, ignore_errors=True)
+
+
+def reanalyze(workdir, name):
+    """`pdimon analyze NAME --json` by a fresh pdimond on the run's kept database."""
+    bus = campaign.new_bus()
+    d = None
+    try:
+        d = harness.Daemon(bus=bus, database=os.path.join(workdir, "pdimon.db"))
+        return campaign.query_json(d, "analyze", name, "--json")
+    finally:
+        if d:
+            try:
+                d.stop()
+            except AssertionError:
+                pass
+            shutil.rmtree(d.dir, ignore_errors=True)
+        bus.stop()
 
 
 def stuck_all(rep, stuck_ns):
@@ -394,14 +535,18 @@ def score(plan, truth, doc, show, end):
         if t0 is not None and t0 <= truth["t_ns"]:
             tphase = k
     ranks = a["faulty_ranks"] or []
-    s["phase"] = a["faulty_phase"] is not None and a["faulty_phase"] == tphase
-    s["task"] = rank in ranks and len(ranks) <= RANKS // 2
-    s["alone"] = ranks == [rank]
+    said = bool(diag.get("abnormal")) or a["verdict"] == "hang"  # "nothing abnormal" names nothing
+    culprits = [rank, truth["peer"]] if plan.fault == "deadlock" else [rank]
+    s["phase"] = said and a["faulty_phase"] is not None and a["faulty_phase"] == tphase
+    s["task"] = said and rank in ranks and len(ranks) <= RANKS // 2
+    s["alone"] = said and sorted(ranks) == sorted(culprits)
     top = (doc.get("automaded") or {}).get("transitions") or diag.get("transitions") or []
-    s["top5"] = any(rank in campaign.parse_ranges(t.get("ranks", "")) for t in top[:5])
+    if a["verdict"] == "hang":  # the transition a hang's task never completed: where it stopped
+        top = [{"ranks": f"[{x.get('rank')}]"} for x in diag.get("stopped_at") or []]
+    s["top5"] = said and any(rank in campaign.parse_ranges(t.get("ranks", "")) for t in top[:5])
     lp_truth = None
     if plan.fault in HANGS:
-        lp_truth = {rank, truth["peer"]} if plan.fault == "deadlock" else {rank}
+        lp_truth = set(culprits)
         got = set(a["lp"]) if end == "hang" and a["verdict"] == "hang" else set()
         s["lp_recall"] = lp_truth <= got
         s["lp_precision"] = len(lp_truth & got) / len(got) if got else None
@@ -435,8 +580,78 @@ def table(tallies, out):
 
 
 def fault_class(f):
-    return {"stop": "stall", "spin": "stall", "hang-stop": "hang", "hang-spin": "hang", "deadlock": "hang",
+    return {"stop": "stall", "spin": "stall", "hang-stop": "hang", "hang-spin": "hang", "hang-io": "hang",
+            "deadlock": "hang",
             "cpu": "interference", "mem": "interference"}.get(f, f)
+
+
+def load_average():
+    return float(open("/proc/loadavg").read().split()[0])
+
+
+def report(by_key, by_class, overall, out, started, loads):
+    print(f"\n{overall.runs} runs in {time.monotonic() - started:.0f} s on this shared 2-core VM, load average "
+          f"{min(loads)}-{max(loads)} (median {sorted(loads)[len(loads) // 2]}) at the runs' starts "
+          f"(per-run lines: {os.path.join(out, 'apps.log')})")
+    table(by_key, sys.stdout)
+    print()
+    table(dict(by_class, all=overall), sys.stdout)
+
+
+def check_floor(floor_spec, by_class, overall):
+    floor = campaign.parse_floor(floor_spec, METRICS)
+    bad = []
+    for (scope, metric), want in floor.items():
+        t = overall if scope == "all" else by_class.get(scope)
+        got = t.pct(metric) if t else None
+        if got is None or got < want:
+            bad.append(f"{scope}.{metric} = {'n/a' if got is None else f'{got:.0f}'}% < floor {want:.0f}%")
+    if bad:
+        print("BELOW THE FLOOR: " + "; ".join(bad))
+        return 1
+    return 0
+
+
+def tally(by_key, by_class, overall, app, fault, s):
+    for t in (by_key.setdefault(f"{app} {fault}", Tally()), by_class.setdefault(fault_class(fault), Tally()), overall):
+        t.add(s)
+
+
+def print_run(plan, s, end, seconds):
+    print(f"  {plan}: " + " ".join(f"{m}={v:.2f}" if isinstance(v, float) else f"{m}={int(bool(v))}"
+                                   for m, v in s.items() if v is not None) + f" ({end}, {seconds:.0f} s)", flush=True)
+
+
+def rescore(args, apps, faults):
+    """--reanalyze: every kept run of APPS and FAULTS analysed again and scored."""
+    runlog = open(os.path.join(args.reanalyze, "reanalyze.log"), "w")
+    by_key, by_class, overall, loads = {}, {}, Tally(), []
+    started = time.monotonic()
+    for run in sorted(os.listdir(args.reanalyze)):
+        path = os.path.join(args.reanalyze, run, "run.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            rec = json.load(f)
+        app, fault, seed = rec.get("app"), rec.get("fault"), rec.get("seed")
+        if app not in apps or fault not in faults or "name" not in rec:
+            continue
+        plan = Plan(app, fault, seed, Usual(**rec["usual"]) if "usual" in rec else Usual(rec["usual_s"], 0))
+        doc = rec["analysis"]
+        if fault not in HANGS and os.path.exists(os.path.join(args.reanalyze, run, "pdimon.db")):
+            doc = reanalyze(os.path.join(args.reanalyze, run), rec["name"])
+            with open(os.path.join(args.reanalyze, run, "reanalysis.json"), "w") as f:
+                json.dump(doc, f)
+        s, line = score(plan, rec["truth"], doc, rec.get("show"), rec["end"])
+        campaign.log(runlog, f"{plan} | {line}")
+        print_run(plan, s, rec["end"], 0)
+        loads.append(rec.get("load", 0.0))
+        tally(by_key, by_class, overall, app, fault, s)
+    if not overall.runs:
+        raise SystemExit(f"apps: no kept run of those applications and faults in {args.reanalyze}")
+    print(f"re-analysed by this build: {args.reanalyze}")
+    report(by_key, by_class, overall, args.reanalyze, started, loads)
+    return check_floor(args.floor, by_class, overall) if args.floor else 0
 
 
 def main():
@@ -449,6 +664,7 @@ def main():
     ap.add_argument("--floor", default="", help="METRIC=PCT or CLASS.METRIC=PCT (CLASS: stall, hang, "
                                                 "interference, none), comma-separated or a file")
     ap.add_argument("--out", default="")
+    ap.add_argument("--reanalyze", default="", metavar="DIR", help="score the kept runs in DIR again")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.geteuid() != 0:
@@ -458,56 +674,44 @@ def main():
     for a in apps:
         if a not in APPS:
             raise SystemExit(f"apps: unknown application {a} (known: {', '.join(APPS)})")
-        if NEEDS[a] and not shutil.which(NEEDS[a]):
-            raise SystemExit(f"apps: {a} needs {NEEDS[a]}: install it (scripts/install-deps.sh --apps)")
     for f in faults:
         if f not in FAULTS:
             raise SystemExit(f"apps: unknown fault {f} (known: {', '.join(FAULTS)})")
+    if args.reanalyze:
+        return rescore(args, apps, faults)
+    for a in apps:
+        if NEEDS[a] and not shutil.which(NEEDS[a]):
+            raise SystemExit(f"apps: {a} needs {NEEDS[a]}: install it (scripts/install-deps.sh --apps)")
     out = args.out or tempfile.mkdtemp(prefix="pdimon-apps-")
     os.makedirs(out, exist_ok=True)
     runlog = open(os.path.join(out, "apps.log"), "a")
-    by_key, by_class, overall = {}, {}, Tally()
+    by_key, by_class, overall, loads = {}, {}, Tally(), []
     started = time.monotonic()
     print(f"apps: {len(apps)} applications x {len(faults)} faults x {args.seeds} seeds, 4 ranks, "
-          f"{'short' if args.short else 'full'} inputs; load average {open('/proc/loadavg').read().split()[0]}",
-          flush=True)
+          f"{'short' if args.short else 'full'} inputs; load average {load_average()}", flush=True)
     for app in apps:
         for fault in faults:
             if fault == "deadlock" and app != "halo":
                 continue  # a real deadlock needs a program of ours
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                workdir = tempfile.mkdtemp(prefix=f"{app}-", dir=out)
-                cmd, usual_s = APPS[app](workdir, args.short)
-                plan = Plan(app, fault, seed, usual_s)
+                workdir = tempfile.mkdtemp(prefix=f"{app}-{fault}-{seed}-", dir=out)
+                cmd, usual = APPS[app](workdir, args.short)
+                plan = Plan(app, fault, seed, usual)
                 t_run = time.monotonic()
-                truth, doc, show, end = run_one(plan, cmd, workdir, usual_s, runlog)
+                load = load_average()
+                name, truth, doc, show, end, progress = run_one(plan, cmd, workdir, usual, args.short, runlog)
                 s, line = score(plan, truth, doc, show, end)
                 with open(os.path.join(workdir, "run.json"), "w") as f:
-                    json.dump({"plan": str(plan), "truth": truth, "analysis": doc, "end": end}, f)
-                campaign.log(runlog, f"{plan} | {line}")
-                print(f"  {plan}: " + " ".join(f"{m}={v:.2f}" if isinstance(v, float) else f"{m}={int(bool(v))}"
-                                                for m, v in s.items() if v is not None) +
-                      f" ({end}, {time.monotonic() - t_run:.0f} s)", flush=True)
-                for t in (by_key.setdefault(f"{app} {fault}", Tally()),
-                          by_class.setdefault(fault_class(fault), Tally()), overall):
-                    t.add(s)
-    print(f"\n{overall.runs} runs in {time.monotonic() - started:.0f} s on this shared 2-core VM "
-          f"(per-run lines: {os.path.join(out, 'apps.log')})")
-    table(by_key, sys.stdout)
-    print()
-    table(dict(by_class, all=overall), sys.stdout)
-    if args.floor:
-        floor = campaign.parse_floor(args.floor, METRICS)
-        bad = []
-        for (scope, metric), want in floor.items():
-            t = overall if scope == "all" else by_class.get(scope)
-            got = t.pct(metric) if t else None
-            if got is None or got < want:
-                bad.append(f"{scope}.{metric} = {'n/a' if got is None else f'{got:.0f}'}% < floor {want:.0f}%")
-        if bad:
-            print("BELOW THE FLOOR: " + "; ".join(bad))
-            return 1
-    return 0
+                    json.dump({"plan": str(plan), "app": app, "fault": fault, "seed": seed, "usual": vars(usual),
+                               "name": name, "load": load, "truth": truth, "analysis": doc, "show": show,
+                               "end": end, "progress": progress}, f)
+                done = " ".join(f"{k}={v:.1f}" for k, v in progress.items() if v is not None)
+                campaign.log(runlog, f"{plan} load={load} {done} | {line}")
+                print_run(plan, s, end, time.monotonic() - t_run)
+                loads.append(load)
+                tally(by_key, by_class, overall, app, fault, s)
+    report(by_key, by_class, overall, out, started, loads)
+    return check_floor(args.floor, by_class, overall) if args.floor else 0
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ struct pdi_task {
 		uint64_t at_ns, run_ns, wait_ns;
 		pid_t tid;
 	} cpu_seen;
+	pid_t usage_tid;              /* the thread whose counts its phases get: the first to call MPI
+					 (task_activity.c) */
 };
 
 enum pdi_phases { PDI_PHASES_DEFAULT, PDI_PHASES_AUTO, PDI_PHASES_PCONTROL };

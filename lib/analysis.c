@@ -85,7 +85,8 @@ static const char *verdict_kind(const struct pdi_analysis *a)
 		return "not_monitored";
 	if (all_finished)
 		return "completed";
-	if (blocked)
+	/* no task in one call for long, but the hang judge saw none progress: they poll, or compute */
+	if (blocked || (a->view->hung && pdi_view_running(a->view)))
 		return "hang";
 	return pdi_view_running(a->view) ? "running" : "incomplete";
 }
@@ -115,6 +116,25 @@ static bool computing_all_along(const struct pdi_view_task *t, uint64_t for_ns)
 {
 	return t->running && t->where.kind == PDI_WHERE_COMPUTING && t->where.for_ns >= for_ns &&
 	       !held_by_kernel(&t->where) && !maybe_in_unseen_call(t);
+}
+
+/* Whether the NLP RANKS PDI found are the tasks computing all along since FOR_NS: then PDI
+ * said it, and its answer stands as its own. */
+static bool same_ranks_computing(const struct pdi_view *s, const int *ranks, size_t nlp, uint64_t for_ns)
+{
+	size_t same = 0;
+
+	for (unsigned i = 0; i < s->ntasks; i++)
+		if (computing_all_along(&s->tasks[i], for_ns)) {
+			size_t k = 0;
+
+			while (k < nlp && ranks[k] != s->tasks[i].rank)
+				k++;
+			if (k == nlp)
+				return false;
+			same++;
+		}
+	return same == nlp;
 }
 
 /* PDI on the view's tasks: the progress dependence graph and the least-progressed ranks. The
@@ -179,13 +199,14 @@ static int least_progressed(struct pdi_analysis *a)
 			a->lp_by = "kernel";
 		}
 	}
-	/* PDI could not order them (its Table 1 leaves a loop's states undefined, and a wait
-	 * with no known peer has no point-to-point edge): a minority that has computed outside
-	 * MPI since before the others blocked cannot be waiting for them through MPI, while they
-	 * wait for someone: that minority holds the step */
-	if (nlp == 0 || nlp == n) {
+	/* A minority that has computed outside MPI since before the others blocked cannot be
+	 * waiting for them through MPI, while they wait for someone: that minority holds the step.
+	 * It is taken when PDI could not order the tasks (its Table 1 leaves a loop's states
+	 * undefined, and a wait with no known peer has no point-to-point edge), and over PDI's
+	 * answer when every other task waits in MPI: a probabilistic order does not beat that. */
+	if (strcmp(a->lp_by, "kernel")) {
 		uint64_t blocked_since = UINT64_MAX;
-		size_t nblocked = 0, nout = 0;
+		size_t nblocked = 0, nout = 0, nrunning = 0;
 
 		for (unsigned i = 0; i < s->ntasks; i++)
 			if (s->tasks[i].running && s->tasks[i].where.kind == PDI_WHERE_BLOCKED) {
@@ -193,10 +214,24 @@ static int least_progressed(struct pdi_analysis *a)
 				if (s->tasks[i].where.for_ns < blocked_since)
 					blocked_since = s->tasks[i].where.for_ns;
 			}
-		for (unsigned i = 0; nblocked && i < s->ntasks; i++)
-			if (computing_all_along(&s->tasks[i], blocked_since))
+		/* tasks that poll in MPI are never long in one call, nor out of it: the judge's quiet
+		 * says since when they wait */
+		if (s->hung && s->hung_for_ns < blocked_since)
+			blocked_since = s->hung_for_ns;
+		for (unsigned i = 0; i < s->ntasks; i++) {
+			const struct pdi_view_task *t = &s->tasks[i];
+
+			nrunning += t->running;
+			if (computing_all_along(t, blocked_since))
 				nout++;
-		if (nout && 2 * nout < s->ntasks) {
+			else if (s->hung && t->running &&
+				 (t->where.kind == PDI_WHERE_IN_MPI || t->where.kind == PDI_WHERE_COMPUTING))
+				nblocked++;
+		}
+		if (!nblocked)
+			nout = 0;
+		if (nout && 2 * nout < s->ntasks && (nlp == 0 || nlp == n || nblocked + nout == nrunning) &&
+		    !same_ranks_computing(s, ranks, nlp, blocked_since)) {
 			nlp = 0;
 			for (unsigned i = 0; i < s->ntasks; i++)
 				if (computing_all_along(&s->tasks[i], blocked_since))
@@ -382,6 +417,7 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	const struct pdi_model **models = NULL, **rows = NULL;
 	uint32_t *weights = NULL;
 	const char *why = NULL;
+	bool few, held;
 	int r;
 
 	r = automaded_input(samples, a, &models, &weights, &rows);
@@ -399,20 +435,29 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	if (r < 0)
 		goto out;
 	a->has_automaded = true;
-	if (a->am.end_phase - a->am.first_phase < PDI_MIN_PHASES && !a->sample_runs)
+	/* with few phases, what is usual for a phase is not known: only a task held by the kernel
+	 * while its peers were not (lost_time.h) singles one out */
+	few = a->am.end_phase - a->am.first_phase < PDI_MIN_PHASES && !a->sample_runs;
+	held = a->am.by_lost && a->am.lost.kind == PDI_LOST_HELD;
+	if (few && !held)
 		add_limit(a, "AutomaDeD: only %u phases compared and no earlier run to compare with: too few to "
 			     "single out a phase with confidence",
 			  a->am.end_phase - a->am.first_phase);
 	/* the evidence against the step's own variation: the scores (dimensionless) when they
 	 * chose the phase, else the time lost (a MAD under 50 ms is taken as 50 ms) */
-	a->excess_s = fmax(a->am.phase_excess[a->am.faulty_phase], a->am.phase_imbalance[a->am.faulty_phase]);
-	a->noise_z = !a->am.by_time ? noise_z(&a->am, a->am.phase_score, 0)
-		     : noise_z(&a->am, a->am.by_imbalance ? a->am.phase_imbalance : a->am.phase_excess,
-			       PDI_EXCESS_MAD_FLOOR_S);
+	if (a->am.by_lost) {
+		a->excess_s = a->am.lost.total_s;
+		a->noise_z = a->am.lost.z;
+	} else {
+		a->excess_s = fmax(a->am.phase_excess[a->am.faulty_phase], a->am.lost.phase_s[a->am.faulty_phase]);
+		a->noise_z = noise_z(&a->am, a->am.by_time ? a->am.phase_excess : a->am.phase_score,
+				     a->am.by_time ? PDI_EXCESS_MAD_FLOOR_S : 0);
+	}
 	a->abnormal = a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
-		      a->am.ntop > 0 && a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 &&
-		      (a->excess_s >= PDI_EXCESS_FLOOR_S || a->am.effect == PDI_EFFECT_PERMANENT) &&
-		      (a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES || a->sample_runs);
+		      a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 && (!few || held) &&
+		      (a->am.by_lost ? a->excess_s >= PDI_EXCESS_FLOOR_S
+				     : a->am.ntop > 0 && (a->excess_s >= PDI_EXCESS_FLOOR_S ||
+							  (a->am.effect == PDI_EFFECT_PERMANENT && a->sample_runs)));
 	a->confidence = !a->abnormal ? "none" : a->noise_z >= PDI_NOISE_Z_HIGH && a->am.task_margin >= 2 ? "high"
 						: a->noise_z >= 2 * PDI_NOISE_Z ? "medium" : "low";
 	if (!a->abnormal && a->am.ntop > 0 && a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES)
@@ -665,6 +710,15 @@ size_t pdi_analysis_faulty_ranks(const struct pdi_analysis *a, int *ranks)
 
 	if (!a->has_automaded)
 		return 0;
+	if (am->by_lost) {
+		/* the task that lost the time, and any that lost nearly as much in the same phase */
+		for (size_t c = 0; c < a->classes.n; c++)
+			if (c == am->lost.task ||
+			    pdi_lost_of(&am->lost, c, am->lost.peak, NULL) >= PDI_LOST_ALSO_SHARE * am->lost.peak_s)
+				n += class_ranks(a, c, ranks + n);
+		qsort(ranks, n, sizeof(*ranks), cmp_int);
+		return n;
+	}
 	for (size_t c = 0; c < a->classes.n; c++)
 		if (am->cluster[c] == am->faulty_cluster)
 			in_cluster += a->classes.classes[c].n;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "automaded.h"
+#include "robust.h"
 
 #define NU_SAMPLES 12           /* phases nu is trained on, evenly spread */
 #define PERMANENT_RATIO 3.0     /* across-shift over within-side difference (medians) that makes a shift */
@@ -188,21 +189,6 @@ static void deviations(struct work *w)
 		}
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return (a > b) - (a < b);
-}
-
-static double median(double *v, size_t n)
-{
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* A phase's score: the tasks' deviations (4.2), each taken above the task's median deviation
  * over the phases. Without that, the noise of thousands of normal tasks would outweigh the
  * one task a fault hit. Not squared, as the paper has it: on a busy node one scheduling
@@ -217,7 +203,7 @@ static void phase_scores(const struct work *w, struct pdi_automaded *a)
 		double mid;
 
 		memcpy(sorted, dev, m * sizeof(*dev));
-		mid = median(sorted, m);
+		mid = pdi_median(sorted, m);
 		for (uint32_t i = 0; i < m; i++) {
 			a->phase_score[w->first + i] += weight(w->in, t) * fmax(0.0, dev[i] - mid);
 		}
@@ -304,8 +290,8 @@ static double best_shift(const struct work *w, uint32_t *ret_phase)
 					else
 						across[na++] = raw_diff(w, t, p, q);
 				}
-			mw = median(within, nw);
-			ratio = mw > 0 ? median(across, na) / mw : 0;
+			mw = pdi_median(within, nw);
+			ratio = mw > 0 ? pdi_median(across, na) / mw : 0;
 			if (ratio <= best)
 				continue;
 			best = ratio;
@@ -387,44 +373,36 @@ static double computation_step(const struct work *w, uint32_t *ret_phase, size_t
 	return best;
 }
 
-/* Total time model T spent computing (between MPI calls) in phase P, in seconds. */
-static double computation_total_s(const struct pdi_model *x, uint32_t p)
+/* Phase P's length on task X (s), less the time X waited for a CPU in it when the kernel's
+ * counts say: a machine busier than its cores stretches every phase of every task by seconds,
+ * and that is no fault of the program's. */
+static double busy_length_s(const struct pdi_model *x, uint32_t p)
 {
 	const struct pdi_phase *ph = &x->phases[p];
-	double sum = 0;
+	double len = (double)(ph->t_end - ph->t_start) / 1e9;
+	struct pdi_phase_usage u;
 
-	for (uint32_t e = 0; e < ph->nedges; e++)
-		if (pdi_state_is_comp(ph->states[ph->edges[e].from].key))
-			sum += ph->edges[e].time.mean * (double)ph->edges[e].time.n;
-	return sum / 1e9;
+	if (pdi_model_phase_usage(x, p, &u))
+		len -= fmin(len, (double)u.wait_ns / 1e9);
+	return len;
 }
 
-/* How much longer than usual each compared phase took, on the model where it grew most; and
- * how much more one model computed in it than the models' median. */
+/* How much longer than usual each compared phase took, on the model where it grew most, beyond
+ * the time it waited for a CPU. */
 static void phase_excess(const struct work *w, struct pdi_automaded *a)
 {
 	uint32_t m = w->end - w->first;
-	double d[m + 1], c[w->n + 1];
-
-	for (uint32_t p = w->first; w->n > 1 && p < w->end; p++) {
-		double med;
-
-		for (size_t t = 0; t < w->n; t++)
-			c[t] = computation_total_s(w->in->models[t], p);
-		med = median(c, w->n); /* sorts C */
-		a->phase_imbalance[p] = c[w->n - 1] - med;
-	}
+	double d[m + 1], len[m + 1];
 
 	for (size_t t = 0; t < w->n; t++) {
 		const struct pdi_model *x = w->in->models[t];
 		double med;
 
 		for (uint32_t i = 0; i < m; i++)
-			d[i] = (double)(x->phases[w->first + i].t_end - x->phases[w->first + i].t_start) / 1e9;
-		med = median(d, m);
-		for (uint32_t p = w->first; p < w->end; p++)
-			a->phase_excess[p] = fmax(a->phase_excess[p],
-						  (double)(x->phases[p].t_end - x->phases[p].t_start) / 1e9 - med);
+			d[i] = len[i] = busy_length_s(x, w->first + i);
+		med = pdi_median(d, m);
+		for (uint32_t i = 0; i < m; i++)
+			a->phase_excess[w->first + i] = fmax(a->phase_excess[w->first + i], len[i] - med);
 	}
 }
 
@@ -448,17 +426,32 @@ static uint32_t best_phase(const struct work *w, const double *v, double *ret_se
 	return best;
 }
 
-/* The imbalance first (one task's stall in computation stands out of a loaded machine's
- * noise there), the phase's length next (a stall inside MPI lengthens the phase for all). */
+/* One task lost a stall's worth of time against its peers (lost_time.h): the first phase of
+ * the run it kept losing in is the faulty one, and that task the faulty task, whatever the
+ * scores say; a run that lasts to the end is a shift (interference from then on). */
+static bool by_lost_time(const struct work *w, struct pdi_automaded *a)
+{
+	const struct pdi_lost *l = &a->lost;
+
+	if (!l->found || l->total_s < PDI_EXCESS_FLOOR_S)
+		return false;
+	a->effect = l->last + 1 == w->end && l->last > l->onset + 1 ? PDI_EFFECT_PERMANENT : PDI_EFFECT_TEMPORARY;
+	a->stepped = false;
+	a->faulty_phase = l->onset;
+	a->by_time = a->by_lost = true;
+	a->phase_margin = l->other_phase_s > 0 ? l->peak_s / l->other_phase_s : 1e9;
+	return true;
+}
+
+/* Else the phase's length: a stall inside MPI lengthens the phase for all. */
 static void prefer_lost_time(const struct work *w, struct pdi_automaded *a)
 {
-	double second, *v = a->phase_imbalance;
-	uint32_t best = best_phase(w, v, &second);
+	double second, *v = a->phase_excess;
+	uint32_t best;
 
-	if (v[best] < PDI_EXCESS_FLOOR_S || v[best] < 2 * second) {
-		v = a->phase_excess;
-		best = best_phase(w, v, &second);
-	}
+	if (by_lost_time(w, a))
+		return;
+	best = best_phase(w, v, &second);
 	if (best == a->faulty_phase || v[best] < PDI_EXCESS_FLOOR_S ||
 	    (a->effect == PDI_EFFECT_TEMPORARY && v[a->faulty_phase] >= PDI_EXCESS_FLOOR_S / 2) ||
 	    (a->effect == PDI_EFFECT_PERMANENT && v[best] < 2 * second))
@@ -467,7 +460,6 @@ static void prefer_lost_time(const struct work *w, struct pdi_automaded *a)
 	a->stepped = false; /* a lasting shift would lose time in every phase after it, not in one */
 	a->faulty_phase = best;
 	a->by_time = true;
-	a->by_imbalance = v == a->phase_imbalance;
 	a->phase_margin = second > 0 ? v[best] / second : 1e9;
 }
 
@@ -754,6 +746,21 @@ static int computation_scores(const struct work *w, struct pdi_automaded *a)
 	return 0;
 }
 
+/* The faulty task when time lost picked the phase: the task that lost it (each task scored by
+ * what it lost over the run). */
+static void lost_scores(struct pdi_automaded *a)
+{
+	const struct pdi_lost *l = &a->lost;
+
+	for (size_t t = 0; t < l->n; t++) {
+		a->task_score[t] = 0;
+		for (uint32_t p = l->onset; p <= l->last; p++)
+			a->task_score[t] += pdi_lost_of(l, t, p, NULL);
+	}
+	a->faulty_task = l->task;
+	a->task_margin = l->next_task_s > 0 ? l->peak_s / l->next_task_s : 1e9;
+}
+
 /* The transitions that make the faulty task's faulty phase differ from normal (4.3). */
 static int characteristic(const struct work *w, struct pdi_automaded *a)
 {
@@ -946,6 +953,36 @@ static void work_done(struct work *w)
 	free(w->dev);
 }
 
+/* A step of one phase has nothing to compare it with: only a task held by the kernel for a
+ * stall's worth of time while its peers were not (lost_time.h) singles it out. */
+static int one_phase(const struct pdi_automaded_input *in, struct pdi_automaded *ret, const char **why)
+{
+	struct pdi_automaded a = {.nphases = 1, .end_phase = 1, .nclusters = 1, .effect = PDI_EFFECT_TEMPORARY};
+	int r = pdi_lost_time(in->models, in->weights, in->n, 0, 1, &a.lost);
+
+	if (r < 0)
+		return r;
+	if (!a.lost.found || a.lost.total_s < PDI_EXCESS_FLOOR_S) {
+		pdi_lost_done(&a.lost);
+		if (why)
+			*why = "one phase only, and no task was held by the kernel for long: nothing to compare";
+		return -EINVAL;
+	}
+	a.phase_score = calloc(1, sizeof(*a.phase_score));
+	a.phase_excess = calloc(1, sizeof(*a.phase_excess));
+	a.task_score = calloc(in->n, sizeof(*a.task_score));
+	a.cluster = calloc(in->n, sizeof(*a.cluster));
+	if (!a.phase_score || !a.phase_excess || !a.task_score || !a.cluster) {
+		pdi_automaded_done(&a);
+		return -ENOMEM;
+	}
+	a.by_time = a.by_lost = true;
+	a.phase_margin = 1e9;
+	lost_scores(&a);
+	*ret = a;
+	return 0;
+}
+
 int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded *ret, const char **why)
 {
 	struct pdi_automaded a = {0};
@@ -955,6 +992,8 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 	for (size_t t = 0; t < in->n; t++)
 		if (in->models[t]->nphases < w.np)
 			w.np = in->models[t]->nphases;
+	if (in->n && w.np == 1)
+		return one_phase(in, ret, why);
 	if (!in->n || w.np < 2) {
 		if (why)
 			*why = !in->n ? "no task made an MPI call" : "fewer than two phases to compare";
@@ -973,9 +1012,7 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 	a.phase_score = calloc(w.np, sizeof(*a.phase_score));
 	a.task_score = calloc(w.n, sizeof(*a.task_score));
 	a.phase_excess = calloc(w.np, sizeof(*a.phase_excess));
-	a.phase_imbalance = calloc(w.np, sizeof(*a.phase_imbalance));
-	if (!w.smm || !w.nu || !w.d || !w.raw || !w.dev || !a.phase_score || !a.task_score || !a.phase_excess ||
-	    !a.phase_imbalance)
+	if (!w.smm || !w.nu || !w.d || !w.raw || !w.dev || !a.phase_score || !a.task_score || !a.phase_excess)
 		goto out;
 	for (size_t t = 0; t < w.n; t++)
 		if ((r = build_smms(in->models[t], w.np, &w.smm[t * w.np])) < 0)
@@ -989,10 +1026,16 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 	deviations(&w);
 	phase_scores(&w, &a);
 	phase_excess(&w, &a);
+	if ((r = pdi_lost_time(in->models, in->weights, w.n, w.first, w.end, &a.lost)) < 0)
+		goto out;
 	faulty_phase(&w, &a);
 	prefer_lost_time(&w, &a);
 	task_scores(&w, &a);
-	if ((r = computation_scores(&w, &a)) < 0 || (r = cluster_tasks(&w, &a)) < 0 || (r = characteristic(&w, &a)) < 0)
+	if (a.by_lost)
+		lost_scores(&a);
+	else if ((r = computation_scores(&w, &a)) < 0)
+		goto out;
+	if ((r = cluster_tasks(&w, &a)) < 0 || (r = characteristic(&w, &a)) < 0)
 		goto out;
 	if (a.effect == PDI_EFFECT_PERMANENT)
 		theta_change(&w, &a);
@@ -1011,7 +1054,7 @@ void pdi_automaded_done(struct pdi_automaded *a)
 {
 	free(a->phase_score);
 	free(a->phase_excess);
-	free(a->phase_imbalance);
+	pdi_lost_done(&a->lost);
 	free(a->task_score);
 	free(a->cluster);
 	*a = (struct pdi_automaded){0};

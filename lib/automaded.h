@@ -11,10 +11,15 @@
  *   deviates most; a permanent one (a runaway thread, interference from then on) is the
  *   phase where behaviour shifted: the first of the high-deviation phases (k-means on the
  *   scores) with sample runs; without, the first phase of a lasting step in one task's
- *   computation time, or the later phase of the most different adjacent pair.
+ *   computation time, or the later phase of the most different adjacent pair. Either gives
+ *   way to time lost: the phase where one task lost a stall's worth of time against its
+ *   peers (lost_time.h: computing, held by the kernel, waiting for a CPU) -- the first phase
+ *   of the run of phases it kept losing in -- or else one that took a stall's worth longer
+ *   than usual.
  * - Faulty task(s) (4.3): HAC on the tasks' models of the faulty phase, with a threshold
  *   trained on a normal phase to the number of clusters its merge heights show; the
- *   cluster of the task that changed most, and the characteristic transitions.
+ *   cluster of the task that changed most (the task that lost the time, when time picked
+ *   the phase), and the characteristic transitions.
  * - Transition analysis (4.4): the probability of each transition's times in the faulty
  *   phase under its normal distribution; k-means on the log-probabilities separates the
  *   unusual ones. For a permanent effect, the largest increase of theta = stddev * nu-bar,
@@ -25,13 +30,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lost_time.h"
 #include "model.h"
 #include "smm.h"
 
 #define PDI_TOP_TRANSITIONS 5
-/* A phase that took this much longer than usual on some task is a candidate stall (s): the
- * documented floor below which the diagnosis calls a step's variation normal. Scheduling
- * hiccups of a loaded 2-core machine reach a few tenths of a second (bench/apps.py). */
+/* A phase that took this much longer than usual on some task, or a task that lost this much
+ * against its peers (lost_time.h), is a candidate stall (s): the documented floor below which
+ * the diagnosis calls a step's variation normal. Scheduling hiccups of a loaded 2-core machine
+ * reach a few tenths of a second (bench/apps.py). */
 #define PDI_EXCESS_FLOOR_S 1.0
 
 struct pdi_transition_score {
@@ -50,13 +57,13 @@ struct pdi_automaded {
 	double *phase_score;      /* per phase (nphases): the tasks' weighted deviations; 0 outside */
 	double *phase_excess;     /* per phase: how much longer than usual it took on the task where it
 				     grew most (s; each task's median over the compared phases); 0 outside */
-	double *phase_imbalance;  /* per phase: the most computation time one task spent beyond the
-				     tasks' median in it (s): a stall of one task, which the machine's
-				     load, shared by all tasks, hardly makes; 0 outside */
+	struct pdi_lost lost;     /* the time one task lost against its peers (lost_time.h): its
+				     phase_s is the most any task lost in each phase, a stall of one
+				     task, which the machine's load, shared by all tasks, hardly makes */
 	bool by_time;             /* the faulty phase is the one that lost a stall's worth of time
-				     (imbalance, else length): the scores pointed at a phase that
-				     took its usual time */
-	bool by_imbalance;        /* ... and it lost it in one task's computation (phase_imbalance) */
+				     (one task's against its peers, else the phase's length): the
+				     scores pointed at a phase that took its usual time */
+	bool by_lost;             /* ... one task's against its peers (lost): it names the task too */
 	enum pdi_effect effect;
 	uint32_t faulty_phase;
 	double phase_margin;      /* faulty score over the next highest: 1 = no contrast */

@@ -89,13 +89,30 @@ static uint64_t phase_digest(const struct pdi_phase *p, unsigned shift)
 	return mix(mix(mix(mix(3, p->nstates), p->nedges), states), edges);
 }
 
+/* Phase P's share of the kernel's counts, in the quarter-seconds the analysis can tell apart
+ * (lost_time.h: a stall is a second or more): time held and time waiting for a CPU. Two tasks
+ * whose call timings agree can differ there alone -- one stopped inside MPI, the others
+ * waiting for it in the same call. All zero when not read. */
+static void usage_words(const struct pdi_model *m, uint32_t p, uint64_t w[2])
+{
+	struct pdi_phase_usage u;
+
+	w[0] = w[1] = 0;
+	if (pdi_model_phase_usage(m, p, &u)) {
+		w[0] = (u.held_ns + 125000000) / 250000000;
+		w[1] = (u.wait_ns + 125000000) / 250000000;
+	}
+}
+
 uint64_t pdi_model_digest(const struct pdi_model *m, double tolerance)
 {
 	unsigned shift = quant_shift(tolerance);
-	uint64_t h = mix(4, m->nphases);
+	uint64_t h = mix(4, m->nphases), u[2];
 
-	for (uint32_t i = 0; i < m->nphases; i++)
-		h = mix(h, phase_digest(&m->phases[i], shift));
+	for (uint32_t i = 0; i < m->nphases; i++) {
+		usage_words(m, i, u);
+		h = mix(mix(mix(h, phase_digest(&m->phases[i], shift)), u[0]), u[1]);
+	}
 	return finish(h);
 }
 
@@ -138,9 +155,14 @@ bool pdi_model_equivalent(const struct pdi_model *a, const struct pdi_model *b, 
 		return true;
 	if (a->nphases != b->nphases)
 		return false;
-	for (uint32_t i = 0; i < a->nphases; i++)
-		if (!phases_equivalent(&a->phases[i], &b->phases[i], shift))
+	for (uint32_t i = 0; i < a->nphases; i++) {
+		uint64_t ua[2], ub[2];
+
+		usage_words(a, i, ua);
+		usage_words(b, i, ub);
+		if (!phases_equivalent(&a->phases[i], &b->phases[i], shift) || ua[0] != ub[0] || ua[1] != ub[1])
 			return false;
+	}
 	return true;
 }
 

@@ -4,7 +4,8 @@
  *
  * A digest is a 64-bit hash of what the analyses read of a model: per phase, in phase
  * order, the state keys with their visits, and the edges by (from key, to key) with their
- * counts and time distributions (Gaussian mean and spread, histogram buckets). States and
+ * counts and time distributions (Gaussian mean and spread, histogram buckets), and the
+ * phase's time held and waiting for a CPU in quarter-seconds (model.h's usage). States and
  * edges hash independently of the order they were first seen in. Phase start and end
  * times, bytes and where the task is now are left out: the first differ between any two
  * tasks, no analysis compares bytes, and positions reach PDI separately.

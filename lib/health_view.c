@@ -77,7 +77,7 @@ void pdi_health_diagnosis(const struct pdi_analysis *a, char *buf, size_t len)
 	if (a->lp[0]) {
 		doing[0] = '\0';
 		if (lp && a->nlp == 1)
-			pdi_where_doing(&lp->where, doing, sizeof(doing));
+			pdi_view_task_doing(lp, doing, sizeof(doing));
 		used += (size_t)snprintf(buf, len, "least progressed %s%s%s", a->lp, doing[0] ? ", " : "", doing);
 	}
 	/* where the others are, the largest groups of waiting tasks first (groups are sorted

@@ -432,6 +432,44 @@ const struct pdi_request *pdi_model_find_request(const struct pdi_model *m, uint
 	return i == PDI_U64MAP_NONE ? NULL : &m->reqs[i];
 }
 
+/* ---- the kernel's counts per phase (struct pdi_usage) ---- */
+
+static bool usage_after(const struct pdi_usage *a, const struct pdi_usage *b) /* B no earlier than A */
+{
+	return b->at_ns >= a->at_ns && b->cpu_ns >= a->cpu_ns && b->wait_ns >= a->wait_ns;
+}
+
+void pdi_model_usage_add(struct pdi_model *m, const struct pdi_usage *u)
+{
+	struct pdi_usage *first;
+
+	if (!m->nphases || !u->at_ns || (m->usage_now.at_ns && !usage_after(&m->usage_now, u)))
+		return;
+	first = &m->phases[m->nphases - 1].usage;
+	if (!first->at_ns)
+		*first = *u;
+	m->usage_now = *u;
+}
+
+bool pdi_model_phase_usage(const struct pdi_model *m, uint32_t p, struct pdi_phase_usage *ret)
+{
+	const struct pdi_usage *a, *b;
+	uint64_t busy;
+
+	if (p >= m->nphases)
+		return false;
+	a = &m->phases[p].usage;
+	b = p + 1 < m->nphases ? &m->phases[p + 1].usage : &m->usage_now;
+	if (!a->at_ns || !b->at_ns || b->at_ns <= a->at_ns || !usage_after(a, b))
+		return false;
+	busy = (b->cpu_ns - a->cpu_ns) + (b->wait_ns - a->wait_ns);
+	*ret = (struct pdi_phase_usage){.wall_ns = b->at_ns - a->at_ns, .cpu_ns = b->cpu_ns - a->cpu_ns,
+					.wait_ns = b->wait_ns - a->wait_ns};
+	/* the counters and the clock are read a few microseconds apart */
+	ret->held_ns = ret->wall_ns > busy ? ret->wall_ns - busy : 0;
+	return true;
+}
+
 /* ---- renaming sites ---- */
 
 /* KEY with its sites renamed by MAP; -EINVAL if it names a site MAP does not cover. */
@@ -476,8 +514,8 @@ static int remap_check(const struct pdi_model *m, const uint32_t *map, uint32_t 
 static int remap_phase(const struct pdi_phase *p, const uint32_t *map, uint32_t nmap, uint32_t *to,
 		       struct pdi_phase *q)
 {
-	*q = (struct pdi_phase){.t_start = p->t_start, .t_end = p->t_end, .cap_states = p->cap_states,
-				.cap_edges = p->cap_edges};
+	*q = (struct pdi_phase){.t_start = p->t_start, .t_end = p->t_end, .first_collective = p->first_collective,
+				.usage = p->usage, .cap_states = p->cap_states, .cap_edges = p->cap_edges};
 	if ((p->cap_states && !(q->states = malloc((size_t)p->cap_states * sizeof(*q->states)))) ||
 	    (p->cap_edges && !(q->edges = malloc((size_t)p->cap_edges * sizeof(*q->edges)))))
 		return -ENOMEM;

@@ -66,9 +66,30 @@ struct pdi_edge {
 	struct pdi_hist hist;
 };
 
+/* What the node's kernel counted for a task's MPI thread (/proc/PID/task/TID/schedstat) at one
+ * moment: from two of them, the time it ran, waited for a CPU, and was neither running nor
+ * runnable (stopped, sleeping, in I/O) in between. The call timings cannot tell these apart:
+ * a rank stopped inside MPI and the ranks busy-polling for it all sit in the same call, and
+ * interference only stretches times. The daemon reads them (the model does no I/O); all
+ * zero when not read. */
+struct pdi_usage {
+	uint64_t at_ns;   /* CLOCK_MONOTONIC of the reading */
+	uint64_t cpu_ns;  /* time on a CPU so far */
+	uint64_t wait_ns; /* time runnable but waiting for a CPU so far */
+};
+
+/* A phase's share of the kernel's counts (pdi_model_phase_usage()), in ns. */
+struct pdi_phase_usage {
+	uint64_t wall_ns; /* between the readings that bound the phase */
+	uint64_t cpu_ns, wait_ns;
+	uint64_t held_ns; /* neither running nor runnable: wall - cpu - wait */
+};
+
 struct pdi_phase {
 	uint64_t t_start, t_end; /* first call's entry, last call's exit (CLOCK_MONOTONIC ns; see
 				    pdi_phase_wall_ns() for the wall clock) */
+	struct pdi_usage usage;  /* the kernel's counts read as the phase began (the daemon reads
+				    them when it sees the phase's first call) */
 	uint64_t first_collective; /* step-wide collectives before it: an automatic phase of this
 				      index starts at the same one on every task */
 	struct pdi_state *states;
@@ -145,6 +166,8 @@ struct pdi_model {
 
 	/* what the overhead budget kept the probes from seeing (unobserved.h) */
 	struct pdi_unobserved_log unobserved;
+
+	struct pdi_usage usage_now; /* the latest reading: where the current phase's share ends */
 };
 
 /* A phase's time T (its t_start or t_end) on the wall clock, ns since the epoch. */
@@ -159,6 +182,23 @@ void pdi_model_done(struct pdi_model *m);
 /* Feed one completed call, in the task's program order. 0, or -ENOMEM/-ENOSPC when even the
  * first phase cannot be made (the model is intact). */
 int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c);
+
+/* Does the current phase lack its reading of the kernel's counts? The daemon asks after each
+ * call it feeds, and reads them when so: a few microseconds per phase and task. */
+static inline bool pdi_model_usage_due(const struct pdi_model *m)
+{
+	return m->nphases && !m->phases[m->nphases - 1].usage.at_ns;
+}
+
+/* A reading U of the task's counts: the current phase's first when it has none, and the latest
+ * (where the current phase's share ends). Readings out of order (a clock or counter going back)
+ * are ignored. */
+void pdi_model_usage_add(struct pdi_model *m, const struct pdi_usage *u);
+
+/* Phase P's share of the counts: from its reading to the next phase's (the latest for the
+ * current phase). False when either is missing (not read, an older model, a task that ended
+ * before it was read), or P spans no time. */
+bool pdi_model_phase_usage(const struct pdi_model *m, uint32_t p, struct pdi_phase_usage *ret);
 
 /* Total visits of a state over all phases (the order of tasks sitting in the same state). */
 uint64_t pdi_model_visits(const struct pdi_model *m, uint64_t state_key);

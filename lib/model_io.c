@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* model_io.c -- encoding a task's model into a portable blob and rebuilding it from one.
  *
- * Payload of format 3, after the header described in model_io.h:
+ * Payload of format 4, after the header described in model_io.h:
  *
  *	u16 nfns, then nfns x (u8 length, name)      MPI functions the blob refers to
  *	u64 calls, dropped_states, dropped_edges, dropped_requests, folded_phase_cuts,
@@ -10,9 +10,10 @@
  *	u16 last_fn (index into the blob's functions)
  *	u8  flags: 1 started, 2 saw_pcontrol
  *	i64 clock_offset_ns; u64 merged_phases
+ *	u64 usage_now.at_ns, cpu_ns, wait_ns         the latest reading of the kernel's counts
  *	u32 ncoll, then ncoll x u16                  the collectives' functions sampled so far
  *	u32 nphases, cap_phases, then per phase:
- *	    u64 t_start, t_end, first_collective
+ *	    u64 t_start, t_end, first_collective, usage.at_ns, usage.cpu_ns, usage.wait_ns
  *	    u32 nstates, cap_states, then nstates x (u64 key, u64 visits, u64 bytes)
  *	    u32 nedges, cap_edges, then per edge:
  *	        u32 from, to; u64 n; f64 mean, m2; u8 nbuckets, then nbuckets x (f32 mean, u32 count)
@@ -21,7 +22,8 @@
  *	u32 n, then n x (u64 t_start, t_end; u16 fn (blob index, 0xffff: all); u8 level, duty_log2;
  *	    u32 rate, cost_ppm), then u64 stretched
  *
- * Formats 1 and 2 (read only) lack clock_offset_ns, merged_phases and first_collective, and
+ * Format 3 (read only) lacks the kernel's counts (usage_now, the phases' usage): read as
+ * unknown. Formats 1 and 2 (read only) lack clock_offset_ns, merged_phases and first_collective, and
  * sampled collective sites instead of functions: their sample is dropped. Format 1 also lacks
  * what was unobserved.
  *
@@ -58,9 +60,10 @@ _Static_assert(sizeof(double) == 8 && sizeof(float) == 4, "IEEE-754 binary64 and
 _Static_assert(sizeof(struct pdi_state) == 24, "struct pdi_state changed: encode the new field");
 _Static_assert(sizeof(struct pdi_edge) == 112, "struct pdi_edge changed: encode the new field");
 _Static_assert(sizeof(struct pdi_gauss) == 24 && sizeof(struct pdi_hist) == 76, "time distributions changed");
-_Static_assert(sizeof(struct pdi_phase) == 104, "struct pdi_phase changed: encode the new field");
+_Static_assert(sizeof(struct pdi_usage) == 24, "struct pdi_usage changed: encode the new field");
+_Static_assert(sizeof(struct pdi_phase) == 128, "struct pdi_phase changed: encode the new field");
 _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
-_Static_assert(sizeof(struct pdi_model) == 240, "struct pdi_model changed: encode the new field");
+_Static_assert(sizeof(struct pdi_model) == 264, "struct pdi_model changed: encode the new field");
 _Static_assert(sizeof(struct pdi_unobserved) == 32, "struct pdi_unobserved changed: encode the new field");
 #endif
 
@@ -146,6 +149,13 @@ static void enc_fn_table(struct pdi_wire_writer *w, const struct fn_table *t)
 	}
 }
 
+static void enc_usage(struct pdi_wire_writer *w, const struct pdi_usage *u)
+{
+	pdi_wire_put_u64(w, u->at_ns);
+	pdi_wire_put_u64(w, u->cpu_ns);
+	pdi_wire_put_u64(w, u->wait_ns);
+}
+
 static void enc_scalars(struct pdi_wire_writer *w, const struct pdi_model *m, const struct fn_table *t)
 {
 	pdi_wire_put_u64(w, m->calls);
@@ -163,6 +173,7 @@ static void enc_scalars(struct pdi_wire_writer *w, const struct pdi_model *m, co
 	pdi_wire_put_u8(w, (m->started ? FLAG_STARTED : 0) | (m->saw_pcontrol ? FLAG_SAW_PCONTROL : 0));
 	pdi_wire_put_u64(w, (uint64_t)m->clock_offset_ns);
 	pdi_wire_put_u64(w, m->merged_phases);
+	enc_usage(w, &m->usage_now);
 }
 
 static void enc_coll_fns(struct pdi_wire_writer *w, const struct pdi_model *m, const struct fn_table *t)
@@ -195,6 +206,7 @@ static void enc_phase(struct pdi_wire_writer *w, const struct pdi_phase *p)
 	pdi_wire_put_u64(w, p->t_start);
 	pdi_wire_put_u64(w, p->t_end);
 	pdi_wire_put_u64(w, p->first_collective);
+	enc_usage(w, &p->usage);
 	pdi_wire_put_u32(w, p->nstates);
 	pdi_wire_put_u32(w, p->cap_states);
 	for (uint32_t i = 0; i < p->nstates; i++) {
@@ -404,6 +416,13 @@ static int dec_fn(struct dec *d, uint16_t *ret)
 	return 0;
 }
 
+static void dec_usage(struct rbuf *r, struct pdi_usage *u)
+{
+	u->at_ns = r_u64(r);
+	u->cpu_ns = r_u64(r);
+	u->wait_ns = r_u64(r);
+}
+
 static int dec_scalars(struct dec *d, struct pdi_model *m)
 {
 	uint8_t flags;
@@ -431,6 +450,8 @@ static int dec_scalars(struct dec *d, struct pdi_model *m)
 		m->clock_offset_ns = (int64_t)r_u64(&d->r);
 		m->merged_phases = r_u64(&d->r);
 	}
+	if (d->version >= 4)
+		dec_usage(&d->r, &m->usage_now);
 	return d->r.bad ? -EBADMSG : 0;
 }
 
@@ -539,6 +560,8 @@ static int dec_phase(struct rbuf *r, uint32_t version, struct pdi_phase *p)
 	p->t_end = r_u64(r);
 	if (version >= 3)
 		p->first_collective = r_u64(r);
+	if (version >= 4)
+		dec_usage(r, &p->usage);
 	if ((e = dec_states(r, p)) < 0 || (e = dec_edges(r, p)) < 0)
 		return e;
 	return r->bad ? -EBADMSG : 0;

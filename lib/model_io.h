@@ -20,7 +20,8 @@
 
 #include "model.h"
 
-#define PDI_MODEL_FORMAT 3 /* 2: what the overhead budget left unobserved; 3: phases in line */
+#define PDI_MODEL_FORMAT 4 /* 2: what the overhead budget left unobserved; 3: phases in line;
+			     4: the kernel's counts per phase (struct pdi_usage) */
 #define PDI_MODEL_MAGIC "PDIM"
 
 /* Encode M into a malloc'd buffer. 0, -ENOMEM, or -EINVAL if M names an MPI function

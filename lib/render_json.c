@@ -127,6 +127,31 @@ static void json_doubles(struct pdi_json *j, const char *key, const double *v, u
 	pdi_json_arr_end(j);
 }
 
+/* The time one task lost against its peers, where it lost most (lost_time.h). */
+static void json_lost(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_lost *l = &a->am.lost;
+
+	pdi_json_key(j, "lost");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_bool(j, "found", l->found);
+	pdi_json_kv_bool(j, "usage", l->has_usage);
+	if (l->found) {
+		pdi_json_kv_int(j, "rank", first_rank(a, l->task));
+		pdi_json_kv_str(j, "kind", pdi_lost_kind_names[l->kind]);
+		pdi_json_kv_uint(j, "peak_phase", l->peak);
+		pdi_json_kv_uint(j, "first_phase", l->onset);
+		pdi_json_kv_uint(j, "last_phase", l->last);
+		pdi_json_kv_double(j, "peak_s", l->peak_s);
+		pdi_json_kv_double(j, "total_s", l->total_s);
+		pdi_json_kv_double(j, "next_task_s", l->next_task_s);
+		pdi_json_kv_double(j, "other_phase_s", l->other_phase_s);
+		pdi_json_kv_double(j, "noise_s", l->noise_s);
+		pdi_json_kv_double(j, "z", l->z);
+	}
+	pdi_json_obj_end(j);
+}
+
 static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_automaded *am = &a->am;
@@ -143,8 +168,9 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_kv_uint(j, "classes", a->classes.n);
 	json_doubles(j, "phase_scores", am->phase_score, am->nphases);
 	json_doubles(j, "phase_excess_s", am->phase_excess, am->nphases);
-	json_doubles(j, "phase_imbalance_s", am->phase_imbalance, am->nphases);
+	json_doubles(j, "phase_imbalance_s", am->lost.phase_s, am->nphases);
 	pdi_json_kv_bool(j, "phase_by_time", am->by_time);
+	json_lost(j, a);
 	pdi_json_kv_str(j, "effect", pdi_effect_name(am->effect));
 	pdi_json_kv_uint(j, "faulty_phase", am->faulty_phase);
 	pdi_json_kv_double(j, "phase_margin", am->phase_margin);
@@ -278,7 +304,7 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 					pdi_json_kv_str(j, "status", pdi_where_names[w->kind]);
 					pdi_json_kv_str(j, "where", w->text);
 					pdi_json_kv_str(j, "activity", pdi_activity_names[w->act.kind]);
-					pdi_where_doing(w, doing, sizeof(doing));
+					pdi_view_task_doing(&a->view->tasks[i], doing, sizeof(doing));
 					pdi_json_kv_str(j, "doing", doing);
 					pdi_json_obj_end(j);
 				}

@@ -69,7 +69,7 @@ static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)
 		switch (g->kind) {
 		case PDI_WHERE_BLOCKED: pdi_json_printf(j, "pdimon:   %s blocked in %s\n", ranks, g->text); break;
 		case PDI_WHERE_IN_MPI: pdi_json_printf(j, "pdimon:   %s in %s\n", ranks, g->text); break;
-		case PDI_WHERE_COMPUTING: pdi_json_printf(j, "pdimon:   %s computing %s (not in MPI)\n", ranks, g->text); break;
+		case PDI_WHERE_COMPUTING: pdi_json_printf(j, "pdimon:   %s outside MPI, %s\n", ranks, g->text); break;
 		case PDI_WHERE_FINISHED: pdi_json_printf(j, "pdimon:   %s finished\n", ranks); break;
 		case PDI_WHERE_NO_MPI: pdi_json_printf(j, "pdimon:   %s made no MPI call\n", ranks); break;
 		}
@@ -83,13 +83,13 @@ static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)
 				if (s->tasks[i].rank == a->lp_ranks[k]) {
 					char doing[300];
 
-					pdi_where_doing(&s->tasks[i].where, doing, sizeof(doing));
+					pdi_view_task_doing(&s->tasks[i], doing, sizeof(doing));
 					pdi_json_printf(j, "pdimon:   rank %d: %s\n", a->lp_ranks[k], doing);
 				}
 	}
 	else if (!strcmp(a->kind, "hang") && a->ngroups > 1 && a->groups[0].kind == PDI_WHERE_COMPUTING) {
 		pdi_ranges_format(a->groups[0].ranks, a->groups[0].n, ranks, sizeof(ranks));
-		pdi_json_printf(j, "pdimon: suspect %s: the others wait in MPI while it computes\n", ranks);
+		pdi_json_printf(j, "pdimon: suspect %s: the others wait in MPI while it is outside MPI\n", ranks);
 	}
 	summary_automaded(j, a);
 }

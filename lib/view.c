@@ -72,28 +72,50 @@ void pdi_view_state_name(const struct pdi_view *v, uint64_t key, char *buf, size
 	pdi_state_name(v->sites, v->nsites, key, buf, len);
 }
 
-void pdi_where_doing(const struct pdi_where *w, char *buf, size_t len)
+/* WHAT and " for 41 s": nothing under a second, which every task spends between two calls. */
+static void for_words(const char *what, uint64_t ns, char *buf, size_t len)
 {
-	const struct pdi_task_activity *a = &w->act;
-	double s = (double)w->for_ns / 1e9;
-	char cpu[48] = "";
+	buf[0] = '\0';
+	if (ns >= 1000000000ull)
+		snprintf(buf, len, "%s for %.0f s", what, (double)ns / 1e9);
+}
 
-	if (a->cpu_pct >= 0)
+void pdi_view_task_doing(const struct pdi_view_task *t, char *buf, size_t len)
+{
+	const struct pdi_where *w = &t->where;
+	const struct pdi_task_activity *a = &w->act;
+	/* what /proc said, when it was read (a task that ended was not looked at) */
+	bool looked = t->running && a->kind != PDI_ACT_UNKNOWN;
+	char cpu[96] = "", quiet[64], progress[64], since[64];
+
+	for_words(", no MPI call", w->for_ns, quiet, sizeof(quiet));
+	for_words(", no MPI progress", w->for_ns, progress, sizeof(progress));
+	for_words("", w->for_ns, since, sizeof(since));
+	if (looked && a->cpu_pct >= 0 && a->kind == PDI_ACT_RUNNING && a->wait_pct > 50)
+		/* what a busy node gives every task alike (the view calls it interference when not) */
+		snprintf(cpu, sizeof(cpu), ", %d%% CPU (waiting for one %d%% of the time, as its peers: a busy node)",
+			 a->cpu_pct, a->wait_pct);
+	else if (looked && a->cpu_pct >= 0)
 		snprintf(cpu, sizeof(cpu), ", %d%% CPU", a->cpu_pct);
-	if (a->kind == PDI_ACT_STOPPED)
-		snprintf(buf, len, "stopped (SIGSTOP or a debugger), no MPI progress for %.0f s, %s %s", s,
+	if (!t->running && w->kind == PDI_WHERE_COMPUTING)
+		snprintf(buf, len, "ended outside MPI without MPI_Finalize (%s)", w->text);
+	else if (!t->running && (w->kind == PDI_WHERE_BLOCKED || w->kind == PDI_WHERE_IN_MPI))
+		snprintf(buf, len, "ended inside %s", w->text);
+	else if (looked && a->kind == PDI_ACT_STOPPED)
+		snprintf(buf, len, "stopped (SIGSTOP or a debugger)%s, %s %s", progress,
 			 w->kind == PDI_WHERE_COMPUTING ? "last" : "in", w->text[0] ? w->text : "its program");
-	else if (a->kind == PDI_ACT_DISK)
-		snprintf(buf, len, "in uninterruptible sleep%s%s (a file system or device that does not answer), no MPI "
-				   "progress for %.0f s",
-			 a->wchan[0] ? " in " : "", a->wchan, s);
-	else if (a->kind == PDI_ACT_STARVED)
-		snprintf(buf, len, "not getting CPU (ready but waiting %d%% of the time: interference)%s, %s for %.0f s",
-			 a->wait_pct, cpu, w->text[0] ? w->text : "?", s);
+	else if (looked && a->kind == PDI_ACT_DISK)
+		snprintf(buf, len, "in uninterruptible sleep%s%s (a file system or device that does not answer)%s",
+			 a->wchan[0] ? " in " : "", a->wchan, progress);
+	else if (looked && a->kind == PDI_ACT_STARVED)
+		snprintf(buf, len, "not getting CPU (ready but waiting %d%% of the time: interference)%s, %s%s",
+			 a->wait_pct, cpu, w->text[0] ? w->text : "?", quiet);
+	else if (w->kind == PDI_WHERE_COMPUTING && looked && a->kind == PDI_ACT_SLEEPING)
+		snprintf(buf, len, "asleep outside MPI (not computing)%s%s (%s)", cpu, quiet, w->text);
 	else if (w->kind == PDI_WHERE_COMPUTING)
-		snprintf(buf, len, "computing%s, no MPI call for %.0f s (%s)", cpu, s, w->text);
+		snprintf(buf, len, "computing%s%s (%s)", cpu, quiet, w->text);
 	else if (w->kind == PDI_WHERE_BLOCKED || w->kind == PDI_WHERE_IN_MPI)
-		snprintf(buf, len, "waiting in %s for %.0f s%s", w->text, s, cpu);
+		snprintf(buf, len, "waiting in %s%s%s", w->text, since, cpu);
 	else if (w->kind == PDI_WHERE_FINISHED)
 		snprintf(buf, len, "finished");
 	else

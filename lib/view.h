@@ -89,6 +89,11 @@ struct pdi_view {
 	/* a multi-node view */
 	unsigned nodes, nodes_answered;
 	uint32_t expected_tasks;      /* all the step's tasks, as Slurm counts them; 0: unknown */
+	/* the node's hang judge holds the step hung (no task progressed for longer than its record
+	 * makes plausible), though tasks may poll in MPI (Test, Iprobe) or compute rather than sit
+	 * in one call; set by the daemon that roots the step, not carried in payloads */
+	bool hung;
+	uint64_t hung_for_ns;         /* how long no task has progressed */
 	char **missing, **missing_why; /* nodes that did not answer, and why */
 	unsigned nmissing;
 	/* what the view owns */
@@ -111,8 +116,10 @@ bool pdi_view_running(const struct pdi_view *v);
 void pdi_view_state_name(const struct pdi_view *v, uint64_t key, char *buf, size_t len);
 /* The name of site I of V, "?" when V has none such. */
 const char *pdi_view_site_name(const struct pdi_view *v, uint64_t i);
-/* What W's task is doing, in words: "stopped (SIGSTOP or a debugger), no MPI progress for
- * 41 s", "computing, 100% CPU, no MPI call for 41 s", "waiting in MPI_Send@a.c:3 for 2 s". */
-void pdi_where_doing(const struct pdi_where *w, char *buf, size_t len);
+/* What task T is doing, or did when it ended, in words: "stopped (SIGSTOP or a debugger), no
+ * MPI progress for 41 s", "computing, 100% CPU, no MPI call for 41 s", "asleep outside MPI
+ * (not computing), ...", "waiting in MPI_Send@a.c:3 for 2 s", "ended outside MPI without
+ * MPI_Finalize (after ...)"; a time under a second is not said. */
+void pdi_view_task_doing(const struct pdi_view_task *t, char *buf, size_t len);
 /* Whether task T's model misses something (site.h's one definition). */
 bool pdi_view_task_incomplete(const struct pdi_view_task *t);

@@ -11,9 +11,11 @@
  * campaign sends the signal to the main thread (tgkill), which runs the program. The time
  * the spin began (CLOCK_MONOTONIC ns) goes to the file PDIMON_SPIN_TRUTH names.
  *
- * With PDIMON_SPIN_IO set, the rank does not spin but blocks in a read(2) that never returns
+ * With PDIMON_SPIN_IO set (not empty), the rank does not spin but blocks in a read(2) that never returns
  * (of a pipe whose only writer is itself): a rank stuck in I/O, for the hang benchmark
- * (bench/hang.py). */
+ * (bench/hang.py). When PDIMON_SPIN_IO names a file (a path), the read is of that file: on a
+ * file system that does not answer (tests/faults/stallfs.c) the rank waits in uninterruptible
+ * sleep, as on a hung network file system (bench/apps.py's hang-io). */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,6 +30,7 @@
 
 static long spin_ms;
 static int stuck_io; /* PDIMON_SPIN_IO: block in a read for good instead of spinning */
+static const char *stuck_path; /* ... of this file when it names one, else of a pipe of its own */
 static const char *truth; /* PDIMON_SPIN_TRUTH: where to write when the spin began */
 static timer_t retry;
 static volatile uint64_t sink;
@@ -83,7 +86,13 @@ static void spin(int sig, siginfo_t *si, void *ctx)
 			close(fd);
 		}
 	}
-	if (stuck_io) {
+	if (stuck_io && stuck_path) {
+		int fd = open(stuck_path, O_RDONLY | O_CLOEXEC);
+		char c;
+
+		if (fd >= 0)
+			(void)!read(fd, &c, 1); /* returns when the file system lets go (an error) */
+	} else if (stuck_io) {
 		int fds[2];
 		char c;
 
@@ -110,7 +119,8 @@ __attribute__((constructor)) static void spin_agent_init(void)
 	ev._sigev_un._tid = gettid(); /* sigev_notify_thread_id: glibc 2.36 names no macro for it */
 	spin_ms = atol(ms);
 	truth = getenv("PDIMON_SPIN_TRUTH");
-	stuck_io = getenv("PDIMON_SPIN_IO") != NULL;
+	stuck_io = getenv("PDIMON_SPIN_IO") && getenv("PDIMON_SPIN_IO")[0]; /* set and not empty */
+	stuck_path = stuck_io && getenv("PDIMON_SPIN_IO")[0] == '/' ? getenv("PDIMON_SPIN_IO") : NULL;
 	sigemptyset(&sa.sa_mask);
 	if (timer_create(CLOCK_MONOTONIC, &ev, &retry) < 0)
 		return;

@@ -234,6 +234,22 @@ static void json_sites(struct pdi_json *j, const struct pdi_step *s)
 	pdi_json_arr_end(j);
 }
 
+/* Phase INDEX's share of the kernel's counts, when both its readings were taken. */
+static void json_phase_usage(struct pdi_json *j, const struct pdi_model *m, uint32_t index)
+{
+	struct pdi_phase_usage u;
+
+	if (!pdi_model_phase_usage(m, index, &u))
+		return;
+	pdi_json_key(j, "usage");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "wall_ns", u.wall_ns);
+	pdi_json_kv_uint(j, "cpu_ns", u.cpu_ns);
+	pdi_json_kv_uint(j, "wait_ns", u.wait_ns);
+	pdi_json_kv_uint(j, "held_ns", u.held_ns);
+	pdi_json_obj_end(j);
+}
+
 static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struct pdi_model *m, const struct pdi_phase *p,
 		       unsigned index)
 {
@@ -247,6 +263,7 @@ static void json_phase(struct pdi_json *j, const struct pdi_step *s, const struc
 	pdi_json_kv_int(j, "wall_start_ns", pdi_phase_wall_ns(m, p->t_start)); /* since the epoch */
 	pdi_json_kv_int(j, "wall_end_ns", pdi_phase_wall_ns(m, p->t_end));
 	pdi_json_kv_uint(j, "first_collective", p->first_collective);
+	json_phase_usage(j, m, index);
 	pdi_json_key(j, "states");
 	pdi_json_arr_begin(j);
 	for (uint32_t i = 0; i < p->nstates; i++) {

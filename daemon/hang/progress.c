@@ -23,7 +23,6 @@
 #define IDLE_CPU_PCT 5
 /* I/O counters compare only with a look this recent (a look per tick) */
 #define IO_FRESH_NS (3 * NS)
-#define NO_SITE UINT32_MAX
 
 int pdi_proc_io(pid_t pid, uint64_t *ret)
 {
@@ -57,29 +56,47 @@ static bool is_polling_fn(unsigned fn)
 	return fn < pdi_mpi_nfuncs && (pdi_mpi_funcs[fn].cls == PDI_FC_TEST || pdi_mpi_funcs[fn].cls == PDI_FC_PROBE);
 }
 
+/* The visits of the sites P polls at, added up. */
+static uint64_t poll_visits(const struct pdi_model *m, const struct pdi_task_progress *p)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < p->npoll_sites; i++)
+		v += pdi_model_visits(m, pdi_state_comm(p->poll_sites[i]));
+	return v;
+}
+
 /* Calls completed since the last look, and whether they were progress: not when all of them
- * were the same polling call at the site it polled at before. */
+ * were polling calls at the sites it polled at before (one, or a few in turn). */
 static uint64_t completed_calls(const struct pdi_model *m, struct pdi_task_progress *p, bool *ret_progress)
 {
 	uint64_t dcalls = m->calls >= p->calls ? m->calls - p->calls : 0, visits;
+	bool known = false;
 
 	*ret_progress = false;
 	p->calls = m->calls;
 	if (!dcalls)
 		return 0;
 	if (!is_polling_fn(m->last_fn)) {
-		p->poll_site = NO_SITE;
+		p->npoll_sites = 0;
 		*ret_progress = true;
 		return dcalls;
 	}
-	visits = pdi_model_visits(m, pdi_state_comm(m->last_site));
-	if (p->poll_site == m->last_site && visits - p->poll_visits == dcalls) {
+	visits = poll_visits(m, p);
+	for (unsigned i = 0; i < p->npoll_sites; i++)
+		known |= p->poll_sites[i] == m->last_site;
+	if (known && visits - p->poll_visits == dcalls) {
 		p->poll_visits = visits;
-		return 0; /* still polling one request */
+		return 0; /* still polling the same requests */
 	}
-	/* it came to a polling loop: that is progress, the loop itself is not */
-	p->poll_site = m->last_site;
-	p->poll_visits = visits;
+	/* it came to a polling loop, or to another site of it: that is progress, the loop itself
+	 * is not (a loop over more sites than are kept starts over from the last one) */
+	if (!known) {
+		if (p->npoll_sites == PDI_POLL_SITES)
+			p->npoll_sites = 0;
+		p->poll_sites[p->npoll_sites++] = m->last_site;
+	}
+	p->poll_visits = poll_visits(m, p);
 	*ret_progress = true;
 	return dcalls;
 }
@@ -97,7 +114,7 @@ uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, stru
 
 	if (!p->last_ns) {
 		/* first look: what it did before counts from its last transition, or from now */
-		*p = (struct pdi_task_progress){.calls = m->calls, .poll_site = NO_SITE, .last_ns = now_ns};
+		*p = (struct pdi_task_progress){.calls = m->calls, .last_ns = now_ns};
 		if (in_mpi && f.t_enter > latest)
 			latest = f.t_enter;
 		if (latest && latest < now_ns)
@@ -105,7 +122,7 @@ uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, stru
 	}
 	calls = completed_calls(m, p, &progressed);
 	/* entering a call is progress too, unless it is the polling call again */
-	if (in_mpi && f.t_enter > p->last_ns && !(is_polling_fn(fn) && p->poll_site != NO_SITE)) {
+	if (in_mpi && f.t_enter > p->last_ns && !(is_polling_fn(fn) && p->npoll_sites)) {
 		progressed = true;
 		latest = f.t_enter;
 	}

@@ -6,7 +6,8 @@
  * holds it, and the I/O of its main thread.
  *
  * Progress is an MPI call completed or entered, except polling: calls of MPI_Test* or
- * MPI_Iprobe at one site and nothing else in between are a wait, not progress. I/O of the
+ * MPI_Iprobe at one site, or a few in turn, and nothing else in between are a wait, not
+ * progress. I/O of the
  * main thread (bytes read or written since the last look) is progress too: a rank writing a
  * checkpoint while the others wait in a collective is working. CPU time is not (a spinning
  * rank burns it): it tells computing from sleeping. */
@@ -19,12 +20,16 @@
 struct pdi_daemon;
 struct pdi_task;
 
+#define PDI_POLL_SITES 4
+
 /* What the last looks at a task left. Zeroed: never looked at. */
 struct pdi_task_progress {
 	uint64_t calls;        /* the model's calls at the last look */
 	uint64_t last_ns;      /* its last progress (CLOCK_MONOTONIC); 0 before the first look */
-	uint32_t poll_site;    /* the site it polls at (Test/Iprobe), UINT32_MAX when none */
-	uint64_t poll_visits;  /* that site's visits at the last look */
+	uint32_t poll_sites[PDI_POLL_SITES]; /* the sites it polls at (Test/Iprobe) in turn: a loop may
+					     test two requests at two sites (HPCC) */
+	unsigned npoll_sites;  /* 0: not polling */
+	uint64_t poll_visits;  /* those sites' visits at the last look */
 	uint64_t io;           /* its main thread's rchar + wchar at the last look */
 	uint64_t io_ns;        /* when it was read (0: never, or too long ago to compare) */
 };

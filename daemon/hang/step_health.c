@@ -547,6 +547,15 @@ void pdi_hang_tick(struct pdi_daemon *d)
 	pdi_hang_metrics_tick(d, now_ns);
 }
 
+uint64_t pdi_hang_polling_since(const struct pdi_step *s, unsigned i)
+{
+	const struct pdi_step_health *h = s->health;
+
+	if (!h || i >= h->nprogress || !h->progress[i].npoll_sites)
+		return 0;
+	return h->progress[i].last_ns;
+}
+
 enum pdi_health pdi_step_health_of(const struct pdi_step *s, time_t *ret_since)
 {
 	if (ret_since)

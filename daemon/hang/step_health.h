@@ -57,6 +57,11 @@ enum pdi_health pdi_step_health_of(const struct pdi_step *s, time_t *ret_since);
  * hang_timeout_ms when it set one, none once S is judged hung, else the quiet S is judged hung
  * after now (what its own history makes plausible). */
 uint64_t pdi_hang_blocked_after_ns(const struct pdi_daemon *d, const struct pdi_step *s);
+/* When task I of S (its index in S's tasks) last made progress (CLOCK_MONOTONIC) when it has
+ * polled since (MPI_Test*, MPI_Iprobe at the sites of one loop, progress.h); 0 when it is not
+ * polling or was not looked at. A polling task is never long in one call: the view calls it
+ * blocked by this (report/view_local.c). */
+uint64_t pdi_hang_polling_since(const struct pdi_step *s, unsigned i);
 /* S's health for its report and `pdimon show`: a "health" member into J (an object open). */
 void pdi_step_health_json(const struct pdi_step *s, struct pdi_json *j);
 /* The report JSON *JSON of S (an object) with S's "health" member added, when S was judged:

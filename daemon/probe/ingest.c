@@ -24,6 +24,7 @@
 #include "site_store.h"
 #include "sites.h"
 #include "tracer.h"
+#include "view_local.h"
 
 static int32_t int_arg(const struct pdi_event *e, uint8_t pos)
 {
@@ -137,6 +138,10 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	r = pdi_model_add_call(&t->model, &c);
 	if (t->model.auto_len != auto_len)
 		align_phases(t);
+	/* a new phase: the kernel's counts as it begins (its share of CPU, wait, time held); and
+	 * at MPI_Finalize, where the last phase's share ends (the process may be gone at its end) */
+	if (pdi_model_usage_due(&t->model) || f->cls == PDI_FC_FINALIZE)
+		pdi_task_usage_read(t, (pid_t)e->tid, pdi_now_ns());
 	return r;
 }
 

@@ -62,8 +62,9 @@ static int analyse(struct pdi_daemon *d, struct pdi_step *s, uid_t uid, bool gat
 	const struct pdi_model *const **runs = NULL;
 	int r = -ENOENT;
 
-	if (gather && s->nnodes > 1 && d->gather && d->cfg.node_name)
-		r = gather_view(d, s->job_id, s->step_id, s->name, uid, s->nodes, s->nnodes, s->total_tasks, v);
+	if (gather && s->nnodes > 1 && d->gather && d->cfg.node_name &&
+	    (r = gather_view(d, s->job_id, s->step_id, s->name, uid, s->nodes, s->nnodes, s->total_tasks, v)) == 0)
+		pdi_view_mark_hung(s, v);
 	if (r < 0) {
 		if ((r = pdi_view_local(d, s, v)) < 0)
 			return r;

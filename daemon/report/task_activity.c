@@ -4,7 +4,8 @@
  * getting a CPU. Where a task is in MPI is not the whole truth: a stopped rank sits in
  * MPI_Send exactly like the ranks waiting on it. Read from /proc/PID/task/TID (stat, wchan,
  * schedstat) of a task the registry pins with a pidfd; CPU use and run-queue wait are rates
- * since the previous look at the same thread, kept in the task. */
+ * since the previous look at the same thread, kept in the task. The same counts, read as each
+ * phase begins, give every phase its share (lib/model.h, struct pdi_usage). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -31,6 +32,32 @@ ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, si
 	if (n >= 0)
 		buf[n] = '\0';
 	return n;
+}
+
+/* Time on a CPU and time runnable but waiting for one, ns so far: /proc/.../schedstat. */
+static int read_schedstat(pid_t pid, pid_t tid, uint64_t *ret_run, uint64_t *ret_wait)
+{
+	char buf[128];
+	uint64_t run, wait;
+
+	if (pdi_task_proc_read(pid, tid, "schedstat", buf, sizeof(buf)) <= 0 ||
+	    sscanf(buf, "%" SCNu64 " %" SCNu64, &run, &wait) != 2)
+		return -ENODATA;
+	*ret_run = run;
+	*ret_wait = wait;
+	return 0;
+}
+
+void pdi_task_usage_read(struct pdi_task *t, pid_t tid, uint64_t now_ns)
+{
+	struct pdi_usage u = {.at_ns = now_ns};
+
+	if (t->state != PDI_TASK_RUNNING)
+		return;
+	if (!t->usage_tid)
+		t->usage_tid = tid > 0 ? tid : t->pid;
+	if (read_schedstat(t->pid, t->usage_tid, &u.cpu_ns, &u.wait_ns) == 0)
+		pdi_model_usage_add(&t->model, &u);
 }
 
 /* The state letter of /proc/.../stat: after the last ')' (the command may hold any byte). */
@@ -63,8 +90,7 @@ void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, stru
 	}
 	if (pdi_task_proc_read(t->pid, tid, "wchan", buf, sizeof(buf)) > 0 && strcmp(buf, "0"))
 		snprintf(a.wchan, sizeof(a.wchan), "%.*s", (int)sizeof(a.wchan) - 1, buf);
-	if (pdi_task_proc_read(t->pid, tid, "schedstat", buf, sizeof(buf)) > 0 &&
-	    sscanf(buf, "%" SCNu64 " %" SCNu64, &run_ns, &wait_ns) == 2) {
+	if (read_schedstat(t->pid, tid, &run_ns, &wait_ns) == 0) {
 		if (seen->tid == tid && seen->at_ns && now_ns > seen->at_ns && run_ns >= seen->run_ns &&
 		    wait_ns >= seen->wait_ns) {
 			uint64_t dt = now_ns - seen->at_ns;

@@ -19,6 +19,36 @@
 
 #define PDI_MAX_WALKS 64 /* live stacks taken per view: each stops a task for a moment */
 
+/* Since when task T has been polling in MPI without progress (hang/step_health.h), 0: not. */
+static uint64_t polling_since(const struct pdi_task *t)
+{
+	for (unsigned i = 0; i < t->step->ntasks; i++)
+		if (t->step->tasks[i] == t)
+			return pdi_hang_polling_since(t->step, i);
+	return 0;
+}
+
+/* A task that has polled (Test, Iprobe) without progress past what the step makes plausible
+ * is blocked, as if in one call: PDI and the verdict take it so, at the site it polls at. */
+static void blocked_polling(struct pdi_daemon *d, struct pdi_task *t, uint64_t now, unsigned fn, struct pdi_where *w)
+{
+	uint64_t since = fn < pdi_mpi_nfuncs && (pdi_mpi_funcs[fn].cls == PDI_FC_TEST || pdi_mpi_funcs[fn].cls == PDI_FC_PROBE)
+				 ? polling_since(t)
+				 : 0;
+
+	uint64_t after = pdi_hang_blocked_after_ns(d, t->step);
+
+	/* between two polls a task computes for microseconds: one that computes longer than a
+	 * wait would be blocked has left the loop (it spins in its own code) */
+	if (!since || now <= since || now - since < after || (w->kind == PDI_WHERE_COMPUTING && w->for_ns >= after))
+		return;
+	w->kind = PDI_WHERE_BLOCKED;
+	w->for_ns = now - since;
+	if (!strncmp(w->text, "after ", 6))
+		memmove(w->text, w->text + 6, strlen(w->text + 6) + 1);
+	snprintf(w->text + strlen(w->text), sizeof(w->text) - strlen(w->text), " (polling)");
+}
+
 void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *w)
 {
 	struct pdi_step *s = t->step;
@@ -44,6 +74,8 @@ void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where 
 		}
 		w->npeers = pdi_task_peers(t, &f, w->peers, ELEMENTSOF(w->peers));
 		pdi_task_activity_read(t, tid, now, &w->act);
+		if (w->kind == PDI_WHERE_IN_MPI)
+			blocked_polling(d, t, now, fn, w);
 	} else if (t->ended_in) {
 		w->kind = PDI_WHERE_BLOCKED;
 		w->site = t->ended_site;
@@ -60,8 +92,10 @@ void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where 
 		snprintf(w->text, sizeof(w->text), "after %s", s->sites[t->model.last_site].name);
 		if (t->state == PDI_TASK_RUNNING && now > t->model.last_exit)
 			w->for_ns = now - t->model.last_exit;
-		if (t->state == PDI_TASK_RUNNING)
+		if (t->state == PDI_TASK_RUNNING) {
 			pdi_task_activity_read(t, t->pid, now, &w->act);
+			blocked_polling(d, t, now, t->model.last_fn, w); /* between two polls */
+		}
 	}
 }
 
@@ -105,6 +139,46 @@ static int live_stack(struct pdi_daemon *d, struct pdi_task *t, struct pdi_view_
 	return 0;
 }
 
+static int cmp_int(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* A task ready but waiting for a CPU most of the time is starved by interference only when
+ * its peers are not: on a node busier than its cores, every rank of the step waits alike, and
+ * the one that spins or is stopped must not be called a victim of interference for it. */
+static void peers_starve_alike(struct pdi_view *v)
+{
+	int waits[v->ntasks + 1], median;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < v->ntasks; i++)
+		if (v->tasks[i].running && v->tasks[i].where.act.wait_pct >= 0)
+			waits[n++] = v->tasks[i].where.act.wait_pct;
+	if (n < 2)
+		return;
+	qsort(waits, n, sizeof(*waits), cmp_int);
+	median = waits[n / 2];
+	for (unsigned i = 0; i < v->ntasks; i++) {
+		struct pdi_task_activity *a = &v->tasks[i].where.act;
+
+		if (a->kind == PDI_ACT_STARVED && 2 * a->wait_pct < 3 * median)
+			a->kind = PDI_ACT_RUNNING;
+	}
+}
+
+void pdi_view_mark_hung(const struct pdi_step *s, struct pdi_view *v)
+{
+	time_t since, now = time(NULL);
+
+	if (v->running && pdi_step_health_of(s, &since) == PDI_HEALTH_HUNG && since) {
+		v->hung = true;
+		v->hung_for_ns = now > since ? (uint64_t)(now - since) * 1000000000ull : 0;
+	}
+}
+
 int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret)
 {
 	struct pdi_view v = {.job_id = s->job_id, .step_id = s->step_id, .uid = s->uid, .running = pdi_step_running(s),
@@ -132,6 +206,7 @@ int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *re
 		*vt = (struct pdi_view_task){.rank = t->rank, .pid = t->pid, .running = t->state == PDI_TASK_RUNNING,
 					     .model = &t->model, .gap = t->gap, .wall_offset_ns = wall_offset};
 		vt->lost = vt->running ? pdi_tracer_lost(d->tracer, t->pid) : t->lost;
+		pdi_task_usage_read(t, 0, pdi_now_ns()); /* the current phase's share so far */
 		pdi_task_locate(d, t, &vt->where);
 		if (vt->where.site >= 0)
 			vt->progress = pdi_model_visits(&t->model, pdi_state_comm((uint32_t)vt->where.site));
@@ -141,6 +216,8 @@ int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *re
 			return -ENOMEM;
 		}
 	}
+	peers_starve_alike(&v);
+	pdi_view_mark_hung(s, &v);
 	/* last: draining and locating name new sites, and the array moves when it grows */
 	v.sites = s->sites;
 	v.nsites = s->nsites;

@@ -22,6 +22,14 @@ ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, si
  * wchan, and its CPU use and run-queue wait since the last look, kept in T). */
 void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, struct pdi_task_activity *ret);
 
+/* Read the kernel's counts of running task T's MPI thread (TID when T has none yet, then always
+ * that one) into its model (pdi_model_usage_add()): when the daemon sees a phase's first call,
+ * and when it takes a view. Nothing when /proc cannot be read (the task is gone). */
+void pdi_task_usage_read(struct pdi_task *t, pid_t tid, uint64_t now_ns);
+
+/* V is step S's view: when S's hang judge holds it hung, V says so (lib/view.h's hung). */
+void pdi_view_mark_hung(const struct pdi_step *s, struct pdi_view *v);
+
 /* This daemon's view of its step S: where each task is (live stacks of the blocked ones). The
  * view points into S: use it before S changes. 0, or -ENOMEM. */
 int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret);

@@ -20,44 +20,97 @@ enum { INIT, PCONTROL, IRECV, ISEND, WAITALL, BARRIER, NSITES };
 static const char *const fns[NSITES] = {"MPI_Init", "MPI_Pcontrol", "MPI_Irecv", "MPI_Isend", "MPI_Waitall",
 					"MPI_Barrier"};
 
-/* A ring program's task: the prologue (model phase 0), then PHASES Pcontrol phases of 40
- * Irecv, Isend, Waitall, compute, Barrier iterations (about 1.2 s); in phase STALL_PHASE (-1:
- * none) it computes 30 times longer in half the iterations (a 12 s stall). Jitter is
- * deterministic per rank. */
-static void ring_model_noisy(struct pdi_model *m, int rank, int phases, int stall_phase, int noise_phase)
+/* What a generated task goes through beside its program (ring_model_with()). */
+struct ring_opts {
+	int stall_phase;  /* computes 30 times longer in half the iterations (a 12 s stall); -1: none */
+	int noise_phase;  /* every task computes 25 times longer (the machine, not the program); -1 */
+	int stop_phase;   /* 3 s inside MPI_Waitall in iteration 10, for every task (they wait for the
+			     stopped one); -1: none */
+	bool stopped;     /* ... and this task is the one stopped: held, neither running nor runnable */
+	int slow_from, slow_to; /* phases with interference on one task's CPU; -1: none */
+	bool slowed;      /* this task is that one: computes 60% longer and gets less CPU; the others
+			     wait longer in the Barrier */
+	bool usage;       /* the daemon read the kernel's counts at each phase's first call */
+};
+
+/* The kernel's counts as a generated task goes: 40% of its time on a CPU and 60% waiting for
+ * one (a loaded machine), or a share given, or held. */
+struct clock {
+	uint64_t t, cpu, wait;
+};
+
+static void advance(struct clock *k, uint64_t dt, double cpu_share, bool held)
 {
-	uint64_t t = 0;
+	k->t += dt;
+	if (held)
+		return;
+	k->cpu += (uint64_t)(cpu_share * (double)dt);
+	k->wait += dt - (uint64_t)(cpu_share * (double)dt);
+}
+
+static void add_call_read(struct pdi_model *m, const struct pdi_call *c, const struct clock *k, bool usage)
+{
+	cr_assert_eq(pdi_model_add_call(m, c), 0);
+	if (usage && pdi_model_usage_due(m))
+		pdi_model_usage_add(m, &(struct pdi_usage){.at_ns = k->t + 1, .cpu_ns = k->cpu, .wait_ns = k->wait});
+}
+
+/* A ring program's task: the prologue (model phase 0), then PHASES Pcontrol phases of 40
+ * Irecv, Isend, Waitall, compute, Barrier iterations (about 1.2 s), with what O says. Jitter
+ * is deterministic per rank. */
+static void ring_model_with(struct pdi_model *m, int rank, int phases, const struct ring_opts *o)
+{
+	struct clock k = {0};
 	unsigned seed = (unsigned)rank * 7919u + 13u;
 
 	pdi_model_init(m, NULL);
 	if (phases <= 0)
 		return;
-	cr_assert_eq(pdi_model_add_call(m, &(struct pdi_call){.site = INIT, .fn = (uint16_t)pdi_mpi_func_find(fns[INIT]),
-							       .peer = PDI_NO_PEER, .t_exit = (t += 100000)}),
-		     0);
+	advance(&k, 100000, 0.4, false);
+	add_call_read(m, &(struct pdi_call){.site = INIT, .fn = (uint16_t)pdi_mpi_func_find(fns[INIT]),
+					    .peer = PDI_NO_PEER, .t_exit = k.t},
+		      &k, o->usage);
 	for (int p = 0; p < phases; p++) {
 		struct pdi_call c = {.site = PCONTROL, .fn = (uint16_t)pdi_mpi_func_find(fns[PCONTROL]), .peer = PDI_NO_PEER};
+		bool slow = p >= o->slow_from && p <= o->slow_to && o->slow_from >= 0;
+		double share = slow && o->slowed ? 0.25 : 0.4;
 
-		c.t_enter = (t += 1000);
-		c.t_exit = (t += 500);
-		cr_assert_eq(pdi_model_add_call(m, &c), 0);
+		advance(&k, 1000, share, false);
+		c.t_enter = k.t;
+		advance(&k, 500, share, false);
+		c.t_exit = k.t;
+		add_call_read(m, &c, &k, o->usage);
 		for (int i = 0; i < 40; i++)
 			for (int s = IRECV; s <= BARRIER; s++) {
 				struct pdi_call x = {.site = (uint32_t)s, .fn = (uint16_t)pdi_mpi_func_find(fns[s]),
 						     .peer = PDI_NO_PEER};
 				double gap = s == BARRIER ? 20e6 : 2e6; /* ns: 20 ms of computation */
+				uint64_t in_mpi = 3000000;
 
 				seed = seed * 1103515245u + 12345u;
 				gap *= 0.9 + 0.2 * ((seed >> 16) % 1000) / 1000.0;
-				if (s == BARRIER && p == stall_phase && i >= 20)
+				if (s == BARRIER && p == o->stall_phase && i >= 20)
 					gap *= 30;
-				if (s == BARRIER && p == noise_phase)
+				if (s == BARRIER && p == o->noise_phase)
 					gap *= 25; /* every task: the machine, not the program */
-				x.t_enter = (t += (uint64_t)gap);
-				x.t_exit = (t += 3000000);
-				cr_assert_eq(pdi_model_add_call(m, &x), 0);
+				if (s == BARRIER && slow)
+					o->slowed ? (void)(gap *= 1.6) : (void)(in_mpi += 12000000);
+				advance(&k, (uint64_t)gap, share, false);
+				x.t_enter = k.t;
+				advance(&k, in_mpi, share, false);
+				if (s == WAITALL && p == o->stop_phase && i == 10)
+					advance(&k, 3000000000ull, share, o->stopped);
+				x.t_exit = k.t;
+				add_call_read(m, &x, &k, o->usage);
 			}
 	}
+}
+
+static void ring_model_noisy(struct pdi_model *m, int rank, int phases, int stall_phase, int noise_phase)
+{
+	ring_model_with(m, rank, phases,
+			&(struct ring_opts){.stall_phase = stall_phase, .noise_phase = noise_phase, .stop_phase = -1,
+					    .slow_from = -1, .slow_to = -1});
 }
 
 static void ring_model(struct pdi_model *m, int rank, int phases, int stall_phase)
@@ -73,6 +126,7 @@ struct task_spec {
 	int stall_phase;          /* -1: none */
 	bool no_calls;            /* a model without a call */
 	bool ended;
+	uint64_t for_ns;          /* how long it has been there; 0: 5 s */
 };
 
 struct view_case {
@@ -81,6 +135,7 @@ struct view_case {
 	int phases;
 	bool running;
 	bool stripped;            /* sites named FUNC@obj+0xOFF, as without symbols */
+	bool hung;                /* the hang judge holds it hung (for 20 s) */
 	struct task_spec t[MAX_TASKS];
 	/* the known verdict */
 	const char *kind;
@@ -127,6 +182,19 @@ static const struct view_case cases[] = {
 	       {.kind = PDI_WHERE_COMPUTING, .site = ISEND, .act = PDI_ACT_RUNNING, .stall_phase = -1},
 	       {.kind = PDI_WHERE_BLOCKED, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1}},
 	 .kind = "hang", .lp = "[2]", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1},
+	{.name = "hang the judge saw: rank 1 computes, the others poll in MPI_Waitall's stead, never long in one call",
+	 .ntasks = 4, .phases = 6, .running = true, .hung = true,
+	 .t = {{.kind = PDI_WHERE_IN_MPI, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 4000},
+	       {.kind = PDI_WHERE_COMPUTING, .site = ISEND, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_COMPUTING, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 2000},
+	       {.kind = PDI_WHERE_IN_MPI, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 3000}},
+	 .kind = "hang", .lp = "[1]", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1},
+	{.name = "polling the judge does not call hung: running", .ntasks = 4, .phases = 6, .running = true,
+	 .t = {{.kind = PDI_WHERE_IN_MPI, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 4000},
+	       {.kind = PDI_WHERE_COMPUTING, .site = ISEND, .act = PDI_ACT_RUNNING, .stall_phase = -1},
+	       {.kind = PDI_WHERE_IN_MPI, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 2000},
+	       {.kind = PDI_WHERE_IN_MPI, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 3000}},
+	 .kind = "running", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1},
 	{.name = "no task", .ntasks = 0, .phases = 4, .kind = "not_monitored", .faulty_phase = -1, .faulty_rank = -1,
 	 .abnormal = 0, .limit = "no MPI task was monitored"},
 	{.name = "one task", .ntasks = 1, .phases = 8, .t = {DONE(BARRIER)}, .kind = "completed", .faulty_phase = -1,
@@ -171,7 +239,8 @@ static void build(const struct view_case *c, struct built *b)
 						.line = c->stripped ? 0 : 10 + s};
 	}
 	b->v = (struct pdi_view){.name = (char *)c->name, .running = c->running, .sites = b->sites, .nsites = NSITES,
-				 .ntasks = c->ntasks, .nodes = 1, .nodes_answered = 1, .started = 1000};
+				 .ntasks = c->ntasks, .nodes = 1, .nodes_answered = 1, .started = 1000, .hung = c->hung,
+				 .hung_for_ns = c->hung ? 2000000000ull : 0};
 	b->v.tasks = calloc(c->ntasks + 1, sizeof(*b->v.tasks));
 	cr_assert_not_null(b->v.tasks);
 	for (unsigned i = 0; i < c->ntasks; i++) {
@@ -182,7 +251,7 @@ static void build(const struct view_case *c, struct built *b)
 		*t = (struct pdi_view_task){.rank = (int)i, .pid = 1000 + (int)i, .running = c->running && !s->ended,
 					    .model = &b->models[i], .lost = s->lost,
 					    .wall_offset_ns = 1000 * 1000000000ll - 50000}; /* MPI_Init at 1000 s */
-		t->where = (struct pdi_where){.kind = s->kind, .site = s->site, .for_ns = 5000000000ull};
+		t->where = (struct pdi_where){.kind = s->kind, .site = s->site, .for_ns = s->for_ns ? s->for_ns : 5000000000ull};
 		t->where.act = (struct pdi_task_activity){.kind = s->act, .cpu_pct = -1, .wait_pct = -1};
 		if (s->site >= 0)
 			snprintf(t->where.text, sizeof(t->where.text), "%s%s", s->kind == PDI_WHERE_COMPUTING ? "after " : "",
@@ -375,9 +444,45 @@ Test(analysis, a_stall_of_one_task_beats_a_slowdown_of_all)
 	}
 	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
 	cr_expect_eq(a.am.faulty_phase, 6, "phase %u (imbalance %g, excess %g in phase 3)", a.am.faulty_phase,
-		     a.am.phase_imbalance[6], a.am.phase_excess[3]);
+		     a.am.lost.phase_s[6], a.am.phase_excess[3]);
 	cr_expect(pdi_analysis_faulty_ranks(&a, ranks) == 1 && ranks[0] == 1);
 	cr_expect(a.abnormal);
+	pdi_analysis_done(&a);
+	unbuild(c, b);
+	free(b);
+}
+
+/* Builds case C with every task generated from OPTS, RANK's own options from THEIRS. */
+static void build_with(const struct view_case *c, struct built *b, const struct ring_opts *opts, int rank,
+		       const struct ring_opts *theirs)
+{
+	build(c, b);
+	for (unsigned i = 0; i < c->ntasks; i++) {
+		pdi_model_done(&b->models[i]);
+		ring_model_with(&b->models[i], (int)i, c->phases, (int)i == rank ? theirs : opts);
+	}
+}
+
+/* The faulty phase, ranks, and whether abnormal, of case C built with OPTS (RANK: THEIRS). */
+static void expect_verdict(const struct ring_opts *opts, int rank, const struct ring_opts *theirs, int phase,
+			   int abnormal, enum pdi_lost_kind kind, const char *what)
+{
+	const struct view_case *c = &cases[0]; /* 4 tasks, 8 phases, clean */
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	int ranks[MAX_TASKS];
+	size_t n;
+
+	cr_assert_not_null(b);
+	build_with(c, b, opts, rank, theirs);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_eq(a.abnormal, abnormal, "%s: abnormal %d (z %g, %g s)", what, a.abnormal, a.noise_z, a.excess_s);
+	if (phase >= 0) {
+		n = pdi_analysis_faulty_ranks(&a, ranks);
+		cr_expect_eq(a.am.faulty_phase, (uint32_t)phase, "%s: phase %u", what, a.am.faulty_phase);
+		cr_expect(n == 1 && ranks[0] == rank, "%s: %zu ranks, first %d", what, n, n ? ranks[0] : -1);
+		cr_expect(a.am.by_lost && a.am.lost.kind == kind, "%s: lost %s", what, pdi_lost_kind_names[a.am.lost.kind]);
+	}
 	pdi_analysis_done(&a);
 	unbuild(c, b);
 	free(b);
@@ -416,4 +521,36 @@ Test(analysis, computing_while_detached_is_not_taken_for_computing)
 	pdi_analysis_done(&a);
 	unbuild(c, b);
 	free(b);
+}
+
+/* A task stopped 3 s inside MPI_Waitall: every task's Waitall took 3 s longer, so the call
+ * timings look alike; the kernel's counts say which one was neither running nor runnable. */
+Test(analysis, a_task_stopped_inside_mpi_is_named_by_the_time_it_was_held)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = 4, .slow_from = -1, .slow_to = -1,
+				.usage = true};
+	struct ring_opts stopped = all;
+
+	stopped.stopped = true;
+	expect_verdict(&all, 1, &stopped, 5, 1, PDI_LOST_HELD, "stopped in MPI");
+}
+
+/* Interference on one task's CPU for three phases: found where it began, on that task. */
+Test(analysis, interference_is_found_where_it_began)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = 3, .slow_to = 5,
+				.usage = true};
+	struct ring_opts slowed = all;
+
+	slowed.slowed = true;
+	expect_verdict(&all, 3, &slowed, 4, 1, PDI_LOST_COMPUTING, "interference");
+}
+
+/* A loaded machine that slows every task alike, in one phase: nothing abnormal. */
+Test(analysis, a_machine_that_slows_every_task_is_no_fault)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = 3, .stop_phase = -1, .slow_from = -1, .slow_to = -1,
+				.usage = true};
+
+	expect_verdict(&all, -1, &all, -1, 0, PDI_LOST_NONE, "machine");
 }

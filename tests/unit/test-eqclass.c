@@ -231,3 +231,23 @@ Test(eqclass, tasks_grouped_by_a_key)
 	cr_assert_null(c.classes[0].model);
 	pdi_eqclasses_done(&c);
 }
+
+/* Call timings alike, but one task was held 2 s in its phase (stopped inside MPI while the
+ * others waited for it in the same call): another class. Held 0.1 s more: the same. */
+Test(eqclass, time_held_by_the_kernel_makes_another_class)
+{
+	struct pdi_model m[3];
+	uint32_t cls[3];
+	static const uint64_t held_ns[3] = {0, 100000000, 2000000000};
+
+	for (int i = 0; i < 3; i++) {
+		model_of(&m[i], loop, sizeof(loop) / sizeof(loop[0]), 4096);
+		pdi_model_usage_add(&m[i], &(struct pdi_usage){.at_ns = 1});
+		pdi_model_usage_add(&m[i], &(struct pdi_usage){.at_ns = 3000000001, .cpu_ns = 3000000000 - held_ns[i]});
+	}
+	cr_expect_eq(classes_of(m, 3, 0.05, cls), 2);
+	cr_expect_eq(cls[0], cls[1]);
+	cr_expect_neq(cls[0], cls[2]);
+	for (int i = 0; i < 3; i++)
+		pdi_model_done(&m[i]);
+}

@@ -115,10 +115,16 @@ static void sprawl(struct script *s, unsigned n)
 	}
 }
 
+/* Feed calls FROM..TO of S, reading the kernel's counts (made up from the call's time) where
+ * the daemon would: when a phase has none yet. */
 static void feed(struct pdi_model *m, const struct script *s, size_t from, size_t to)
 {
-	for (size_t i = from; i < to; i++)
+	for (size_t i = from; i < to; i++) {
 		cr_assert_eq(pdi_model_add_call(m, &s->v[i]), 0, "call %zu", i);
+		if (pdi_model_usage_due(m))
+			pdi_model_usage_add(m, &(struct pdi_usage){.at_ns = s->v[i].t_exit, .cpu_ns = s->v[i].t_exit / 2,
+								   .wait_ns = s->v[i].t_exit / 4});
+	}
 }
 
 /* ---- comparing models ---- */
@@ -133,6 +139,7 @@ static void assert_same_phase(const struct pdi_phase *a, const struct pdi_phase 
 {
 	cr_assert_eq(a->t_start, b->t_start, "phase %u", ph);
 	cr_assert_eq(a->t_end, b->t_end, "phase %u", ph);
+	cr_assert(memcmp(&a->usage, &b->usage, sizeof(a->usage)) == 0, "phase %u usage", ph);
 	cr_assert_eq(a->nstates, b->nstates, "phase %u", ph);
 	cr_assert_eq(a->cap_states, b->cap_states, "phase %u", ph);
 	cr_assert_eq(a->nedges, b->nedges, "phase %u", ph);
@@ -168,6 +175,7 @@ static void assert_same_model(const struct pdi_model *a, const struct pdi_model 
 	cr_assert_eq(a->cap_phases, b->cap_phases);
 	for (uint32_t i = 0; i < a->nphases; i++)
 		assert_same_phase(&a->phases[i], &b->phases[i], i);
+	cr_assert(memcmp(&a->usage_now, &b->usage_now, sizeof(a->usage_now)) == 0);
 	cr_assert_eq(a->started, b->started);
 	cr_assert_eq(a->last_site, b->last_site);
 	cr_assert_eq(a->last_fn, b->last_fn);

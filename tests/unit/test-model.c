@@ -1147,3 +1147,82 @@ Test(model, phases_carry_the_wall_clock)
 	cr_assert_eq(pdi_phase_wall_ns(&k.m, k.m.phases[0].t_start), 1700000000000000000ll + 1000000010);
 	pdi_model_done(&k.m);
 }
+
+/* A reading of the counts at T ns with CPU and WAIT so far. */
+static void usage_at(struct task *k, uint64_t cpu, uint64_t wait)
+{
+	pdi_model_usage_add(&k->m, &(struct pdi_usage){.at_ns = k->t, .cpu_ns = cpu, .wait_ns = wait});
+}
+
+Test(model, phases_share_the_kernels_counts)
+{
+	const uint16_t pcontrol = fn_id("MPI_Pcontrol"), send = fn_id("MPI_Send");
+	struct pdi_phase_usage u;
+	struct task k;
+
+	task_init(&k, NULL);
+	cr_assert_not(pdi_model_usage_due(&k.m), "no phase, nothing to read for");
+	call(&k, 1, send, 0, 10);
+	cr_assert(pdi_model_usage_due(&k.m));
+	usage_at(&k, 100, 0);
+	cr_assert_not(pdi_model_usage_due(&k.m));
+	cr_assert_not(pdi_model_phase_usage(&k.m, 0, &u), "one reading spans no time");
+	/* phase 0 runs 1 s: 0.5 s on a CPU, 0.2 s waiting for one, 0.3 s neither */
+	k.t += 1000000000;
+	call(&k, 2, pcontrol, 0, 10);
+	cr_assert(pdi_model_usage_due(&k.m), "a new phase wants its reading");
+	usage_at(&k, 100 + 500000000, 200000000);
+	cr_assert(pdi_model_phase_usage(&k.m, 0, &u));
+	cr_assert_eq(u.wall_ns, 1000000010);
+	cr_assert_eq(u.cpu_ns, 500000000);
+	cr_assert_eq(u.wait_ns, 200000000);
+	cr_assert_eq(u.held_ns, 300000010);
+	/* the current phase ends at the latest reading */
+	cr_assert_not(pdi_model_phase_usage(&k.m, 1, &u));
+	k.t += 2000000000;
+	usage_at(&k, 100 + 500000000 + 2000000000ull, 200000000);
+	cr_assert(pdi_model_phase_usage(&k.m, 1, &u));
+	cr_assert_eq(u.wall_ns, 2000000000);
+	cr_assert_eq(u.held_ns, 0);
+	cr_assert_eq(k.m.phases[1].usage.at_ns, k.t - 2000000000, "a phase keeps its first reading");
+	/* readings that go back are ignored */
+	usage_at(&k, 5, 5);
+	cr_assert_eq(k.m.usage_now.cpu_ns, 100 + 500000000 + 2000000000ull);
+	cr_assert_not(pdi_model_phase_usage(&k.m, 2, &u), "no such phase");
+	/* a phase nobody read for: neither it nor the one before has a share */
+	call(&k, 2, pcontrol, 0, 10);
+	call(&k, 2, pcontrol, 0, 10);
+	usage_at(&k, 3000000000ull, 200000000);
+	cr_assert_eq(k.m.nphases, 4);
+	cr_assert_not(pdi_model_phase_usage(&k.m, 2, &u));
+	cr_assert(pdi_model_phase_usage(&k.m, 1, &u) == false, "its end is phase 2's reading, never taken");
+	pdi_model_done(&k.m);
+}
+
+Test(model, merged_phases_keep_the_first_reading)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+	const uint16_t barrier = fn_id("MPI_Barrier");
+	struct pdi_phase_usage u;
+	uint64_t cpu = 0;
+	struct task k;
+
+	cfg.max_phases = 5;
+	cfg.auto_phase_min_collectives = 1;
+	task_init(&k, &cfg);
+	/* one collective per phase after the period sample; every phase read as it begins, the
+	 * task on a CPU 60% of the time */
+	for (unsigned i = 0; i < PDI_MODEL_PERIOD_SAMPLE + 40; i++) {
+		call(&k, 1, barrier, 1000000, 1000000);
+		cpu += 1200000;
+		if (pdi_model_usage_due(&k.m))
+			usage_at(&k, cpu, 0);
+	}
+	cr_assert_gt(k.m.merged_phases, 0, "phases were merged");
+	for (uint32_t p = 0; p + 1 < k.m.nphases; p++) {
+		cr_assert(pdi_model_phase_usage(&k.m, p, &u), "phase %u", p);
+		cr_assert_eq(u.wall_ns, k.m.phases[p + 1].usage.at_ns - k.m.phases[p].usage.at_ns);
+		cr_assert_eq(u.cpu_ns * 10, u.wall_ns * 6, "phase %u: 60%% on a CPU", p);
+	}
+	pdi_model_done(&k.m);
+}

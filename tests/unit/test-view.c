@@ -177,3 +177,38 @@ Test(view, hostile_payloads)
 	pdi_wire_writer_done(&w);
 	node_done(&n);
 }
+
+/* What a task is doing, in words: a task that ended is not computing, one asleep outside MPI is
+ * not computing either, and a time under a second is not worth saying. */
+Test(view, what_a_task_is_doing_in_words)
+{
+	struct pdi_view_task t = {.rank = 2, .running = true};
+	char buf[400];
+
+	t.where = (struct pdi_where){.kind = PDI_WHERE_COMPUTING, .text = "after MPI_Waitall@ring.c:41", .for_ns = 41000000000ull,
+				     .act = {.kind = PDI_ACT_RUNNING, .cpu_pct = 100, .wait_pct = 0}};
+	pdi_view_task_doing(&t, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "computing, 100% CPU, no MPI call for 41 s (after MPI_Waitall@ring.c:41)");
+	t.where.act = (struct pdi_task_activity){.kind = PDI_ACT_SLEEPING, .cpu_pct = 0};
+	pdi_view_task_doing(&t, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "asleep outside MPI (not computing), 0% CPU, no MPI call for 41 s (after MPI_Waitall@ring.c:41)");
+	/* the step ended: nothing was read from /proc, and no time passed since */
+	t.running = false;
+	t.where.for_ns = 0;
+	t.where.act = (struct pdi_task_activity){.kind = PDI_ACT_UNKNOWN};
+	pdi_view_task_doing(&t, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "ended outside MPI without MPI_Finalize (after MPI_Waitall@ring.c:41)");
+	t.where = (struct pdi_where){.kind = PDI_WHERE_BLOCKED, .text = "MPI_Barrier@ring.c:47"};
+	pdi_view_task_doing(&t, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "ended inside MPI_Barrier@ring.c:47");
+	/* live, in MPI for less than a second; then stopped there */
+	t.running = true;
+	t.where = (struct pdi_where){.kind = PDI_WHERE_IN_MPI, .text = "MPI_Barrier@ring.c:47", .for_ns = 300000000ull,
+				     .act = {.kind = PDI_ACT_SLEEPING, .cpu_pct = 3}};
+	pdi_view_task_doing(&t, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "waiting in MPI_Barrier@ring.c:47, 3% CPU");
+	t.where.act.kind = PDI_ACT_STOPPED;
+	t.where.for_ns = 9000000000ull;
+	pdi_view_task_doing(&t, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "stopped (SIGSTOP or a debugger), no MPI progress for 9 s, in MPI_Barrier@ring.c:47");
+}

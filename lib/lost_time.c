@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* lost_time.c -- the time one task lost against its peers, phase by phase (see lost_time.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lost_time.h"
+#include "robust.h"
+
+/* a signal that is no loss: the time a task spent inside MPI calls */
+#define SIGNAL_IN_MPI (PDI_LOST_WAITING + 1)
+
+const char *const pdi_lost_kind_names[] = {
+	[PDI_LOST_NONE] = "none", [PDI_LOST_COMPUTING] = "computing", [PDI_LOST_HELD] = "held",
+	[PDI_LOST_WAITING] = "waiting"};
+
+/* The time P's edges out of computation states (COMP) or out of calls (!COMP) took (s): the
+ * computation between calls, or the calls' durations. */
+static double phase_time_s(const struct pdi_phase *p, bool comp)
+{
+	double sum = 0;
+
+	for (uint32_t e = 0; e < p->nedges; e++)
+		if (pdi_state_is_comp(p->states[p->edges[e].from].key) == comp)
+			sum += p->edges[e].time.mean * (double)p->edges[e].time.n;
+	return sum / 1e9;
+}
+
+double pdi_phase_computation_s(const struct pdi_phase *p)
+{
+	return phase_time_s(p, true);
+}
+
+/* Signal S of model M in phase P (s), NAN when unknown. */
+static double signal_of(const struct pdi_model *m, uint32_t p, int s)
+{
+	struct pdi_phase_usage u;
+
+	if (s == PDI_LOST_COMPUTING || s == SIGNAL_IN_MPI)
+		return phase_time_s(&m->phases[p], s == PDI_LOST_COMPUTING);
+	if (!pdi_model_phase_usage(m, p, &u))
+		return NAN;
+	return (double)(s == PDI_LOST_HELD ? u.held_ns : u.wait_ns) / 1e9;
+}
+
+struct work {
+	const struct pdi_model *const *models;
+	const uint32_t *weights;
+	size_t n;
+	uint32_t np, first, end;
+	double *x;                 /* n x np: one signal, then its excess over the peers */
+	double *in_mpi;            /* n x np: the excess of time inside MPI calls */
+	struct pdi_weighted *peers; /* n */
+	double *own;               /* np */
+};
+
+/* X becomes each model's excess over its peers' weighted median in the same phase, beyond its
+ * own usual excess (a steady imbalance is the program's, not a fault). False when no phase has
+ * two models that know the signal. */
+static bool excess(struct work *w)
+{
+	bool any = false;
+
+	for (uint32_t p = w->first; p < w->end; p++) {
+		size_t k = 0;
+		double med;
+
+		for (size_t t = 0; t < w->n; t++)
+			if (!isnan(w->x[t * w->np + p]))
+				w->peers[k++] = (struct pdi_weighted){w->x[t * w->np + p], w->weights ? w->weights[t] : 1};
+		if (k < 2 && !(k == 1 && w->peers[0].weight > 1)) {
+			for (size_t t = 0; t < w->n; t++)
+				w->x[t * w->np + p] = NAN;
+			continue;
+		}
+		any = true;
+		if (k > 3) {
+			med = pdi_weighted_median(w->peers, k);
+			for (size_t t = 0; t < w->n; t++)
+				w->x[t * w->np + p] -= med;
+			continue;
+		}
+		/* few tasks: each against the others alone (with two, the median of both would
+		 * split a stall between the stalled task and its peer) */
+		for (size_t t = 0, i = 0; t < w->n; t++) {
+			double *x = &w->x[t * w->np + p], others[3];
+			size_t m = 0;
+
+			if (isnan(*x))
+				continue;
+			for (size_t j = 0; j < k; j++) /* the peers' values, as they were */
+				if (j != i)
+					others[m++] = w->peers[j].v;
+			i++;
+			*x = m ? *x - pdi_median(others, m) : NAN;
+		}
+	}
+	for (size_t t = 0; any && w->end - w->first > 1 && t < w->n; t++) {
+		size_t k = 0;
+		double usual;
+
+		for (uint32_t p = w->first; p < w->end; p++)
+			if (!isnan(w->x[t * w->np + p]))
+				w->own[k++] = w->x[t * w->np + p];
+		usual = fmax(0.0, pdi_median(w->own, k));
+		for (uint32_t p = w->first; p < w->end; p++)
+			w->x[t * w->np + p] -= usual;
+	}
+	return any;
+}
+
+/* The run of phases around the peak where the same task kept losing: its first and last. */
+static void run_of(struct pdi_lost *l, double median)
+{
+	double join = fmax(PDI_LOST_RUN_SHARE * l->peak_s, median + PDI_LOST_RUN_Z * l->noise_s);
+
+	l->onset = l->last = l->peak;
+	while (l->onset > l->first && pdi_lost_of(l, l->task, l->onset - 1, NULL) >= join)
+		l->onset--;
+	while (l->last + 1 < l->end && pdi_lost_of(l, l->task, l->last + 1, NULL) >= join)
+		l->last++;
+	l->total_s = 0;
+	for (uint32_t p = l->onset; p <= l->last; p++)
+		l->total_s += pdi_lost_of(l, l->task, p, NULL);
+}
+
+/* The peak, the phases' noise, the run, and what stands next to them. */
+static void find(struct pdi_lost *l, double *scratch)
+{
+	size_t k = 0;
+	double median;
+
+	for (size_t t = 0; t < l->n; t++)
+		for (uint32_t p = l->first; p < l->end; p++)
+			if (l->by_task[t * l->nphases + p] > l->peak_s) {
+				l->peak_s = l->by_task[t * l->nphases + p];
+				l->task = t;
+				l->peak = p;
+				l->kind = l->kinds[t * l->nphases + p];
+			}
+	l->found = l->peak_s > 0;
+	if (!l->found)
+		return;
+	if (l->end - l->first >= PDI_LOST_MIN_PHASES) {
+		for (uint32_t p = l->first; p < l->end; p++)
+			if (p != l->peak)
+				scratch[k++] = l->phase_s[p];
+	} else {
+		for (size_t t = 0; t < l->n; t++)
+			if (t != l->task)
+				scratch[k++] = l->by_task[t * l->nphases + l->peak];
+	}
+	median = pdi_median(scratch, k);
+	l->noise_s = pdi_robust_sd(scratch, k, median, PDI_LOST_NOISE_FLOOR_S);
+	l->z = (l->peak_s - median) / l->noise_s;
+	run_of(l, median);
+	for (size_t t = 0; t < l->n; t++)
+		if (t != l->task)
+			l->next_task_s = fmax(l->next_task_s, l->by_task[t * l->nphases + l->peak]);
+	for (uint32_t p = l->first; p < l->end; p++)
+		if (p < l->onset || p > l->last)
+			l->other_phase_s = fmax(l->other_phase_s, l->phase_s[p]);
+}
+
+/* W's X: signal S of every model in every phase looked at, NAN elsewhere. */
+static void fill(struct work *w, int s)
+{
+	for (size_t t = 0; t < w->n; t++)
+		for (uint32_t p = 0; p < w->np; p++)
+			w->x[t * w->np + p] = p >= w->first && p < w->end && p < w->models[t]->nphases
+						      ? signal_of(w->models[t], p, s)
+						      : NAN;
+}
+
+int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights, size_t n, uint32_t first,
+		  uint32_t end, struct pdi_lost *ret)
+{
+	struct pdi_lost l = {.n = n, .first = first, .end = end};
+	struct work w = {.models = models, .weights = weights, .n = n, .first = first, .end = end};
+	int r = -ENOMEM;
+
+	for (size_t t = 0; t < n; t++)
+		if (models[t]->nphases > l.nphases)
+			l.nphases = models[t]->nphases;
+	if (!n || first >= end || end > l.nphases)
+		return -EINVAL;
+	w.np = l.nphases;
+	l.phase_s = calloc(w.np, sizeof(*l.phase_s));
+	l.by_task = calloc(n * w.np, sizeof(*l.by_task));
+	l.kinds = calloc(n * w.np, sizeof(*l.kinds));
+	w.x = malloc(n * w.np * sizeof(*w.x));
+	w.in_mpi = malloc(n * w.np * sizeof(*w.in_mpi));
+	w.peers = malloc(n * sizeof(*w.peers));
+	w.own = malloc((w.np > n ? w.np : n) * sizeof(*w.own));
+	if (!l.phase_s || !l.by_task || !l.kinds || !w.x || !w.in_mpi || !w.peers || !w.own)
+		goto out;
+	fill(&w, SIGNAL_IN_MPI);
+	if (!excess(&w))
+		memset(w.in_mpi, 0, n * w.np * sizeof(*w.in_mpi));
+	else
+		memcpy(w.in_mpi, w.x, n * w.np * sizeof(*w.in_mpi));
+	/* one phase: no usual to compare with, only the time held tells */
+	for (int s = end - first > 1 ? PDI_LOST_COMPUTING : PDI_LOST_HELD;
+	     s <= (end - first > 1 ? PDI_LOST_WAITING : PDI_LOST_HELD); s++) {
+		fill(&w, s);
+		if (!excess(&w))
+			continue;
+		l.has_usage |= s != PDI_LOST_COMPUTING;
+		for (size_t i = 0; i < n * w.np; i++) {
+			double x = w.x[i];
+
+			/* held or waiting while in MPI longer than its peers: a victim waiting for the
+			 * culprit (some MPI libraries sleep or yield while they wait), not a culprit */
+			if (s != PDI_LOST_COMPUTING && !isnan(w.in_mpi[i]))
+				x -= fmax(0.0, w.in_mpi[i]);
+			if (!isnan(x) && x > l.by_task[i]) {
+				l.by_task[i] = x;
+				l.kinds[i] = (uint8_t)s;
+			}
+		}
+	}
+	for (size_t t = 0; t < n; t++)
+		for (uint32_t p = first; p < end; p++)
+			l.phase_s[p] = fmax(l.phase_s[p], l.by_task[t * w.np + p]);
+	find(&l, w.x);
+	*ret = l;
+	l = (struct pdi_lost){0};
+	r = 0;
+out:
+	free(w.x);
+	free(w.in_mpi);
+	free(w.peers);
+	free(w.own);
+	pdi_lost_done(&l);
+	return r;
+}
+
+void pdi_lost_done(struct pdi_lost *l)
+{
+	free(l->phase_s);
+	free(l->by_task);
+	free(l->kinds);
+	*l = (struct pdi_lost){0};
+}
+
+double pdi_lost_of(const struct pdi_lost *l, size_t t, uint32_t p, enum pdi_lost_kind *ret_kind)
+{
+	if (t >= l->n || p < l->first || p >= l->end) {
+		if (ret_kind)
+			*ret_kind = PDI_LOST_NONE;
+		return 0;
+	}
+	if (ret_kind)
+		*ret_kind = (enum pdi_lost_kind)l->kinds[t * l->nphases + p];
+	return l->by_task[t * l->nphases + p];
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* lost_time.h -- the time one task lost against its peers, phase by phase, in seconds: what
+ * a person calls a stall, and what the call timings alone cannot always show.
+ *
+ * In a phase of an SPMD program the tasks do the same work; the one that stalls makes the
+ * others wait for it inside MPI, where they busy-poll (MPI libraries spin while they wait).
+ * So what one task did beyond the others' median, in the same phase, is the fault's
+ * signature, and a loaded machine, which slows every task alike, hardly makes it:
+ *
+ *   computing  time between its MPI calls (a task spinning in its own code, or slowed in it)
+ *   held       time neither running nor runnable, from the kernel's counts (struct pdi_usage):
+ *              stopped by a signal or a debugger, asleep in I/O -- the task stopped inside MPI
+ *              that the call timings cannot tell from its peers waiting in the same call
+ *   waiting    time runnable but without a CPU, from the same counts: interference on its CPU
+ *
+ * Each is taken beyond the task's own usual offset from its peers (a rank that always does
+ * the I/O, a sub-domain that is always larger), so that a steady imbalance is not a fault.
+ * The finding is the task and phase that lost the most; the run of adjacent phases where the
+ * same task kept losing a good part of that (interference that lasts several phases) is one
+ * event, and its first phase is where the fault began.
+ *
+ * With a single phase (a program with no collective to cut phases on) nothing says what is
+ * usual for a task: only the time held counts there (no healthy task is held for seconds,
+ * while computation differs between ranks by construction). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+enum pdi_lost_kind { PDI_LOST_NONE, PDI_LOST_COMPUTING, PDI_LOST_HELD, PDI_LOST_WAITING };
+extern const char *const pdi_lost_kind_names[]; /* "none", "computing", "held", "waiting" */
+
+struct pdi_lost {
+	/* per phase (indexed like the models' phases; 0 outside the phases looked at) */
+	double *phase_s;           /* the most any task lost in it (s) */
+	/* the finding: the task and phase that lost the most, and the run it belongs to */
+	bool found;                /* some task lost more than nothing */
+	size_t task;               /* index of its model */
+	enum pdi_lost_kind kind;   /* how it lost it, at the peak */
+	uint32_t peak, onset, last; /* the phase it lost most in; the run's first and last phase */
+	double peak_s, total_s;    /* lost in the peak phase; over the run */
+	double next_task_s;        /* the most another task lost in the peak phase */
+	double other_phase_s;      /* the most any task lost in a phase outside the run */
+	double noise_s;            /* the phases' robust spread of phase_s (1.4826 MAD), floored; with
+				      fewer than PDI_LOST_MIN_PHASES phases, the other tasks' spread in
+				      the peak phase */
+	double z;                  /* how far the peak stands above the other phases' median (or the
+				      other tasks'), in noise_s */
+	bool has_usage;            /* the kernel's counts were there to look at */
+
+	/* what pdi_lost_of() reads */
+	double *by_task;           /* n x nphases: lost by model t in phase p (s) */
+	uint8_t *kinds;            /* n x nphases: how (enum pdi_lost_kind) */
+	size_t n;
+	uint32_t nphases, first, end;
+};
+
+/* What any phase must lose beyond the step's noise to extend a run (robust sds of phase_s). */
+#define PDI_LOST_RUN_Z 4.0
+/* A phase adjacent to the run joins it when it lost this share of the peak. */
+#define PDI_LOST_RUN_SHARE 0.3
+/* Phases below which the noise is the other tasks' in the peak phase, not the other phases'. */
+#define PDI_LOST_MIN_PHASES 6
+/* Another task that lost this share of the peak in the same phase is named beside it. */
+#define PDI_LOST_ALSO_SHARE 0.5
+/* The spread below which the phases' noise is taken as this (s): a few scheduler ticks. */
+#define PDI_LOST_NOISE_FLOOR_S 0.05
+
+/* The lost time of N models (WEIGHTS[i] tasks each; NULL: 1) over phases [FIRST, END) of each.
+ * 0, or -ENOMEM, or -EINVAL (no phase to look at). Free with pdi_lost_done(). */
+int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights, size_t n, uint32_t first,
+		  uint32_t end, struct pdi_lost *ret);
+void pdi_lost_done(struct pdi_lost *l);
+
+/* The time task T computed in phase P: between its MPI calls, from the edges out of its
+ * computation states (s). */
+double pdi_phase_computation_s(const struct pdi_phase *p);
+
+/* The time model T lost in phase P (s), computed as pdi_lost_time() did; 0 outside. Into
+ * RET_KIND (may be NULL) how. */
+double pdi_lost_of(const struct pdi_lost *l, size_t t, uint32_t p, enum pdi_lost_kind *ret_kind);

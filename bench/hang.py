@@ -231,6 +231,7 @@ def detect(args):
         workdir = tempfile.mkdtemp(prefix=f"pdimon-hang-{prog}-")
         os.chmod(workdir, 0o755)
         cmd, usual_s = PROGRAMS[prog](workdir, False)
+        usual_s = getattr(usual_s, "wall_s", usual_s)  # apps.py's Usual, or seconds
         db = os.path.join(workdir, "pdimon.db")
         longest, hung, slow, took = healthy_run(prog, cmd, workdir, db, usual_s, out_dir)
         target = max(30.0, 3 * longest)

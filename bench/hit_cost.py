@@ -4,9 +4,13 @@
 For Open MPI and MPICH, rounds interleave three runs of `hitcost CALLS WAITFILE` on one rank:
 unprobed, with bench/probe-floor --at-start (every entry probe on its function's first byte:
 before the placement of entry probes), and with probe-floor as pdimond places them (after:
-past a single-stepped first instruction onto an emulated one where safe). Prints per function
-the medians of ns per call added over the unprobed run of the same round, before and after,
-and the kind of instruction each entry probe sits on (probe-floor --list).
+past a single-stepped first instruction onto an emulated one where safe), and under a pdimond
+with the budget off (`pdimon attach`: its real programs, placed alike). Times are the rank's CPU
+time (hitcost.c), which other processes' load hardly moves. Prints per function the medians of
+ns per call added over the unprobed run of the same round, before, after and with pdimond, the
+kind of instruction each entry probe sits on (probe-floor --list), and pdimond's own CPU time
+per event it took (the daemon's share of a call: on a node whose cores the job fills, the job
+pays it too).
 """
 import argparse
 import os
@@ -15,14 +19,16 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import (end_run, BUILD, PROBE_FLOOR, BenchError, find_procs, median, read_line, spawn, wait_exit)
+from benchlib import (end_run, BUILD, PROBE_FLOOR, BenchError, Daemon, cpu_seconds, find_procs, median, read_line,
+                      spawn, wait_exit, wait_for)
 
-VARIANTS = ("unprobed", "at_start", "placed")
+VARIANTS = ("unprobed", "at_start", "placed", "pdimond")
+NFUNCS = 17  # the functions hitcost.c times, each CALLS times
 MPIRUN = {"openmpi": ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", "1"],
           "mpich": ["mpirun.mpich", "-np", "1"]}
 
 
-def run_once(impl, variant, calls, kinds):
+def run_once(impl, variant, calls, kinds, daemon, tag):
     tmp = tempfile.mkdtemp(prefix="pdimon-hitcost-")
     waitfile = os.path.join(tmp, "go")
     exe = os.path.join(BUILD, f"bench/hitcost.{impl}")
@@ -31,7 +37,10 @@ def run_once(impl, variant, calls, kinds):
         job = spawn(MPIRUN[impl] + [exe, str(calls), waitfile], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                     text=True, cwd=tmp)
         pid = find_procs(os.path.basename(exe), 1, job.pid)[0]
-        if variant != "unprobed":
+        if variant == "pdimond":
+            before, cpu0 = daemon.status()["events"], cpu_seconds(daemon.proc.pid)
+            daemon.pdimon("attach", "--step", tag, "--pid", pid)
+        elif variant != "unprobed":
             flags = ["--at-start"] if variant == "at_start" else []
             if variant not in kinds:
                 r = subprocess.run([PROBE_FLOOR, "--list", *flags, "--pid", str(pid)], capture_output=True,
@@ -47,7 +56,13 @@ def run_once(impl, variant, calls, kinds):
         out, err = job.communicate(timeout=30)
         if job.returncode != 0:
             raise BenchError(f"hitcost failed ({job.returncode}): {err}")
-        return {m.group(1): float(m.group(2)) for m in re.finditer(r"hitcost (\S+) ([0-9.]+)", out)}
+        res = {m.group(1): float(m.group(2)) for m in re.finditer(r"hitcost (\S+) ([0-9.]+)", out)}
+        if variant == "pdimond":
+            # every timed call reaches the daemon (budget off): its CPU time per event, once drained
+            n = wait_for(lambda: (lambda e: e if e >= NFUNCS * calls else None)(daemon.status()["events"] - before),
+                         60, f"pdimond to take the {NFUNCS * calls} calls")
+            res["daemon_ns_per_event"] = (cpu_seconds(daemon.proc.pid) - cpu0) * 1e9 / n
+        return res
     finally:
         end_run(floor, job, tmp)
 
@@ -62,20 +77,29 @@ def main():
     for impl in impls:
         res = {v: [] for v in VARIANTS}
         kinds = {}
-        for _ in range(args.rounds):
-            for v in VARIANTS:
-                res[v].append(run_once(impl, v, args.calls, kinds))
-        print(f"{impl}: ns added per call by an empty entry+return probe pair (medians of {args.rounds} "
-              f"interleaved rounds, {args.calls} calls each)")
+        daemon = Daemon("max_overhead_pct=off")
+        try:
+            for r in range(args.rounds):
+                for v in VARIANTS:
+                    res[v].append(run_once(impl, v, args.calls, kinds, daemon, f"hitcost-{os.getpid()}-{impl}-{r}"))
+            calibration = daemon.calibration()
+        finally:
+            daemon.stop()
+        print(f"{impl}: CPU ns added per call by an empty entry+return probe pair and by pdimond's (medians of "
+              f"{args.rounds} interleaved rounds, {args.calls} calls each)")
         print(f"  {'function':<16} {'unprobed_ns':>11} {'before_ns':>10} {'after_ns':>9} {'after/before':>12}"
-              f"  entry instruction before -> after")
+              f" {'pdimond_ns':>10} {'pdimond/after':>13}  entry instruction before -> after")
         for fn in res["unprobed"][0]:
             base = median([r[fn] for r in res["unprobed"]])
-            before = median([b[fn] - a[fn] for a, b in zip(res["unprobed"], res["at_start"])])
-            after = median([b[fn] - a[fn] for a, b in zip(res["unprobed"], res["placed"])])
+            added = {v: median([b[fn] - a[fn] for a, b in zip(res["unprobed"], res[v])]) for v in VARIANTS[1:]}
+            before, after, mon = added["at_start"], added["placed"], added["pdimond"]
             ratio = after / before if before > 0 else float("nan")
-            print(f"  {fn:<16} {base:>11.1f} {before:>10.1f} {after:>9.1f} {ratio:>12.2f}  "
-                  f"{kinds.get('at_start', {}).get(fn, '?')} -> {kinds.get('placed', {}).get(fn, '?')}")
+            mratio = mon / after if after > 0 else float("nan")
+            print(f"  {fn:<16} {base:>11.1f} {before:>10.1f} {after:>9.1f} {ratio:>12.2f} {mon:>10.1f} {mratio:>13.2f}"
+                  f"  {kinds.get('at_start', {}).get(fn, '?')} -> {kinds.get('placed', {}).get(fn, '?')}")
+        daemon_ns = median([r["daemon_ns_per_event"] for r in res["pdimond"]])
+        print(f"  pdimond's own CPU per event: {daemon_ns:.0f} ns (median of {args.rounds}); "
+              f"{calibration}")
         sys.stdout.flush()
 
 

@@ -2,6 +2,10 @@
 /* hitcost.c -- ns per call of single MPI functions, one at a time, on one rank: what a probe
  * hit adds to each probed function shows as the difference with an unprobed run.
  *
+ * Timed in the calling thread's CPU time (a probe's trap, single step and BPF program run in
+ * the thread that hit it, and are charged to it), so that what other processes do on a shared
+ * machine hardly moves the figures, unlike wall time.
+ *
  * Usage: hitcost CALLS WAITFILE   (waits up to 60 s for WAITFILE after MPI_Init, so that probes
  * can be attached first). Prints one line per function: "hitcost FUNCTION NS_PER_CALL".
  * The calls complete at once: MPI_PROC_NULL peers, MPI_COMM_SELF collectives, a request that
@@ -25,12 +29,20 @@ static int wait_file(const char *path)
 	return -1;
 }
 
+static double cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
 #define TIME(name, call)                                                                                \
 	do {                                                                                            \
-		double t0 = MPI_Wtime();                                                                \
+		double t0 = cpu_ns();                                                                   \
 		for (long i = 0; i < n; i++)                                                            \
 			call;                                                                           \
-		printf("hitcost %s %.1f\n", name, (MPI_Wtime() - t0) * 1e9 / (double)n);                \
+		printf("hitcost %s %.1f\n", name, (cpu_ns() - t0) / (double)n);                         \
 	} while (0)
 
 int main(int argc, char **argv)

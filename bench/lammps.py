@@ -8,6 +8,8 @@ Each round runs, interleaved, in a fresh temporary directory:
   nobudget     the same under a second pdimond with max_overhead_pct=off (every call probed)
 and, unless --no-floor, "floor": the same command with bench/probe-floor's do-nothing programs
 attached to the 4 ranks as soon as they map their MPI library (before the timed run loop).
+With --baseline BUILD, also "baseline": under a pdimond (default budget) of another build, e.g.
+main's, to compare a change side by side.
 The two pdimonds serve all rounds. Prints LAMMPS's "Loop time" medians, the slowdown ratios
 (median of per-round ratios to the unmonitored run; target <= 1.03 for pdimond), the time added
 per call against the floor's with the budget off (target <= 1.10x the floor's) and the
@@ -26,8 +28,8 @@ import sys
 import tempfile
 import time
 
-from benchlib import (end_run, MPIRUN, PROBE_FLOOR, BenchError, Daemon, find_procs, kill_tree, median, read_line,
-                      spawn, wait_exit)
+from benchlib import (end_run, MPIRUN, PROBE_FLOOR, BenchError, Daemon, cpu_seconds, find_procs, kill_tree, median,
+                      read_line, spawn, wait_exit)
 
 INPUT = "/usr/share/lammps/examples/crack/in.crack"
 NRANKS = 4
@@ -57,16 +59,31 @@ def attach_floor(job):
             kill_tree(floor)
             raise BenchError("probe-floor did not exit")
         err = err.decode()
-        if time.monotonic() > deadline or job.poll() is not None:
+        if job.poll() is not None or "No such process" in err:
+            raise FloorLate(f"probe-floor could not attach before the run ended: {err}")
+        if time.monotonic() > deadline:
             raise BenchError(f"probe-floor could not attach: {err}")
         time.sleep(0.01)
 
 
-def run_once(variant, daemon, tag):
-    """One crack run; returns (loop time in s, steps)."""
+class FloorLate(BenchError):
+    """The run ended (or its ranks went) before probe-floor could attach: a run to make again."""
+
+
+def run_once(variant, daemon, tag, tries=3):
+    """One crack run; returns (loop time in s, steps). A floor run the floor missed is made again."""
+    for i in range(tries):
+        try:
+            return run_once_try(variant, daemon, tag)
+        except FloorLate:
+            if i == tries - 1:
+                raise
+
+
+def run_once_try(variant, daemon, tag):
     tmp = tempfile.mkdtemp(prefix="pdimon-lammps-")
     cmd = lammps_cmd()
-    if variant in ("pdimond", "nobudget"):
+    if variant in ("pdimond", "nobudget", "baseline"):
         cmd = daemon.pdimon_args("run", "--step", tag, "--") + cmd
     job = floor = None
     try:
@@ -106,6 +123,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-floor", action="store_true", help="leave out the empty-probe variant")
     ap.add_argument("--record", metavar="FILE", help="record one monitored run into FILE, nothing else")
+    ap.add_argument("--baseline", metavar="BUILD", help="also under the pdimond of this build directory")
     args = ap.parse_args()
     if not shutil.which("lmp") or not os.path.exists(INPUT):
         sys.exit(f"lammps: needs lmp and {INPUT}")
@@ -113,15 +131,19 @@ def main():
         record(os.path.abspath(args.record))
         return
 
-    variants = ["unmonitored"] + ([] if args.no_floor else ["floor"]) + ["pdimond", "nobudget"]
+    variants = (["unmonitored"] + ([] if args.no_floor else ["floor"]) + ["pdimond", "nobudget"] +
+                (["baseline"] if args.baseline else []))
     res = {v: [] for v in variants}
     daemon = Daemon()
     daemons = {"unmonitored": daemon, "floor": daemon, "pdimond": daemon}
     try:
         daemons["nobudget"] = Daemon("max_overhead_pct=off")
+        if args.baseline:
+            daemons["baseline"] = Daemon(build=os.path.abspath(args.baseline))
         print(f"lammps: {args.rounds} rounds of crack on {NRANKS} ranks, interleaved {', '.join(variants)}",
               flush=True)
         before = {v: daemons[v].status() for v in ("pdimond", "nobudget")}
+        cpu0 = {v: cpu_seconds(daemons[v].proc.pid) for v in ("pdimond", "nobudget")}
         for r in range(args.rounds):
             row = []
             for v in variants:
@@ -130,6 +152,9 @@ def main():
                 row.append(f"{v} {loop:.3f}")
             print(f"  round {r + 1}: loop time s: " + ", ".join(row), flush=True)
         status = {v: daemons[v].status() for v in ("pdimond", "nobudget")}
+        cpu = {v: cpu_seconds(daemons[v].proc.pid) - cpu0[v] for v in ("pdimond", "nobudget")}
+        costs = daemon.calibration()
+        changes = daemon.budget_changes()
     finally:
         for d in {id(d): d for d in daemons.values()}.values():
             rc = d.stop()
@@ -138,7 +163,7 @@ def main():
 
     # every call is an event with the budget off: the calls a run makes
     events = status["nobudget"]["events"] - before["nobudget"]["events"]
-    per_rank_run = events / NRANKS / args.rounds
+    per_rank_run = max(events / NRANKS / args.rounds, 1)  # 1: pdimond saw nothing (a library it does not trap)
     print(f"{'variant':<12} {'loop_time_s':>12}   (medians of {args.rounds}, {steps} steps)")
     for v in variants:
         print(f"{v:<12} {median(res[v]):>12.3f}")
@@ -146,16 +171,20 @@ def main():
     for v in variants[1:]:
         slow = median([b / a for a, b in zip(res["unmonitored"], res[v])])
         added[v] = median([b - a for a, b in zip(res["unmonitored"], res[v])])
-        target = " (target <= 1.03)" if v == "pdimond" else ""
+        target = " (target <= 1.03)" if v in ("pdimond", "baseline") else ""
         print(f"slowdown {v}={slow:.3f}{target}, added {added[v]:.3f} s per run, "
               f"{added[v] * 1e9 / per_rank_run:.0f} ns per call per rank")
     if "floor" in added and added["floor"] > 0:
         print(f"added per call, pdimond with the budget off / floor = {added['nobudget'] / added['floor']:.3f} "
               f"(target <= 1.10)")
     for v in ("pdimond", "nobudget"):
-        print(f"{v} status: events={status[v]['events'] - before[v]['events']} "
-              f"events_lost={status[v]['events_lost']}")
+        ev = status[v]['events'] - before[v]['events']
+        print(f"{v} status: events={ev} events_lost={status[v]['events_lost']}, daemon CPU {cpu[v]:.2f} s "
+              f"({cpu[v] * 1e9 / max(ev, 1):.0f} ns per event)")
     print(f"{per_rank_run:.0f} calls per rank per run")
+    print(f"pdimond: {costs}")
+    print("pdimond budget level changes (all runs): " +
+          (", ".join(f"{k} x{v}" for k, v in sorted(changes.items())) or "none"))
 
 
 if __name__ == "__main__":

@@ -75,6 +75,9 @@ uint64_t pdi_now_ns(void);
 
 /* ingest.c */
 int pdi_ingest_event(void *daemon, const struct pdi_event *e);
+/* After a drain: the running tasks' events the ring buffer lost since the last look are marked
+ * in their models (their collective counts may be short from then on). */
+void pdi_ingest_note_lost(struct pdi_daemon *d);
 /* A pdi_trapped_join_fn: a process of root ROOT's tree found stopped at start joins its
  * restored watch's step as if its trap had just fired (trapped.h continues it after). */
 void pdi_join_stopped(void *daemon, pid_t root, const struct pdi_ident *id);

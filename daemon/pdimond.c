@@ -176,6 +176,7 @@ static void on_timer(struct pdi_daemon *d)
 	if (read(d->timer_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
 		log_warning("Cannot read the drain timer: %m");
 	(void)pdi_tracer_drain(d->tracer);
+	pdi_ingest_note_lost(d);
 	pdi_hang_tick(d); /* once a second: the live steps' health (hang/step_health.h) */
 	pdi_log_ratelimit_flush(); /* what the rate limits held back, once their interval is over */
 	pdi_site_store_tick(d);

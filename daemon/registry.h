@@ -43,6 +43,8 @@ struct pdi_task {
 	time_t started, ended;        /* wall clock */
 	uint64_t events;
 	uint64_t lost;                /* events the BPF side could not queue */
+	uint64_t lost_noted;          /* of which the model's unobserved log has a record */
+	uint64_t lost_checked_ns;     /* when they were last counted (CLOCK_MONOTONIC) */
 	bool init_pending;            /* stopped in MPI_Init before we attached: see ingest.c */
 	bool gap;                     /* the model missed calls: the daemon was down for a while */
 	struct pdi_call init_call;

@@ -12,6 +12,12 @@
  * sequence of those collectives' functions (the same on every task, unlike their call sites),
  * so that every phase holds whole iterations and normal phases look alike.
  *
+ * A cut at a count is only worth something if the count is right: once a step-wide collective may
+ * have gone unseen (the overhead budget moved or thinned the probes, or the ring buffer was full:
+ * the unobserved log says when), the task cuts no more, its phases since then fold into the one
+ * before, and its siblings fold theirs at the same collective (pdi_model_cut_horizon()), so that
+ * phases still line up, the last one running to each task's end.
+ *
  * Memory: past 7/8 of the bound the automatic phases are merged pairwise, which a task's
  * siblings can repeat (pdi_model_coarsen) to stay lined up; states and transitions are
  * dropped, and counted, only when no merge is left to make. The phase table is granted past
@@ -38,7 +44,7 @@ const struct pdi_model_config pdi_model_config_default = {
 
 void pdi_model_init(struct pdi_model *m, const struct pdi_model_config *cfg)
 {
-	*m = (struct pdi_model){.cfg = cfg ? *cfg : pdi_model_config_default};
+	*m = (struct pdi_model){.cfg = cfg ? *cfg : pdi_model_config_default, .count_doubt_ns = UINT64_MAX};
 	/* pairwise merging needs an even number of loop phases after the prologue */
 	if (m->cfg.max_phases < 3)
 		m->cfg.max_phases = 3;
@@ -236,7 +242,7 @@ static void halve_auto_phases(struct pdi_model *m)
 	uint32_t out = 1;
 
 	/* an odd count leaves the current phase alone: it now lasts twice as long */
-	if ((m->nphases - 1) % 2 == 1)
+	if ((m->nphases - 1) % 2 == 1 && m->auto_next_cut != PDI_MODEL_NO_CUT)
 		m->auto_next_cut += m->auto_len;
 	m->merged_phases += (m->nphases - 1) / 2;
 
@@ -262,6 +268,104 @@ static void halve_auto_phases(struct pdi_model *m)
 	m->auto_len *= 2;
 }
 
+/* Fold M's phases from KEEP on into phase KEEP - 1. */
+static void fold_from(struct pdi_model *m, uint32_t keep)
+{
+	if (keep == 0 || keep >= m->nphases)
+		return;
+	for (uint32_t i = keep; i < m->nphases; i++) {
+		m->bytes -= phase_bytes(&m->phases[i]);
+		merge_phase(m, &m->phases[keep - 1], &m->phases[i]);
+		phase_done(&m->phases[i]);
+		m->phases[i] = (struct pdi_phase){0};
+	}
+	m->nphases = keep;
+}
+
+/* Could record U hide a step-wide collective? Entry-only probes see every call; thinner
+ * probes, a gap or a full ring buffer may not. */
+static bool hides_collectives(const struct pdi_unobserved *u)
+{
+	return u->level != PDI_UNOBS_ENTRY_ONLY &&
+	       (u->fn == PDI_UNOBSERVED_ALL || (u->fn < pdi_mpi_nfuncs && pdi_fn_is_collective(u->fn)));
+}
+
+/* Since when a step-wide collective may have gone unseen (UINT64_MAX: never). */
+static uint64_t doubt_since(const struct pdi_unobserved_log *l)
+{
+	uint64_t t = UINT64_MAX;
+
+	for (uint32_t i = 0; i < l->n; i++)
+		if (hides_collectives(&l->v[i]) && l->v[i].t_start < t)
+			t = l->v[i].t_start;
+	/* a full log folds new records into its last one, whatever they hid */
+	if (l->stretched && l->n && l->v[l->n - 1].t_start < t)
+		t = l->v[l->n - 1].t_start;
+	return t;
+}
+
+/* M's collective count may be short since DOUBT: its phases cut since then fold into the one
+ * before, and it cuts no more. */
+static void stop_cuts(struct pdi_model *m, uint64_t doubt)
+{
+	uint32_t keep = m->nphases;
+
+	while (keep > 1 && m->phases[keep - 1].t_start >= doubt)
+		keep--;
+	fold_from(m, keep);
+	m->auto_next_cut = PDI_MODEL_NO_CUT;
+}
+
+/* Before a call entered at T is fed: stop M's cuts if its count may be short by then. The log is
+ * looked at again only when it changed; a record that arrives late (lost events are counted
+ * when pdimond next looks, a gap is marked once the probes are back) may start before cuts
+ * already made, or before the doubt M stopped at: those cuts fold too. */
+static void check_count(struct pdi_model *m, uint64_t t)
+{
+	uint64_t seen = m->unobserved.n + m->unobserved.stretched;
+	bool changed = seen != m->count_doubt_seen;
+
+	if (changed) {
+		m->count_doubt_ns = doubt_since(&m->unobserved);
+		m->count_doubt_seen = seen;
+	}
+	if (m->saw_pcontrol || !m->cfg.auto_phases || t < m->count_doubt_ns)
+		return;
+	if (changed || m->auto_next_cut != PDI_MODEL_NO_CUT)
+		stop_cuts(m, m->count_doubt_ns);
+}
+
+uint64_t pdi_model_cut_horizon(const struct pdi_model *m)
+{
+	uint64_t doubt;
+	uint32_t i;
+
+	if (m->saw_pcontrol || !m->cfg.auto_phases || !m->nphases)
+		return UINT64_MAX;
+	doubt = doubt_since(&m->unobserved);
+	/* a model still cutting may have its doubt ahead of the calls it was fed; one that was not fed
+	 * a call since its doubt began (a record added last) is as good as stopped */
+	if (m->auto_next_cut != PDI_MODEL_NO_CUT && doubt > m->last_enter)
+		return UINT64_MAX;
+	for (i = m->nphases; i > 1 && m->phases[i - 1].t_start >= doubt; i--)
+		;
+	return m->phases[i - 1].first_collective;
+}
+
+void pdi_model_fold_past(struct pdi_model *m, uint64_t horizon)
+{
+	uint32_t keep = m->nphases;
+
+	if (m->saw_pcontrol || !m->cfg.auto_phases || !m->nphases || horizon == UINT64_MAX)
+		return;
+	while (keep > 1 && m->phases[keep - 1].first_collective > horizon)
+		keep--;
+	fold_from(m, keep);
+	/* past the horizon already: any later cut would be folded again */
+	if (m->ncollectives > horizon)
+		m->auto_next_cut = PDI_MODEL_NO_CUT;
+}
+
 /* Can M's automatic phases be merged pairwise? */
 static bool can_halve(const struct pdi_model *m)
 {
@@ -284,18 +388,51 @@ int pdi_model_coarsen(struct pdi_model *m, uint32_t auto_len)
 	return 0;
 }
 
-size_t pdi_models_line_up(struct pdi_model *models, size_t n)
+/* pdi_models_line_up() over models reached through GET. */
+static size_t line_up(size_t n, struct pdi_model *(*get)(void *ctx, size_t i), void *ctx)
 {
+	uint64_t horizon = UINT64_MAX;
 	uint32_t len = 0;
 	size_t failed = 0;
 
 	for (size_t i = 0; i < n; i++)
-		if (models[i].auto_len > len)
-			len = models[i].auto_len;
-	for (size_t i = 0; i < n; i++)
-		if (models[i].auto_len && models[i].auto_len < len && pdi_model_coarsen(&models[i], len) < 0)
+		if (get(ctx, i)->auto_len > len)
+			len = get(ctx, i)->auto_len;
+	for (size_t i = 0; i < n; i++) {
+		struct pdi_model *m = get(ctx, i);
+
+		if (m->auto_len && m->auto_len < len && pdi_model_coarsen(m, len) < 0)
 			failed++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t h = pdi_model_cut_horizon(get(ctx, i));
+
+		if (h < horizon)
+			horizon = h;
+	}
+	for (size_t i = 0; i < n; i++)
+		pdi_model_fold_past(get(ctx, i), horizon);
 	return failed;
+}
+
+static struct pdi_model *array_at(void *ctx, size_t i)
+{
+	return &((struct pdi_model *)ctx)[i];
+}
+
+static struct pdi_model *pointer_at(void *ctx, size_t i)
+{
+	return ((struct pdi_model **)ctx)[i];
+}
+
+size_t pdi_models_line_up(struct pdi_model *models, size_t n)
+{
+	return line_up(n, array_at, models);
+}
+
+size_t pdi_model_ptrs_line_up(struct pdi_model **models, size_t n)
+{
+	return line_up(n, pointer_at, models);
 }
 
 /* The smallest period of the recorded collective functions past the prologue, 1 if none. */
@@ -333,8 +470,11 @@ static bool starts_phase(struct pdi_model *m, const struct pdi_call *c)
 			uint32_t p = find_period(m->coll_fns);
 			uint32_t min = m->cfg.auto_phase_min_collectives ? m->cfg.auto_phase_min_collectives : 1;
 
-			m->auto_len = (min + p - 1) / p * p;
-			m->auto_next_cut = PERIOD_SAMPLE;
+			/* a sample that may lack collectives finds no period its siblings share */
+			if (m->auto_next_cut != PDI_MODEL_NO_CUT) {
+				m->auto_len = (min + p - 1) / p * p;
+				m->auto_next_cut = PERIOD_SAMPLE;
+			}
 			free(m->coll_fns);
 			m->coll_fns = NULL;
 		}
@@ -380,6 +520,7 @@ int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c)
 		return r;
 	if (m->bytes > MERGE_AT(m->cfg.max_bytes) && can_halve(m) && m->nphases >= 3)
 		halve_auto_phases(m);
+	check_count(m, c->t_enter);
 	cut = starts_phase(m, c);
 	p = cur_phase(m);
 	if (m->started) {

@@ -19,6 +19,10 @@
 /* step-wide collectives whose functions are recorded (coll_fns) to find the main loop's period */
 #define PDI_MODEL_PERIOD_SAMPLE 96
 #define PDI_NO_PEER INT32_MIN
+/* auto_next_cut of a model that cuts no more: a step-wide collective may have gone unseen (the
+ * overhead budget moved or thinned the probes, or the ring buffer was full), so its count no
+ * longer says the same point of the program as its siblings' (doc/design/call-sites.md) */
+#define PDI_MODEL_NO_CUT UINT64_MAX
 
 static inline uint64_t pdi_state_comm(uint32_t site)
 {
@@ -149,8 +153,13 @@ struct pdi_model {
 	bool saw_pcontrol;
 	uint64_t ncollectives;
 	uint32_t *coll_fns;     /* the first collectives' functions, to find the loop's period */
-	uint64_t auto_next_cut; /* collective count at which the next automatic phase starts */
+	uint64_t auto_next_cut; /* collective count at which the next automatic phase starts;
+				   PDI_MODEL_NO_CUT once the count cannot be vouched for */
 	uint32_t auto_len;      /* collectives per automatic phase, 0 until the period is known */
+	/* since when a step-wide collective may have gone unseen (what was unobserved, kept in
+	 * the unobserved log; derived from it, so not encoded), and how much of the log that took in */
+	uint64_t count_doubt_ns;
+	uint64_t count_doubt_seen;
 
 	int64_t clock_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC where the calls were timed */
 
@@ -221,9 +230,22 @@ static inline uint32_t pdi_phase_state(const struct pdi_phase *p, uint64_t key)
  * times a power of two, or M has no automatic phases). */
 int pdi_model_coarsen(struct pdi_model *m, uint32_t auto_len);
 
-/* Coarsen the N models of one step (tasks on several nodes, merged at different times) to the
- * longest automatic phases among them. Returns how many could not be (left as they were). */
+/* The last collective count at which M's automatic phases are known to start where its
+ * siblings' do: UINT64_MAX while every step-wide collective was seen; once one may have gone
+ * unseen (M cuts no more), the start of its last phase. */
+uint64_t pdi_model_cut_horizon(const struct pdi_model *m);
+
+/* Fold M's automatic phases that start past collective HORIZON (a sibling's
+ * pdi_model_cut_horizon()) into the last one that does not: every task of a step then has the
+ * same phases, the last one running to the task's end. */
+void pdi_model_fold_past(struct pdi_model *m, uint64_t horizon);
+
+/* Line up the N models of one step (tasks on several nodes, merged at different times): coarsen
+ * them to the longest automatic phases among them, then fold them all at the earliest cut
+ * horizon. Returns how many could not be coarsened (left as they were). */
 size_t pdi_models_line_up(struct pdi_model *models, size_t n);
+/* The same, for models held elsewhere (the running tasks of a step on this node). */
+size_t pdi_model_ptrs_line_up(struct pdi_model **models, size_t n);
 
 /* Rename the call sites M refers to (states, the current site, requests): site X becomes MAP[X]. Site numbers are local to a step, so a model of another
  * run of the same program must be renamed into this step's numbering before the two can be

@@ -63,7 +63,8 @@ _Static_assert(sizeof(struct pdi_gauss) == 24 && sizeof(struct pdi_hist) == 76, 
 _Static_assert(sizeof(struct pdi_usage) == 24, "struct pdi_usage changed: encode the new field");
 _Static_assert(sizeof(struct pdi_phase) == 128, "struct pdi_phase changed: encode the new field");
 _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
-_Static_assert(sizeof(struct pdi_model) == 264, "struct pdi_model changed: encode the new field");
+/* count_doubt_ns and count_doubt_seen are not encoded: derived from the unobserved log */
+_Static_assert(sizeof(struct pdi_model) == 280, "struct pdi_model changed: encode the new field");
 _Static_assert(sizeof(struct pdi_unobserved) == 32, "struct pdi_unobserved changed: encode the new field");
 #endif
 

@@ -116,6 +116,7 @@ const char *pdi_unobserved_level_name(unsigned level)
 	case PDI_UNOBS_SAMPLED: return "sampled";
 	case PDI_UNOBS_DETACHED: return "detached";
 	case PDI_UNOBS_GAP: return "gap";
+	case PDI_UNOBS_LOST: return "lost";
 	}
 	return "?";
 }

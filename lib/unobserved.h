@@ -19,6 +19,7 @@ enum pdi_unobserved_level {
 	PDI_UNOBS_SAMPLED = 2,    /* calls seen only in time slices, 1/2^duty_log2 of the time */
 	PDI_UNOBS_DETACHED = 3,   /* no call seen, but in a short re-measuring slice now and then */
 	PDI_UNOBS_GAP = 4,        /* no call of any function seen: the probes were being moved */
+	PDI_UNOBS_LOST = 5,       /* calls lost in between: the ring buffer was full (fn: all) */
 };
 
 struct pdi_unobserved {
@@ -53,7 +54,7 @@ void pdi_unobserved_free(struct pdi_unobserved_log *l);
  * Entry-only functions are not: their calls are seen as they begin. */
 bool pdi_unobserved_blind_since(const struct pdi_unobserved_log *l, uint64_t t);
 
-/* "entry only", "sampled", "detached", "gap" */
+/* "entry only", "sampled", "detached", "gap", "lost" */
 const char *pdi_unobserved_level_name(unsigned level);
 
 struct pdi_json;

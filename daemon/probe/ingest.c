@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
@@ -77,23 +78,24 @@ static uint8_t call_flags(struct pdi_task *t, const struct pdi_event *e)
 	return 0;
 }
 
-/* T's automatic phases changed length (found the loop's period, or merged pairwise to fit a
- * bound): the tasks of its step on this node merge theirs to the longest, so that phase I is
+/* T's automatic phases changed (found the loop's period, merged pairwise to fit a bound, cut,
+ * or stopped being cut because a collective may have gone unseen): the tasks of its step on this
+ * node merge theirs to the longest and fold them at the earliest cut horizon, so that phase I is
  * the same stretch of the program on every task. */
 static void align_phases(struct pdi_task *t)
 {
 	struct pdi_step *s = t->step;
-	uint32_t len = 0;
+	struct pdi_model **models = calloc(s->ntasks, sizeof(*models));
 
-	for (unsigned i = 0; i < s->ntasks; i++)
-		if (s->tasks[i]->model.auto_len > len)
-			len = s->tasks[i]->model.auto_len;
-	for (unsigned i = 0; i < s->ntasks; i++) {
-		struct pdi_task *o = s->tasks[i];
-
-		if (o->model.auto_len && o->model.auto_len < len && pdi_model_coarsen(&o->model, len) < 0)
-			log_debug("Cannot line up the phases of pid %d with its step's", (int)o->pid);
+	if (!models) {
+		log_debug("Cannot line up the phases of step %s: %m", s->name);
+		return;
 	}
+	for (unsigned i = 0; i < s->ntasks; i++)
+		models[i] = &s->tasks[i]->model;
+	if (pdi_model_ptrs_line_up(models, s->ntasks) > 0)
+		log_debug("Cannot line up the phases of every task of step %s", s->name);
+	free(models);
 }
 
 static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e)
@@ -108,7 +110,8 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 		.req = e->req,
 		.flags = call_flags(t, e),
 	};
-	uint32_t auto_len = t->model.auto_len;
+	uint32_t auto_len = t->model.auto_len, nphases = t->model.nphases;
+	uint64_t next_cut = t->model.auto_next_cut;
 	struct pdi_chain ch;
 	int r;
 
@@ -136,7 +139,8 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	}
 	record(d, t, &c);
 	r = pdi_model_add_call(&t->model, &c);
-	if (t->model.auto_len != auto_len)
+	if (t->model.auto_len != auto_len || t->model.nphases != nphases ||
+	    (t->model.auto_next_cut == PDI_MODEL_NO_CUT) != (next_cut == PDI_MODEL_NO_CUT))
 		align_phases(t);
 	/* a new phase: the kernel's counts as it begins (its share of CPU, wait, time held); and
 	 * at MPI_Finalize, where the last phase's share ends (the process may be gone at its end) */
@@ -380,6 +384,7 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 	if (att.dtypes.comm_world)
 		t->world_comms[t->nworld_comms++] = att.dtypes.comm_world;
 	t->model.clock_offset_ns = clock_offset_ns();
+	t->lost_checked_ns = pdi_now_ns();
 	r = pdi_chains_begin(d, t);
 	if (r < 0)
 		log_debug("pid %d: call sites stay where MPI is called from: %s", (int)pid, strerror(-r));
@@ -398,6 +403,28 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 	return 0;
 }
 
+/* Events of T the ring buffer had no room for since we last looked: the model's unobserved log
+ * says when (between the two looks), and its phases stop being cut if a collective may be among
+ * them. */
+static void note_lost(struct pdi_daemon *d, struct pdi_task *t)
+{
+	uint64_t lost = pdi_tracer_lost(d->tracer, t->pid), now = pdi_now_ns();
+
+	if (lost > t->lost_noted) {
+		(void)pdi_unobserved_add(&t->model.unobserved, PDI_UNOBSERVED_ALL, PDI_UNOBS_LOST, t->lost_checked_ns, now);
+		t->lost_noted = lost;
+		align_phases(t);
+	}
+	t->lost_checked_ns = now;
+}
+
+void pdi_ingest_note_lost(struct pdi_daemon *d)
+{
+	for (unsigned i = 0; i < d->reg.ntasks; i++)
+		if (d->reg.tasks[i]->state == PDI_TASK_RUNNING)
+			note_lost(d, d->reg.tasks[i]);
+}
+
 void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 {
 	struct pdi_inflight f;
@@ -407,7 +434,8 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 		return;
 	/* its last events may still be in the ring buffer */
 	(void)pdi_tracer_drain(d->tracer);
-	t->lost = pdi_tracer_lost(d->tracer, t->pid);
+	note_lost(d, t);
+	t->lost = t->lost_noted;
 	if (pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1 || pdi_tracer_exited_in(d->tracer, t->pid, &f) == 0) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
 		uint32_t site;

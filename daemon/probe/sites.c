@@ -61,12 +61,15 @@ static int charge(struct pdi_task *t, size_t bytes)
 }
 
 static int new_site(struct pdi_task *t, uint64_t key, uint16_t fn, const struct code_addr *at,
-		    const struct code_addr *via, uint32_t *ret)
+		    const struct code_addr *via, bool partial, uint32_t *ret)
 {
 	struct pdi_step *s = t->step;
 	struct pdi_srcloc loc = {0}, vloc = {0};
 	struct pdi_site *v, site = {.key = key, .fn = fn};
 	char name[512], place[300];
+	/* a chain that stops inside a library (its stack was lost with a full ring buffer, or no
+	 * frame rule could be followed) names a place the application did not write: say so */
+	const char *mark = partial ? " (call chain unresolved)" : "";
 	int r;
 
 	/* a return address follows the call: the call's own line is one byte earlier */
@@ -76,10 +79,10 @@ static int new_site(struct pdi_task *t, uint64_t key, uint16_t fn, const struct 
 	if (via) {
 		if (via->obj && via->vaddr > 0)
 			(void)pdi_elfobj_describe(via->obj, via->vaddr - 1, &vloc);
-		snprintf(name, sizeof(name), "%s in %s called from %s", pdi_mpi_funcs[fn].name,
-			 vloc.func[0] ? vloc.func : via->object, place);
+		snprintf(name, sizeof(name), "%s in %s called from %s%s", pdi_mpi_funcs[fn].name,
+			 vloc.func[0] ? vloc.func : via->object, place, mark);
 	} else {
-		snprintf(name, sizeof(name), "%s@%s", pdi_mpi_funcs[fn].name, place);
+		snprintf(name, sizeof(name), "%s@%s%s", pdi_mpi_funcs[fn].name, place, mark);
 	}
 	site.name = strdup(name);
 	site.caller = strdup(loc.func);
@@ -169,7 +172,7 @@ int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct 
 		return 0;
 	}
 	locate(t, objs, ch->caller, &at);
-	key = mix64(at.ident, fn);
+	key = mix64(at.ident, fn | (ch->end != PDI_CHAIN_DONE ? 1u << 16 : 0));
 	if (ch->via) {
 		struct pdi_srcloc vloc;
 
@@ -182,7 +185,7 @@ int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct 
 	}
 	i = pdi_u64map_get(&s->site_idx, key);
 	if (i == PDI_U64MAP_NONE) {
-		r = new_site(t, key, fn, &at, ch->via ? &via : NULL, &i);
+		r = new_site(t, key, fn, &at, ch->via ? &via : NULL, ch->end != PDI_CHAIN_DONE, &i);
 		if (r < 0)
 			return r;
 	} else if ((r = charge(t, MAP_ENTRY_BYTES)) < 0) {

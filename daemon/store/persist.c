@@ -343,6 +343,9 @@ static int load_task(void *ctx, const struct pdi_store_task *x)
 		/* the calls made while we were down are lost: no transition across the gap */
 		t->model.started = false;
 		t->gap = true;
+		/* nor can its collective count say where it is: no more automatic phases are cut */
+		(void)pdi_unobserved_add(&t->model.unobserved, PDI_UNOBSERVED_ALL, PDI_UNOBS_GAP, t->model.last_exit,
+					 pdi_now_ns());
 		t->lost = x->events_lost;
 		return 0;
 	}

@@ -1121,6 +1121,158 @@ Test(model, memory_bound_merges_phases_instead_of_dropping)
 	pdi_model_done(&b.m);
 }
 
+/* A and B run ITERS iterations of the grid program; A's probes miss iterations [FROM, FROM + N)
+ * (they happen, its clock moves on) and its unobserved log says so with a record of LEVEL for
+ * FN (PDI_UNOBSERVED_ALL: every function). */
+static void run_with_unseen(struct task *a, struct task *b, unsigned iters, unsigned from, unsigned n, uint16_t fn,
+			    uint8_t level)
+{
+	for (unsigned it = 0; it < iters; it++) {
+		uint64_t t0 = b->t;
+
+		grid_iteration(b, it, 3, false);
+		if (it >= from && it < from + n) {
+			if (it == from)
+				cr_assert_eq(pdi_unobserved_add(&a->m.unobserved, fn, level, t0, t0 + 1), 0);
+			a->t = b->t;
+			if (it + 1 == from + n)
+				a->m.unobserved.v[a->m.unobserved.n - 1].t_end = b->t;
+			continue;
+		}
+		grid_iteration(a, it, 3, false);
+	}
+}
+
+/* A and B lined up as a gathered view lines up its models. */
+static void line_up_two(struct task *a, struct task *b)
+{
+	struct pdi_model two[2] = {a->m, b->m};
+
+	cr_assert_eq(pdi_models_line_up(two, 2), 0);
+	a->m = two[0];
+	b->m = two[1];
+}
+
+static void assert_lined_up(const struct pdi_model *a, const struct pdi_model *b)
+{
+	cr_assert_eq(a->nphases, b->nphases);
+	for (uint32_t i = 0; i < a->nphases; i++)
+		cr_assert_eq(a->phases[i].first_collective, b->phases[i].first_collective, "phase %u", i);
+}
+
+Test(model, unseen_collectives_stop_the_cuts_and_siblings_fold_at_the_same_one)
+{
+	struct task a, b;
+	uint64_t calls_b;
+
+	/* A missed 3 world Allreduces in a gap of its probes (the overhead budget moved them): its
+	 * count is 3 short from then on, so its later cuts would fall 3 iterations late */
+	task_init(&a, NULL);
+	task_init(&b, NULL);
+	run_with_unseen(&a, &b, 400, 200, 3, PDI_UNOBSERVED_ALL, PDI_UNOBS_GAP);
+	cr_assert_eq(a.m.auto_next_cut, PDI_MODEL_NO_CUT, "A cuts no more");
+	cr_assert_neq(b.m.auto_next_cut, PDI_MODEL_NO_CUT);
+	cr_assert_gt(b.m.nphases, a.m.nphases);
+	/* A's last phase starts at the last cut before the gap */
+	cr_assert_eq(pdi_model_cut_horizon(&a.m), 96 + 3 * 32);
+	cr_assert_eq(pdi_model_cut_horizon(&b.m), UINT64_MAX);
+	calls_b = model_transitions(&b.m);
+	line_up_two(&a, &b);
+	assert_lined_up(&a.m, &b.m);
+	cr_assert_eq(a.m.nphases, 5);
+	cr_assert_eq(model_transitions(&b.m), calls_b, "folded, not dropped");
+	check_model(&a.m);
+	check_model(&b.m);
+	/* B cuts no more either, and its later calls go to the last phase */
+	cr_assert_eq(b.m.auto_next_cut, PDI_MODEL_NO_CUT);
+	for (unsigned it = 400; it < 500; it++) {
+		grid_iteration(&a, it, 3, false);
+		grid_iteration(&b, it, 3, false);
+	}
+	assert_lined_up(&a.m, &b.m);
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}
+
+Test(model, what_may_hide_a_collective_stops_the_cuts)
+{
+	static const struct {
+		const char *fn;
+		uint8_t level;
+		bool stops;
+	} cases[] = {
+		{"MPI_Allreduce", PDI_UNOBS_SAMPLED, true}, {"MPI_Allreduce", PDI_UNOBS_DETACHED, true},
+		{NULL, PDI_UNOBS_LOST, true},               {NULL, PDI_UNOBS_GAP, true},
+		{"MPI_Allreduce", PDI_UNOBS_ENTRY_ONLY, false}, /* every call still seen */
+		{"MPI_Send", PDI_UNOBS_DETACHED, false},       /* not a collective */
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct task a, b;
+
+		task_init(&a, NULL);
+		task_init(&b, NULL);
+		run_with_unseen(&a, &b, 300, 150, 1, cases[i].fn ? fn_id(cases[i].fn) : PDI_UNOBSERVED_ALL,
+				cases[i].level);
+		cr_assert_eq(a.m.auto_next_cut == PDI_MODEL_NO_CUT, cases[i].stops, "case %u", i);
+		pdi_model_done(&a.m);
+		pdi_model_done(&b.m);
+	}
+}
+
+Test(model, a_loss_noticed_late_folds_the_cuts_made_since)
+{
+	struct task a;
+	uint32_t before;
+	uint64_t t_lost;
+
+	/* the daemon counts lost events when it next looks: the record starts in the past */
+	task_init(&a, NULL);
+	for (unsigned it = 0; it < 250; it++)
+		grid_iteration(&a, it, 3, false);
+	t_lost = a.m.phases[a.m.nphases - 1].t_start - 1;
+	before = a.m.nphases;
+	for (unsigned it = 250; it < 300; it++)
+		grid_iteration(&a, it, 3, false);
+	cr_assert_gt(a.m.nphases, before);
+	cr_assert_eq(pdi_unobserved_add(&a.m.unobserved, PDI_UNOBSERVED_ALL, PDI_UNOBS_LOST, t_lost, a.t), 0);
+	/* as good as stopped before its next call, and stopped by it */
+	cr_assert_eq(pdi_model_cut_horizon(&a.m), a.m.phases[before - 2].first_collective);
+	grid_iteration(&a, 300, 3, false);
+	cr_assert_eq(a.m.nphases, before - 1);
+	cr_assert_eq(a.m.auto_next_cut, PDI_MODEL_NO_CUT);
+	cr_assert_eq(pdi_model_cut_horizon(&a.m), a.m.phases[before - 2].first_collective);
+	/* a record starting earlier still, once stopped (a gap is marked when the probes are back):
+	 * the cuts made since fold too */
+	cr_assert_eq(pdi_unobserved_add(&a.m.unobserved, PDI_UNOBSERVED_ALL, PDI_UNOBS_GAP, a.m.phases[2].t_start, a.t),
+		     0);
+	grid_iteration(&a, 301, 3, false);
+	cr_assert_eq(a.m.nphases, 2);
+	cr_assert_eq(pdi_model_cut_horizon(&a.m), 96);
+	check_model(&a.m);
+	pdi_model_done(&a.m);
+}
+
+Test(model, collectives_unseen_before_the_period_leave_one_phase)
+{
+	struct task a, b;
+
+	/* the loop's period is found on the first 96 collectives: one missing there, and A could
+	 * find another period than B; it cuts none, and B folds into one phase too */
+	task_init(&a, NULL);
+	task_init(&b, NULL);
+	run_with_unseen(&a, &b, 300, 50, 1, fn_id("MPI_Allreduce"), PDI_UNOBS_SAMPLED);
+	cr_assert_eq(a.m.nphases, 1);
+	cr_assert_eq(a.m.auto_len, 0);
+	cr_assert_eq(pdi_model_cut_horizon(&a.m), 0);
+	line_up_two(&a, &b);
+	assert_lined_up(&a.m, &b.m);
+	cr_assert_eq(b.m.nphases, 1);
+	check_model(&b.m);
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}
+
 Test(model, coarsen_refuses_what_it_cannot_line_up)
 {
 	struct task k;

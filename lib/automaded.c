@@ -443,6 +443,41 @@ static bool by_lost_time(const struct work *w, struct pdi_automaded *a)
 	return true;
 }
 
+/* Nothing lost in the compared phases: a stall in the set-up or the tear-down, which are left
+ * out of the comparison (they differ from the loop by nature), still shows as time one task
+ * was held by the kernel while its peers were not, as in a step of one phase (lost_time.h).
+ * The edge phase where a task was held longest becomes the finding, its phase SMM's nu
+ * trained like the others'. */
+static int held_at_the_edges(struct work *w, struct pdi_automaded *a)
+{
+	const struct pdi_automaded_input *in = w->in;
+	uint32_t best = UINT32_MAX;
+	int r;
+
+	if (a->lost.found && a->lost.total_s >= PDI_EXCESS_FLOOR_S)
+		return 0;
+	for (uint32_t p = 0; p < w->np; p++) {
+		struct pdi_lost l;
+
+		if (p >= w->first && p < w->end)
+			continue;
+		if ((r = pdi_lost_time(in->models, in->weights, w->n, p, p + 1, &l)) < 0)
+			return r;
+		if (l.found && l.kind == PDI_LOST_HELD && l.total_s >= PDI_EXCESS_FLOOR_S &&
+		    (best == UINT32_MAX || l.total_s > a->lost.total_s)) {
+			pdi_lost_done(&a->lost);
+			a->lost = l;
+			best = p;
+		} else {
+			pdi_lost_done(&l);
+		}
+	}
+	for (size_t t = 0; best != UINT32_MAX && !in->nsamples && t < w->n; t++)
+		if ((r = train_nu(w, t, best)) < 0)
+			return r;
+	return 0;
+}
+
 /* Else the phase's length: a stall inside MPI lengthens the phase for all. */
 static void prefer_lost_time(const struct work *w, struct pdi_automaded *a)
 {
@@ -1026,7 +1061,8 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 	deviations(&w);
 	phase_scores(&w, &a);
 	phase_excess(&w, &a);
-	if ((r = pdi_lost_time(in->models, in->weights, w.n, w.first, w.end, &a.lost)) < 0)
+	if ((r = pdi_lost_time(in->models, in->weights, w.n, w.first, w.end, &a.lost)) < 0 ||
+	    (r = held_at_the_edges(&w, &a)) < 0)
 		goto out;
 	faulty_phase(&w, &a);
 	prefer_lost_time(&w, &a);

@@ -21,7 +21,8 @@
  *
  * With a single phase (a program with no collective to cut phases on) nothing says what is
  * usual for a task: only the time held counts there (no healthy task is held for seconds,
- * while computation differs between ranks by construction). */
+ * while computation differs between ranks by construction). So it is in the set-up and the
+ * tear-down, which AutomaDeD leaves out of its comparison (automaded.c, held_at_the_edges). */
 #pragma once
 
 #include <stdbool.h>

@@ -104,6 +104,9 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 				add_call_read(m, &x, &k, o->usage);
 			}
 	}
+	/* the daemon reads the counts once more at MPI_Finalize: the last phase's end */
+	if (o->usage)
+		pdi_model_usage_add(m, &(struct pdi_usage){.at_ns = k.t + 1, .cpu_ns = k.cpu, .wait_ns = k.wait});
 }
 
 static void ring_model_noisy(struct pdi_model *m, int rank, int phases, int stall_phase, int noise_phase)
@@ -533,6 +536,18 @@ Test(analysis, a_task_stopped_inside_mpi_is_named_by_the_time_it_was_held)
 
 	stopped.stopped = true;
 	expect_verdict(&all, 1, &stopped, 5, 1, PDI_LOST_HELD, "stopped in MPI");
+}
+
+/* The same stop in the last loop, the tear-down (phase 8), which AutomaDeD leaves out of its
+ * comparison like the set-up: the time held still names it, there. */
+Test(analysis, a_task_stopped_in_the_tear_down_is_named_there)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = 7, .slow_from = -1, .slow_to = -1,
+				.usage = true};
+	struct ring_opts stopped = all;
+
+	stopped.stopped = true;
+	expect_verdict(&all, 2, &stopped, 8, 1, PDI_LOST_HELD, "stopped in the tear-down");
 }
 
 /* Interference on one task's CPU for three phases: found where it began, on that task. */

@@ -32,6 +32,7 @@
 
 #define LINE_MAX_ 1024 /* well under PIPE_BUF: one atomic write */
 #define DRAIN_MS 2000  /* how long a follow-up that ends the task waits for the pipe's reader */
+#define FORWARD_MS 1000 /* and then for the reader to pass the line on */
 
 struct notify_job {
 	struct pdi_job job;
@@ -64,15 +65,19 @@ static ssize_t write_reopened(int fd, const char *text, size_t len)
 	return n;
 }
 
-/* What is still in the pipe FD when its reader's step is killed is lost: a follow-up that ends
- * the task (a cancel) waits, up to DRAIN_MS, for the reader (slurmstepd, mpirun) to take it. */
+/* What is still in the pipe FD when its reader's step is killed is lost, and so may be what
+ * the reader took but has not passed on (slurmstepd forwards to srun as it goes, and a step
+ * cancelled at once may end before): a follow-up that ends the task (a cancel) waits, up to
+ * DRAIN_MS, for the reader (slurmstepd, mpirun) to take it, then FORWARD_MS for it to pass it
+ * on. A cancel comes after minutes of grace: a few seconds more cost nothing. */
 static void wait_drained(int fd)
 {
-	const struct timespec tick = {0, 10 * 1000000};
+	const struct timespec tick = {0, 10 * 1000000}, forward = {FORWARD_MS / 1000, 0};
 	int left;
 
 	for (unsigned waited = 0; waited < DRAIN_MS && ioctl(fd, FIONREAD, &left) == 0 && left > 0; waited += 10)
 		(void)nanosleep(&tick, NULL);
+	(void)nanosleep(&forward, NULL);
 }
 
 static void job_run(struct pdi_job *pj)

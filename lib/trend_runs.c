@@ -17,21 +17,13 @@
 #include "errline.h"
 #include "trend_runs.h"
 
-
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
-}
-
 bool pdi_trend_is_program(const char *executable, const char *build, const char *program)
 {
 	if (program[0] == '/')
 		return !strcmp(executable, program);
 	if (!strncmp(program, "build-id:", 9) || !strncmp(program, "file:", 5))
 		return !strcmp(build, program);
-	return !strcmp(base_name(executable), program);
+	return !strcmp(basename(executable), program);
 }
 
 static bool is_program(const struct pdi_trend_run *r, const char *program)

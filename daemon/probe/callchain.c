@@ -79,7 +79,7 @@ int pdi_chains_classify(struct pdi_elfobj *o, const char *objpath, bool is_exe, 
 		if (pdi_elfobj_func_vaddr(o, mpi_markers[i], &v) == 0)
 			return PDI_HOP_BINDING;
 	for (unsigned i = 0; i < nglobs; i++)
-		if (fnmatch(library_globs[i], pdi_base_name(objpath), 0) == 0)
+		if (fnmatch(library_globs[i], basename(objpath), 0) == 0)
 			return PDI_HOP_LIBRARY;
 	return 0;
 }

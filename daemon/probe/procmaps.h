@@ -29,13 +29,5 @@ struct pdi_maps {
 int pdi_maps_read(pid_t pid, struct pdi_maps *ret);
 /* Accepts a zeroed struct; leaves it zeroed. */
 void pdi_maps_free(struct pdi_maps *m);
-/* The file name of PATH (what follows its last '/'). */
-static inline const char *pdi_base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 /* The mapping that contains ADDR, or NULL. */
 const struct pdi_mapping *pdi_maps_find(const struct pdi_maps *m, uint64_t addr);

@@ -37,7 +37,7 @@ struct code_addr {
 static void place_name(const struct code_addr *a, const struct pdi_srcloc *loc, char *buf, size_t len)
 {
 	if (loc->file[0] && loc->line > 0)
-		snprintf(buf, len, "%s:%d", pdi_base_name(loc->file), loc->line);
+		snprintf(buf, len, "%s:%d", basename(loc->file), loc->line);
 	else
 		snprintf(buf, len, "%s+0x%llx", a->object, (unsigned long long)a->vaddr);
 }
@@ -128,7 +128,7 @@ static void locate(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr,
 		return;
 	ret->dev = m->dev;
 	ret->ino = m->ino;
-	snprintf(ret->object, sizeof(ret->object), "%s", pdi_base_name(m->path));
+	snprintf(ret->object, sizeof(ret->object), "%s", basename(m->path));
 	off = addr - m->start + m->pgoff;
 	ret->vaddr = off;
 	if (pdi_objcache_get(objs, t->pid, m, &ret->obj) == 0)

@@ -169,13 +169,6 @@ static void *walk_thread(void *arg)
 	return NULL;
 }
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-
-	return s ? s + 1 : p;
-}
-
 /* The mapping of ADDR; the maps are reread once when ADDR is not in them (a library loaded
  * since they were read). */
 static const struct pdi_mapping *find_mapping(pid_t tid, struct pdi_maps *maps, uint64_t addr)
@@ -209,9 +202,9 @@ static char *frame_name(pid_t tid, struct pdi_objcache *objs, struct pdi_maps *m
 		}
 	}
 	if (loc.file[0] && loc.line > 0)
-		return asprintf(&s, "%s@%s:%d", loc.func[0] ? loc.func : "?", base_name(loc.file), loc.line) < 0 ? NULL : s;
+		return asprintf(&s, "%s@%s:%d", loc.func[0] ? loc.func : "?", basename(loc.file), loc.line) < 0 ? NULL : s;
 	if (m && m->path)
-		return asprintf(&s, "%s@%s+0x%" PRIx64, loc.func[0] ? loc.func : "?", base_name(m->path), vaddr) < 0 ? NULL : s;
+		return asprintf(&s, "%s@%s+0x%" PRIx64, loc.func[0] ? loc.func : "?", basename(m->path), vaddr) < 0 ? NULL : s;
 	return asprintf(&s, "?@0x%" PRIx64, ip) < 0 ? NULL : s;
 }
 

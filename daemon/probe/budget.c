@@ -262,6 +262,7 @@ int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t)
 	for (unsigned i = 0; i < pt->n; i++)
 		if (pt->kinds[i] == PDI_INSN_STEPPED)
 			b->fn[PDI_COOKIE_FN(pt->cookies[i])].kind = PDI_INSN_STEPPED;
+	b->period_start_ns = pdi_now_ns();
 	t->budget = b;
 	arm(d, true);
 	return 0;
@@ -301,6 +302,8 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 		if (t->state != PDI_TASK_RUNNING || !b)
 			continue;
 		any = true;
+		if (new_period)
+			b->period_start_ns = now;
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 			struct pdi_budget_fn *f = &b->fn[fn];
 

@@ -34,6 +34,7 @@ struct pdi_budget_fn {
 struct pdi_budget_task {
 	struct pdi_budget_fn *fn; /* per pdi_mpi_funcs entry */
 	double cost;              /* estimated share of the task's time its probes take */
+	uint64_t period_start_ns; /* calls made before it belong to a period already measured */
 };
 
 /* The budget timer (a timerfd the loop polls), or -1 when the budget is off. */
@@ -44,10 +45,12 @@ void pdi_budget_on_timer(struct pdi_daemon *d);
 /* A task's probes were attached / it ended. */
 int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t);
 void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t);
-/* One call of function FN of task T was seen (ingest.c). */
-static inline void pdi_budget_hit(struct pdi_budget_task *b, unsigned fn)
+/* One call of function FN of task T, made at T_ENTER, was seen (ingest.c). A call drained late
+ * (the loop was busy) that was made in an earlier period is not counted in this one: against
+ * the few ms a detached function is re-measured in, a backlog would read as an enormous rate. */
+static inline void pdi_budget_hit(struct pdi_budget_task *b, unsigned fn, uint64_t t_enter)
 {
-	if (b)
+	if (b && t_enter >= b->period_start_ns)
 		b->fn[fn].hits++;
 }
 

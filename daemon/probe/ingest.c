@@ -323,7 +323,7 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	}
 	t->events++;
 	d->events++;
-	pdi_budget_hit(t->budget, e->fn);
+	pdi_budget_hit(t->budget, e->fn, e->t_enter);
 	if (add_call(d, t, e) < 0)
 		t->model.dropped_edges++;
 	return 0;

@@ -12,46 +12,16 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "file_replace.h"
 #include "graphviz_svg.h"
 #include "html.h"
 #include "html_file.h"
 
-static int write_all(int fd, const char *text, size_t len)
-{
-	for (size_t done = 0; done < len;) {
-		ssize_t n = write(fd, text + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 static int write_whole(const char *path, const char *text)
 {
-	char tmp[PATH_MAX];
-	int fd, r;
-
 	if (!strcmp(path, "-"))
-		return write_all(STDOUT_FILENO, text, strlen(text));
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, text, strlen(text));
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		(void)unlink(tmp);
-	return r;
+		return pdi_write_all(STDOUT_FILENO, text, strlen(text));
+	return pdi_file_replace(path, text, strlen(text), true);
 }
 
 /* A fresh nonce for the page's scripts: whoever named the program cannot guess it. */

@@ -17,6 +17,7 @@
 
 #include "budget.h"
 #include "daemon.h"
+#include "file_replace.h"
 #include "hang.h"
 #include "json.h"
 #include "log.h"
@@ -137,40 +138,11 @@ struct metrics_job {
 	int err;
 };
 
-/* TEXT to PATH atomically: PATH.tmp written, synced, renamed over PATH. */
-static int write_atomically(const char *path, const char *text)
-{
-	char tmp[4200];
-	size_t len = strlen(text), off = 0;
-	int fd, r = 0;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	while (off < len && r == 0) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if (n < 0 && errno != EINTR)
-			r = -errno;
-		else if (n > 0)
-			off += (size_t)n;
-	}
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		(void)unlink(tmp);
-	return r;
-}
-
 static void metrics_run(struct pdi_job *pj)
 {
 	struct metrics_job *j = pdi_job_of(pj, struct metrics_job, job);
 
-	j->err = write_atomically(j->path, j->text);
+	j->err = pdi_file_replace(j->path, j->text, strlen(j->text), false);
 }
 
 static void metrics_done(struct pdi_job *pj, bool cancelled)

@@ -393,11 +393,11 @@ static void announce(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_h
 	if (notify_of(d, s))
 		pdi_hang_notify_user(d, s, line, NULL);
 	if (v->health == PDI_HEALTH_HUNG) {
-		enum pdi_on_hang todo = on_hang_of(d, s);
+		enum pdi_on_hang wanted = on_hang_of(d, s);
 
-		if (todo == PDI_ON_HANG_COMMAND)
+		if (wanted == PDI_ON_HANG_COMMAND)
 			pdi_hang_run_command(d, s, line);
-		if (todo == PDI_ON_HANG_CANCEL && !h->cancel_at_ns) {
+		if (wanted == PDI_ON_HANG_CANCEL && !h->cancel_at_ns) {
 			h->cancel_at_ns = now_ns + (uint64_t)d->cfg.on_hang_grace_s * NS;
 			action(h, "cancel", "the step will be cancelled in %u s if it does not move", d->cfg.on_hang_grace_s);
 		}

@@ -145,7 +145,10 @@ static void degrade(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 			double c = contribution(d, &b->fn[fn], fn, b->fn[fn].level);
 
-			if (b->fn[fn].level < PDI_BUDGET_DETACHED && c > wc) {
+			/* one that costs under 1% of the budget cannot bring the task within it: thinning
+			 * it would only lose its calls (an overestimated rate elsewhere must not detach
+			 * every probe of the task) */
+			if (b->fn[fn].level < PDI_BUDGET_DETACHED && c > wc && c >= max / 100) {
 				wc = c;
 				worst = fn;
 			}

@@ -225,6 +225,32 @@ static __always_inline struct pdi_inflight *thread_entry(__u64 id)
  * still marked active. Whether a hit is nested in the call in flight or the call has ended
  * unseen is told by the stack: a nested call runs below the call's entry stack pointer. */
 
+/* The links that speak for each function of a process now (struct pdi_link_gens): written by
+ * pdimond when the budget replaces links, deleted with the task. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tgid */
+	__type(value, struct pdi_link_gens);
+} link_gens SEC(".maps");
+
+/* Is the entry probe with COOKIE in process TGID one of the links that take its calls now? A
+ * replaced link still fires until its close completes: its hit is the current link's too. Only
+ * entries are filtered: a return is taken by whichever link's return fires first while the
+ * thread's call is in flight (mpi_exit), so a call entered through a link since replaced still
+ * ends, and a second return of the same call finds the thread idle. */
+static __always_inline bool link_is_current(__u64 cookie, __u32 tgid)
+{
+	struct pdi_link_gens *g = bpf_map_lookup_elem(&link_gens, &tgid);
+	__u32 fn = PDI_COOKIE_FN(cookie);
+
+	if (!g)
+		return PDI_COOKIE_GEN(cookie) == 0;
+	if (fn >= PDI_LINK_GEN_FUNCS)
+		return true;
+	return g->gen[fn] == PDI_COOKIE_GEN(cookie);
+}
+
 /* Hand the call F describes to the daemon. */
 static __always_inline void emit_call(struct pdi_inflight *f, __u64 id, __u64 t_exit, __s64 ret, __u16 flags)
 {
@@ -290,6 +316,8 @@ int BPF_KPROBE(mpi_enter)
 
 	barrier_var(sp);
 	barrier_var(bp);
+	if (!link_is_current(cookie, id >> 32))
+		return 0;
 	f = thread_entry(id);
 	if (!f) {
 		/* the node-wide map is full: the call is lost, and said so, never silently */

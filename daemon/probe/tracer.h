@@ -35,6 +35,7 @@ struct pdi_fn_probes {
 	int fds[2];   /* its own uprobe_multi links (entry, return), -1 when none */
 	uint8_t mode; /* enum pdi_probe_mode */
 	bool own;     /* out of the process's shared links for good */
+	uint16_t gen; /* the generation of the links that take its calls (PDI_COOKIE_GEN) */
 };
 
 /* The probes of one process. */
@@ -50,6 +51,8 @@ struct pdi_attachment {
 	                            * it for re-attaching, whatever the object cache closed since */
 	struct pdi_probe_targets *targets; /* what was probed where (offsets, cookies, placement) */
 	struct pdi_fn_probes *fns; /* per function (pdi_mpi_funcs) once the budget changed one; NULL: all full */
+	int *retired;              /* links replaced by the budget, still to close (detach.h) */
+	unsigned nretired;
 	unsigned nmoved;           /* entry probes moved past a single-stepped first instruction */
 	unsigned nstepped;         /* entry probes left on an instruction the kernel single-steps */
 	bool ahead;                /* attached when it executed its program, before MPI_Init */
@@ -75,11 +78,13 @@ enum pdi_probe_mode {
 };
 
 /* Give function FN's probes in PID (attached as A) MODE. With uprobe_multi links a function's
- * first change moves it out of the task's shared links into its own: for the time of two
- * attaches the task's other functions are not probed either (*RET_GAP_NS, 0 otherwise; the
- * caller marks it in the model). On failure FN is left without probes (PDI_PROBE_OFF). */
+ * first change moves it out of the task's shared links into its own. The new links are attached
+ * beside the old ones and take over in one step (struct pdi_link_gens), so that no call is missed
+ * or seen twice; the old ones go to A->retired, for the caller to close off the loop (closing
+ * waits for an RCU grace period: 25 ms to 1 s). On failure nothing changed. Without uprobe_multi
+ * the perf links are replaced in place, and on failure FN is left without probes. */
 int pdi_tracer_set_mode(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
-			enum pdi_probe_mode mode, uint64_t *ret_gap_ns);
+			enum pdi_probe_mode mode);
 static inline enum pdi_probe_mode pdi_attachment_mode(const struct pdi_attachment *a, unsigned fn)
 {
 	return a->fns ? (enum pdi_probe_mode)a->fns[fn].mode : PDI_PROBE_FULL;

@@ -70,15 +70,18 @@ static unsigned next_level(unsigned fn, unsigned level, int dir)
 	return l;
 }
 
-/* What one hit of FN costs at LEVEL, in ns. */
+/* What one hit of FN costs at LEVEL, in ns of the task's CPU: the trap and pdimond's programs;
+ * the kernel's visit of the links of every other process probed on the same instruction; and
+ * pdimond's own work on the call, which a job that fills its node's cores pays too. */
 static double hit_cost(const struct pdi_daemon *d, const struct pdi_budget_fn *f, unsigned fn, unsigned level)
 {
 	bool entry_only = level == 1 || (level >= 2 && entry_only_ok(fn));
 	const struct pdi_probe_costs *c = &d->probe_costs;
+	double shared = c->per_other_task * c->others + c->ingest_per_event;
 
 	if (f->kind == PDI_INSN_EMULATED)
-		return entry_only ? c->entry_only_emulated : c->full_emulated;
-	return entry_only ? c->entry_only_stepped : c->full_stepped;
+		return shared + (entry_only ? c->entry_only_emulated : c->full_emulated);
+	return shared + (entry_only ? c->entry_only_stepped : c->full_stepped);
 }
 
 static double contribution(const struct pdi_daemon *d, const struct pdi_budget_fn *f, unsigned fn, unsigned level)
@@ -86,9 +89,45 @@ static double contribution(const struct pdi_daemon *d, const struct pdi_budget_f
 	return f->rate * hit_cost(d, f, fn, level) * 1e-9 / (double)(1u << pdi_budget_duty_log2(level));
 }
 
-static double task_cost(const struct pdi_daemon *d, const struct pdi_budget_task *b)
+/* Other processes' links on the probes of a task: the most running tasks probed in one library,
+ * less the task, plus the link of pdimond's own that keeps the library's probes registered
+ * (startup.c). Counted for the node rather than per task: a node's ranks share their library, and
+ * where two libraries are probed, the less crowded one's tasks are charged as the other's. Links
+ * that other tools put on the library are not seen. */
+static unsigned others_on_library(const struct pdi_daemon *d)
+{
+	unsigned most = 0;
+
+	for (unsigned i = 0; i < d->reg.ntasks; i++) {
+		const struct pdi_task *t = d->reg.tasks[i];
+		unsigned n = 0;
+
+		if (t->state != PDI_TASK_RUNNING || !t->budget || !t->att.targets)
+			continue;
+		for (unsigned j = 0; j < d->reg.ntasks; j++) {
+			const struct pdi_task *o = d->reg.tasks[j];
+
+			n += o->state == PDI_TASK_RUNNING && o->budget && o->att.targets &&
+			     o->att.targets->dev == t->att.targets->dev && o->att.targets->ino == t->att.targets->ino;
+		}
+		if (n > most)
+			most = n;
+	}
+	return most;
+}
+
+/* The share of B's time its probes take. Every decision starts from a task's cost, so the node's
+ * figures that change while tasks run (the tasks sharing a library, pdimond's CPU per call) are
+ * brought up to date here, once per slot. */
+static double task_cost(struct pdi_daemon *d, const struct pdi_budget_task *b)
 {
 	double c = 0;
+
+	if (d->probe_costs.others_at_ns != d->budget_last_ns) {
+		d->probe_costs.others_at_ns = d->budget_last_ns;
+		d->probe_costs.others = others_on_library(d);
+		pdi_probe_costs_sample_ingest(&d->probe_costs, d->events, d->budget_last_ns);
+	}
 
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
 		c += contribution(d, &b->fn[fn], fn, b->fn[fn].level);

@@ -220,6 +220,22 @@ static int find_targets(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t p
 	return 0;
 }
 
+/* A's counts and names from its targets PT, which it takes. */
+static void complete(struct pdi_attachment *a, pid_t pid, struct pdi_probe_targets *pt)
+{
+	for (unsigned i = 0; i < pt->n; i++) {
+		a->nmoved += pt->skipped[i] > 0;
+		a->nstepped += pt->kinds[i] == PDI_INSN_STEPPED;
+	}
+	log_debug("pid %d: %u MPI functions probed in %s, %u entry probes moved to an emulated instruction, "
+		  "%u single-stepped", (int)pid, pt->n, pt->object, a->nmoved, a->nstepped);
+	a->nprobes = pt->n;
+	a->int_handles = pt->int_handles;
+	a->dtypes = pt->dtypes;
+	snprintf(a->object, sizeof(a->object), "%s", pt->object);
+	a->targets = pt;
+}
+
 int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid,
 		      struct pdi_attachment *ret)
 {
@@ -257,23 +273,34 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 		pdi_attachment_detach(&a);
 		goto out;
 	}
-	for (unsigned i = 0; i < pt->n; i++) {
-		a.nmoved += pt->skipped[i] > 0;
-		a.nstepped += pt->kinds[i] == PDI_INSN_STEPPED;
-	}
-	log_debug("pid %d: %u MPI functions probed in %s, %u entry probes moved to an emulated instruction, "
-		  "%u single-stepped", (int)pid, pt->n, pt->object, a.nmoved, a.nstepped);
 	pdi_startup_learn(t, pid, pt);
-	a.nprobes = pt->n;
-	a.int_handles = pt->int_handles;
-	a.dtypes = pt->dtypes;
-	snprintf(a.object, sizeof(a.object), "%s", pt->object);
-	a.targets = pt;
+	complete(&a, pid, pt);
 	pt = NULL;
 	*ret = a;
 out:
 	free(pt);
 	return r;
+}
+
+int pdi_tracer_attach_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks, struct pdi_attachment *ret)
+{
+	struct pdi_attachment a = {.multi_fds = {-1, -1}, .object_fd = -1, .ahead = true};
+	struct pdi_probe_targets *pt = malloc(sizeof(*pt));
+	int r;
+
+	if (!pt)
+		return -ENOMEM;
+	r = pdi_startup_take_exited(t, pid, start_ticks, pt, a.multi_fds);
+	if (r < 0) {
+		free(pt);
+		return r;
+	}
+	a.object_fd = open(pt->path, O_RDONLY | O_CLOEXEC); /* an fd of its own, as for any attachment */
+	if (a.object_fd >= 0)
+		snprintf(pt->path, sizeof(pt->path), "/proc/self/fd/%d", a.object_fd);
+	complete(&a, pid, pt);
+	*ret = a;
+	return 0;
 }
 
 static void close_fds(int fds[2]);

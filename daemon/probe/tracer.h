@@ -13,6 +13,7 @@ struct pdi_tracer;
 struct pdi_objcache;
 struct pdi_elfobj;
 struct pdi_probe_targets;
+struct pdi_ident;
 
 typedef int (*pdi_event_fn)(void *ctx, const struct pdi_event *e);
 typedef void (*pdi_frames_fn)(void *ctx, const struct pdi_frames *f);
@@ -62,6 +63,11 @@ struct pdi_attachment {
  * -ESRCH: no such process; -ENOENT: it maps no MPI library. Nothing is left attached on failure. */
 int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid,
 		      struct pdi_attachment *ret);
+/* As pdi_tracer_attach() for PID, started at START_TICKS, which has exited already: it ran on
+ * with the probes attached to it ahead (at its exec) before the daemon could join it, and its
+ * calls are in the ring buffer. Those probes, and the targets of their library, make its
+ * attachment; -ESRCH when it had none. */
+int pdi_tracer_attach_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks, struct pdi_attachment *ret);
 void pdi_attachment_detach(struct pdi_attachment *a);
 
 /* pdimond's programs on N offsets of PATH for PID alone (entry, and return WITH_RETURN), as
@@ -104,12 +110,19 @@ int pdi_tracer_watch(struct pdi_tracer *t, pid_t pid);
 /* PID's tree is no longer watched; what was attached ahead for it and not taken goes. */
 void pdi_tracer_unwatch(struct pdi_tracer *t, pid_t pid);
 
-/* PID, of the tree watched at ROOT, executed a program (PDI_EV_EXEC): attach its probes now to
+/* PID, of the tree watched at ROOT, started at START_TICKS (clock ticks since boot), executed a
+ * program (PDI_EV_EXEC), with RANK in its environment (-1: none): attach its probes now to
  * the trapped library that program's processes mapped before, so that MPI_Init need not stop
  * it; pdi_tracer_attach() takes them. 0; -ENOENT when its program was never seen to map a
  * trapped library (it is stopped at MPI_Init as before); -ESRCH when PID is gone or is no
  * longer of ROOT's tree; -ENOSPC when too many wait. */
-int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root);
+int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t start_ticks, int rank);
+/* PID, started at START_TICKS, attached ahead and exited since, as it was pinned at its exec
+ * (a pidfd of the caller's own, to release), and the rank its environment said then (-1: none):
+ * a short program can run to its end before the daemon handles its MPI_Init, and still joins.
+ * -ESRCH when there is no such process. */
+int pdi_tracer_ahead_ident(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks, struct pdi_ident *ret,
+			   int *ret_rank);
 
 int pdi_tracer_epoll_fd(struct pdi_tracer *t);
 /* Hand every pending event to on_event. Returns the number handled or negative errno. */

@@ -940,3 +940,32 @@ Test(model_io, forged_period_sample)
 		cr_assert_eq(forge_sample(96, 96, v), -EBADMSG);
 	}
 }
+
+/* Point to point only: phases on the wall clock, cut and merged by slot parity. */
+static void stencil(struct script *s, unsigned iters)
+{
+	for (unsigned i = 0; i < iters; i++) {
+		add(s, 1, "MPI_Irecv", 2000000, 10, 4, 0x1000 + 2 * (i % 3));
+		add(s, 2, "MPI_Isend", 5, 20, 6, 0x1001 + 2 * (i % 3));
+		add(s, 3, "MPI_Waitall", 1000000, 300, PDI_NO_PEER, 0);
+	}
+}
+
+Test(model_io, phases_on_the_wall_clock)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct script s;
+	struct pdi_model m;
+
+	cfg.max_phases = 9;
+	cfg.auto_slots_from_ns = 1200000000; /* 0.2 s into the script */
+	script_init(&s);
+	stencil(&s, 1500); /* 4.5 s: 18 slots of 250 ms, merged to 500 ms and 1 s */
+	pdi_model_init(&m, &cfg);
+	feed(&m, &s, 0, s.n);
+	cr_assert(m.slots);
+	cr_assert_gt(m.auto_len, 250, "phases were merged: auto_len %u", m.auto_len);
+	pdi_model_done(&m);
+	resume_everywhere(&cfg, &s, 97); /* through the turn to the wall clock and every halving */
+	script_free(&s);
+}

@@ -75,9 +75,75 @@ static void insert_bucket(struct pdi_hist *h, float mean, uint32_t count)
 		merge_closest(h);
 }
 
+/* The mean of buckets (MA, CA) and (MB, CB) merged, as merge_closest makes it. */
+static float merged_mean(float ma, uint32_t ca, float mb, uint32_t cb)
+{
+	return (float)(((double)ma * ca + (double)mb * cb) / (uint32_t)(ca + cb));
+}
+
+/* A value into a full histogram, as insert_bucket then merge_closest would put it, bit for bit,
+ * in one pass and without moving the buckets twice: this runs for every call pdimond takes in
+ * (twice: the edge into the call and the one out of it), and the two memmoves of each step were
+ * a quarter of pdimond's CPU per call. The pair merged is the first closest among the n + 1
+ * means with V inserted in place (V = the new value at index AT). */
+static void add_to_full(struct pdi_hist *h, float v)
+{
+	unsigned n = h->n, at = 0, best = 0;
+	float gap = INFINITY, prev, cur;
+
+	while (at < n && h->mean[at] < v)
+		at++;
+	if (at < n && h->mean[at] == v) {
+		h->count[at]++;
+		return;
+	}
+	/* the n gaps of the n + 1 means, in order */
+	prev = h->mean[0];
+	for (unsigned j = 0; j < n; j++) {
+		cur = j + 1 < at ? h->mean[j + 1] : j + 1 == at ? v : h->mean[j];
+		if (j == at)
+			prev = v;
+		if (cur - prev < gap) {
+			gap = cur - prev;
+			best = j;
+		}
+		prev = cur;
+	}
+	if (best + 1 < at) {
+		/* the pair lies before V: merged in place, the buckets up to V move down one */
+		h->mean[best] = merged_mean(h->mean[best], h->count[best], h->mean[best + 1], h->count[best + 1]);
+		h->count[best] += h->count[best + 1];
+		for (unsigned j = best + 1; j + 1 < at; j++) {
+			h->mean[j] = h->mean[j + 1];
+			h->count[j] = h->count[j + 1];
+		}
+		h->mean[at - 1] = v;
+		h->count[at - 1] = 1;
+	} else if (best + 1 == at) {
+		h->mean[best] = merged_mean(h->mean[best], h->count[best], v, 1);
+		h->count[best]++;
+	} else if (best == at) {
+		h->mean[at] = merged_mean(v, 1, h->mean[at], h->count[at]);
+		h->count[at]++;
+	} else {
+		/* the pair lies after V: merged in place, the buckets from V on move up one */
+		h->mean[best] = merged_mean(h->mean[best - 1], h->count[best - 1], h->mean[best], h->count[best]);
+		h->count[best] += h->count[best - 1];
+		for (unsigned j = best - 1; j > at; j--) {
+			h->mean[j] = h->mean[j - 1];
+			h->count[j] = h->count[j - 1];
+		}
+		h->mean[at] = v;
+		h->count[at] = 1;
+	}
+}
+
 void pdi_hist_add(struct pdi_hist *h, double x)
 {
-	insert_bucket(h, (float)x, 1);
+	if (h->n == PDI_HIST_BUCKETS)
+		add_to_full(h, (float)x);
+	else
+		insert_bucket(h, (float)x, 1);
 }
 
 void pdi_hist_merge(struct pdi_hist *into, const struct pdi_hist *from)

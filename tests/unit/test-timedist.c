@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "timedist.h"
 
@@ -315,5 +316,33 @@ Test(timedist, hist_merge_of_full_histograms_merges_closest)
 	for (unsigned i = 0; i < 8; i++) {
 		cr_assert_eq(a.mean[i], (float)(100 * i) + 0.5f, "bucket %u: %g", i, (double)a.mean[i]);
 		cr_assert_eq(a.count[i], 2u);
+	}
+}
+
+/* Adding a value to a full histogram takes a path of its own (one pass, for speed): it must leave
+ * the buckets exactly as inserting the value, then merging the closest pair, does. Merging in a
+ * histogram of that one value takes the general path. Values with many repeats and equal gaps
+ * (ties) as well as spread ones. */
+Test(timedist, hist_add_to_full_is_insert_then_merge)
+{
+	for (unsigned kind = 0; kind < 3; kind++) {
+		struct pdi_hist fast = {0}, ref = {0};
+
+		lcg_state = 11 + kind;
+		for (unsigned i = 0; i < 20000; i++) {
+			double x = next_value();
+			struct pdi_hist one = {.n = 1, .count = {1}};
+
+			if (kind == 1)
+				x = (double)((uint64_t)x % 16); /* repeats, and equal gaps everywhere */
+			else if (kind == 2)
+				x = (double)((uint64_t)x % 1000) * ((uint64_t)x % 3 ? 1 : 1e6); /* clusters */
+			one.mean[0] = (float)x;
+			pdi_hist_add(&fast, x);
+			pdi_hist_merge(&ref, &one);
+			cr_assert_eq(fast.n, ref.n, "value %u", i);
+			cr_assert_eq(memcmp(fast.mean, ref.mean, sizeof(fast.mean[0]) * fast.n), 0, "value %u: means differ", i);
+			cr_assert_eq(memcmp(fast.count, ref.count, sizeof(fast.count[0]) * fast.n), 0, "value %u", i);
+		}
 	}
 }

@@ -452,6 +452,8 @@ static int dec_scalars(struct dec *d, struct pdi_model *m)
 	m->started = flags & FLAG_STARTED;
 	m->saw_pcontrol = flags & FLAG_SAW_PCONTROL;
 	m->slots = flags & FLAG_SLOTS;
+	if (m->slots && !m->auto_len)
+		return -EBADMSG; /* slots of no length */
 	if (d->version >= 3) {
 		m->clock_offset_ns = (int64_t)r_u64(&d->r);
 		m->merged_phases = r_u64(&d->r);

@@ -969,3 +969,41 @@ Test(model_io, phases_on_the_wall_clock)
 	resume_everywhere(&cfg, &s, 97); /* through the turn to the wall clock and every halving */
 	script_free(&s);
 }
+
+/* A model of format VERSION with FLAGS, phases on the wall clock of AUTO_LEN ms, nothing else. */
+static int forge_slots(uint32_t version, uint8_t flags, uint32_t auto_len, struct pdi_model *ret)
+{
+	struct forge f;
+	size_t at;
+
+	f_start(&f, "MPI_Send", 0);
+	at = f.n - 11; /* auto_len, last_site, last_fn, flags */
+	put_le(f.b + at, auto_len, 4);
+	f.b[f.n - 1] = flags;
+	f_v3(&f);
+	f.version = version;
+	f_zero(&f, 24); /* usage_now */
+	f_le(&f, 0, 4); /* no period sample */
+	f_le(&f, 0, 4); /* no phases */
+	f_le(&f, 0, 4);
+	f_le(&f, 0, 4); /* no requests */
+	f_le(&f, 0, 4);
+	f_le(&f, 0, 4); /* nothing unobserved */
+	f_le(&f, 0, 8);
+	return f_decode(&f, ret);
+}
+
+Test(model_io, forged_slots)
+{
+	struct pdi_model m;
+
+	cr_assert_eq(forge_slots(5, 1 | 4, 250, &m), 0, "the well-formed forgery decodes");
+	cr_assert(m.slots);
+	cr_assert_eq(m.auto_len, 250);
+	pdi_model_done(&m);
+	cr_assert_eq(forge_slots(5, 1, 250, &m), 0);
+	cr_assert(!m.slots);
+	pdi_model_done(&m);
+	cr_assert_eq(forge_slots(5, 1 | 4, 0, &m), -EBADMSG, "slots of no length would divide by zero");
+	cr_assert_eq(forge_slots(4, 1 | 4, 250, &m), -EBADMSG, "format 4 had no such flag");
+}

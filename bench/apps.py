@@ -449,14 +449,15 @@ def run_one(plan, cmd, workdir, usual, short, runlog):
                                  stderr=subprocess.STDOUT, start_new_session=True, env=env)
         inj = Injector(plan, name, d)
         inj.start()
-        # a hang is taken when every rank stood still longer than any stall lasts
-        stuck_ns = 8e9
+        # a hang is taken once it was injected and every rank stood still longer than any
+        # stall lasts (Plan: at most 5 s)
+        stuck_ns = 6e9
         deadline = time.monotonic() + 4 * usual.wall_s + 90
         while True:
             if p.poll() is not None:
                 end = f"exit {p.returncode}"
                 break
-            if plan.fault in HANGS:
+            if plan.fault in HANGS and (inj.truth is not None or os.path.exists(truth_file)):
                 rep = campaign.query_json(d, "report", name, "--json")
                 if stuck_all(rep, stuck_ns):
                     end = "hang"

@@ -123,7 +123,7 @@ static struct pdi_ratelimit_key *key_slot(struct pdi_ratelimit *rl, uint64_t key
 }
 
 /* Whether a line of KEY at NOW is logged; *RET_REPORT: the key's count to report with it. */
-static bool admit(struct pdi_ratelimit *rl, int level, uint64_t key, const char *fmt, uint64_t now, unsigned long *ret_report)
+static bool admit(struct pdi_ratelimit *rl, int level, uint64_t key, uint64_t now, unsigned long *ret_report)
 {
 	uint64_t interval = (uint64_t)rl->interval_ms * 1000000ull;
 	struct pdi_ratelimit_key *k;
@@ -132,7 +132,6 @@ static bool admit(struct pdi_ratelimit *rl, int level, uint64_t key, const char 
 	*ret_report = 0;
 	if (!rl->registered) {
 		rl->registered = true;
-		rl->fmt = fmt;
 		rl->level = level;
 		rl->next = limiters;
 		limiters = rl;
@@ -176,7 +175,7 @@ int pdi_log_ratelimited(struct pdi_ratelimit *rl, int level, uint64_t key, int r
 	if (level > pdi_log_level)
 		return r;
 	pthread_mutex_lock(&limit_lock);
-	ok = admit(rl, level, key, fmt, pdi_log_clock(), &report);
+	ok = admit(rl, level, key, pdi_log_clock(), &report);
 	pthread_mutex_unlock(&limit_lock);
 	if (!ok)
 		return r;
@@ -185,6 +184,15 @@ int pdi_log_ratelimited(struct pdi_ratelimit *rl, int level, uint64_t key, int r
 	format_msg(msg, fmt, ap);
 	va_end(ap);
 	len = strlen(msg);
+	/* what the flush's report quotes: a real line of the site, never its format */
+	pthread_mutex_lock(&limit_lock);
+	if (len < sizeof(rl->example)) {
+		memcpy(rl->example, msg, len + 1);
+	} else {
+		memcpy(rl->example, msg, sizeof(rl->example) - 4);
+		memcpy(rl->example + sizeof(rl->example) - 4, "...", 4);
+	}
+	pthread_mutex_unlock(&limit_lock);
 	if (report && len < sizeof(msg))
 		(void)snprintf(msg + len, sizeof(msg) - len, " (%lu similar line%s suppressed)", report,
 			       report == 1 ? "" : "s");
@@ -235,8 +243,12 @@ void pdi_log_ratelimit_flush(void)
 			continue;
 		atomic_fetch_sub(&pending, n);
 		/* a rare line, written under the lock: the flush is the only writer here */
-		(void)snprintf(msg, sizeof(msg), "%lu more line%s like \"%s\" suppressed (%s:%d)", n, n == 1 ? "" : "s",
-			       rl->fmt, rl->file, rl->line);
+		if (rl->example[0])
+			(void)snprintf(msg, sizeof(msg), "%lu more line%s like \"%s\" suppressed (%s:%d)", n,
+				       n == 1 ? "" : "s", rl->example, rl->file, rl->line);
+		else /* a line counted before the site's first logged one was written down */
+			(void)snprintf(msg, sizeof(msg), "%lu more line%s suppressed (%s:%d)", n, n == 1 ? "" : "s",
+				       rl->file, rl->line);
 		emit(rl->level, msg);
 	}
 	pthread_mutex_unlock(&limit_lock);

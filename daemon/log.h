@@ -51,8 +51,10 @@ int pdi_log_errno(int level, int r, const char *fmt, ...) __attribute__((format(
  *    lines beyond that are counted.
  *  - Nothing counted is lost: the key's next logged line after its interval ends with
  *    " (N similar lines suppressed)", and pdi_log_ratelimit_flush() reports what is still
- *    pending once its interval is over, as one line per site naming the site (file:line)
- *    and its format. The daemon calls the flush from its periodic timer.
+ *    pending once its interval is over, as one line per site that quotes the site's last
+ *    line logged (cut at PDI_RATELIMIT_EXAMPLE bytes) and names the site (file:line):
+ *      12 more lines like "Refusing GetStep x for uid 1000: not its step" suppressed (bus.c:210)
+ *    The daemon calls the flush from its periodic timer.
  *  - Memory is fixed per site: it remembers PDI_RATELIMIT_KEYS keys, the one seen least
  *    recently is forgotten first (its pending count moves to the site's own count, so it
  *    is still reported), and a forgotten key's next line counts as a first line again.
@@ -65,6 +67,7 @@ int pdi_log_errno(int level, int r, const char *fmt, ...) __attribute__((format(
 #define PDI_RATELIMIT_BURST 5           /* the default lines per key per interval */
 #define PDI_RATELIMIT_SITE_BURSTS 4     /* a site logs at most this many bursts per interval */
 #define PDI_RATELIMIT_KEYS 16           /* keys a site tells apart at once */
+#define PDI_RATELIMIT_EXAMPLE 160       /* bytes of a line the flush's report quotes */
 
 struct pdi_ratelimit_key {
 	uint64_t key;
@@ -85,8 +88,9 @@ struct pdi_ratelimit {
 	uint64_t site_window_ns;
 	unsigned site_logged;
 	unsigned long forgotten;     /* suppressed lines of forgotten keys, not yet reported */
-	const char *fmt;             /* the site's format and level, for the flush's report */
-	int level;
+	int level;                   /* the site's level, for the flush's report */
+	char example[PDI_RATELIMIT_EXAMPLE]; /* the site's last line logged (cut), which the
+					      * flush's report quotes */
 	struct pdi_ratelimit_key keys[PDI_RATELIMIT_KEYS];
 };
 

@@ -17,14 +17,17 @@ results=""
 ./scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false \
 	|| { echo "test.sh: sanitizer build failed"; echo "0 passed, 1 failed"; exit 1; }
 
-meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 2 || status=1
+# the release build: every test but those a sanitizer pass below runs whole (suite
+# sanitized-once: the same test, the same assertions, and the sanitizers' checks on top)
+meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 2 --no-suite sanitized-once || status=1
 results="$results build/meson-logs/testlog.json"
 # under the sanitizers: the unit tests and the daemon's integration tests (leaks fail them)
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	meson test -C build-asan --print-errorlogs --num-processes 1 --timeout-multiplier 3 \
 	--suite unit --suite sanitize || status=1
 results="$results build-asan/meson-logs/testlog.json"
-# the 4-node Slurm test again, its pdimonds built with the sanitizers (they gather from each other)
+# the 4-node Slurm test (once: suite sanitized-once), its pdimonds built with the sanitizers
+# (they gather from each other)
 PDIMON_PDIMOND="$PWD/build-asan/daemon/pdimond" ASAN_OPTIONS=detect_leaks=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	meson test -C build --print-errorlogs --num-processes 1 --timeout-multiplier 3 --no-rebuild \

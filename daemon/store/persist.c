@@ -590,14 +590,19 @@ int pdi_persist_restore(struct pdi_daemon *d)
 	return pdi_store_list_steps(d->store, true, restore_one, d);
 }
 
+/* The stored step NAME's row: -ENOENT without a store or without that step. */
+static int stored_step(struct pdi_daemon *d, const char *name, struct pdi_store_step *ret)
+{
+	if (!d->store)
+		return -ENOENT;
+	return pdi_store_get_step(d->store, name, ret);
+}
+
 int pdi_persist_owner(struct pdi_daemon *d, const char *name, uid_t *ret_uid)
 {
 	struct pdi_store_step st;
-	int r;
+	int r = stored_step(d, name, &st);
 
-	if (!d->store)
-		return -ENOENT;
-	r = pdi_store_get_step(d->store, name, &st);
 	if (r < 0)
 		return r;
 	*ret_uid = st.uid;
@@ -607,11 +612,8 @@ int pdi_persist_owner(struct pdi_daemon *d, const char *name, uid_t *ret_uid)
 int pdi_persist_load(struct pdi_daemon *d, const char *name, struct pdi_step **ret)
 {
 	struct pdi_store_step st;
-	int r;
+	int r = stored_step(d, name, &st);
 
-	if (!d->store)
-		return -ENOENT;
-	r = pdi_store_get_step(d->store, name, &st);
 	if (r < 0)
 		return r;
 	return load_step(d, &st, false, ret);

@@ -169,8 +169,9 @@ class Plan:
         return s + (f" site={self.site}" if self.site else "") + (f" us={self.us}" if self.us else "")
 
 
-def cli_has_analyze(d):
-    r = d.pdimon("--help", check=False)
+def cli_has_analyze():
+    """Whether this build's pdimon has `analyze` (its usage says so; no daemon needed)."""
+    r = subprocess.run([harness.PDIMON, "--help"], capture_output=True, text=True, timeout=60)
     return re.search(r"^\s+analyze\b", r.stdout + r.stderr, re.M) is not None
 
 
@@ -434,15 +435,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     logpath = args.log or os.path.join(out, "campaign.log")
     runlog = open(logpath, "a")
-    bus = new_bus()
-    try:
-        probe = harness.Daemon(bus=bus)
-        try:
-            analyze_cmd = "analyze" if cli_has_analyze(probe) else "report"
-        finally:
-            probe.stop()
-    finally:
-        bus.stop()
+    analyze_cmd = "analyze" if cli_has_analyze() else "report"
     log(runlog, f"# campaign {time.strftime('%Y-%m-%d %H:%M:%S')} impl={args.impl} analysis=pdimon {analyze_cmd} "
                 f"programs={programs} combos={combos} seeds={args.first_seed}..{args.first_seed + args.seeds - 1}")
     print(f"campaign: {len(programs) * len(combos) * args.seeds} runs, {args.impl}, pdimon {analyze_cmd}; "

@@ -135,15 +135,15 @@ class Monitor(DaemonTest):
         # two normal runs of the ring, then one where rank 2 stalls once: the earlier runs
         # are AutomaDeD's sample runs (same program, same task count, completed, nothing lost)
         for k in range(2):
-            r = self.run_step(f"normal{k}", mpirun("mpich", RANKS, "ring", 400, 300))
+            r = self.run_step(f"normal{k}", mpirun("mpich", RANKS, "ring", 150, 300))
             self.assertEqual(r.returncode, 0, r.stderr)
-        r = self.run_step("stalled", mpirun("mpich", RANKS, "ring", 400, 300, 2, 250, 500000))
+        r = self.run_step("stalled", mpirun("mpich", RANKS, "ring", 150, 300, 2, 100, 500000))
         self.assertEqual(r.returncode, 0, r.stderr)
         a = json.loads(self.d.pdimon("analyze", "stalled", "--json").stdout)
         self.assertEqual(a["automaded"]["sample_runs"], 2, json.dumps(a["automaded"]))
         self.assertIn("against earlier runs", self.d.pdimon("analyze", "stalled").stdout)
         # a run of another size is no sample of this one
-        r = self.run_step("smaller", mpirun("mpich", RANKS - 1, "ring", 400, 300))
+        r = self.run_step("smaller", mpirun("mpich", RANKS - 1, "ring", 150, 300))
         self.assertEqual(r.returncode, 0, r.stderr)
         a = json.loads(self.d.pdimon("analyze", "smaller", "--json").stdout)
         self.assertEqual(a["automaded"]["sample_runs"], 0)
@@ -380,11 +380,12 @@ class Monitor(DaemonTest):
 
 class Faults(unittest.TestCase):
     def test_ring_buffer_full(self):
-        # a 4 KiB ring drained every 2 s cannot hold 2000 quick iterations
+        # a 4 KiB ring (about 30 events) drained every 2 s cannot hold 400 quick iterations:
+        # 6,400 calls, and the ring is full after the first 2 iterations of the 4 ranks
         # no overhead budget: it would thin the probes of so fast a loop, and lose less
         d = Daemon("ring_buffer_kib=4", "wakeup_kib=1024", "drain_interval_ms=2000", "max_overhead_pct=off")
         try:
-            r = d.pdimon("run", "--step", "lossy", "--", *mpirun("mpich", RANKS, "ring", 2000), check=False)
+            r = d.pdimon("run", "--step", "lossy", "--", *mpirun("mpich", RANKS, "ring", 400), check=False)
             self.assertEqual(r.returncode, 0, r.stderr)
             s = d.show("lossy")
             self.assertGreater(sum(t["events_lost"] for t in s["tasks"]), 0)

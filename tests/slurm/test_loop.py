@@ -18,24 +18,13 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "../integration")]
 from cluster import NODE_BUS, NODE_BUS_SOCKET, SlurmCluster  # noqa: E402
-from harness import BUILD, HANG_MS, PDIMON, StatusProbe, wait_for  # noqa: E402
-from harness import PDIMOND as BUILT_PDIMOND  # noqa: E402
+from harness import HANG_MS, PDIMON, StatusProbe, wait_for  # noqa: E402
+from multinode import PDIMOND, PLUGIN, RING, setUpModule  # noqa: E402,F401  (unittest calls setUpModule)
 
-PDIMOND = os.environ.get("PDIMON_PDIMOND", BUILT_PDIMOND)
-PLUGIN = os.path.join(BUILD, "slurm/spank_pdimon.so")
-RING = os.path.join(BUILD, "tests/mpi/ring.openmpi")
 NODES = ["n1", "n2", "n3"]
 LEVEL_MS = 5000          # gather_timeout_ms: how long a gather waits for a silent peer (the
                          # machine may be loaded: test_3 holds n1 stopped within it)
 STALL_RANK = 3           # -N 3 -n 6: ranks 2-3 on n2
-
-
-def setUpModule():
-    if os.geteuid() != 0:
-        raise unittest.SkipTest("needs root")
-    for path in (PDIMOND, PDIMON, PLUGIN, RING):
-        if not os.path.exists(path):
-            raise unittest.SkipTest(f"{path} is not built")
 
 
 class LoopMultiNode(unittest.TestCase):

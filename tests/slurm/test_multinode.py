@@ -22,15 +22,10 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "../integration")]
 from cluster import NODE_BUS, SlurmCluster, ensure_user, reap_stale  # noqa: E402
-from harness import BUILD, HANG_MS, PDIMON, marker_line, wait_for  # noqa: E402
+from harness import HANG_MS, PDIMON, marker_line, wait_for  # noqa: E402
 from harness import PDIMOND as BUILT_PDIMOND  # noqa: E402
+from multinode import PDIMOND, PLUGIN, RING, setUpModule  # noqa: E402,F401  (unittest calls setUpModule)
 
-# the daemons under test: test.sh also runs this with the sanitizer build's pdimond (the
-# plugin must stay the plain build's: slurmd has no sanitizer runtime)
-PDIMOND = os.environ.get("PDIMON_PDIMOND", BUILT_PDIMOND)
-
-PLUGIN = os.path.join(BUILD, "slurm/spank_pdimon.so")
-RING = os.path.join(BUILD, "tests/mpi/ring.openmpi")
 NODES = ["n1", "n2", "n3", "n4"]
 # -N 4 -n 8 on 2 CPUs per node, block distribution: ranks 2K-2 and 2K-1 on nK
 RANKS = {n: [2 * k, 2 * k + 1] for k, n in enumerate(NODES)}
@@ -40,14 +35,6 @@ STALL_RANK = 4                     # on n3
 def site(name):
     fn = {"irecv": "Irecv", "isend": "Isend", "waitall": "Waitall", "barrier": "Barrier"}[name]
     return f"MPI_{fn}@ring.c:{marker_line('ring.c', name)}"
-
-
-def setUpModule():
-    if os.geteuid() != 0:
-        raise unittest.SkipTest("needs root")
-    for path in (PDIMOND, PDIMON, PLUGIN, RING):
-        if not os.path.exists(path):
-            raise unittest.SkipTest(f"{path} is not built")
 
 
 def network_state():

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* test-log.c -- the daemon's log: the errno helpers evaluate each argument once, lines are
  * whole, and the rate limiters keep log.h's contract (first line of a key, bursts per
- * interval, a cap per site, every suppressed line reported exactly once). */
+ * interval, a cap per site, every suppressed line reported exactly once, with a line of the
+ * site quoted rather than its format). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
@@ -213,7 +214,7 @@ Test(log, many_keys_are_capped_per_site_and_every_line_is_accounted)
 	pdi_log_ratelimit_flush();
 	s = logged();
 	cr_expect_eq(lines + reported(s), n, "logged %u + reported %lu == %u:\n%s", lines, reported(s), n, s);
-	cr_expect(strstr(s, "like \"refusing request %d of key %llu\" suppressed (") && strstr(s, "test-log.c:"), "%s", s);
+	cr_expect(strstr(s, "like \"refusing request 19 of key 20\" suppressed (") && strstr(s, "test-log.c:"), "%s", s);
 	free(s);
 	/* and only once */
 	fake_now += PDI_RATELIMIT_INTERVAL_MS * MS;
@@ -248,6 +249,40 @@ Test(log, flush_waits_for_the_interval_and_reports_once)
 	cr_expect(strstr(s, "request 10 of key 3\n"), "%s", s);
 	cr_expect_eq(reported(s), 10 - PDI_RATELIMIT_BURST);
 	free(s);
+}
+
+Test(log, the_report_quotes_a_line_logged_not_its_format)
+{
+	char *long_name = malloc(1000), *s, *report;
+
+	capture();
+	use_fake_clock();
+	for (int i = 0; i < 10; i++)
+		refuse(7, i);
+	fake_now += PDI_RATELIMIT_INTERVAL_MS * MS;
+	pdi_log_ratelimit_flush();
+	s = logged();
+	report = strstr(s, "more lines like");
+	cr_assert(report, "%s", s);
+	cr_expect(strstr(s, "5 more lines like \"refusing request 4 of key 7\" suppressed (") &&
+		  strstr(report, "test-log.c:"), "%s", s);
+	cr_expect_null(strchr(report, '%'), "no format in the report: %s", report);
+	free(s);
+	/* a long line is quoted cut, and the report stays one line */
+	memset(long_name, 'n', 999);
+	long_name[999] = '\0';
+	for (int i = 0; i < 10; i++)
+		log_warning_limited(8, "refusing step %s", long_name);
+	fake_now += PDI_RATELIMIT_INTERVAL_MS * MS;
+	pdi_log_ratelimit_flush();
+	s = logged();
+	report = strstr(s, "more lines like \"refusing step nnn");
+	cr_assert(report, "%s", s);
+	cr_expect(strstr(report, "n...\" suppressed ("), "%s", report);
+	cr_expect_eq(count(report, "\n"), 1, "%s", report);
+	cr_expect_lt(strlen(report), PDI_RATELIMIT_EXAMPLE + 100);
+	free(s);
+	free(long_name);
 }
 
 Test(log, limited_errno_helper_returns_its_result_and_sets_m)

@@ -10,7 +10,9 @@ time (hitcost.c), which other processes' load hardly moves. Prints per function 
 ns per call added over the unprobed run of the same round, before, after and with pdimond, the
 kind of instruction each entry probe sits on (probe-floor --list), and pdimond's own CPU time
 per event it took (the daemon's share of a call: on a node whose cores the job fills, the job
-pays it too).
+pays it too). With --baseline BUILD, a second pdimond from another build takes the same calls
+in the same rounds (variant "baseline"), and the two daemons' CPU per event are printed side by
+side with their ratio.
 """
 import argparse
 import os
@@ -37,7 +39,7 @@ def run_once(impl, variant, calls, kinds, daemon, tag):
         job = spawn(MPIRUN[impl] + [exe, str(calls), waitfile], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                     text=True, cwd=tmp)
         pid = find_procs(os.path.basename(exe), 1, job.pid)[0]
-        if variant == "pdimond":
+        if variant in ("pdimond", "baseline"):
             before, cpu0 = daemon.status()["events"], cpu_seconds(daemon.proc.pid)
             daemon.pdimon("attach", "--step", tag, "--pid", pid)
         elif variant != "unprobed":
@@ -57,7 +59,7 @@ def run_once(impl, variant, calls, kinds, daemon, tag):
         if job.returncode != 0:
             raise BenchError(f"hitcost failed ({job.returncode}): {err}")
         res = {m.group(1): float(m.group(2)) for m in re.finditer(r"hitcost (\S+) ([0-9.]+)", out)}
-        if variant == "pdimond":
+        if variant in ("pdimond", "baseline"):
             # every timed call reaches the daemon (budget off): its CPU time per event, once drained
             n = wait_for(lambda: (lambda e: e if e >= NFUNCS * calls else None)(daemon.status()["events"] - before),
                          60, f"pdimond to take the {NFUNCS * calls} calls")
@@ -72,19 +74,27 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--impl", choices=("openmpi", "mpich", "both"), default="both")
+    ap.add_argument("--baseline", metavar="BUILD", help="a second pdimond's build directory, timed alike")
     args = ap.parse_args()
+    variants = VARIANTS + (("baseline",) if args.baseline else ())
     impls = ("openmpi", "mpich") if args.impl == "both" else (args.impl,)
     for impl in impls:
-        res = {v: [] for v in VARIANTS}
+        res = {v: [] for v in variants}
         kinds = {}
         daemon = Daemon("max_overhead_pct=off")
+        base = None
         try:
+            if args.baseline:
+                base = Daemon("max_overhead_pct=off", build=os.path.abspath(args.baseline))
             for r in range(args.rounds):
-                for v in VARIANTS:
-                    res[v].append(run_once(impl, v, args.calls, kinds, daemon, f"hitcost-{os.getpid()}-{impl}-{r}"))
+                for v in variants:
+                    res[v].append(run_once(impl, v, args.calls, kinds, base if v == "baseline" else daemon,
+                                           f"hitcost-{os.getpid()}-{impl}-{r}"))
             calibration = daemon.calibration()
         finally:
             daemon.stop()
+            if base:
+                base.stop()
         print(f"{impl}: CPU ns added per call by an empty entry+return probe pair and by pdimond's (medians of "
               f"{args.rounds} interleaved rounds, {args.calls} calls each)")
         print(f"  {'function':<16} {'unprobed_ns':>11} {'before_ns':>10} {'after_ns':>9} {'after/before':>12}"
@@ -100,6 +110,10 @@ def main():
         daemon_ns = median([r["daemon_ns_per_event"] for r in res["pdimond"]])
         print(f"  pdimond's own CPU per event: {daemon_ns:.0f} ns (median of {args.rounds}); "
               f"{calibration}")
+        if args.baseline:
+            base_ns = median([r["daemon_ns_per_event"] for r in res["baseline"]])
+            print(f"  baseline pdimond ({args.baseline}) CPU per event: {base_ns:.0f} ns (median of {args.rounds});"
+                  f" this build / baseline: {daemon_ns / base_ns:.2f}")
         sys.stdout.flush()
 
 

@@ -124,20 +124,15 @@ static __always_inline bool in_hop_ranges(const struct pdi_hop_ranges *rg, __u64
 	return false;
 }
 
-/* The stack from the frame whose hop is unknown, for pdimond to finish this call's chain. */
-static __always_inline void send_frames(struct pdi_hop_ranges *rg, __u64 id, __u64 t_enter, __u32 hops, __u64 ra,
-					__u64 sp, __u64 bp, __u64 via)
+/* The stack from the frame whose hop is unknown, for pdimond to finish the chain of the call
+ * entered at T_ENTER. False when the ring is full. */
+static __always_inline bool emit_frames(__u64 id, __u64 t_enter, __u32 hops, __u64 ra, __u64 sp, __u64 bp, __u64 via)
 {
-	struct pdi_frames *e;
+	struct pdi_frames *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
-	/* a budget per process: a program whose stacks never resolve cannot flood the ring */
-	if (!rg || rg->frames_budget == 0)
-		return;
-	__sync_fetch_and_add(&rg->frames_budget, -1);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(id >> 32);
-		return;
+		return false;
 	}
 	e->kind = PDI_EV_FRAMES;
 	e->pid = id >> 32;
@@ -157,6 +152,18 @@ static __always_inline void send_frames(struct pdi_hop_ranges *rg, __u64 id, __u
 			e->len = 0;
 	}
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return true;
+}
+
+/* As emit_frames(), within the process's budget: a program whose stacks never resolve cannot
+ * flood the ring. */
+static __always_inline void send_frames(struct pdi_hop_ranges *rg, __u64 id, __u64 t_enter, __u32 hops, __u64 ra,
+					__u64 sp, __u64 bp, __u64 via)
+{
+	if (!rg || rg->frames_budget == 0)
+		return;
+	__sync_fetch_and_add(&rg->frames_budget, -1);
+	emit_frames(id, t_enter, hops, ra, sp, bp, via);
 }
 
 /* F->caller, F->via and F->chain for the call whose return address F->callsite is at SP. */
@@ -225,6 +232,32 @@ static __always_inline struct pdi_inflight *thread_entry(__u64 id)
  * still marked active. Whether a hit is nested in the call in flight or the call has ended
  * unseen is told by the stack: a nested call runs below the call's entry stack pointer. */
 
+/* The links that speak for each function of a process now (struct pdi_link_gens): written by
+ * pdimond when the budget replaces links, deleted with the task. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tgid */
+	__type(value, struct pdi_link_gens);
+} link_gens SEC(".maps");
+
+/* Is the entry probe with COOKIE in process TGID one of the links that take its calls now? A
+ * replaced link still fires until its close completes: its hit is the current link's too. Only
+ * entries are filtered: a return is taken by whichever link's return fires first while the
+ * thread's call is in flight (mpi_exit), so a call entered through a link since replaced still
+ * ends, and a second return of the same call finds the thread idle. */
+static __always_inline bool link_is_current(__u64 cookie, __u32 tgid)
+{
+	struct pdi_link_gens *g = bpf_map_lookup_elem(&link_gens, &tgid);
+	__u32 fn = PDI_COOKIE_FN(cookie);
+
+	if (!g)
+		return PDI_COOKIE_GEN(cookie) == 0;
+	if (fn >= PDI_LINK_GEN_FUNCS)
+		return true;
+	return g->gen[fn] == PDI_COOKIE_GEN(cookie);
+}
+
 /* Hand the call F describes to the daemon. */
 static __always_inline void emit_call(struct pdi_inflight *f, __u64 id, __u64 t_exit, __s64 ret, __u16 flags)
 {
@@ -290,6 +323,8 @@ int BPF_KPROBE(mpi_enter)
 
 	barrier_var(sp);
 	barrier_var(bp);
+	if (!link_is_current(cookie, id >> 32))
+		return 0;
 	f = thread_entry(id);
 	if (!f) {
 		/* the node-wide map is full: the call is lost, and said so, never silently */
@@ -435,7 +470,8 @@ int BPF_PROG(mpi_exec)
 SEC("uprobe")
 int BPF_KPROBE(mpi_init_trap)
 {
-	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx), sp = PT_REGS_SP(ctx);
+	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx), sp = PT_REGS_SP(ctx),
+	      bp = PT_REGS_FP(ctx);
 	__u32 root = watched_root(), fn = PDI_COOKIE_FN(cookie);
 	struct pdi_inflight *f;
 	struct pdi_event *e;
@@ -454,11 +490,18 @@ int BPF_KPROBE(mpi_init_trap)
 	e->caller = e->callsite;
 	e->chain = PDI_CHAIN_UNKNOWN; /* pdimond finishes it from the stopped process's stack */
 	e->args[1] = sp;
-	e->args[2] = PT_REGS_FP(ctx);
+	e->args[2] = bp;
 	e->args[4] = PDI_TRAP_LIB(cookie);
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
-	if (!seen)
+	if (!seen) {
 		bpf_send_signal(SIGSTOP);
+		return 0;
+	}
+	/* not held: the entry probe ran before pdimond knew the process, so it could not follow the
+	 * call chain past the MPI bindings (no hop ranges yet): the stack goes along, for pdimond to
+	 * finish the chain once the process has joined (one record per process) */
+	if (f && f->chain == PDI_CHAIN_DONE && emit_frames(id, f->t_enter, 0, f->callsite, sp, bp, 0))
+		f->chain = PDI_CHAIN_UNKNOWN;
 	return 0;
 }
 

@@ -3,7 +3,8 @@
  * limit in the daemon (the loop, workers, the peer port, gathers, MUNGE calls, the log).
  * Header-only, so that the files the tests and benchmarks build on their own (peer.c,
  * gather.c, peer_auth.c, stackwalk.c, log.c) read the same clock without linking pdimond.c.
- * Event times from BPF (bpf_ktime_get_ns) are on this clock too. */
+ * Event times from BPF (bpf_ktime_get_ns) are on this clock too. Costs are measured in CPU
+ * time (pdi_thread_cpu_ns), never compared with times on this clock. */
 #ifndef PDI_CLOCK_H
 #define PDI_CLOCK_H
 
@@ -23,6 +24,16 @@ static inline uint64_t pdi_now_ns(void)
 static inline uint64_t pdi_now_ms(void)
 {
 	return pdi_now_ns() / 1000000u;
+}
+
+/* The CPU time the calling thread has used, in nanoseconds: what a cost is measured in where the
+ * node is loaded (the wall time of a stretch also counts whatever else ran meanwhile). */
+static inline uint64_t pdi_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* CLOCK_REALTIME - CLOCK_MONOTONIC now: add it to a time on this clock for the wall clock. */

@@ -80,6 +80,7 @@ struct pdi_daemon {
 	int budget_fd;                      /* its slot timer; -1 when the budget is off */
 	bool budget_armed;                  /* the timer runs only while tasks do */
 	uint64_t budget_epoch_ns, budget_last_ns;
+	unsigned budget_closing;            /* its jobs closing replaced links (probe/detach.h) */
 	struct pdi_site_store *site; /* the site's PostgreSQL; NULL when none (site_store.h) */
 	struct pdi_hang hang;         /* hang detection, daemon-wide (hang/hang.h) */
 };

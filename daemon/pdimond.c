@@ -532,8 +532,9 @@ int main(int argc, char **argv)
 	if (r < 0)
 		log_warning_errno(r, "Cannot measure what a probe costs here, assuming a slow VM's figures: %m");
 	log_info("A probed call costs %.1f us here (%.1f us when its first instruction is single-stepped, %.1f us "
-		 "without its return probe); max_overhead_pct %g%s", d.probe_costs.full_emulated / 1e3,
-		 d.probe_costs.full_stepped / 1e3, d.probe_costs.entry_only_emulated / 1e3, d.cfg.max_overhead_pct,
+		 "without its return probe, %.0f ns more per other process probed there); max_overhead_pct %g%s",
+		 d.probe_costs.full_emulated / 1e3, d.probe_costs.full_stepped / 1e3,
+		 d.probe_costs.entry_only_emulated / 1e3, d.probe_costs.per_other_task, d.cfg.max_overhead_pct,
 		 d.cfg.max_overhead_pct > 0 ? "" : " (off)");
 	r = setup_loop(&d);
 	if (r < 0) {

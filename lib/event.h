@@ -27,6 +27,20 @@
 /* The 1-based argument position of a collective's communicator (0 = none): bits 32-39. */
 #define PDI_COOKIE_COMM_ARG(c) ((__u32)(((c) >> 32) & 0xff))
 #define PDI_COOKIE_WITH_COMM(c, comm_arg) ((c) | ((__u64)((comm_arg) & 0xff) << 32))
+/* The generation of the link a probe belongs to (bits 40-55). The overhead budget replaces a
+ * function's links while it runs; an old link keeps firing until its close, which waits for an
+ * RCU grace period, completes on a worker. BPF takes a call only from the links of the
+ * generation struct pdi_link_gens names for the process and function: exactly once, with no gap
+ * and no duplicate, whenever the close completes. */
+#define PDI_COOKIE_GEN(c) ((__u16)((c) >> 40))
+#define PDI_COOKIE_WITH_GEN(c, g) (((c) & ~(0xffffull << 40)) | ((__u64)(__u16)(g) << 40))
+#define PDI_LINK_GEN_FUNCS 128 /* at least the number of probed functions (mpi_funcs.c) */
+
+/* A process's current link generation per function; a process without one has only links of
+ * generation 0. */
+struct pdi_link_gens {
+	__u16 gen[PDI_LINK_GEN_FUNCS];
+};
 
 enum pdi_req_mode {
 	PDI_REQ_NONE = 0,

@@ -115,6 +115,8 @@ const struct pdi_mpi_func pdi_mpi_funcs[] = {
 };
 
 const unsigned pdi_mpi_nfuncs = sizeof(pdi_mpi_funcs) / sizeof(pdi_mpi_funcs[0]);
+_Static_assert(sizeof(pdi_mpi_funcs) / sizeof(pdi_mpi_funcs[0]) <= PDI_LINK_GEN_FUNCS,
+	       "struct pdi_link_gens has a generation per probed function");
 
 unsigned pdi_mpi_comm_arg(unsigned fn)
 {

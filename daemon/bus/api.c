@@ -272,9 +272,13 @@ static void reap_exited(struct pdi_daemon *d, struct pdi_step *s)
 
 static void unwatch(struct pdi_daemon *d, pid_t root)
 {
-	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, root);
-	struct pdi_step *s = w ? w->step : NULL;
+	struct pdi_watch *w;
+	struct pdi_step *s;
 
+	/* the tree's processes that reached MPI_Init join first, even those that ended already */
+	(void)pdi_tracer_drain(d->tracer);
+	w = pdi_registry_find_watch(&d->reg, root);
+	s = w ? w->step : NULL;
 	pdi_tracer_unwatch(d->tracer, root);
 	pdi_registry_remove_watch(&d->reg, root);
 	if (s) {

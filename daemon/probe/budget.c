@@ -19,6 +19,7 @@
 
 #include "budget.h"
 #include "daemon.h"
+#include "detach.h"
 #include "entry_place.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -29,6 +30,10 @@
 #define SLOT_NS (PERIOD_NS / PDI_BUDGET_SLOTS)
 #define DETACHED_EVERY 4 /* a detached function is re-measured in one slot every 4 periods */
 #define RESTORE_AFTER 2  /* periods at one level before it is restored */
+/* Jobs closing replaced links at once (each close waits for an RCU grace period; concurrent
+ * ones share it), and replaced links a task may hold before its probes only go off. */
+#define CLOSING_JOBS 4
+#define RETIRED_MAX 32
 
 /* Calls whose end the model can do without: nonblocking completion tests and probes. */
 static bool entry_only_ok(unsigned fn)
@@ -65,15 +70,18 @@ static unsigned next_level(unsigned fn, unsigned level, int dir)
 	return l;
 }
 
-/* What one hit of FN costs at LEVEL, in ns. */
+/* What one hit of FN costs at LEVEL, in ns of the task's CPU: the trap and pdimond's programs;
+ * the kernel's visit of the links of every other process probed on the same instruction; and
+ * pdimond's own work on the call, which a job that fills its node's cores pays too. */
 static double hit_cost(const struct pdi_daemon *d, const struct pdi_budget_fn *f, unsigned fn, unsigned level)
 {
 	bool entry_only = level == 1 || (level >= 2 && entry_only_ok(fn));
 	const struct pdi_probe_costs *c = &d->probe_costs;
+	double shared = c->per_other_task * c->others + c->ingest_per_event;
 
 	if (f->kind == PDI_INSN_EMULATED)
-		return entry_only ? c->entry_only_emulated : c->full_emulated;
-	return entry_only ? c->entry_only_stepped : c->full_stepped;
+		return shared + (entry_only ? c->entry_only_emulated : c->full_emulated);
+	return shared + (entry_only ? c->entry_only_stepped : c->full_stepped);
 }
 
 static double contribution(const struct pdi_daemon *d, const struct pdi_budget_fn *f, unsigned fn, unsigned level)
@@ -81,9 +89,45 @@ static double contribution(const struct pdi_daemon *d, const struct pdi_budget_f
 	return f->rate * hit_cost(d, f, fn, level) * 1e-9 / (double)(1u << pdi_budget_duty_log2(level));
 }
 
-static double task_cost(const struct pdi_daemon *d, const struct pdi_budget_task *b)
+/* Other processes' links on the probes of a task: the most running tasks probed in one library,
+ * less the task, plus the link of pdimond's own that keeps the library's probes registered
+ * (startup.c). Counted for the node rather than per task: a node's ranks share their library, and
+ * where two libraries are probed, the less crowded one's tasks are charged as the other's. Links
+ * that other tools put on the library are not seen. */
+static unsigned others_on_library(const struct pdi_daemon *d)
+{
+	unsigned most = 0;
+
+	for (unsigned i = 0; i < d->reg.ntasks; i++) {
+		const struct pdi_task *t = d->reg.tasks[i];
+		unsigned n = 0;
+
+		if (t->state != PDI_TASK_RUNNING || !t->budget || !t->att.targets)
+			continue;
+		for (unsigned j = 0; j < d->reg.ntasks; j++) {
+			const struct pdi_task *o = d->reg.tasks[j];
+
+			n += o->state == PDI_TASK_RUNNING && o->budget && o->att.targets &&
+			     o->att.targets->dev == t->att.targets->dev && o->att.targets->ino == t->att.targets->ino;
+		}
+		if (n > most)
+			most = n;
+	}
+	return most;
+}
+
+/* The share of B's time its probes take. Every decision starts from a task's cost, so the node's
+ * figures that change while tasks run (the tasks sharing a library, pdimond's CPU per call) are
+ * brought up to date here, once per slot. */
+static double task_cost(struct pdi_daemon *d, const struct pdi_budget_task *b)
 {
 	double c = 0;
+
+	if (d->probe_costs.others_at_ns != d->budget_last_ns) {
+		d->probe_costs.others_at_ns = d->budget_last_ns;
+		d->probe_costs.others = others_on_library(d);
+		pdi_probe_costs_sample_ingest(&d->probe_costs, d->events, d->budget_last_ns);
+	}
 
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
 		c += contribution(d, &b->fn[fn], fn, b->fn[fn].level);
@@ -132,6 +176,14 @@ static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, uns
 					   (uint32_t)(full * 1e6 < 4e9 ? full * 1e6 : 4e9), now);
 }
 
+/* Is T's list of replaced links still to close at its bound? Then its probes only go off until
+ * the closes catch up: a sampled function misses slices its mark already allows for, and nothing
+ * is restored. The list then holds at most the bound plus two links per function. */
+static bool closes_behind(const struct pdi_task *t)
+{
+	return t->att.nretired >= RETIRED_MAX;
+}
+
 /* Over budget: one step down for the function that costs most, until it fits. */
 static void degrade(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 {
@@ -167,6 +219,8 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 	double max = d->cfg.max_overhead_pct / 100, base = task_cost(d, b), best_cost = 0;
 	unsigned best = pdi_mpi_nfuncs, best_level = 0;
 
+	if (closes_behind(t))
+		return;
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 		struct pdi_budget_fn *f = &b->fn[fn];
 		double now_c;
@@ -191,23 +245,24 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 		set_level(d, t, best, best_level, now);
 }
 
-/* Probes as the levels want them in this slot; a probe move that left a gap is marked. */
-static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint64_t period, uint64_t now)
+/* Probes as the levels want them in this slot. The links replaced are closed on a worker. */
+static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint64_t period)
 {
+	bool behind = closes_behind(t);
+
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 		enum pdi_probe_mode m = mode_in_slot(fn, t->budget->fn[fn].level, slot, period);
-		uint64_t gap = 0;
 		int r;
 
-		if (pdi_attachment_mode(&t->att, fn) == m)
+		if (pdi_attachment_mode(&t->att, fn) == m || (behind && m != PDI_PROBE_OFF))
 			continue;
-		r = pdi_tracer_set_mode(d->tracer, &t->att, t->pid, fn, m, &gap);
+		r = pdi_tracer_set_mode(d->tracer, &t->att, t->pid, fn, m);
 		if (r < 0)
-			log_warning_errno(r, "pid %d: cannot change the probes of %s, so it is not probed: %m", (int)t->pid,
-					  pdi_mpi_funcs[fn].name);
-		if (gap)
-			(void)pdi_unobserved_add(&t->model.unobserved, PDI_UNOBSERVED_ALL, PDI_UNOBS_GAP, now - gap, now);
+			log_warning_errno_limited((uint64_t)t->pid, r, "pid %d: cannot change the probes of %s: %m",
+						  (int)t->pid, pdi_mpi_funcs[fn].name);
 	}
+	if (d->budget_closing < CLOSING_JOBS)
+		pdi_detach_retired_later(d->workers, &t->att, &d->budget_closing);
 }
 
 static void arm(struct pdi_daemon *d, bool on)
@@ -331,7 +386,7 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 		if (new_period)
 			restore(d, t, now);
 		b->cost = task_cost(d, b);
-		apply(d, t, slot, period, now);
+		apply(d, t, slot, period);
 	}
 	if (!any)
 		arm(d, false);

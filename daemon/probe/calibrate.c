@@ -1,14 +1,26 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* calibrate.c -- the per-hit cost of pdimond's probes on this node, measured at start-up.
+/* calibrate.c -- the per-hit cost of pdimond's probes on this node, measured at start-up, and
+ * pdimond's own CPU per call, measured while tasks run.
  *
  * A trap costs about 0.3-0.5 us on bare metal and several us in some VMs (7 us here, a PVM
  * guest); a single-stepped instruction adds a second trap. The overhead budget multiplies
  * call rates by these figures, so they are measured, never assumed: pdimond probes two tiny
- * functions of its own with its real programs and times calls to them with and without. */
+ * functions of its own with its real programs and times calls to them with and without.
+ * Timed in the thread's CPU time, which the trap, the single step and the programs are charged
+ * to: wall time counts whatever else the node runs meanwhile (on a loaded 2-core VM it made a
+ * full probe 0.8 us and an entry-only one 32 us), and the budget would act on that noise.
+ *
+ * A hit also pays for every other process probed on the same library: a uprobe belongs to the
+ * library's inode and the kernel visits each link on it, whatever its pid filter (25-55 ns per
+ * process measured here; at 64 ranks a node that is as much as the trap). And pdimond takes each
+ * call in on a core the job could use: 100-350 ns here. */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +33,7 @@
 
 #define CALLS 400
 #define ROUNDS 5
+#define OTHER_TASKS 8 /* links of other processes put on the probe to see what each adds */
 
 /* The two functions, in assembly so that their first instructions are what they must be:
  * a push (emulated by the kernel) and a RIP-relative load (single-stepped). */
@@ -38,11 +51,11 @@ __asm__(".pushsection .text\n"
 
 static double time_calls(void (*volatile fn)(void))
 {
-	uint64_t t0 = pdi_now_ns();
+	uint64_t t0 = pdi_thread_cpu_ns();
 
 	for (int i = 0; i < CALLS; i++)
 		fn();
-	return (double)(pdi_now_ns() - t0) / CALLS;
+	return (double)(pdi_thread_cpu_ns() - t0) / CALLS;
 }
 
 /* File offset of FN in our executable, from our own mappings. */
@@ -73,6 +86,31 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static void close_links(int fds[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* A child of ours that only waits to be killed: the pid filter of links that stand for other
+ * monitored processes (it maps our executable, so the kernel keeps it among the probe's
+ * consumers, and it never calls the probed function). Async-signal-safe calls only: pdimond may
+ * have threads by now. */
+static pid_t idle_child(void)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid == 0) {
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
 /* Median over ROUNDS of (probed - plain) ns per call of FN with the probes COOKIE asks for. */
 static int measure(struct pdi_tracer *t, void (*fn)(void), uint64_t cookie, bool with_return, double *ret)
 {
@@ -90,14 +128,62 @@ static int measure(struct pdi_tracer *t, void (*fn)(void), uint64_t cookie, bool
 		if (r < 0)
 			return r;
 		probed = time_calls(fn);
-		for (int i = 0; i < 2; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
+		close_links(fds);
+		/* emptied every round: past wakeup_bytes of backlog every submit would wake the
+		 * consumer (several us each), a cost the budget would then count for every call */
+		pdi_tracer_discard(t);
 		d[k] = probed > plain ? probed - plain : 0;
 	}
 	qsort(d, ROUNDS, sizeof(d[0]), cmp_double);
 	*ret = d[ROUNDS / 2];
 	return 0;
+}
+
+static double median_calls(void (*fn)(void))
+{
+	double d[ROUNDS];
+
+	for (int k = 0; k < ROUNDS; k++)
+		d[k] = time_calls(fn);
+	qsort(d, ROUNDS, sizeof(d[0]), cmp_double);
+	return d[ROUNDS / 2];
+}
+
+/* What each other process probed on FN adds to a hit of ours, in ns: FN probed for us (entry and
+ * return), timed; then with the links of OTHER_TASKS more (pid filter: an idle child of ours),
+ * timed again. The links are made once, not every round: closing one waits for an RCU grace
+ * period (tens of ms, more on a loaded node). */
+static int measure_crowd(struct pdi_tracer *t, void (*fn)(void), uint64_t cookie, double *ret)
+{
+	int own[2], others[OTHER_TASKS][2], n = 0, r;
+	pid_t other = idle_child();
+	double alone, crowded = 0;
+	uint64_t off;
+
+	if (other < 0)
+		return -errno;
+	r = self_offset(fn, &off);
+	if (r == 0)
+		r = pdi_tracer_attach_offsets(t, getpid(), "/proc/self/exe", &off, &cookie, 1, true, own);
+	if (r == 0) {
+		alone = median_calls(fn);
+		pdi_tracer_discard(t);
+		for (; n < OTHER_TASKS && r == 0; n++)
+			r = pdi_tracer_attach_offsets(t, other, "/proc/self/exe", &off, &cookie, 1, true, others[n]);
+		if (r < 0)
+			n--; /* that one attached nothing */
+		else
+			crowded = median_calls(fn);
+		while (n-- > 0)
+			close_links(others[n]);
+		close_links(own);
+		pdi_tracer_discard(t);
+		if (r == 0)
+			*ret = crowded > alone ? (crowded - alone) / OTHER_TASKS : 0;
+	}
+	(void)kill(other, SIGKILL);
+	(void)waitpid(other, NULL, 0);
+	return r;
 }
 
 int pdi_probe_calibrate(struct pdi_tracer *t, struct pdi_probe_costs *ret)
@@ -106,14 +192,16 @@ int pdi_probe_calibrate(struct pdi_tracer *t, struct pdi_probe_costs *ret)
 	int fn = pdi_mpi_func_find("MPI_Iprobe");
 	uint64_t cookie = PDI_COOKIE_MAKE(fn < 0 ? 0 : fn, 0, PDI_REQ_NONE, 0);
 	struct pdi_probe_costs c = {.full_emulated = 8000, .full_stepped = 24000, .entry_only_emulated = 5000,
-				    .entry_only_stepped = 21000};
+				    .entry_only_stepped = 21000, .per_other_task = 100};
 	int r;
 
 	if ((r = measure(t, pdi_calib_emulated, cookie, true, &c.full_emulated)) == 0 &&
 	    (r = measure(t, pdi_calib_stepped, cookie, true, &c.full_stepped)) == 0 &&
-	    (r = measure(t, pdi_calib_emulated, cookie | PDI_COOKIE_ENTRY_ONLY, false, &c.entry_only_emulated)) == 0)
+	    (r = measure(t, pdi_calib_emulated, cookie | PDI_COOKIE_ENTRY_ONLY, false, &c.entry_only_emulated)) == 0) {
 		c.entry_only_stepped = c.entry_only_emulated +
 				       (c.full_stepped > c.full_emulated ? c.full_stepped - c.full_emulated : 0);
+		r = measure_crowd(t, pdi_calib_emulated, cookie, &c.per_other_task);
+	}
 	pdi_tracer_forget(t, getpid());
 	/* Our probed calls fill the ring buffer without waking anyone (NO_WAKEUP): left there,
 	 * they would leave no room for the first MPI_Init trap until the first timed drain,
@@ -122,4 +210,28 @@ int pdi_probe_calibrate(struct pdi_tracer *t, struct pdi_probe_costs *ret)
 	/* on failure the caller gets conservative defaults, and R says why */
 	*ret = c;
 	return r;
+}
+
+#define INGEST_EVERY_NS 1000000000ull
+#define INGEST_MIN_EVENTS 10000 /* fewer calls a second: the loop's other work would be counted as
+                                 * theirs, and at that rate their cost does not matter */
+
+void pdi_probe_costs_sample_ingest(struct pdi_probe_costs *c, uint64_t events, uint64_t now)
+{
+	uint64_t cpu;
+
+	if (c->sample_ns && now - c->sample_ns < INGEST_EVERY_NS)
+		return;
+	cpu = pdi_thread_cpu_ns();
+	if (c->sample_ns && now - c->sample_ns < 2 * INGEST_EVERY_NS && events - c->sample_events >= INGEST_MIN_EVENTS &&
+	    cpu > c->sample_cpu_ns) {
+		double s = (double)(cpu - c->sample_cpu_ns) / (double)(events - c->sample_events);
+
+		/* averaged with the last figure: one second of a step's end (its report is taken off
+		 * the loop, but the registry's work is not) must not degrade the others' probes */
+		c->ingest_per_event = c->ingest_per_event > 0 ? (c->ingest_per_event + s) / 2 : s;
+	}
+	c->sample_ns = now;
+	c->sample_cpu_ns = cpu;
+	c->sample_events = events;
 }

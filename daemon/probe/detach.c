@@ -1,22 +1,41 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* detach.c -- a task's uprobe links closed on a worker (see detach.h). The job owns the links
- * from the moment it is made: the task keeps nothing that could fire or be closed twice. */
+/* detach.c -- uprobe links closed on a worker (see detach.h). A job owns its links from the
+ * moment it is made: the task keeps nothing that could fire for it or be closed twice. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "detach.h"
+#include "mpi_funcs.h"
 #include "tracer.h"
 #include "worker.h"
 
 struct detach_job {
 	struct pdi_job job;
-	struct pdi_attachment links; /* only its links and multi_fds are used */
+	struct bpf_link **links; /* perf links (kernels without uprobe_multi) */
+	unsigned nlinks;
+	int *fds;                /* uprobe_multi links */
+	unsigned nfds;
+	unsigned *in_flight;     /* the submitter's count of its jobs not done, or NULL */
 };
+
+static void close_all(struct detach_job *j)
+{
+	struct pdi_attachment links = {.links = j->links, .nlinks = j->nlinks, .multi_fds = {-1, -1},
+				       .object_fd = -1};
+
+	pdi_attachment_detach(&links);
+	j->links = NULL;
+	j->nlinks = 0;
+	for (unsigned i = 0; i < j->nfds; i++)
+		close(j->fds[i]);
+	free(j->fds);
+	j->fds = NULL;
+	j->nfds = 0;
+}
 
 static void detach_run(struct pdi_job *pj)
 {
-	struct detach_job *j = pdi_job_of(pj, struct detach_job, job);
-
-	pdi_attachment_detach(&j->links);
+	close_all(pdi_job_of(pj, struct detach_job, job));
 }
 
 static void detach_done(struct pdi_job *pj, bool cancelled)
@@ -24,31 +43,72 @@ static void detach_done(struct pdi_job *pj, bool cancelled)
 	struct detach_job *j = pdi_job_of(pj, struct detach_job, job);
 
 	if (cancelled)
-		pdi_attachment_detach(&j->links); /* shutting down: the loop may wait now */
+		close_all(j); /* shutting down: the loop may wait now */
+	if (j->in_flight)
+		(*j->in_flight)--;
 	free(j);
+}
+
+/* Close J's links on a worker of W; J is freed either way. */
+static void submit(struct pdi_workers *w, struct detach_job *j)
+{
+	j->job = (struct pdi_job){.run = detach_run, .done = detach_done};
+	if (w && pdi_workers_submit(w, &j->job) == 0) {
+		if (j->in_flight)
+			(*j->in_flight)++;
+		return;
+	}
+	close_all(j);
+	free(j);
+}
+
+/* Move link fd *FD (-1: none) into J's list, which has room for it; *FD is -1 after. */
+static void take_fd(struct detach_job *j, int *fd)
+{
+	if (*fd < 0)
+		return;
+	j->fds[j->nfds++] = *fd;
+	*fd = -1;
 }
 
 void pdi_detach_later(struct pdi_workers *w, struct pdi_attachment *a)
 {
+	unsigned most = 2 + a->nretired + (a->fns ? 2 * pdi_mpi_nfuncs : 0);
 	struct detach_job *j = calloc(1, sizeof(*j));
 
-	if (!j || !w) {
+	if (!j || !(j->fds = malloc(sizeof(*j->fds) * most))) {
 		free(j);
 		pdi_attachment_detach(a);
 		return;
 	}
-	j->job = (struct pdi_job){.run = detach_run, .done = detach_done};
 	/* only the links: every other fd of an attachment stays the caller's (an object_fd of 0,
 	 * as calloc left it, had the worker close fd 0, which by then was someone else's: a
 	 * trapped process's pidfd, left stopped) */
-	j->links = (struct pdi_attachment){.links = a->links, .nlinks = a->nlinks,
-					   .multi_fds = {a->multi_fds[0], a->multi_fds[1]}, .object_fd = -1};
-	if (pdi_workers_submit(w, &j->job) < 0) {
-		free(j);
-		pdi_attachment_detach(a);
-		return;
-	}
+	j->links = a->links;
+	j->nlinks = a->nlinks;
 	a->links = NULL;
 	a->nlinks = 0;
-	a->multi_fds[0] = a->multi_fds[1] = -1;
+	for (unsigned k = 0; k < 2; k++)
+		take_fd(j, &a->multi_fds[k]);
+	for (unsigned fn = 0; a->fns && fn < pdi_mpi_nfuncs; fn++)
+		for (unsigned k = 0; k < 2; k++)
+			take_fd(j, &a->fns[fn].fds[k]);
+	for (unsigned i = 0; i < a->nretired; i++)
+		take_fd(j, &a->retired[i]);
+	a->nretired = 0;
+	submit(w, j);
+}
+
+void pdi_detach_retired_later(struct pdi_workers *w, struct pdi_attachment *a, unsigned *in_flight)
+{
+	struct detach_job *j;
+
+	if (a->nretired == 0 || !(j = calloc(1, sizeof(*j))))
+		return; /* without memory they wait for the next call, or the task's end */
+	j->fds = a->retired;
+	j->nfds = a->nretired;
+	j->in_flight = in_flight;
+	a->retired = NULL;
+	a->nretired = 0;
+	submit(w, j);
 }

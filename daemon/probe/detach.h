@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* detach.h -- a task's probes removed off the loop: the kernel unregisters each uprobe as its
- * link closes, which took 0.4 to 0.9 s for a task's 86 probes on a loaded machine. */
+/* detach.h -- probes removed off the loop: the kernel unregisters each uprobe as its link
+ * closes, and a close waits for an RCU grace period: 0.4 to 0.9 s for a task's 86 probes on a
+ * loaded machine, 25 ms to 1 s for one link the overhead budget replaced. Meanwhile the loop
+ * would not drain the ring buffer, which overflows under a polling job. */
 #pragma once
 
 struct pdi_attachment;
 struct pdi_workers;
 
-/* Take A's links (A keeps its object, datatypes and counts, with no link left) and close
+/* Take all of A's links (A keeps its object, datatypes and counts, with no link left) and close
  * them on a worker of W; on the loop's own time only when no worker takes them. */
 void pdi_detach_later(struct pdi_workers *w, struct pdi_attachment *a);
+/* Close the links the budget retired from A (A->retired) on a worker of W. *IN_FLIGHT counts
+ * such jobs not done yet (up while queued, down when closed), for the caller to bound them. */
+void pdi_detach_retired_later(struct pdi_workers *w, struct pdi_attachment *a, unsigned *in_flight);

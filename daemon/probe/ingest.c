@@ -155,12 +155,14 @@ static int init_site(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_
 
 /* May the trapped process ID join step S as a descendant of watch W? Only if W's root is
  * still the process that was registered (a dead root's pid may have been reused, and its
- * "descendants" are anyone's), and the process is the step's user's. NULL if so, or why not. */
-static const char *join_refusal(const struct pdi_watch *w, const struct pdi_ident *id)
+ * "descendants" are anyone's), or was when ID was found in its tree at its exec (AHEAD: its
+ * probes were attached then, see on_exec()), and the process is the step's user's. NULL if so,
+ * or why not. */
+static const char *join_refusal(const struct pdi_watch *w, const struct pdi_ident *id, bool ahead)
 {
 	const struct pdi_step *s = w->step;
 
-	if (!pdi_ident_alive(&w->ident))
+	if (!ahead && !pdi_ident_alive(&w->ident))
 		return "the process it descends from has exited (its pid may be reused)";
 	/* a root's step (pdimon run) may hold any user's processes: root reads them all anyway */
 	if (s->uid != 0 && (id->uid != s->uid || id->euid != s->uid))
@@ -183,9 +185,11 @@ static int pin_trapped(const struct pdi_event *e, struct pdi_ident *ret)
 	return 0;
 }
 
-/* Join the pinned process ID, stopped in MPI_Init under watch W, to W's step if it may; the
- * new task or NULL. The caller continues it either way. */
-static struct pdi_task *join_watch(struct pdi_daemon *d, struct pdi_watch *w, const struct pdi_ident *id)
+/* Join the pinned process ID, in MPI_Init under watch W, to W's step if it may; the new task or
+ * NULL. AHEAD: it was not stopped, its probes were attached at its exec. RANK: its rank if known
+ * already (-1: from its environment). The caller continues it either way. */
+static struct pdi_task *join_watch(struct pdi_daemon *d, struct pdi_watch *w, const struct pdi_ident *id,
+				   bool ahead, int rank)
 {
 	struct pdi_step *s = w->step;
 	pid_t root = w->root;
@@ -196,13 +200,13 @@ static struct pdi_task *join_watch(struct pdi_daemon *d, struct pdi_watch *w, co
 	/* a launcher's rank belongs to the watched process itself, not to its descendants */
 	if (pdi_registry_find_task(&d->reg, id->pid))
 		return NULL;
-	refusal = join_refusal(w, id);
+	refusal = join_refusal(w, id, ahead);
 	if (refusal) {
 		log_warning_limited(id->uid, "Not monitoring pid %d (uid %u) in step %s: %s", (int)id->pid,
 				    (unsigned)id->uid, s->name, refusal);
 		return NULL;
 	}
-	r = pdi_task_begin(d, s, id, root == id->pid ? w->rank : -1, &t);
+	r = pdi_task_begin(d, s, id, root == id->pid ? w->rank : rank, &t);
 	if (r < 0) {
 		log_warning_errno_limited(id->uid, r, "Cannot monitor pid %d of step %s: %m", (int)id->pid, s->name);
 		return NULL;
@@ -243,11 +247,14 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 	bool held = !(e->flags & PDI_EVF_NOT_HELD);
 	struct pdi_ident id;
 	struct pdi_task *t;
+	int rank = -1;
 
-	/* gone, or not the process trapped: nothing to join, and nothing of ours to continue */
-	if (pin_trapped(e, &id) < 0)
+	/* gone, or not the process trapped: nothing to join, and nothing of ours to continue; unless
+	 * it was attached ahead, ran on, and has exited since (pinned at its exec) */
+	if (pin_trapped(e, &id) < 0 &&
+	    (held || pdi_tracer_ahead_ident(d->tracer, (pid_t)e->pid, pdi_ns_to_ticks(e->args[3]), &id, &rank) < 0))
 		return;
-	t = w ? join_watch(d, w, &id) : NULL;
+	t = w ? join_watch(d, w, &id, !held, rank) : NULL;
 	/* attached while the process was stopped at MPI_Init's entry: that call's entry and return
 	 * probes came too late (see add_call()) */
 	if (t && !init_entry_seen(d, e) && init_site(d, t, e) == 0) {
@@ -270,11 +277,14 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 /* A process of a watched tree executed a program: its probes now, if we know where they go. */
 static void on_exec(struct pdi_daemon *d, const struct pdi_event *e)
 {
+	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
 	int r;
 
-	if (!pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]))
+	/* the root still the process registered: the tree checked now is its (join_refusal()) */
+	if (!w || !pdi_ident_alive(&w->ident))
 		return;
-	r = pdi_tracer_attach_ahead(d->tracer, (pid_t)e->pid, (pid_t)e->args[0]);
+	r = pdi_tracer_attach_ahead(d->tracer, (pid_t)e->pid, (pid_t)e->args[0], pdi_ns_to_ticks(e->args[3]),
+				    pdi_proc_rank((pid_t)e->pid));
 	if (r == 0)
 		log_debug("pid %u: probes attached as it started, %.1f ms after its exec", e->pid,
 			  (double)(pdi_now_ns() - e->t_enter) / 1e6);
@@ -289,7 +299,7 @@ void pdi_join_stopped(void *daemon, pid_t root, const struct pdi_ident *id)
 	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, root);
 
 	if (w)
-		(void)join_watch(d, w, id);
+		(void)join_watch(d, w, id, false, -1);
 }
 
 void pdi_ingest_frames(void *daemon, const struct pdi_frames *f)
@@ -338,23 +348,24 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 	int r, pidfd;
 
 	/* pinned first: from here on a recycled pid cannot fool us */
-	if (!pdi_ident_alive(id))
-		return -ESRCH;
 	pidfd = fcntl(id->pidfd, F_DUPFD_CLOEXEC, 3);
 	if (pidfd < 0)
 		return -errno;
-	r = pdi_tracer_attach(d->tracer, d->objs, pid, &att);
+	r = pdi_ident_alive(id) ? pdi_tracer_attach(d->tracer, d->objs, pid, &att) : -ESRCH;
+	if (r == 0 && rank < 0)
+		rank = pdi_proc_rank(pid);
+	/* still the pinned process: the probes (by pid), its maps and environment were its own */
+	if (r == 0 && !pdi_ident_alive(id)) {
+		pdi_attachment_detach(&att);
+		r = -ESRCH;
+	}
+	/* gone already: attached ahead, it ran on, maybe to its end, while the loop was busy; its
+	 * calls are in the ring buffer, and its task ends as soon as it has begun */
+	if (r == -ESRCH || r == -ENOENT)
+		r = pdi_tracer_attach_exited(d->tracer, pid, id->start_ticks, &att) == 0 ? 0 : r;
 	if (r < 0) {
 		close(pidfd);
 		return r;
-	}
-	if (rank < 0)
-		rank = pdi_proc_rank(pid);
-	/* still the pinned process: the probes (by pid), its maps and environment were its own */
-	if (!pdi_ident_alive(id)) {
-		pdi_attachment_detach(&att);
-		close(pidfd);
-		return -ESRCH;
 	}
 	r = pdi_registry_add_task(&d->reg, s, pid, rank < 0 ? -1 : rank, &t);
 	if (r < 0) {

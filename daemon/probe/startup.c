@@ -30,6 +30,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "elfobj.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -41,6 +42,7 @@
 #define AHEAD_MAX 4096   /* processes attached ahead and not yet joined */
 #define LEARNED_MAX 256  /* executables remembered */
 #define TREE_DEPTH 16    /* as MAX_ANCESTORS in the BPF trap */
+#define AHEAD_KEEP_NS (10 * 1000000000ull) /* an exited process attached ahead may still join */
 
 static void close_pair(int fds[2])
 {
@@ -137,6 +139,7 @@ static int trap_library(struct pdi_tracer *t, struct pdi_objcache *objs, const c
 	if (l->fd < 0)
 		return 0;
 	snprintf(l->path, sizeof(l->path), "/proc/self/fd/%d", l->fd);
+	snprintf(l->name, sizeof(l->name), "%s", path);
 	if (trap_object(t, o, l->path, t->ntrapped) <= 0) {
 		close(l->fd);
 		return 0;
@@ -175,7 +178,7 @@ int pdi_tracer_trap_init(struct pdi_tracer *t, struct pdi_objcache *objs, char *
 static int find_ahead(const struct pdi_tracer *t, pid_t pid)
 {
 	for (unsigned i = 0; i < t->nahead; i++)
-		if (t->ahead[i].pid == pid)
+		if (t->ahead[i].ident.pid == pid)
 			return (int)i;
 	return -1;
 }
@@ -183,7 +186,7 @@ static int find_ahead(const struct pdi_tracer *t, pid_t pid)
 static void drop_ahead(struct pdi_tracer *t, unsigned i)
 {
 	close_pair(t->ahead[i].fds);
-	close(t->ahead[i].pidfd);
+	pdi_ident_release(&t->ahead[i].ident);
 	t->ahead[i] = t->ahead[--t->nahead];
 }
 
@@ -194,11 +197,15 @@ static bool exited(int pidfd)
 	return poll(&p, 1, 0) != 0;
 }
 
-/* Processes that exited before they joined (never reached MPI_Init) leave. */
+/* Processes that exited before they joined leave: they never reached MPI_Init, or their
+ * MPI_Init was not handled yet and never will be after AHEAD_KEEP_NS (a short program may run
+ * to its end while the loop is busy, and joins when its MPI_Init is: pdi_startup_take_exited()). */
 static void sweep(struct pdi_tracer *t)
 {
+	uint64_t now = pdi_now_ns();
+
 	for (unsigned i = t->nahead; i-- > 0;)
-		if (exited(t->ahead[i].pidfd))
+		if (now - t->ahead[i].attached_ns > AHEAD_KEEP_NS && exited(t->ahead[i].ident.pidfd))
 			drop_ahead(t, i);
 }
 
@@ -249,10 +256,10 @@ static bool in_tree(pid_t pid, pid_t root)
 	return false;
 }
 
-int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root)
+int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t start_ticks, int rank)
 {
 	const struct pdi_probe_targets *pt;
-	struct pdi_ahead a = {.pid = pid, .root = root, .fds = {-1, -1}};
+	struct pdi_ahead a = {.root = root, .rank = rank, .fds = {-1, -1}};
 	struct pdi_trapped_lib *l;
 	dev_t dev;
 	ino_t ino;
@@ -276,22 +283,20 @@ int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root)
 	if (t->nahead == AHEAD_MAX)
 		return -ENOSPC;
 	a.lib = (unsigned)lib;
-	a.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (a.pidfd < 0)
-		return errno == ESRCH || errno == EINVAL ? -ESRCH : -errno;
-	if (!in_tree(pid, root)) {
-		close(a.pidfd);
-		return -ESRCH;
-	}
-	if (!t->ahead && !(t->ahead = calloc(AHEAD_MAX, sizeof(*t->ahead)))) {
-		close(a.pidfd);
-		return -ENOMEM;
-	}
-	r = pdi_tracer_attach_offsets(t, pid, l->path, pt->offsets, pt->cookies, pt->n, true, a.fds);
+	/* the process that executed, pinned: it may have exited by the time it joins */
+	if ((r = pdi_ident_pin(pid, &a.ident)) < 0)
+		return r;
+	if (a.ident.start_ticks != start_ticks || !in_tree(pid, root))
+		r = -ESRCH;
+	else if (!t->ahead && !(t->ahead = calloc(AHEAD_MAX, sizeof(*t->ahead))))
+		r = -ENOMEM;
+	else
+		r = pdi_tracer_attach_offsets(t, pid, l->path, pt->offsets, pt->cookies, pt->n, true, a.fds);
 	if (r < 0) {
-		close(a.pidfd);
+		pdi_ident_release(&a.ident);
 		return r;
 	}
+	a.attached_ns = pdi_now_ns();
 	t->ahead[t->nahead++] = a;
 	return 0;
 }
@@ -305,7 +310,7 @@ int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_tar
 		return -ENOENT;
 	a = &t->ahead[i];
 	/* the same process (alive), on the very library it maps */
-	if (exited(a->pidfd) || t->trapped[a->lib].dev != pt->dev || t->trapped[a->lib].ino != pt->ino) {
+	if (exited(a->ident.pidfd) || t->trapped[a->lib].dev != pt->dev || t->trapped[a->lib].ino != pt->ino) {
 		drop_ahead(t, (unsigned)i);
 		return -ENOENT;
 	}
@@ -313,6 +318,52 @@ int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_tar
 	fds[1] = a->fds[1];
 	a->fds[0] = a->fds[1] = -1;
 	drop_ahead(t, (unsigned)i);
+	return 0;
+}
+
+int pdi_startup_take_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks, struct pdi_probe_targets *pt,
+			    int fds[2])
+{
+	int i = find_ahead(t, pid);
+	const struct pdi_probe_targets *of;
+	const struct pdi_trapped_lib *l;
+	struct pdi_ahead *a;
+
+	if (i < 0)
+		return -ESRCH;
+	a = &t->ahead[i];
+	l = &t->trapped[a->lib];
+	of = pdi_tracer_targets_of(t, NULL, l->dev, l->ino);
+	/* the very process (its start), gone: alive, it would have been attached from its maps */
+	if (a->ident.start_ticks != start_ticks || !exited(a->ident.pidfd) || !of)
+		return -ESRCH;
+	memcpy(pt, of, sizeof(*pt));
+	pt->obj = NULL;
+	pt->dev = l->dev;
+	pt->ino = l->ino;
+	snprintf(pt->object, sizeof(pt->object), "%s", l->name);
+	snprintf(pt->path, sizeof(pt->path), "%s", l->path);
+	memset(&pt->dtypes, 0, sizeof(pt->dtypes));
+	fds[0] = a->fds[0];
+	fds[1] = a->fds[1];
+	a->fds[0] = a->fds[1] = -1;
+	drop_ahead(t, (unsigned)i);
+	return 0;
+}
+
+int pdi_tracer_ahead_ident(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks, struct pdi_ident *ret,
+			   int *ret_rank)
+{
+	int i = find_ahead(t, pid), fd;
+
+	if (i < 0 || t->ahead[i].ident.start_ticks != start_ticks || !exited(t->ahead[i].ident.pidfd))
+		return -ESRCH;
+	fd = fcntl(t->ahead[i].ident.pidfd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return -errno;
+	*ret = t->ahead[i].ident;
+	ret->pidfd = fd;
+	*ret_rank = t->ahead[i].rank;
 	return 0;
 }
 

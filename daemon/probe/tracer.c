@@ -220,6 +220,22 @@ static int find_targets(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t p
 	return 0;
 }
 
+/* A's counts and names from its targets PT, which it takes. */
+static void complete(struct pdi_attachment *a, pid_t pid, struct pdi_probe_targets *pt)
+{
+	for (unsigned i = 0; i < pt->n; i++) {
+		a->nmoved += pt->skipped[i] > 0;
+		a->nstepped += pt->kinds[i] == PDI_INSN_STEPPED;
+	}
+	log_debug("pid %d: %u MPI functions probed in %s, %u entry probes moved to an emulated instruction, "
+		  "%u single-stepped", (int)pid, pt->n, pt->object, a->nmoved, a->nstepped);
+	a->nprobes = pt->n;
+	a->int_handles = pt->int_handles;
+	a->dtypes = pt->dtypes;
+	snprintf(a->object, sizeof(a->object), "%s", pt->object);
+	a->targets = pt;
+}
+
 int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid,
 		      struct pdi_attachment *ret)
 {
@@ -232,6 +248,9 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 	r = find_targets(t, objs, pid, pt);
 	if (r < 0)
 		goto out;
+	/* a new attachment's links are all of generation 0 (a process by this pid before it may
+	 * have left its generations behind) */
+	(void)bpf_map__delete_elem(t->skel->maps.link_gens, &(__u32){(__u32)pid}, sizeof(__u32), 0);
 	/* the cache may close its object any time: the probes, and their later moves by the
 	 * budget, name the file by an fd of the attachment's own */
 	a.object_fd = fcntl(pdi_elfobj_fd(pt->obj), F_DUPFD_CLOEXEC, 3);
@@ -254,23 +273,34 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 		pdi_attachment_detach(&a);
 		goto out;
 	}
-	for (unsigned i = 0; i < pt->n; i++) {
-		a.nmoved += pt->skipped[i] > 0;
-		a.nstepped += pt->kinds[i] == PDI_INSN_STEPPED;
-	}
-	log_debug("pid %d: %u MPI functions probed in %s, %u entry probes moved to an emulated instruction, "
-		  "%u single-stepped", (int)pid, pt->n, pt->object, a.nmoved, a.nstepped);
 	pdi_startup_learn(t, pid, pt);
-	a.nprobes = pt->n;
-	a.int_handles = pt->int_handles;
-	a.dtypes = pt->dtypes;
-	snprintf(a.object, sizeof(a.object), "%s", pt->object);
-	a.targets = pt;
+	complete(&a, pid, pt);
 	pt = NULL;
 	*ret = a;
 out:
 	free(pt);
 	return r;
+}
+
+int pdi_tracer_attach_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks, struct pdi_attachment *ret)
+{
+	struct pdi_attachment a = {.multi_fds = {-1, -1}, .object_fd = -1, .ahead = true};
+	struct pdi_probe_targets *pt = malloc(sizeof(*pt));
+	int r;
+
+	if (!pt)
+		return -ENOMEM;
+	r = pdi_startup_take_exited(t, pid, start_ticks, pt, a.multi_fds);
+	if (r < 0) {
+		free(pt);
+		return r;
+	}
+	a.object_fd = open(pt->path, O_RDONLY | O_CLOEXEC); /* an fd of its own, as for any attachment */
+	if (a.object_fd >= 0)
+		snprintf(pt->path, sizeof(pt->path), "/proc/self/fd/%d", a.object_fd);
+	complete(&a, pid, pt);
+	*ret = a;
+	return 0;
 }
 
 static void close_fds(int fds[2]);
@@ -291,6 +321,11 @@ void pdi_attachment_detach(struct pdi_attachment *a)
 		close_fds(a->fns[fn].fds);
 	free(a->fns);
 	a->fns = NULL;
+	for (unsigned i = 0; i < a->nretired; i++)
+		close(a->retired[i]);
+	free(a->retired);
+	a->retired = NULL;
+	a->nretired = 0;
 	free(a->targets);
 	a->targets = NULL;
 	if (a->object_fd >= 0) {
@@ -313,10 +348,11 @@ static int ensure_fns(struct pdi_attachment *a)
 	return 0;
 }
 
-/* The probes of function FN, or of every function still in the shared links when FN < 0,
- * with their cookies (ENTRY_ONLY added when asked). */
-static unsigned select_probes(const struct pdi_attachment *a, int fn, bool entry_only, uint64_t *offs,
-			      uint64_t *cookies)
+/* The probes of function FN, or when FN < 0 of every function that stays in the shared links
+ * (none of its own, not LEAVING), with their cookies for generations G (ENTRY_ONLY added when
+ * asked). */
+static unsigned select_probes(const struct pdi_attachment *a, int fn, unsigned leaving, bool entry_only,
+			      const struct pdi_link_gens *g, uint64_t *offs, uint64_t *cookies)
 {
 	const struct pdi_probe_targets *pt = a->targets;
 	unsigned n = 0;
@@ -324,10 +360,10 @@ static unsigned select_probes(const struct pdi_attachment *a, int fn, bool entry
 	for (unsigned i = 0; i < pt->n; i++) {
 		unsigned f = PDI_COOKIE_FN(pt->cookies[i]);
 
-		if (fn >= 0 ? f != (unsigned)fn : a->fns[f].own)
+		if (fn >= 0 ? f != (unsigned)fn : a->fns[f].own || f == leaving)
 			continue;
 		offs[n] = pt->offsets[i];
-		cookies[n++] = pt->cookies[i] | (entry_only ? PDI_COOKIE_ENTRY_ONLY : 0);
+		cookies[n++] = PDI_COOKIE_WITH_GEN(pt->cookies[i] | (entry_only ? PDI_COOKIE_ENTRY_ONLY : 0), g->gen[f]);
 	}
 	return n;
 }
@@ -341,34 +377,32 @@ static void close_fds(int fds[2])
 		}
 }
 
-/* uprobe_multi: FN's own links for MODE (none for OFF), the return link first. */
-static int attach_fn_multi(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
-			   enum pdi_probe_mode mode)
+/* FDS (a pair of links, -1 unused) join A's links to close, and are -1 after. If memory is
+ * short they are closed here, on the caller's time. */
+static void retire(struct pdi_attachment *a, int fds[2])
 {
-	uint64_t offs[PDI_MAX_PROBES], cookies[PDI_MAX_PROBES];
-	unsigned n = mode == PDI_PROBE_OFF ? 0 : select_probes(a, (int)fn, mode == PDI_PROBE_ENTRY_ONLY, offs, cookies);
+	for (unsigned k = 0; k < 2; k++) {
+		int *v;
 
-	for (int ret = mode == PDI_PROBE_FULL; n > 0 && ret >= 0; ret--) {
-		struct bpf_program *prog = ret ? t->skel->progs.mpi_exit : t->skel->progs.mpi_enter;
-		int fd = pdi_uprobe_multi_attach(bpf_program__fd(prog), a->targets->path, offs, cookies, n, ret, pid);
-
-		if (fd < 0)
-			return fd;
-		a->fns[fn].fds[ret] = fd;
+		if (fds[k] < 0)
+			continue;
+		v = realloc(a->retired, sizeof(*v) * (a->nretired + 1));
+		if (!v) {
+			close(fds[k]);
+		} else {
+			a->retired = v;
+			a->retired[a->nretired++] = fds[k];
+		}
+		fds[k] = -1;
 	}
-	return 0;
 }
 
-/* The task's shared links again, without the functions that have links of their own. The old
- * ones are closed first: two of our probes on one instruction would each take the call. */
-static int rebuild_shared(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid)
+/* uprobe_multi links for the N probes OFFS/COOKIES of A's object in PID into FDS (entry, return;
+ * -1 unused): the return link first, and none for an empty set. */
+static int attach_set(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, const uint64_t *offs,
+		      const uint64_t *cookies, unsigned n, bool with_return, int fds[2])
 {
-	uint64_t offs[PDI_MAX_PROBES], cookies[PDI_MAX_PROBES];
-	unsigned n;
-
-	close_fds(a->multi_fds);
-	n = select_probes(a, -1, false, offs, cookies);
-	return n > 0 ? attach_multi(t, a, pid, a->targets->path, offs, cookies, n) : 0;
+	return n > 0 ? pdi_tracer_attach_offsets(t, pid, a->targets->path, offs, cookies, n, with_return, fds) : 0;
 }
 
 /* perf links: target I's pair sits at links[2 I] (return) and links[2 I + 1] (entry). */
@@ -401,6 +435,49 @@ static int set_mode_perf(struct pdi_tracer *t, struct pdi_attachment *a, pid_t p
 	return r;
 }
 
+/* uprobe_multi: FN's new links for MODE (none for OFF), and new shared links without FN the first
+ * time it changes, each of a new generation; BPF switches to them in one map update, and the old
+ * links are retired. */
+static int set_mode_multi(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
+			  enum pdi_probe_mode mode)
+{
+	uint64_t offs[PDI_MAX_PROBES], cookies[PDI_MAX_PROBES];
+	struct pdi_fn_probes *p = &a->fns[fn];
+	int shared[2] = {-1, -1}, own[2] = {-1, -1}, r = 0;
+	struct pdi_link_gens next = {0};
+	__u32 key = (__u32)pid;
+	unsigned n;
+
+	for (unsigned f = 0; f < pdi_mpi_nfuncs; f++)
+		next.gen[f] = a->fns[f].gen + (f == fn || (!p->own && !a->fns[f].own));
+	if (!p->own) {
+		n = select_probes(a, -1, fn, false, &next, offs, cookies);
+		r = attach_set(t, a, pid, offs, cookies, n, true, shared);
+	}
+	if (r == 0 && mode != PDI_PROBE_OFF) {
+		n = select_probes(a, (int)fn, fn, mode == PDI_PROBE_ENTRY_ONLY, &next, offs, cookies);
+		r = attach_set(t, a, pid, offs, cookies, n, mode == PDI_PROBE_FULL, own);
+	}
+	if (r == 0)
+		r = bpf_map__update_elem(t->skel->maps.link_gens, &key, sizeof(key), &next, sizeof(next), BPF_ANY);
+	if (r < 0) {
+		retire(a, shared);
+		retire(a, own);
+		return r;
+	}
+	/* from here the new links take the calls */
+	retire(a, p->fds);
+	memcpy(p->fds, own, sizeof(own));
+	if (!p->own) {
+		retire(a, a->multi_fds);
+		memcpy(a->multi_fds, shared, sizeof(shared));
+		p->own = true;
+	}
+	for (unsigned f = 0; f < pdi_mpi_nfuncs; f++)
+		a->fns[f].gen = next.gen[f];
+	return 0;
+}
+
 int pdi_tracer_attach_offsets(struct pdi_tracer *t, pid_t pid, const char *path, const uint64_t *offs,
 			      const uint64_t *cookies, unsigned n, bool with_return, int fds[2])
 {
@@ -421,12 +498,11 @@ int pdi_tracer_attach_offsets(struct pdi_tracer *t, pid_t pid, const char *path,
 }
 
 int pdi_tracer_set_mode(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
-			enum pdi_probe_mode mode, uint64_t *ret_gap_ns)
+			enum pdi_probe_mode mode)
 {
 	struct pdi_fn_probes *p;
 	int r;
 
-	*ret_gap_ns = 0;
 	if (fn >= pdi_mpi_nfuncs || !a->targets)
 		return -EINVAL;
 	if ((r = ensure_fns(a)) < 0)
@@ -434,22 +510,11 @@ int pdi_tracer_set_mode(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pi
 	p = &a->fns[fn];
 	if (p->mode == mode && (p->own || mode == PDI_PROBE_FULL))
 		return 0;
-	if (!t->multi) {
-		r = set_mode_perf(t, a, pid, fn, mode);
-	} else {
-		close_fds(p->fds);
-		if (!p->own) {
-			uint64_t t0 = pdi_now_ns();
-
-			p->own = true;
-			r = rebuild_shared(t, a, pid);
-			*ret_gap_ns = pdi_now_ns() - t0;
-		}
-		if (r == 0)
-			r = attach_fn_multi(t, a, pid, fn, mode);
-	}
-	if (r < 0) {
-		close_fds(p->fds);
+	if (t->multi) {
+		r = set_mode_multi(t, a, pid, fn, mode);
+		if (r < 0)
+			return r;
+	} else if ((r = set_mode_perf(t, a, pid, fn, mode)) < 0) {
 		p->mode = PDI_PROBE_OFF;
 		return r;
 	}
@@ -577,4 +642,5 @@ void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid)
 	}
 	(void)bpf_map__delete_elem(t->skel->maps.lost, &k, sizeof(k), 0);
 	(void)bpf_map__delete_elem(t->skel->maps.exited_in, &k, sizeof(k), 0);
+	(void)bpf_map__delete_elem(t->skel->maps.link_gens, &k, sizeof(k), 0);
 }

@@ -13,6 +13,7 @@ struct pdi_tracer;
 struct pdi_objcache;
 struct pdi_elfobj;
 struct pdi_probe_targets;
+struct pdi_ident;
 
 typedef int (*pdi_event_fn)(void *ctx, const struct pdi_event *e);
 typedef void (*pdi_frames_fn)(void *ctx, const struct pdi_frames *f);
@@ -35,6 +36,7 @@ struct pdi_fn_probes {
 	int fds[2];   /* its own uprobe_multi links (entry, return), -1 when none */
 	uint8_t mode; /* enum pdi_probe_mode */
 	bool own;     /* out of the process's shared links for good */
+	uint16_t gen; /* the generation of the links that take its calls (PDI_COOKIE_GEN) */
 };
 
 /* The probes of one process. */
@@ -50,6 +52,8 @@ struct pdi_attachment {
 	                            * it for re-attaching, whatever the object cache closed since */
 	struct pdi_probe_targets *targets; /* what was probed where (offsets, cookies, placement) */
 	struct pdi_fn_probes *fns; /* per function (pdi_mpi_funcs) once the budget changed one; NULL: all full */
+	int *retired;              /* links replaced by the budget, still to close (detach.h) */
+	unsigned nretired;
 	unsigned nmoved;           /* entry probes moved past a single-stepped first instruction */
 	unsigned nstepped;         /* entry probes left on an instruction the kernel single-steps */
 	bool ahead;                /* attached when it executed its program, before MPI_Init */
@@ -59,6 +63,11 @@ struct pdi_attachment {
  * -ESRCH: no such process; -ENOENT: it maps no MPI library. Nothing is left attached on failure. */
 int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid,
 		      struct pdi_attachment *ret);
+/* As pdi_tracer_attach() for PID, started at START_TICKS, which has exited already: it ran on
+ * with the probes attached to it ahead (at its exec) before the daemon could join it, and its
+ * calls are in the ring buffer. Those probes, and the targets of their library, make its
+ * attachment; -ESRCH when it had none. */
+int pdi_tracer_attach_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks, struct pdi_attachment *ret);
 void pdi_attachment_detach(struct pdi_attachment *a);
 
 /* pdimond's programs on N offsets of PATH for PID alone (entry, and return WITH_RETURN), as
@@ -75,11 +84,13 @@ enum pdi_probe_mode {
 };
 
 /* Give function FN's probes in PID (attached as A) MODE. With uprobe_multi links a function's
- * first change moves it out of the task's shared links into its own: for the time of two
- * attaches the task's other functions are not probed either (*RET_GAP_NS, 0 otherwise; the
- * caller marks it in the model). On failure FN is left without probes (PDI_PROBE_OFF). */
+ * first change moves it out of the task's shared links into its own. The new links are attached
+ * beside the old ones and take over in one step (struct pdi_link_gens), so that no call is missed
+ * or seen twice; the old ones go to A->retired, for the caller to close off the loop (closing
+ * waits for an RCU grace period: 25 ms to 1 s). On failure nothing changed. Without uprobe_multi
+ * the perf links are replaced in place, and on failure FN is left without probes. */
 int pdi_tracer_set_mode(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
-			enum pdi_probe_mode mode, uint64_t *ret_gap_ns);
+			enum pdi_probe_mode mode);
 static inline enum pdi_probe_mode pdi_attachment_mode(const struct pdi_attachment *a, unsigned fn)
 {
 	return a->fns ? (enum pdi_probe_mode)a->fns[fn].mode : PDI_PROBE_FULL;
@@ -99,12 +110,19 @@ int pdi_tracer_watch(struct pdi_tracer *t, pid_t pid);
 /* PID's tree is no longer watched; what was attached ahead for it and not taken goes. */
 void pdi_tracer_unwatch(struct pdi_tracer *t, pid_t pid);
 
-/* PID, of the tree watched at ROOT, executed a program (PDI_EV_EXEC): attach its probes now to
+/* PID, of the tree watched at ROOT, started at START_TICKS (clock ticks since boot), executed a
+ * program (PDI_EV_EXEC), with RANK in its environment (-1: none): attach its probes now to
  * the trapped library that program's processes mapped before, so that MPI_Init need not stop
  * it; pdi_tracer_attach() takes them. 0; -ENOENT when its program was never seen to map a
  * trapped library (it is stopped at MPI_Init as before); -ESRCH when PID is gone or is no
  * longer of ROOT's tree; -ENOSPC when too many wait. */
-int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root);
+int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t start_ticks, int rank);
+/* PID, started at START_TICKS, attached ahead and exited since, as it was pinned at its exec
+ * (a pidfd of the caller's own, to release), and the rank its environment said then (-1: none):
+ * a short program can run to its end before the daemon handles its MPI_Init, and still joins.
+ * -ESRCH when there is no such process. */
+int pdi_tracer_ahead_ident(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks, struct pdi_ident *ret,
+			   int *ret_rank);
 
 int pdi_tracer_epoll_fd(struct pdi_tracer *t);
 /* Hand every pending event to on_event. Returns the number handled or negative errno. */

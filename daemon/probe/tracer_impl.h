@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ident.h"
 #include "tracer.h"
 
 struct bpf_link;
@@ -25,13 +26,16 @@ struct pdi_trapped_lib {
 	ino_t ino;
 	int fd;                    /* the very file trapped, an fd of our own (the cache may close its) */
 	char path[32];             /* "/proc/self/fd/FD": what attaches name */
+	char name[256];            /* the path it was trapped at, for people */
 	int warm[2];               /* a link of pdimond's own on every probe: see startup.c */
 };
 
 /* A process whose probes were attached when it executed its program (startup.c). */
 struct pdi_ahead {
-	pid_t pid, root;
-	int pidfd;
+	struct pdi_ident ident;    /* pinned at its exec: it may have exited when it joins */
+	pid_t root;
+	int rank;                  /* from its environment at its exec, -1 when unknown */
+	uint64_t attached_ns;      /* when its links were attached (CLOCK_MONOTONIC) */
 	unsigned lib;              /* into trapped[] */
 	int fds[2];                /* entry and return uprobe_multi links */
 };
@@ -83,6 +87,11 @@ void pdi_startup_free(struct pdi_tracer *t);
 /* PID is attaching to the object PT located: the links attached ahead for it into FDS when they
  * are on that very object (0), else -ENOENT (and any it had are closed). */
 int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_targets *pt, int fds[2]);
+/* PID, started at START_TICKS, exited before it could be attached (its maps are gone), but links
+ * were attached ahead for it: its library's targets into PT (no datatypes: they are read from the
+ * process) and its links into FDS (0), else -ESRCH. */
+int pdi_startup_take_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks, struct pdi_probe_targets *pt,
+			    int fds[2]);
 /* PID attached to the object PT located: its executable's processes go there ahead from now on. */
 void pdi_startup_learn(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_targets *pt);
 /* ROOT is no longer watched: what was attached ahead for its tree and never taken goes. */

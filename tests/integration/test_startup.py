@@ -5,12 +5,14 @@
 A program's first run on a node is stopped at MPI_Init while its probes are attached; from then on
 its processes get them as they execute it (daemon/probe/startup.c). The ranks here wait between
 their exec and MPI_Init until the daemon said it attached, so the test asserts the mechanism,
-never a timing: not held, and every call seen, MPI_Init once, as when held.
+never a timing: not held, and every call seen, MPI_Init once, as when held; and so when they have
+ended before pdimond could handle their MPI_Init.
 
 Run one case as: test_startup.py Startup.test_attached_at_exec_openmpi
 """
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import unittest
@@ -30,15 +32,17 @@ def startup_cmd(impl):
 class Startup(DaemonTest):
     settings = ("log_level=debug",)
 
-    def calls(self, step):
+    def calls(self, step, named=True):
         s = self.d.show(step)
-        self.assertEqual(len(s["tasks"]), RANKS)
+        self.assertEqual(sorted(t["rank"] for t in s["tasks"]), list(range(RANKS)))
         out = {}
         for t in s["tasks"]:
             self.assertEqual(t["events_lost"], 0)
             # MPI_Init, MPI_Gather, MPI_Finalize (MPI_Comm_rank and _size are not probed): each once
             self.assertEqual(t["calls"], 3, f"rank {t['rank']}")
-            self.assertTrue([st for p in t["phases"] for st in p["states"] if st["name"].startswith("MPI_Init@startup.c:")])
+            if named:
+                self.assertTrue([st for p in t["phases"] for st in p["states"]
+                                 if st["name"].startswith("MPI_Init@startup.c:")])
             out[t["rank"]] = (t["pid"], t["calls"])
         return out
 
@@ -67,6 +71,29 @@ class Startup(DaemonTest):
         log = self.d.read_log()
         for pid, _ in second.values():
             self.assertRegex(log, rf"pid {pid} joined at MPI_Init, not held")
+        # the third: pdimond is stopped from the ranks' attach until they have exited: they join
+        # their step all the same, from their probes attached ahead, with every call
+        offset = len(log)
+        with tempfile.TemporaryDirectory() as tmp:
+            go = os.path.join(tmp, "go")
+            env = dict(self.d.env, PDI_STARTUP_WAIT=go)
+            p = subprocess.Popen([PDIMON, "run", "--step", f"third-{impl}", "--", *startup_cmd(impl)], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            self.children.append(p)
+            ranks = wait_for(lambda: (lambda pids: pids if len(pids) >= RANKS else None)(
+                re.findall(r"pid (\d+): probes attached as it started", self.d.read_log()[offset:])),
+                120, "the ranks' probes attached as they started")
+            self.d.proc.send_signal(signal.SIGSTOP)
+            try:
+                open(go, "w").close()
+                wait_for(lambda: not [r for r in ranks if os.path.exists(f"/proc/{r}")], 120,
+                         "the ranks to end while pdimond is stopped")
+            finally:
+                self.d.proc.send_signal(signal.SIGCONT)
+            self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
+        # (a process gone before it joined has no maps left to name its call sites from)
+        third = self.calls(f"third-{impl}", named=False)
+        self.assertEqual(sorted(str(pid) for pid, _ in third.values()), sorted(ranks))
 
     def test_attached_at_exec_openmpi(self):
         self.check("openmpi")

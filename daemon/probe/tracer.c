@@ -588,7 +588,12 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ou
 
 int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret)
 {
-	__u64 key = (__u64)pid << 32 | (__u32)pid;
+	return pdi_tracer_inflight_thread(t, pid, pid, ret);
+}
+
+int pdi_tracer_inflight_thread(struct pdi_tracer *t, pid_t pid, pid_t tid, struct pdi_inflight *ret)
+{
+	__u64 key = (__u64)pid << 32 | (__u32)tid;
 	struct pdi_inflight f;
 
 	if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.inflight), &key, &f) < 0)

@@ -137,8 +137,11 @@ uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid);
 int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,
 			int max);
 
-/* Whether the main thread of PID is inside MPI now, into *RET: 1 (yes), 0 (no), or -errno.
- * One map lookup: what the hang judge asks of every task once a second. */
+/* Whether thread TID of PID is inside MPI now, into *RET: 1 (yes), 0 (no), or -errno. One map
+ * lookup, no walk of the map: what a trapped thread's join asks at every MPI_Init. */
+int pdi_tracer_inflight_thread(struct pdi_tracer *t, pid_t pid, pid_t tid, struct pdi_inflight *ret);
+
+/* The same for the main thread of PID: what the hang judge asks of every task once a second. */
 int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret);
 
 /* The call a thread of PID other than its main one was inside when it exited: where an ended

@@ -45,7 +45,7 @@ Each run's directory under --out keeps what scoring it needs (run.json: the plan
 database analyses its ended step again. Hangs are scored from their recorded analysis (what
 the kernel said of a stuck task is gone once the job is); --reanalyze skips them.
 
-Usage: apps.py [--apps gromacs,hpcc,meep,mpb,halo] [--faults none,stop,...] [--seeds N]
+Usage: apps.py [--apps gromacs,hpcc,meep,mpb,nwchem,halo] [--faults none,stop,...] [--seeds N]
                [--first-seed S] [--short] [--floor SPEC|FILE] [--out DIR]
        apps.py --reanalyze DIR [--apps ...] [--faults ...]
 --short sizes every input for a run of a few seconds (the CI subset); the full inputs run
@@ -195,6 +195,35 @@ def mpb(d, short):
     return mpirun_openmpi("mpb-mpi", "rods.ctl"), Usual(10, 1.8) if short else Usual(70, 15)
 
 
+NWCHEM_INPUT = """start {name}
+geometry units angstrom noautosym
+{atoms}
+end
+basis
+  * library {basis}
+end
+{method}
+"""
+# water's SCF (short), and benzene's DFT (B3LYP): Global Arrays over MPI, ScaLAPACK
+NWCHEM_SCF = "scf\n  maxiter 60\nend\ntask scf energy"
+NWCHEM_DFT = "dft\n  xc b3lyp\n  iterations 60\nend\ntask dft energy"
+NWCHEM_WATER = "  O  0.000  0.000  0.117\n  H  0.000  0.757 -0.467\n  H  0.000 -0.757 -0.467"
+NWCHEM_BENZENE = "\n".join(f"  {e} {x:8.4f} {y:8.4f} 0.0000" for e, x, y in (
+    ("C", 0.0000, 1.3970), ("C", 1.2098, 0.6985), ("C", 1.2098, -0.6985), ("C", 0.0000, -1.3970),
+    ("C", -1.2098, -0.6985), ("C", -1.2098, 0.6985), ("H", 0.0000, 2.4810), ("H", 2.1486, 1.2405),
+    ("H", 2.1486, -1.2405), ("H", 0.0000, -2.4810), ("H", -2.1486, -1.2405), ("H", -2.1486, 1.2405)))
+
+
+def nwchem(d, short):
+    """NWChem (Fortran, Global Arrays over MPI, ScaLAPACK): an energy with its own basis library
+    (benzene's SCF in 6-31G* converges within a second of CPU: too short to place a fault in)."""
+    with open(os.path.join(d, "job.nw"), "w") as f:
+        f.write(NWCHEM_INPUT.format(name="job", atoms=NWCHEM_WATER if short else NWCHEM_BENZENE,
+                                    basis="sto-3g" if short else "6-31g*",
+                                    method=NWCHEM_SCF if short else NWCHEM_DFT))
+    return mpirun_openmpi("nwchem.openmpi", "job.nw"), Usual(10, 1.5) if short else Usual(90, 12)
+
+
 HALO_ITERS = (12000, 4000)  # full, short
 
 
@@ -204,8 +233,9 @@ def halo(d, short):
         Usual(15, 3.0) if short else Usual(70, 8)
 
 
-APPS = {"gromacs": gromacs, "hpcc": hpcc, "meep": meep, "mpb": mpb, "halo": halo}
-NEEDS = {"gromacs": "gmx_mpi", "hpcc": "hpcc", "meep": "meep", "mpb": "mpb-mpi", "halo": None}
+APPS = {"gromacs": gromacs, "hpcc": hpcc, "meep": meep, "mpb": mpb, "nwchem": nwchem, "halo": halo}
+NEEDS = {"gromacs": "gmx_mpi", "hpcc": "hpcc", "meep": "meep", "mpb": "mpb-mpi", "nwchem": "nwchem.openmpi",
+         "halo": None}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,16 @@
  * before, and its siblings fold theirs at the same collective (pdi_model_cut_horizon()), so that
  * phases still line up, the last one running to each task's end.
  *
+ * Codes that make too few step-wide collectives (a grid code whose collectives run on rows and
+ * columns of a process grid made by MPI_Comm_split or _create, a stencil that talks point to point)
+ * find no period by the instant the step fixed for it (auto_slots_from_ns): such a task cuts its
+ * phases on the wall clock instead, at the first call of each slot of auto_len ms counted from the
+ * epoch. Every task decides at the same instant on the collectives it entered before it, so they
+ * decide alike (pdi_models_line_up() folds tasks that did not, should a collective straddle it);
+ * a slot a task made no call in (stopped, blocked) is one its siblings fold away, so that a
+ * phase is the same stretch of wall-clock time, and of a program in lockstep, on every task.
+ * Counts need not be vouched for there: a collective unseen changes nothing.
+ *
  * Memory: past 7/8 of the bound the automatic phases are merged pairwise, which a task's
  * siblings can repeat (pdi_model_coarsen) to stay lined up; states and transitions are
  * dropped, and counted, only when no merge is left to make. The phase table is granted past
@@ -34,6 +44,7 @@
 #define PERIOD_SKIP 32   /* of which the first are taken as the prologue */
 #define PERIOD_MAX 32
 #define MAX_REQUESTS 4096
+#define SLOT_MS 250 /* the first length of a phase on the wall clock */
 
 const struct pdi_model_config pdi_model_config_default = {
 	.max_bytes = 1 << 20,
@@ -268,6 +279,44 @@ static void halve_auto_phases(struct pdi_model *m)
 	m->auto_len *= 2;
 }
 
+/* Fold M's phase I into the one before (I >= 1): its usage and the phases after move up. */
+static void fold_into_previous(struct pdi_model *m, uint32_t i)
+{
+	m->bytes -= phase_bytes(&m->phases[i]);
+	merge_phase(m, &m->phases[i - 1], &m->phases[i]);
+	phase_done(&m->phases[i]);
+	memmove(&m->phases[i], &m->phases[i + 1], (m->nphases - i - 1) * sizeof(*m->phases));
+	m->phases[--m->nphases] = (struct pdi_phase){0};
+}
+
+/* Double the slots of phases on the wall clock: a phase starting in slot S now starts in S / 2,
+ * and phases that come to start in the same slot are merged. Any task doing so at any time keeps
+ * its phases on the same grid as its siblings'. */
+static void halve_slot_phases(struct pdi_model *m)
+{
+	uint32_t before = m->nphases;
+
+	for (uint32_t i = 1; i < m->nphases; i++)
+		m->phases[i].first_collective /= 2;
+	for (uint32_t i = 2; i < m->nphases;)
+		if (m->phases[i].first_collective == m->phases[i - 1].first_collective)
+			fold_into_previous(m, i);
+		else
+			i++;
+	m->merged_phases += before - m->nphases;
+	if (m->auto_next_cut != PDI_MODEL_NO_CUT)
+		m->auto_next_cut = (m->auto_next_cut + 1) / 2;
+	m->auto_len *= 2;
+}
+
+static void halve_phases(struct pdi_model *m)
+{
+	if (m->slots)
+		halve_slot_phases(m);
+	else
+		halve_auto_phases(m);
+}
+
 /* Fold M's phases from KEEP on into phase KEEP - 1. */
 static void fold_from(struct pdi_model *m, uint32_t keep)
 {
@@ -329,7 +378,7 @@ static void check_count(struct pdi_model *m, uint64_t t)
 		m->count_doubt_ns = doubt_since(&m->unobserved);
 		m->count_doubt_seen = seen;
 	}
-	if (m->saw_pcontrol || !m->cfg.auto_phases || t < m->count_doubt_ns)
+	if (m->saw_pcontrol || !m->cfg.auto_phases || m->slots || t < m->count_doubt_ns)
 		return;
 	if (changed || m->auto_next_cut != PDI_MODEL_NO_CUT)
 		stop_cuts(m, m->count_doubt_ns);
@@ -340,7 +389,7 @@ uint64_t pdi_model_cut_horizon(const struct pdi_model *m)
 	uint64_t doubt;
 	uint32_t i;
 
-	if (m->saw_pcontrol || !m->cfg.auto_phases || !m->nphases)
+	if (m->saw_pcontrol || !m->cfg.auto_phases || m->slots || !m->nphases)
 		return UINT64_MAX;
 	doubt = doubt_since(&m->unobserved);
 	/* a model still cutting may have its doubt ahead of the calls it was fed; one that was not fed
@@ -356,7 +405,7 @@ void pdi_model_fold_past(struct pdi_model *m, uint64_t horizon)
 {
 	uint32_t keep = m->nphases;
 
-	if (m->saw_pcontrol || !m->cfg.auto_phases || !m->nphases || horizon == UINT64_MAX)
+	if (m->saw_pcontrol || !m->cfg.auto_phases || m->slots || !m->nphases || horizon == UINT64_MAX)
 		return;
 	while (keep > 1 && m->phases[keep - 1].first_collective > horizon)
 		keep--;
@@ -383,27 +432,107 @@ int pdi_model_coarsen(struct pdi_model *m, uint32_t auto_len)
 	while (m->auto_len < auto_len) {
 		if (!can_halve(m))
 			return -EINVAL;
-		halve_auto_phases(m);
+		halve_phases(m);
 	}
 	return 0;
+}
+
+/* Does M cut its automatic phases on the wall clock (1), on collectives (0), or not yet (-1)? */
+static int cut_mode(const struct pdi_model *m)
+{
+	if (m->saw_pcontrol || !m->cfg.auto_phases)
+		return -1;
+	return m->slots ? 1 : m->auto_len ? 0 : -1;
+}
+
+/* Tasks of one step chose differently (a collective straddled the instant they decided at):
+ * their phases cannot be lined up, so each keeps one and cuts no more. */
+static void stop_all(size_t n, struct pdi_model *(*get)(void *ctx, size_t i), void *ctx)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct pdi_model *m = get(ctx, i);
+
+		if (m->saw_pcontrol || !m->cfg.auto_phases)
+			continue;
+		fold_from(m, 1);
+		m->auto_next_cut = PDI_MODEL_NO_CUT;
+	}
+}
+
+/* Phases on the wall clock: up to the latest slot every such task began a phase in, keep the
+ * phases whose slot all of them began one in; fold the others into the phase before. */
+static int line_up_slots(size_t n, struct pdi_model *(*get)(void *ctx, size_t i), void *ctx)
+{
+	struct pdi_u64map count = {0};
+	uint64_t reached = UINT64_MAX;
+	uint32_t ntasks = 0;
+	int r = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct pdi_model *m = get(ctx, i);
+
+		if (cut_mode(m) != 1 || !m->nphases)
+			continue;
+		ntasks++;
+		/* phase 0 starts at 0: a task that has not cut yet holds every fold back */
+		if (m->phases[m->nphases - 1].first_collective < reached)
+			reached = m->phases[m->nphases - 1].first_collective;
+	}
+	if (ntasks < 2 || !reached)
+		return 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const struct pdi_model *m = get(ctx, i);
+
+		for (uint32_t p = 1; cut_mode(m) == 1 && r == 0 && p < m->nphases; p++) {
+			uint64_t s = m->phases[p].first_collective;
+			uint32_t c = pdi_u64map_get(&count, s);
+
+			if (s <= reached)
+				r = pdi_u64map_put(&count, s, c == PDI_U64MAP_NONE ? 1 : c + 1);
+		}
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct pdi_model *m = get(ctx, i);
+
+		for (uint32_t p = 1; cut_mode(m) == 1 && p < m->nphases;) {
+			uint64_t s = m->phases[p].first_collective;
+
+			if (s <= reached && pdi_u64map_get(&count, s) != ntasks)
+				fold_into_previous(m, p);
+			else
+				p++;
+		}
+	}
+	pdi_u64map_free(&count);
+	return r;
 }
 
 /* pdi_models_line_up() over models reached through GET. */
 static size_t line_up(size_t n, struct pdi_model *(*get)(void *ctx, size_t i), void *ctx)
 {
 	uint64_t horizon = UINT64_MAX;
-	uint32_t len = 0;
+	uint32_t len[2] = {0, 0};
 	size_t failed = 0;
 
-	for (size_t i = 0; i < n; i++)
-		if (get(ctx, i)->auto_len > len)
-			len = get(ctx, i)->auto_len;
+	for (size_t i = 0; i < n; i++) {
+		int mode = cut_mode(get(ctx, i));
+
+		if (mode >= 0 && get(ctx, i)->auto_len > len[mode])
+			len[mode] = get(ctx, i)->auto_len;
+	}
+	if (len[0] && len[1]) {
+		stop_all(n, get, ctx);
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct pdi_model *m = get(ctx, i);
+		int mode = cut_mode(m);
 
-		if (m->auto_len && m->auto_len < len && pdi_model_coarsen(m, len) < 0)
+		if (mode >= 0 && m->auto_len < len[mode] && pdi_model_coarsen(m, len[mode]) < 0)
 			failed++;
 	}
+	if (len[1] && line_up_slots(n, get, ctx) < 0)
+		stop_all(n, get, ctx); /* no memory to compare them: one phase each is still in line */
 	for (size_t i = 0; i < n; i++) {
 		uint64_t h = pdi_model_cut_horizon(get(ctx, i));
 
@@ -449,17 +578,62 @@ static uint32_t find_period(const uint32_t *s)
 	return 1;
 }
 
-/* Does call C start a new phase? Records what the decision needs. */
-static bool starts_phase(struct pdi_model *m, const struct pdi_call *c)
+/* The wall-clock slot of M's time T. */
+static uint64_t slot_of(const struct pdi_model *m, uint64_t t)
+{
+	int64_t w = pdi_phase_wall_ns(m, t);
+
+	return w > 0 ? (uint64_t)w / ((uint64_t)m->auto_len * 1000000) : 0;
+}
+
+/* On the wall clock: does C start a phase, in slot *RET_FIRST? */
+static bool starts_slot(struct pdi_model *m, const struct pdi_call *c, uint64_t *ret_first)
+{
+	if (m->auto_next_cut == PDI_MODEL_NO_CUT || slot_of(m, c->t_enter) < m->auto_next_cut)
+		return false;
+	if (m->nphases == m->cfg.max_phases)
+		halve_slot_phases(m);
+	if (slot_of(m, c->t_enter) < m->auto_next_cut)
+		return false;
+	*ret_first = slot_of(m, c->t_enter);
+	m->auto_next_cut = *ret_first + 1;
+	return true;
+}
+
+/* Has M, entering a call at T, reached the instant its step decides at without the collectives'
+ * period? Then it cuts on the wall clock from the next slot on. */
+static bool turns_to_slots(struct pdi_model *m, uint64_t t)
+{
+	if (!m->cfg.auto_slots_from_ns || m->ncollectives >= PERIOD_SAMPLE || pdi_phase_wall_ns(m, t) < m->cfg.auto_slots_from_ns)
+		return false;
+	m->slots = true;
+	m->auto_len = SLOT_MS;
+	m->auto_next_cut = slot_of(m, t) + 1;
+	free(m->coll_fns);
+	m->coll_fns = NULL;
+	return true;
+}
+
+/* Does call C start a new phase, after *RET_FIRST step-wide collectives (or in that slot)?
+ * Records what the decision needs. */
+static bool starts_phase(struct pdi_model *m, const struct pdi_call *c, uint64_t *ret_first)
 {
 	uint8_t cls = pdi_mpi_funcs[c->fn].cls;
 	uint64_t k;
 
+	/* a Pcontrol is not counted: the phase starts after as many collectives as were made */
+	*ret_first = m->ncollectives;
 	if (cls == PDI_FC_PCONTROL) {
 		m->saw_pcontrol = true;
 		return true;
 	}
-	if (m->saw_pcontrol || !m->cfg.auto_phases || !pdi_fn_is_collective(c->fn) || (c->flags & PDI_CALL_SUBCOMM))
+	if (m->saw_pcontrol || !m->cfg.auto_phases)
+		return false;
+	if (m->slots)
+		return starts_slot(m, c, ret_first);
+	if (turns_to_slots(m, c->t_enter))
+		return false;
+	if (!pdi_fn_is_collective(c->fn) || (c->flags & PDI_CALL_SUBCOMM))
 		return false;
 	k = m->ncollectives++;
 	if (k < PERIOD_SAMPLE) {
@@ -512,6 +686,7 @@ int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c)
 	uint64_t comm = pdi_state_comm(c->site);
 	uint8_t cls = pdi_mpi_funcs[c->fn].cls;
 	struct pdi_phase *p;
+	uint64_t first = 0;
 	uint32_t i;
 	bool cut;
 	int r;
@@ -519,9 +694,9 @@ int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c)
 	if (!m->nphases && (r = new_phase(m, c->t_enter, 0)) < 0)
 		return r;
 	if (m->bytes > MERGE_AT(m->cfg.max_bytes) && can_halve(m) && m->nphases >= 3)
-		halve_auto_phases(m);
+		halve_phases(m);
 	check_count(m, c->t_enter);
-	cut = starts_phase(m, c);
+	cut = starts_phase(m, c, &first);
 	p = cur_phase(m);
 	if (m->started) {
 		uint64_t prev = pdi_state_comm(m->last_site);
@@ -531,8 +706,7 @@ int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c)
 		add_edge(m, p, prev, comp, (double)(m->last_exit - m->last_enter));
 		visit(m, p, comp);
 		add_edge(m, p, comp, comm, c->t_enter > m->last_exit ? (double)(c->t_enter - m->last_exit) : 0);
-		/* a Pcontrol is not counted: the phase starts after as many collectives as were made */
-		if (cut && open_phase(m, c->t_enter, m->ncollectives - (pdi_fn_is_collective(c->fn) ? 1 : 0)) == 0)
+		if (cut && open_phase(m, c->t_enter, first) == 0)
 			p = cur_phase(m); /* which starts at this call: no incoming edge */
 	}
 	i = get_state(m, p, comm);

@@ -54,7 +54,15 @@ struct pdi_model_config {
 	uint32_t max_phases;                 /* automatic phases are merged pairwise past it */
 	uint32_t auto_phase_min_collectives; /* an automatic phase spans at least this many */
 	bool auto_phases;                    /* cut phases on collectives until a Pcontrol shows */
+	/* the same wall-clock instant for every task of a step (ns since the epoch; 0: never): a task
+	 * that has not sampled the step-wide collectives' period by then (a code that communicates
+	 * on process grids or point to point only) cuts its phases on the wall clock instead */
+	int64_t auto_slots_from_ns;
 };
+
+/* How long after a step began its tasks decide how to cut automatic phases (auto_slots_from_ns):
+ * time enough for a main loop on MPI_COMM_WORLD to show, at an idle machine's pace. */
+#define PDI_MODEL_SLOTS_AFTER_NS 5000000000ll
 
 extern const struct pdi_model_config pdi_model_config_default;
 
@@ -95,7 +103,8 @@ struct pdi_phase {
 	struct pdi_usage usage;  /* the kernel's counts read as the phase began (the daemon reads
 				    them when it sees the phase's first call) */
 	uint64_t first_collective; /* step-wide collectives before it: an automatic phase of this
-				      index starts at the same one on every task */
+				      index starts at the same one on every task; on the wall
+				      clock (pdi_model.slots), the slot it starts in */
 	struct pdi_state *states;
 	struct pdi_edge *edges;
 	uint32_t nstates, cap_states;
@@ -151,11 +160,13 @@ struct pdi_model {
 	/* phase cutting: on the collectives that span the step, which every task makes in the same
 	 * order (MPI's rule for collectives), so that cuts at the same counts line phases up */
 	bool saw_pcontrol;
+	bool slots; /* automatic phases are cut on the wall clock: slots of auto_len ms, counted from
+		       the epoch, so that a phase of a slot starts in the same one on every task */
 	uint64_t ncollectives;
 	uint32_t *coll_fns;     /* the first collectives' functions, to find the loop's period */
-	uint64_t auto_next_cut; /* collective count at which the next automatic phase starts;
+	uint64_t auto_next_cut; /* collective count (slot) at which the next automatic phase starts;
 				   PDI_MODEL_NO_CUT once the count cannot be vouched for */
-	uint32_t auto_len;      /* collectives per automatic phase, 0 until the period is known */
+	uint32_t auto_len;      /* collectives (ms) per automatic phase, 0 until the period is known */
 	/* since when a step-wide collective may have gone unseen (what was unobserved, kept in
 	 * the unobserved log; derived from it, so not encoded), and how much of the log that took in */
 	uint64_t count_doubt_ns;
@@ -242,7 +253,10 @@ void pdi_model_fold_past(struct pdi_model *m, uint64_t horizon);
 
 /* Line up the N models of one step (tasks on several nodes, merged at different times): coarsen
  * them to the longest automatic phases among them, then fold them all at the earliest cut
- * horizon. Returns how many could not be coarsened (left as they were). */
+ * horizon; phases on the wall clock keep only the slots every task began a phase in (up to the
+ * latest slot all of them reached), the others fold into the phase before. Tasks that chose
+ * differently (collectives and wall clock) fold to one phase and cut no more. Returns how many
+ * could not be coarsened (left as they were). */
 size_t pdi_models_line_up(struct pdi_model *models, size_t n);
 /* The same, for models held elsewhere (the running tasks of a step on this node). */
 size_t pdi_model_ptrs_line_up(struct pdi_model **models, size_t n);

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* model_io.c -- encoding a task's model into a portable blob and rebuilding it from one.
  *
- * Payload of format 4, after the header described in model_io.h:
+ * Payload of format 5, after the header described in model_io.h:
  *
  *	u16 nfns, then nfns x (u8 length, name)      MPI functions the blob refers to
  *	u64 calls, dropped_states, dropped_edges, dropped_requests, folded_phase_cuts,
  *	    ncollectives, auto_next_cut, last_enter, last_exit
  *	u32 auto_len, last_site
  *	u16 last_fn (index into the blob's functions)
- *	u8  flags: 1 started, 2 saw_pcontrol
+ *	u8  flags: 1 started, 2 saw_pcontrol, 4 slots (phases on the wall clock)
  *	i64 clock_offset_ns; u64 merged_phases
  *	u64 usage_now.at_ns, cpu_ns, wait_ns         the latest reading of the kernel's counts
  *	u32 ncoll, then ncoll x u16                  the collectives' functions sampled so far
@@ -22,6 +22,7 @@
  *	u32 n, then n x (u64 t_start, t_end; u16 fn (blob index, 0xffff: all); u8 level, duty_log2;
  *	    u32 rate, cost_ppm), then u64 stretched
  *
+ * Format 4 (read only) lacks the slots flag: its phases are on collectives.
  * Format 3 (read only) lacks the kernel's counts (usage_now, the phases' usage): read as
  * unknown. Formats 1 and 2 (read only) lack clock_offset_ns, merged_phases and first_collective, and
  * sampled collective sites instead of functions: their sample is dropped. Format 1 also lacks
@@ -49,6 +50,7 @@
 #define UNOBSERVED_SIZE 28
 #define FLAG_STARTED 1
 #define FLAG_SAW_PCONTROL 2
+#define FLAG_SLOTS 4 /* format 5 on */
 
 _Static_assert(sizeof(double) == 8 && sizeof(float) == 4, "IEEE-754 binary64 and binary32 expected");
 
@@ -63,8 +65,9 @@ _Static_assert(sizeof(struct pdi_gauss) == 24 && sizeof(struct pdi_hist) == 76, 
 _Static_assert(sizeof(struct pdi_usage) == 24, "struct pdi_usage changed: encode the new field");
 _Static_assert(sizeof(struct pdi_phase) == 128, "struct pdi_phase changed: encode the new field");
 _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
-/* count_doubt_ns and count_doubt_seen are not encoded: derived from the unobserved log */
-_Static_assert(sizeof(struct pdi_model) == 280, "struct pdi_model changed: encode the new field");
+/* count_doubt_ns and count_doubt_seen are not encoded: derived from the unobserved log; nor is
+ * cfg: the decoder's caller gives it */
+_Static_assert(sizeof(struct pdi_model) == 288, "struct pdi_model changed: encode the new field");
 _Static_assert(sizeof(struct pdi_unobserved) == 32, "struct pdi_unobserved changed: encode the new field");
 #endif
 
@@ -171,7 +174,8 @@ static void enc_scalars(struct pdi_wire_writer *w, const struct pdi_model *m, co
 	pdi_wire_put_u32(w, m->auto_len);
 	pdi_wire_put_u32(w, m->last_site);
 	pdi_wire_put_u16(w, (uint16_t)(t->ref[m->last_fn] - 1));
-	pdi_wire_put_u8(w, (m->started ? FLAG_STARTED : 0) | (m->saw_pcontrol ? FLAG_SAW_PCONTROL : 0));
+	pdi_wire_put_u8(w, (m->started ? FLAG_STARTED : 0) | (m->saw_pcontrol ? FLAG_SAW_PCONTROL : 0) |
+				   (m->slots ? FLAG_SLOTS : 0));
 	pdi_wire_put_u64(w, (uint64_t)m->clock_offset_ns);
 	pdi_wire_put_u64(w, m->merged_phases);
 	enc_usage(w, &m->usage_now);
@@ -443,10 +447,13 @@ static int dec_scalars(struct dec *d, struct pdi_model *m)
 	if ((e = dec_fn(d, &m->last_fn)) < 0)
 		return e;
 	flags = r_u8(&d->r);
-	if (d->r.bad || flags & ~(FLAG_STARTED | FLAG_SAW_PCONTROL))
+	if (d->r.bad || flags & ~(FLAG_STARTED | FLAG_SAW_PCONTROL | (d->version >= 5 ? FLAG_SLOTS : 0)))
 		return -EBADMSG;
 	m->started = flags & FLAG_STARTED;
 	m->saw_pcontrol = flags & FLAG_SAW_PCONTROL;
+	m->slots = flags & FLAG_SLOTS;
+	if (m->slots && !m->auto_len)
+		return -EBADMSG; /* slots of no length */
 	if (d->version >= 3) {
 		m->clock_offset_ns = (int64_t)r_u64(&d->r);
 		m->merged_phases = r_u64(&d->r);

@@ -20,8 +20,9 @@
 
 #include "model.h"
 
-#define PDI_MODEL_FORMAT 4 /* 2: what the overhead budget left unobserved; 3: phases in line;
-			     4: the kernel's counts per phase (struct pdi_usage) */
+#define PDI_MODEL_FORMAT 5 /* 2: what the overhead budget left unobserved; 3: phases in line;
+			     4: the kernel's counts per phase (struct pdi_usage); 5: phases on the
+			     wall clock */
 #define PDI_MODEL_MAGIC "PDIM"
 
 /* Encode M into a malloc'd buffer. 0, -ENOMEM, or -EINVAL if M names an MPI function

@@ -89,29 +89,41 @@ static double contribution(const struct pdi_daemon *d, const struct pdi_budget_f
 	return f->rate * hit_cost(d, f, fn, level) * 1e-9 / (double)(1u << pdi_budget_duty_log2(level));
 }
 
+#define LIBRARIES_COUNTED 8 /* distinct MPI libraries a node probes at once, at most counted */
+
+struct library_tasks {
+	dev_t dev;
+	ino_t ino;
+	unsigned n;
+};
+
 /* Other processes' links on the probes of a task: the most running tasks probed in one library,
  * less the task, plus the link of pdimond's own that keeps the library's probes registered
  * (startup.c). Counted for the node rather than per task: a node's ranks share their library, and
  * where two libraries are probed, the less crowded one's tasks are charged as the other's. Links
- * that other tools put on the library are not seen. */
+ * that other tools put on the library are not seen. One pass over the tasks (a slot's work must
+ * not grow with their square on a node of hundreds of ranks); past LIBRARIES_COUNTED distinct
+ * libraries, the tasks of the others are not counted. */
 static unsigned others_on_library(const struct pdi_daemon *d)
 {
-	unsigned most = 0;
+	struct library_tasks lib[LIBRARIES_COUNTED];
+	unsigned nlib = 0, most = 0;
 
 	for (unsigned i = 0; i < d->reg.ntasks; i++) {
 		const struct pdi_task *t = d->reg.tasks[i];
-		unsigned n = 0;
+		unsigned k = 0;
 
 		if (t->state != PDI_TASK_RUNNING || !t->budget || !t->att.targets)
 			continue;
-		for (unsigned j = 0; j < d->reg.ntasks; j++) {
-			const struct pdi_task *o = d->reg.tasks[j];
-
-			n += o->state == PDI_TASK_RUNNING && o->budget && o->att.targets &&
-			     o->att.targets->dev == t->att.targets->dev && o->att.targets->ino == t->att.targets->ino;
+		while (k < nlib && (lib[k].dev != t->att.targets->dev || lib[k].ino != t->att.targets->ino))
+			k++;
+		if (k == nlib) {
+			if (nlib == LIBRARIES_COUNTED)
+				continue;
+			lib[nlib++] = (struct library_tasks){.dev = t->att.targets->dev, .ino = t->att.targets->ino};
 		}
-		if (n > most)
-			most = n;
+		if (++lib[k].n > most)
+			most = lib[k].n;
 	}
 	return most;
 }

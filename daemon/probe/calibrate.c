@@ -15,6 +15,7 @@
  * process measured here; at 64 ranks a node that is as much as the trap). And pdimond takes each
  * call in on a core the job could use: 100-350 ns here. */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -230,6 +231,8 @@ void pdi_probe_costs_sample_ingest(struct pdi_probe_costs *c, uint64_t events, u
 		/* averaged with the last figure: one second of a step's end (its report is taken off
 		 * the loop, but the registry's work is not) must not degrade the others' probes */
 		c->ingest_per_event = c->ingest_per_event > 0 ? (c->ingest_per_event + s) / 2 : s;
+		log_debug("pdimond took %" PRIu64 " calls in over the last second, %.0f ns of its CPU each: a hit is "
+			  "charged %.0f ns for it", events - c->sample_events, s, c->ingest_per_event);
 	}
 	c->sample_ns = now;
 	c->sample_cpu_ns = cpu;

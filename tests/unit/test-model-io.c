@@ -940,3 +940,70 @@ Test(model_io, forged_period_sample)
 		cr_assert_eq(forge_sample(96, 96, v), -EBADMSG);
 	}
 }
+
+/* Point to point only: phases on the wall clock, cut and merged by slot parity. */
+static void stencil(struct script *s, unsigned iters)
+{
+	for (unsigned i = 0; i < iters; i++) {
+		add(s, 1, "MPI_Irecv", 2000000, 10, 4, 0x1000 + 2 * (i % 3));
+		add(s, 2, "MPI_Isend", 5, 20, 6, 0x1001 + 2 * (i % 3));
+		add(s, 3, "MPI_Waitall", 1000000, 300, PDI_NO_PEER, 0);
+	}
+}
+
+Test(model_io, phases_on_the_wall_clock)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct script s;
+	struct pdi_model m;
+
+	cfg.max_phases = 9;
+	cfg.auto_slots_from_ns = 1200000000; /* 0.2 s into the script */
+	script_init(&s);
+	stencil(&s, 1500); /* 4.5 s: 18 slots of 250 ms, merged to 500 ms and 1 s */
+	pdi_model_init(&m, &cfg);
+	feed(&m, &s, 0, s.n);
+	cr_assert(m.slots);
+	cr_assert_gt(m.auto_len, 250, "phases were merged: auto_len %u", m.auto_len);
+	pdi_model_done(&m);
+	resume_everywhere(&cfg, &s, 97); /* through the turn to the wall clock and every halving */
+	script_free(&s);
+}
+
+/* A model of format VERSION with FLAGS, phases on the wall clock of AUTO_LEN ms, nothing else. */
+static int forge_slots(uint32_t version, uint8_t flags, uint32_t auto_len, struct pdi_model *ret)
+{
+	struct forge f;
+	size_t at;
+
+	f_start(&f, "MPI_Send", 0);
+	at = f.n - 11; /* auto_len, last_site, last_fn, flags */
+	put_le(f.b + at, auto_len, 4);
+	f.b[f.n - 1] = flags;
+	f_v3(&f);
+	f.version = version;
+	f_zero(&f, 24); /* usage_now */
+	f_le(&f, 0, 4); /* no period sample */
+	f_le(&f, 0, 4); /* no phases */
+	f_le(&f, 0, 4);
+	f_le(&f, 0, 4); /* no requests */
+	f_le(&f, 0, 4);
+	f_le(&f, 0, 4); /* nothing unobserved */
+	f_le(&f, 0, 8);
+	return f_decode(&f, ret);
+}
+
+Test(model_io, forged_slots)
+{
+	struct pdi_model m;
+
+	cr_assert_eq(forge_slots(5, 1 | 4, 250, &m), 0, "the well-formed forgery decodes");
+	cr_assert(m.slots);
+	cr_assert_eq(m.auto_len, 250);
+	pdi_model_done(&m);
+	cr_assert_eq(forge_slots(5, 1, 250, &m), 0);
+	cr_assert(!m.slots);
+	pdi_model_done(&m);
+	cr_assert_eq(forge_slots(5, 1 | 4, 0, &m), -EBADMSG, "slots of no length would divide by zero");
+	cr_assert_eq(forge_slots(4, 1 | 4, 250, &m), -EBADMSG, "format 4 had no such flag");
+}

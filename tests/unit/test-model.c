@@ -1378,3 +1378,168 @@ Test(model, merged_phases_keep_the_first_reading)
 	}
 	pdi_model_done(&k.m);
 }
+
+/* ---- phases on the wall clock (codes without a loop of step-wide collectives) ---- */
+
+#define MS 1000000ull
+
+/* One step of a grid code: sends to NSEND neighbours and a row broadcast (a collective on a
+ * communicator of its own), COMP_MS of computation in all. */
+static void stencil_step(struct task *k, unsigned nsend, uint64_t comp_ms)
+{
+	const uint16_t isend = fn_id("MPI_Isend"), waitall = fn_id("MPI_Waitall"), bcast = fn_id("MPI_Bcast");
+	struct pdi_call c;
+
+	for (unsigned i = 0; i < nsend; i++)
+		call_full(k, 10 + i, isend, comp_ms * MS / (nsend + 1), 1000, (int32_t)i, 0x100 + i);
+	call(k, 20, waitall, comp_ms * MS / (nsend + 1), 20000);
+	c = (struct pdi_call){.site = 21, .fn = bcast, .t_enter = k->t + 1000, .t_exit = k->t + 2000,
+			      .peer = PDI_NO_PEER, .flags = PDI_CALL_SUBCOMM};
+	cr_assert_eq(pdi_model_add_call(&k->m, &c), 0);
+	k->t = c.t_exit;
+}
+
+static void slot_tasks_init(struct task *a, struct task *b)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+
+	cfg.auto_slots_from_ns = 3000000000ll; /* 2 s into the run (tasks start at 1 s) */
+	task_init(a, &cfg);
+	task_init(b, &cfg);
+}
+
+/* Each task's phase I starts in slot first_collective of auto_len ms. */
+static void assert_in_slots(const struct pdi_model *m)
+{
+	for (uint32_t i = 1; i < m->nphases; i++)
+		cr_assert_eq(m->phases[i].t_start / (m->auto_len * MS), m->phases[i].first_collective, "phase %u", i);
+}
+
+Test(model, grid_codes_cut_on_the_wall_clock)
+{
+	struct task a, b;
+
+	/* A and B talk to different numbers of neighbours, at different paces, and make no
+	 * collective on the whole step: by 3 s they turn to the wall clock */
+	slot_tasks_init(&a, &b);
+	while (a.t < 21000000000ull)
+		stencil_step(&a, 4, 7);
+	while (b.t < 21000000000ull)
+		stencil_step(&b, 2, 11);
+	cr_assert(a.m.slots && b.m.slots);
+	cr_assert_eq(a.m.nphases, b.m.nphases, "every slot has calls of both");
+	cr_assert_gt(a.m.nphases, 10);
+	cr_assert_leq(a.m.nphases, 65);
+	cr_assert_eq(a.m.auto_len, 500, "72 slots of 250 ms merged pairwise");
+	line_up_two(&a, &b);
+	assert_lined_up(&a.m, &b.m);
+	assert_in_slots(&a.m);
+	assert_in_slots(&b.m);
+	cr_assert_geq(a.m.phases[1].t_start, 3000000000ull, "set-up before the instant is phase 0");
+	check_model(&a.m);
+	check_model(&b.m);
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}
+
+Test(model, a_stopped_task_holds_one_wall_clock_phase_on_every_task)
+{
+	struct task a, b;
+	uint64_t calls_a, stop = 8100000000ull;
+	uint32_t p;
+
+	/* B is stopped for 3 s at 8.1 s: it makes no call in six slots, A goes on polling; once
+	 * lined up, the phase that holds the stop spans it on both */
+	slot_tasks_init(&a, &b);
+	while (a.t < 15000000000ull)
+		stencil_step(&a, 3, 5);
+	while (b.t < 15000000000ull) {
+		stencil_step(&b, 3, 5);
+		if (b.t >= stop && b.t < stop + 20 * MS)
+			b.t += 3000 * MS;
+	}
+	calls_a = model_transitions(&a.m);
+	cr_assert_gt(a.m.nphases, b.m.nphases);
+	line_up_two(&a, &b);
+	assert_lined_up(&a.m, &b.m);
+	cr_assert_eq(model_transitions(&a.m), calls_a, "folded, not dropped");
+	for (p = 0; p + 1 < a.m.nphases && a.m.phases[p + 1].t_start <= stop; p++)
+		;
+	/* the slots B made no call in are gone from A too (A computes on, so it cut them) */
+	cr_assert_lt(b.m.phases[p].t_start, stop);
+	cr_assert_geq(a.m.phases[p].t_end, stop + 2750 * MS, "A's phase %u spans the stop's slots", p);
+	cr_assert_geq(b.m.phases[p].t_end, stop + 3000 * MS, "B's phase %u spans the stop", p);
+	/* later slots are cut and kept again on both */
+	cr_assert_gt(a.m.phases[a.m.nphases - 1].t_start, stop + 4000 * MS);
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}
+
+Test(model, halving_on_the_wall_clock_keeps_the_grid)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task a, b;
+
+	/* A's phase table is smaller: it merges its slots pairwise long before B; lined up, B
+	 * merges as far and both hold the same slots */
+	cfg.auto_slots_from_ns = 3000000000ll;
+	cfg.max_phases = 9;
+	task_init(&a, &cfg);
+	task_init(&b, NULL);
+	b.m.cfg.auto_slots_from_ns = cfg.auto_slots_from_ns;
+	while (a.t < 9000000000ull)
+		stencil_step(&a, 2, 3);
+	while (b.t < 9000000000ull)
+		stencil_step(&b, 2, 3);
+	cr_assert_gt(a.m.auto_len, b.m.auto_len);
+	line_up_two(&a, &b);
+	cr_assert_eq(a.m.auto_len, b.m.auto_len);
+	assert_lined_up(&a.m, &b.m);
+	assert_in_slots(&a.m);
+	assert_in_slots(&b.m);
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}
+
+Test(model, a_world_loop_keeps_its_phases_on_collectives)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task k;
+
+	cfg.auto_slots_from_ns = 3000000000ll;
+	task_init(&k, &cfg);
+	barrier_loop(&k, 400, NULL); /* 96 Barriers long before 3 s */
+	while (k.t < 4000000000ull)
+		barrier_loop(&k, 100, NULL);
+	cr_assert(!k.m.slots);
+	cr_assert_gt(k.m.nphases, 3);
+	cr_assert_eq(k.m.phases[1].first_collective, 96);
+	pdi_model_done(&k.m);
+}
+
+Test(model, tasks_that_chose_differently_keep_one_phase)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task a, b;
+
+	/* A saw 96 world collectives before the instant, B (whose count a collective straddled,
+	 * say) did not: phases cannot line up, so each keeps one and cuts no more */
+	cfg.auto_slots_from_ns = 3000000000ll;
+	task_init(&a, &cfg);
+	task_init(&b, &cfg);
+	barrier_loop(&a, 400, NULL);
+	while (b.t < 9000000000ull)
+		stencil_step(&b, 2, 3);
+	cr_assert(!a.m.slots && a.m.nphases > 1);
+	cr_assert(b.m.slots && b.m.nphases > 1);
+	line_up_two(&a, &b);
+	cr_assert_eq(a.m.nphases, 1);
+	cr_assert_eq(b.m.nphases, 1);
+	barrier_loop(&a, 200, NULL);
+	stencil_step(&b, 2, 300);
+	stencil_step(&b, 2, 300);
+	cr_assert_eq(a.m.nphases, 1);
+	cr_assert_eq(b.m.nphases, 1);
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}

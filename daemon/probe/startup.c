@@ -31,6 +31,7 @@
 #include <bpf/libbpf.h>
 
 #include "clock.h"
+#include "close_together.h"
 #include "elfobj.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -400,6 +401,8 @@ void pdi_startup_drop_root(struct pdi_tracer *t, pid_t root)
 
 void pdi_startup_free(struct pdi_tracer *t)
 {
+	int warm[2 * PDI_TRAPPED_MAX];
+
 	while (t->nahead > 0)
 		drop_ahead(t, t->nahead - 1);
 	free(t->ahead);
@@ -407,16 +410,17 @@ void pdi_startup_free(struct pdi_tracer *t)
 	bpf_link__destroy(t->exec_link);
 	pdi_tracer_untrap(t);
 	for (unsigned i = 0; i < t->ntrapped; i++) {
-		close_pair(t->trapped[i].warm);
+		warm[2 * i] = t->trapped[i].warm[0];
+		warm[2 * i + 1] = t->trapped[i].warm[1];
 		close(t->trapped[i].fd);
 	}
+	pdi_links_close_together(warm, 2 * t->ntrapped, NULL, 0);
 	t->ntrapped = 0;
 }
 
 void pdi_tracer_untrap(struct pdi_tracer *t)
 {
-	for (unsigned i = 0; i < t->ninit_links; i++)
-		bpf_link__destroy(t->init_links[i]);
+	pdi_links_close_together(NULL, 0, t->init_links, t->ninit_links);
 	free(t->init_links);
 	t->init_links = NULL;
 	t->ninit_links = 0;

@@ -72,9 +72,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--impl", default="openmpi,mpich")
     ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a pdimond setting, e.g. log_level=debug (repeatable)")
+    ap.add_argument("--keep-log", metavar="PATH", help="copy pdimond's log to PATH at the end")
     a = ap.parse_args()
     ranks = [int(x) for x in a.ranks.split(",")]
-    d = bl.Daemon()
+    d = bl.Daemon(*a.set)
     rows = []
     try:
         step = 0
@@ -106,6 +109,9 @@ def main():
                              max(later) if later else float("nan"), not_held,
                              bl.median(plain_init), bl.median(mon_init)))
     finally:
+        if a.keep_log:
+            with open(a.keep_log, "w") as f:
+                f.write(d.read_log())
         rc = d.stop()
     print()
     print("step delay = the largest hold at MPI_Init among the step's processes (ms); target 20 + 2 x ranks")

@@ -301,6 +301,15 @@ int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_
 	return 0;
 }
 
+/* The links attached ahead for t->ahead[I] into FDS; the entry goes. */
+static void take_links(struct pdi_tracer *t, unsigned i, int fds[2])
+{
+	fds[0] = t->ahead[i].fds[0];
+	fds[1] = t->ahead[i].fds[1];
+	t->ahead[i].fds[0] = t->ahead[i].fds[1] = -1;
+	drop_ahead(t, i);
+}
+
 int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_targets *pt, int fds[2])
 {
 	int i = find_ahead(t, pid);
@@ -314,10 +323,7 @@ int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_tar
 		drop_ahead(t, (unsigned)i);
 		return -ENOENT;
 	}
-	fds[0] = a->fds[0];
-	fds[1] = a->fds[1];
-	a->fds[0] = a->fds[1] = -1;
-	drop_ahead(t, (unsigned)i);
+	take_links(t, (unsigned)i, fds);
 	return 0;
 }
 
@@ -344,10 +350,7 @@ int pdi_startup_take_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_tick
 	snprintf(pt->object, sizeof(pt->object), "%s", l->name);
 	snprintf(pt->path, sizeof(pt->path), "%s", l->path);
 	memset(&pt->dtypes, 0, sizeof(pt->dtypes));
-	fds[0] = a->fds[0];
-	fds[1] = a->fds[1];
-	a->fds[0] = a->fds[1] = -1;
-	drop_ahead(t, (unsigned)i);
+	take_links(t, (unsigned)i, fds);
 	return 0;
 }
 

@@ -25,8 +25,10 @@ MPI_DIR = os.path.join(BUILD, "tests/mpi")
 HANG_MS = 300
 
 
-def wait_for(cond, timeout, what):
-    """Poll COND until it returns something true; fail the test after TIMEOUT seconds."""
+def wait_for(cond, timeout, what, longest_pause=0.2):
+    """Poll COND until it returns something true; fail the test after TIMEOUT seconds. The
+    pauses between looks double up to LONGEST_PAUSE seconds: a cheap COND (a file read, not
+    a process started) may look more often, so that the test goes on soon after it holds."""
     deadline = time.monotonic() + timeout
     delay = 0.01
     while True:
@@ -36,7 +38,7 @@ def wait_for(cond, timeout, what):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(delay)
-        delay = min(delay * 2, 0.2)
+        delay = min(delay * 2, longest_pause)
 
 
 def marker_line(source, marker):
@@ -154,7 +156,8 @@ class SystemBus:
         self.address = f"unix:path={self.socket}"
         self.proc = subprocess.Popen(["dbus-daemon", "--nofork", "--nopidfile", f"--config-file={conf}"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_for(lambda: os.path.exists(self.socket) or self.proc.poll() is not None, 30, "dbus-daemon")
+        wait_for(lambda: os.path.exists(self.socket) or self.proc.poll() is not None, 30, "dbus-daemon",
+                 longest_pause=0.02)
         if self.proc.poll() is not None:
             raise AssertionError(f"dbus-daemon failed: {self.proc.stderr.read().decode()}")
         # the socket is the bus's own door: every user of the machine may knock
@@ -217,7 +220,7 @@ class Daemon:
             args += ["--set", s]
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
-        wait_for(lambda: self._ready(), 30, "pdimond to own its bus name")
+        wait_for(lambda: self._ready(), 30, "pdimond to own its bus name", longest_pause=0.02)
 
     def _ready(self):
         if self.proc.poll() is not None:

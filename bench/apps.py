@@ -687,7 +687,7 @@ def rescore(args, apps, faults):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--apps", default="gromacs,hpcc,meep,mpb,halo")
+    ap.add_argument("--apps", default=",".join(APPS))
     ap.add_argument("--faults", default=",".join(FAULTS))
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--first-seed", type=int, default=0)

@@ -517,7 +517,7 @@ static struct pdi_site *bench_sites(uint32_t *ret_n)
 	return v;
 }
 
-/* The daemon's analysis (lib/analysis.c: classing, AutomaDeD, PDI, the prefix tree) of the
+/* The daemon's analysis (lib/analysis/analysis.c: classing, AutomaDeD, PDI, the prefix tree) of the
  * root's view of the hung step: every task points at its class's model, as a gathered view
  * does; all wait inside the Allreduce but the faulty one, which computes after its Waitall. */
 static int run_analysis(struct scenario *s, size_t n, struct result *res)

@@ -7,7 +7,7 @@
  * diagnosis needs: a blocked call never returns, so it never reaches the ring buffer.
  *
  * One program pair serves every probed function; the attach cookie says which
- * function and where its request handle is (see lib/event.h). */
+ * function and where its request handle is (see lib/model/event.h). */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>

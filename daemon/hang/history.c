@@ -6,7 +6,7 @@
  *
  * One table of its own in the store's database, pdi_hang_history, created when first
  * needed (it depends on no other table, so it needs no step of the store's schema): a row
- * per run, keyed by its step name and start, with its record (lib/health.h) as bytes. Read
+ * per run, keyed by its step name and start, with its record (lib/health/health.h) as bytes. Read
  * and written by jobs on workers with their own connection (worker.h): the loop never waits
  * for SQLite. A job's writes carry a sequence number, so that an older one finishing late
  * never overwrites a newer one. */

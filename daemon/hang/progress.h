@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* progress.h -- what the hang judge (lib/health.h) is fed about one running task: when it
+/* progress.h -- what the hang judge (lib/health/health.h) is fed about one running task: when it
  * last made progress and what it does now, from what pdimond already has (the task's model,
  * the BPF in-flight map) and, once it has been still for a while, from /proc: what the
  * diagnosis reads of it (its state and CPU use, report/task_activity.c), whether a debugger

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* step_health.h -- pdimond's judgement of its live steps, once a second from the drain timer:
- * each step's tasks fed to the hang judge (lib/health.h), and when the verdict changes, the
+ * each step's tasks fed to the hang judge (lib/health/health.h), and when the verdict changes, the
  * step's episode acted on once: a diagnosis, one log line, a D-Bus signal, one line on the
  * user's output while the job runs, and the site's action (a command, or cancelling the step
  * after a grace period). A step of several nodes is judged on its first node, and a hang it

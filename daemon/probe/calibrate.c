@@ -27,6 +27,7 @@
 
 #include "calibrate.h"
 #include "clock.h"
+#include "close_together.h"
 #include "event.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -112,42 +113,40 @@ static pid_t idle_child(void)
 	return pid;
 }
 
-/* Median over ROUNDS of (probed - plain) ns per call of FN with the probes COOKIE asks for. */
-static int measure(struct pdi_tracer *t, void (*fn)(void), uint64_t cookie, bool with_return, double *ret)
+/* The median over ROUNDS of FN's CPU time per call. The ring is emptied every round: past
+ * wakeup_bytes of backlog every submit would wake the consumer (several us each), a cost the
+ * budget would then count for every call. */
+static double median_calls(struct pdi_tracer *t, void (*fn)(void))
 {
 	double d[ROUNDS];
+
+	for (int k = 0; k < ROUNDS; k++) {
+		d[k] = time_calls(fn);
+		pdi_tracer_discard(t);
+	}
+	qsort(d, ROUNDS, sizeof(d[0]), cmp_double);
+	return d[ROUNDS / 2];
+}
+
+/* (probed - plain) ns per call of FN with the probes COOKIE asks for. Attached once and closed
+ * once: a close waits for an RCU grace period (tens of ms, more on a loaded node), and one per
+ * round made a second of every start. */
+static int measure(struct pdi_tracer *t, void (*fn)(void), uint64_t cookie, bool with_return, double *ret)
+{
+	double plain, probed;
 	uint64_t off;
-	int r = self_offset(fn, &off);
+	int fds[2], r = self_offset(fn, &off);
 
 	if (r < 0)
 		return r;
-	for (int k = 0; k < ROUNDS; k++) {
-		double plain = time_calls(fn), probed;
-		int fds[2];
-
-		r = pdi_tracer_attach_offsets(t, getpid(), "/proc/self/exe", &off, &cookie, 1, with_return, fds);
-		if (r < 0)
-			return r;
-		probed = time_calls(fn);
-		close_links(fds);
-		/* emptied every round: past wakeup_bytes of backlog every submit would wake the
-		 * consumer (several us each), a cost the budget would then count for every call */
-		pdi_tracer_discard(t);
-		d[k] = probed > plain ? probed - plain : 0;
-	}
-	qsort(d, ROUNDS, sizeof(d[0]), cmp_double);
-	*ret = d[ROUNDS / 2];
+	plain = median_calls(t, fn);
+	r = pdi_tracer_attach_offsets(t, getpid(), "/proc/self/exe", &off, &cookie, 1, with_return, fds);
+	if (r < 0)
+		return r;
+	probed = median_calls(t, fn);
+	close_links(fds);
+	*ret = probed > plain ? probed - plain : 0;
 	return 0;
-}
-
-static double median_calls(void (*fn)(void))
-{
-	double d[ROUNDS];
-
-	for (int k = 0; k < ROUNDS; k++)
-		d[k] = time_calls(fn);
-	qsort(d, ROUNDS, sizeof(d[0]), cmp_double);
-	return d[ROUNDS / 2];
 }
 
 /* What each other process probed on FN adds to a hit of ours, in ns: FN probed for us (entry and
@@ -156,7 +155,7 @@ static double median_calls(void (*fn)(void))
  * period (tens of ms, more on a loaded node). */
 static int measure_crowd(struct pdi_tracer *t, void (*fn)(void), uint64_t cookie, double *ret)
 {
-	int own[2], others[OTHER_TASKS][2], n = 0, r;
+	int links[OTHER_TASKS + 1][2], *own = links[0], (*others)[2] = links + 1, n = 0, r;
 	pid_t other = idle_child();
 	double alone, crowded = 0;
 	uint64_t off;
@@ -167,18 +166,14 @@ static int measure_crowd(struct pdi_tracer *t, void (*fn)(void), uint64_t cookie
 	if (r == 0)
 		r = pdi_tracer_attach_offsets(t, getpid(), "/proc/self/exe", &off, &cookie, 1, true, own);
 	if (r == 0) {
-		alone = median_calls(fn);
-		pdi_tracer_discard(t);
+		alone = median_calls(t, fn);
 		for (; n < OTHER_TASKS && r == 0; n++)
 			r = pdi_tracer_attach_offsets(t, other, "/proc/self/exe", &off, &cookie, 1, true, others[n]);
 		if (r < 0)
 			n--; /* that one attached nothing */
 		else
-			crowded = median_calls(fn);
-		while (n-- > 0)
-			close_links(others[n]);
-		close_links(own);
-		pdi_tracer_discard(t);
+			crowded = median_calls(t, fn);
+		pdi_links_close_together(&links[0][0], 2 * (unsigned)(n + 1), NULL, 0);
 		if (r == 0)
 			*ret = crowded > alone ? (crowded - alone) / OTHER_TASKS : 0;
 	}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "close_together.h"
 #include "detach.h"
 #include "mpi_funcs.h"
 #include "tracer.h"
@@ -20,14 +21,10 @@ struct detach_job {
 
 static void close_all(struct detach_job *j)
 {
-	struct pdi_attachment links = {.links = j->links, .nlinks = j->nlinks, .multi_fds = {-1, -1},
-				       .object_fd = -1};
-
-	pdi_attachment_detach(&links);
+	pdi_links_close_together(j->fds, j->nfds, j->links, j->nlinks);
+	free(j->links);
 	j->links = NULL;
 	j->nlinks = 0;
-	for (unsigned i = 0; i < j->nfds; i++)
-		close(j->fds[i]);
 	free(j->fds);
 	j->fds = NULL;
 	j->nfds = 0;

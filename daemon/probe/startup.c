@@ -31,6 +31,7 @@
 #include <bpf/libbpf.h>
 
 #include "clock.h"
+#include "close_together.h"
 #include "elfobj.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -301,6 +302,15 @@ int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_
 	return 0;
 }
 
+/* The links attached ahead for t->ahead[I] into FDS; the entry goes. */
+static void take_links(struct pdi_tracer *t, unsigned i, int fds[2])
+{
+	fds[0] = t->ahead[i].fds[0];
+	fds[1] = t->ahead[i].fds[1];
+	t->ahead[i].fds[0] = t->ahead[i].fds[1] = -1;
+	drop_ahead(t, i);
+}
+
 int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_targets *pt, int fds[2])
 {
 	int i = find_ahead(t, pid);
@@ -314,10 +324,7 @@ int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_tar
 		drop_ahead(t, (unsigned)i);
 		return -ENOENT;
 	}
-	fds[0] = a->fds[0];
-	fds[1] = a->fds[1];
-	a->fds[0] = a->fds[1] = -1;
-	drop_ahead(t, (unsigned)i);
+	take_links(t, (unsigned)i, fds);
 	return 0;
 }
 
@@ -344,10 +351,7 @@ int pdi_startup_take_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_tick
 	snprintf(pt->object, sizeof(pt->object), "%s", l->name);
 	snprintf(pt->path, sizeof(pt->path), "%s", l->path);
 	memset(&pt->dtypes, 0, sizeof(pt->dtypes));
-	fds[0] = a->fds[0];
-	fds[1] = a->fds[1];
-	a->fds[0] = a->fds[1] = -1;
-	drop_ahead(t, (unsigned)i);
+	take_links(t, (unsigned)i, fds);
 	return 0;
 }
 
@@ -397,6 +401,8 @@ void pdi_startup_drop_root(struct pdi_tracer *t, pid_t root)
 
 void pdi_startup_free(struct pdi_tracer *t)
 {
+	int warm[2 * PDI_TRAPPED_MAX];
+
 	while (t->nahead > 0)
 		drop_ahead(t, t->nahead - 1);
 	free(t->ahead);
@@ -404,16 +410,17 @@ void pdi_startup_free(struct pdi_tracer *t)
 	bpf_link__destroy(t->exec_link);
 	pdi_tracer_untrap(t);
 	for (unsigned i = 0; i < t->ntrapped; i++) {
-		close_pair(t->trapped[i].warm);
+		warm[2 * i] = t->trapped[i].warm[0];
+		warm[2 * i + 1] = t->trapped[i].warm[1];
 		close(t->trapped[i].fd);
 	}
+	pdi_links_close_together(warm, 2 * t->ntrapped, NULL, 0);
 	t->ntrapped = 0;
 }
 
 void pdi_tracer_untrap(struct pdi_tracer *t)
 {
-	for (unsigned i = 0; i < t->ninit_links; i++)
-		bpf_link__destroy(t->init_links[i]);
+	pdi_links_close_together(NULL, 0, t->init_links, t->ninit_links);
 	free(t->init_links);
 	t->init_links = NULL;
 	t->ninit_links = 0;

@@ -5,7 +5,7 @@
  * MPI_Send exactly like the ranks waiting on it. Read from /proc/PID/task/TID (stat, wchan,
  * schedstat) of a task the registry pins with a pidfd; CPU use and run-queue wait are rates
  * since the previous look at the same thread, kept in the task. The same counts, read as each
- * phase begins, give every phase its share (lib/model.h, struct pdi_usage). */
+ * phase begins, give every phase its share (lib/model/model.h, struct pdi_usage). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

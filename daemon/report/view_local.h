@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* view_local.h -- this daemon's part of the analysis (lib/view.h, lib/analysis.h): the view
+/* view_local.h -- this daemon's part of the analysis (lib/analysis/view.h, lib/analysis/analysis.h): the view
  * of one of its steps, where one of its tasks is, and what the node's kernel says that task
  * is doing; the sample runs its store holds; the view of a gathered payload. */
 #pragma once
@@ -27,7 +27,7 @@ void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, stru
  * and when it takes a view. Nothing when /proc cannot be read (the task is gone). */
 void pdi_task_usage_read(struct pdi_task *t, pid_t tid, uint64_t now_ns);
 
-/* V is step S's view: when S's hang judge holds it hung, V says so (lib/view.h's hung). */
+/* V is step S's view: when S's hang judge holds it hung, V says so (lib/analysis/view.h's hung). */
 void pdi_view_mark_hung(const struct pdi_step *s, struct pdi_view *v);
 
 /* This daemon's view of its step S: where each task is (no live stack: snapshot.h takes them

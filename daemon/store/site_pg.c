@@ -67,7 +67,7 @@ static const char *const migrations[] = {
 	"  state TEXT NOT NULL,"
 	"  events_lost BIGINT NOT NULL,"
 	"  ended_in TEXT NOT NULL,"
-	"  model BYTEA," /* lib/model_io.h's format */
+	"  model BYTEA," /* lib/model/model_io.h's format */
 	"  PRIMARY KEY (step, rank, pid));",
 };
 

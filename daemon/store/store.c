@@ -66,7 +66,7 @@ static const char *const migrations[] = {
 	"  state TEXT NOT NULL,"
 	"  events_lost INTEGER NOT NULL," /* u64, as the same 64 bits */
 	"  ended_in TEXT NOT NULL,"
-	"  model BLOB," /* lib/model_io.h's format; NULL when none */
+	"  model BLOB," /* lib/model/model_io.h's format; NULL when none */
 	"  UNIQUE (step, rank, pid));"
 	"CREATE TABLE reports ("
 	"  step INTEGER PRIMARY KEY REFERENCES steps (id) ON DELETE CASCADE,"

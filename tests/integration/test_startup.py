@@ -10,6 +10,7 @@ ended before pdimond could handle their MPI_Init.
 
 Run one case as: test_startup.py Startup.test_attached_at_exec_openmpi
 """
+import contextlib
 import os
 import re
 import signal
@@ -55,34 +56,16 @@ class Startup(DaemonTest):
         # nothing was known of the program before: its first rank to join was held (a later one
         # may find its probes attached already, when its exec came after that join)
         self.assertTrue([p for p, _ in first.values() if re.search(rf"pid {p} held at MPI_Init for [0-9.]+ ms", log)])
-        offset = len(log)
         # the second: the ranks wait before MPI_Init until their probes are attached
-        with tempfile.TemporaryDirectory() as tmp:
-            go = os.path.join(tmp, "go")
-            env = dict(self.d.env, PDI_STARTUP_WAIT=go)
-            p = subprocess.Popen([PDIMON, "run", "--step", f"second-{impl}", "--", *startup_cmd(impl)], env=env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-            self.children.append(p)
-            wait_for(lambda: len(re.findall(r"probes attached as it started", self.d.read_log()[offset:])) >= RANKS,
-                     120, "the ranks' probes attached as they started")
+        with self.waiting_ranks(f"second-{impl}", impl) as (go, _):
             open(go, "w").close()
-            self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
         second = self.calls(f"second-{impl}")
         log = self.d.read_log()
         for pid, _ in second.values():
             self.assertRegex(log, rf"pid {pid} joined at MPI_Init, not held")
         # the third: pdimond is stopped from the ranks' attach until they have exited: they join
         # their step all the same, from their probes attached ahead, with every call
-        offset = len(log)
-        with tempfile.TemporaryDirectory() as tmp:
-            go = os.path.join(tmp, "go")
-            env = dict(self.d.env, PDI_STARTUP_WAIT=go)
-            p = subprocess.Popen([PDIMON, "run", "--step", f"third-{impl}", "--", *startup_cmd(impl)], env=env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-            self.children.append(p)
-            ranks = wait_for(lambda: (lambda pids: pids if len(pids) >= RANKS else None)(
-                re.findall(r"pid (\d+): probes attached as it started", self.d.read_log()[offset:])),
-                120, "the ranks' probes attached as they started")
+        with self.waiting_ranks(f"third-{impl}", impl) as (go, ranks):
             self.d.proc.send_signal(signal.SIGSTOP)
             try:
                 open(go, "w").close()
@@ -90,10 +73,26 @@ class Startup(DaemonTest):
                          "the ranks to end while pdimond is stopped")
             finally:
                 self.d.proc.send_signal(signal.SIGCONT)
-            self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
         # (a process gone before it joined has no maps left to name its call sites from)
         third = self.calls(f"third-{impl}", named=False)
         self.assertEqual(sorted(str(pid) for pid, _ in third.values()), sorted(ranks))
+
+    @contextlib.contextmanager
+    def waiting_ranks(self, step, impl):
+        """Step STEP started, its ranks waiting before MPI_Init for the file GO, their probes
+        attached: yields (GO, their pids); the step must then end well."""
+        offset = len(self.d.read_log())
+        with tempfile.TemporaryDirectory() as tmp:
+            go = os.path.join(tmp, "go")
+            env = dict(self.d.env, PDI_STARTUP_WAIT=go)
+            p = subprocess.Popen([PDIMON, "run", "--step", step, "--", *startup_cmd(impl)], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            self.children.append(p)
+            ranks = wait_for(lambda: (lambda pids: pids if len(pids) >= RANKS else None)(
+                re.findall(r"pid (\d+): probes attached as it started", self.d.read_log()[offset:])),
+                120, "the ranks' probes attached as they started")
+            yield go, ranks
+            self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
 
     def test_attached_at_exec_openmpi(self):
         self.check("openmpi")

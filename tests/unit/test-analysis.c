@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* test-analysis.c -- the diagnosis (lib/analysis.c) and its renderings on a table of small
+/* test-analysis.c -- the diagnosis (lib/analysis/analysis.c) and its renderings on a table of small
  * synthetic views with known verdicts: a clean run, a stall, hangs PDI must resolve, and the
  * bad input the analysis must say it cannot conclude on (no task, one task, no MPI call, lost
  * events, stripped call sites, a task gone mid-analysis) -- never a crash, never an

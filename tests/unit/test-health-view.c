@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* test-health-view.c -- a step's view as the hang judge sees it and its analysis as the hang's
- * line (lib/health_view.h): what confirms a hang across a step's nodes, and what its user is
+ * line (lib/health/health_view.h): what confirms a hang across a step's nodes, and what its user is
  * told, on small views whose answer is known. */
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* test-health.c -- the hang and slowdown judge (lib/health.h, quiet.h, rate.h) on a table of
+/* test-health.c -- the hang and slowdown judge (lib/health/health.h, quiet.h, rate.h) on a table of
  * synthetic progress traces whose verdicts are known: healthy steps (busy, with legitimately
  * long waits, with and without history), hangs of each kind (a rank spinning, a deadlock, a
  * rank stopped, a rank stuck in I/O), a slowdown, and the bad inputs (a debugger, a suspended

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,8 +89,13 @@ static void *thread_main(void *p)
 {
 	struct thread_arg arg = *(struct thread_arg *)p;
 	struct pdi_workers *w = arg.w;
+	int prio;
 
 	free(p);
+	errno = 0;
+	prio = getpriority(PRIO_PROCESS, (id_t)gettid());
+	if (errno == 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)gettid(), prio - PDI_LOOP_NICE);
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		struct pdi_job *j;

@@ -31,6 +31,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The nice value pdimond's loop runs at (pdimond.c); worker threads, made by the loop, take
+ * theirs back up by as much: their work is slow, bounded and can wait for the job's CPUs. */
+#define PDI_LOOP_NICE (-10)
+
 struct pdi_job {
 	/* On a worker thread: the slow part, on the job's own copies only. */
 	void (*run)(struct pdi_job *job);

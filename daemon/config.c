@@ -57,7 +57,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.notify_user = true,
 		.metrics_interval_s = 15,
 		.drain_interval_ms = 100,
-		.ring_buffer_kib = 8192,
+		.ring_buffer_kib = 32768, /* see pdimond.conf(5) */
 		.wakeup_kib = 256,
 		.inflight_threads = 65536,
 		.log_level = PDI_LOG_INFO,

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "close_together.h"
 #include "detach.h"
 #include "mpi_funcs.h"
 #include "tracer.h"
@@ -19,12 +18,20 @@ struct detach_job {
 	unsigned *in_flight;     /* the submitter's count of its jobs not done, or NULL */
 };
 
+/* One after the other, not together (close_together.h): each unregistration takes the kernel's
+ * global dup_mmap_sem for writing, as does every attach, and the loop attaches (new tasks, the
+ * budget's changes): a task's hundreds of closes at once would queue the loop's next attach behind
+ * all of them, while the ring fills. One at a time, the lock is free between them. */
 static void close_all(struct detach_job *j)
 {
-	pdi_links_close_together(j->fds, j->nfds, j->links, j->nlinks);
-	free(j->links);
+	struct pdi_attachment links = {.links = j->links, .nlinks = j->nlinks, .multi_fds = {-1, -1},
+				       .object_fd = -1};
+
+	pdi_attachment_detach(&links);
 	j->links = NULL;
 	j->nlinks = 0;
+	for (unsigned i = 0; i < j->nfds; i++)
+		close(j->fds[i]);
 	free(j->fds);
 	j->fds = NULL;
 	j->nfds = 0;

@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -68,6 +70,19 @@ static char stat_state(const char *stat)
 	return p && p[1] == ' ' ? p[2] : '?';
 }
 
+/* Is thread TID of process PID in a tracing stop of ours? A stack walk (probe/stackwalk.c) holds
+ * it for a few ms, on a worker, while the loop may look at it for another view: that stop is not
+ * the task's (a debugger's is, and it has another TracerPid). */
+static bool walked_by_us(pid_t pid, pid_t tid)
+{
+	char buf[2048];
+	const char *p;
+
+	if (pdi_task_proc_read(pid, tid, "status", buf, sizeof(buf)) <= 0 || !(p = strstr(buf, "\nTracerPid:")))
+		return false;
+	return (pid_t)strtol(p + 11, NULL, 10) == getpid();
+}
+
 void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, struct pdi_task_activity *ret)
 {
 	struct pdi_task_activity a = {.kind = PDI_ACT_UNKNOWN, .cpu_pct = -1, .wait_pct = -1};
@@ -82,7 +97,8 @@ void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, stru
 		return;
 	}
 	switch (stat_state(buf)) {
-	case 'T': case 't': a.kind = PDI_ACT_STOPPED; break;
+	case 'T': a.kind = PDI_ACT_STOPPED; break;
+	case 't': a.kind = walked_by_us(t->pid, tid) ? PDI_ACT_UNKNOWN : PDI_ACT_STOPPED; break;
 	case 'D': a.kind = PDI_ACT_DISK; break;
 	case 'R': a.kind = PDI_ACT_RUNNING; break;
 	case 'S': case 'I': a.kind = PDI_ACT_SLEEPING; break;

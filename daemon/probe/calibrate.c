@@ -88,13 +88,6 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void close_links(int fds[2])
-{
-	for (int i = 0; i < 2; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-}
-
 /* A child of ours that only waits to be killed: the pid filter of links that stand for other
  * monitored processes (it maps our executable, so the kernel keeps it among the probe's
  * consumers, and it never calls the probed function). Async-signal-safe calls only: pdimond may
@@ -144,7 +137,7 @@ static int measure(struct pdi_tracer *t, void (*fn)(void), uint64_t cookie, bool
 	if (r < 0)
 		return r;
 	probed = median_calls(t, fn);
-	close_links(fds);
+	pdi_links_close_pair(fds);
 	*ret = probed > plain ? probed - plain : 0;
 	return 0;
 }

@@ -63,3 +63,12 @@ void pdi_links_close_together(int *fds, unsigned nfds, struct bpf_link **links, 
 	}
 	close_batch(batch, n);
 }
+
+void pdi_links_close_pair(int fds[2])
+{
+	for (unsigned k = 0; k < 2; k++)
+		if (fds[k] >= 0) {
+			close(fds[k]);
+			fds[k] = -1;
+		}
+}

@@ -10,3 +10,6 @@ struct bpf_link;
  * skipped), each on a thread of its own, and return when all are closed. What no thread could
  * be made for is closed on the caller's. Blocks: never on pdimond's loop. */
 void pdi_links_close_together(int *fds, unsigned nfds, struct bpf_link **links, unsigned nlinks);
+/* Close an entry and return pair of uprobe_multi link fds (-1 skipped), one after the other,
+ * on the caller's time; both are -1 after. */
+void pdi_links_close_pair(int fds[2]);

@@ -45,15 +45,6 @@
 #define TREE_DEPTH 16    /* as MAX_ANCESTORS in the BPF trap */
 #define AHEAD_KEEP_NS (10 * 1000000000ull) /* an exited process attached ahead may still join */
 
-static void close_pair(int fds[2])
-{
-	for (unsigned k = 0; k < 2; k++)
-		if (fds[k] >= 0) {
-			close(fds[k]);
-			fds[k] = -1;
-		}
-}
-
 /* ---- the MPI_Init traps ---- */
 
 static int add_init_link(struct pdi_tracer *t, struct bpf_link *l)
@@ -186,7 +177,7 @@ static int find_ahead(const struct pdi_tracer *t, pid_t pid)
 
 static void drop_ahead(struct pdi_tracer *t, unsigned i)
 {
-	close_pair(t->ahead[i].fds);
+	pdi_links_close_pair(t->ahead[i].fds);
 	pdi_ident_release(&t->ahead[i].ident);
 	t->ahead[i] = t->ahead[--t->nahead];
 }

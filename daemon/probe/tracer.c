@@ -21,6 +21,7 @@
 #include <bpf/libbpf.h>
 
 #include "clock.h"
+#include "close_together.h"
 #include "elfobj.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -303,8 +304,6 @@ int pdi_tracer_attach_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_tic
 	return 0;
 }
 
-static void close_fds(int fds[2]);
-
 void pdi_attachment_detach(struct pdi_attachment *a)
 {
 	for (unsigned i = 0; i < a->nlinks; i++)
@@ -318,7 +317,7 @@ void pdi_attachment_detach(struct pdi_attachment *a)
 			a->multi_fds[i] = -1;
 		}
 	for (unsigned fn = 0; a->fns && fn < pdi_mpi_nfuncs; fn++)
-		close_fds(a->fns[fn].fds);
+		pdi_links_close_pair(a->fns[fn].fds);
 	free(a->fns);
 	a->fns = NULL;
 	for (unsigned i = 0; i < a->nretired; i++)
@@ -366,15 +365,6 @@ static unsigned select_probes(const struct pdi_attachment *a, int fn, unsigned l
 		cookies[n++] = PDI_COOKIE_WITH_GEN(pt->cookies[i] | (entry_only ? PDI_COOKIE_ENTRY_ONLY : 0), g->gen[f]);
 	}
 	return n;
-}
-
-static void close_fds(int fds[2])
-{
-	for (unsigned k = 0; k < 2; k++)
-		if (fds[k] >= 0) {
-			close(fds[k]);
-			fds[k] = -1;
-		}
 }
 
 /* FDS (a pair of links, -1 unused) join A's links to close, and are -1 after. If memory is
@@ -489,7 +479,7 @@ int pdi_tracer_attach_offsets(struct pdi_tracer *t, pid_t pid, const char *path,
 		int fd = pdi_uprobe_multi_attach(bpf_program__fd(prog), path, offs, cookies, n, ret, pid);
 
 		if (fd < 0) {
-			close_fds(fds);
+			pdi_links_close_pair(fds);
 			return fd;
 		}
 		fds[ret] = fd;

@@ -81,6 +81,7 @@ struct pdi_daemon {
 	bool budget_armed;                  /* the timer runs only while tasks do */
 	uint64_t budget_epoch_ns, budget_last_ns;
 	unsigned budget_closing;            /* its jobs closing replaced links (probe/detach.h) */
+	unsigned budget_changing;           /* its jobs attaching new links (probe/budget_change.h) */
 	struct pdi_site_store *site; /* the site's PostgreSQL; NULL when none (site_store.h) */
 	struct pdi_hang hang;         /* hang detection, daemon-wide (hang/hang.h) */
 };

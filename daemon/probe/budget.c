@@ -18,11 +18,13 @@
 #include <unistd.h>
 
 #include "budget.h"
+#include "budget_change.h"
 #include "daemon.h"
 #include "detach.h"
 #include "entry_place.h"
 #include "log.h"
 #include "mpi_funcs.h"
+#include "probe_change.h"
 #include "probe_targets.h"
 #include "tracer.h"
 
@@ -257,22 +259,40 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 		set_level(d, t, best, best_level, now);
 }
 
-/* Probes as the levels want them in this slot. The links replaced are closed on a worker. */
-static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint64_t period)
+/* Without uprobe_multi: each function's perf links replaced in place, on the loop (old kernels). */
+static void set_modes_in_place(struct pdi_daemon *d, struct pdi_task *t, const uint8_t *modes)
 {
-	bool behind = closes_behind(t);
-
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
-		enum pdi_probe_mode m = mode_in_slot(fn, t->budget->fn[fn].level, slot, period);
-		int r;
+		int r = modes[fn] == PDI_PROBE_KEEP ? 0 : pdi_tracer_set_mode(d->tracer, &t->att, t->pid, fn, modes[fn]);
 
-		if (pdi_attachment_mode(&t->att, fn) == m || (behind && m != PDI_PROBE_OFF))
-			continue;
-		r = pdi_tracer_set_mode(d->tracer, &t->att, t->pid, fn, m);
 		if (r < 0)
 			log_warning_errno_limited((uint64_t)t->pid, r, "pid %d: cannot change the probes of %s: %m",
 						  (int)t->pid, pdi_mpi_funcs[fn].name);
 	}
+}
+
+/* Probes as the levels want them in this slot: one change for all the functions that differ,
+ * attached on a worker (none while the last one is); the links replaced are closed on a worker. */
+static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint64_t period)
+{
+	uint8_t modes[PDI_LINK_GEN_FUNCS];
+	bool behind = closes_behind(t), any = false;
+	int r;
+
+	memset(modes, PDI_PROBE_KEEP, sizeof(modes));
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs && !pdi_budget_change_pending(t); fn++) {
+		enum pdi_probe_mode m = mode_in_slot(fn, t->budget->fn[fn].level, slot, period);
+
+		if (pdi_attachment_mode(&t->att, fn) == m || (behind && m != PDI_PROBE_OFF))
+			continue;
+		modes[fn] = (uint8_t)m;
+		any = true;
+	}
+	r = any ? pdi_budget_change(d, t, modes) : 0;
+	if (r == -EOPNOTSUPP)
+		set_modes_in_place(d, t, modes);
+	else if (r < 0 && r != -EBUSY)
+		log_warning_errno_limited((uint64_t)t->pid, r, "pid %d: cannot change its probes: %m", (int)t->pid);
 	if (d->budget_closing < CLOSING_JOBS)
 		pdi_detach_retired_later(d->workers, &t->att, &d->budget_closing);
 }

@@ -35,6 +35,7 @@ struct pdi_budget_task {
 	struct pdi_budget_fn *fn; /* per pdi_mpi_funcs entry */
 	double cost;              /* estimated share of the task's time its probes take */
 	uint64_t period_start_ns; /* calls made before it belong to a period already measured */
+	bool changing;            /* its probes are being changed on a worker (budget_change.h) */
 };
 
 /* The budget timer (a timerfd the loop polls), or -1 when the budget is off. */

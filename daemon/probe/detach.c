@@ -103,16 +103,39 @@ void pdi_detach_later(struct pdi_workers *w, struct pdi_attachment *a)
 	submit(w, j);
 }
 
+/* A job closing the N link fds FDS (an array it takes), counted in *IN_FLIGHT; NULL without memory. */
+static struct detach_job *fds_job(int *fds, unsigned n, unsigned *in_flight)
+{
+	struct detach_job *j = calloc(1, sizeof(*j));
+
+	if (j) {
+		j->fds = fds;
+		j->nfds = n;
+		j->in_flight = in_flight;
+	}
+	return j;
+}
+
 void pdi_detach_retired_later(struct pdi_workers *w, struct pdi_attachment *a, unsigned *in_flight)
 {
 	struct detach_job *j;
 
-	if (a->nretired == 0 || !(j = calloc(1, sizeof(*j))))
+	if (a->nretired == 0 || !(j = fds_job(a->retired, a->nretired, in_flight)))
 		return; /* without memory they wait for the next call, or the task's end */
-	j->fds = a->retired;
-	j->nfds = a->nretired;
-	j->in_flight = in_flight;
 	a->retired = NULL;
 	a->nretired = 0;
 	submit(w, j);
+}
+
+void pdi_detach_fds_later(struct pdi_workers *w, int *fds, unsigned n, unsigned *in_flight)
+{
+	struct detach_job *j = fds_job(fds, n, in_flight);
+
+	if (j) {
+		submit(w, j);
+		return;
+	}
+	for (unsigned i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
 }

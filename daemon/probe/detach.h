@@ -14,3 +14,6 @@ void pdi_detach_later(struct pdi_workers *w, struct pdi_attachment *a);
 /* Close the links the budget retired from A (A->retired) on a worker of W. *IN_FLIGHT counts
  * such jobs not done yet (up while queued, down when closed), for the caller to bound them. */
 void pdi_detach_retired_later(struct pdi_workers *w, struct pdi_attachment *a, unsigned *in_flight);
+/* Close the N link fds FDS (a malloc'd array, which it takes) on a worker of W; on the caller's
+ * time only when no worker takes them. *IN_FLIGHT (NULL: none) counts as above. */
+void pdi_detach_fds_later(struct pdi_workers *w, int *fds, unsigned n, unsigned *in_flight);

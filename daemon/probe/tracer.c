@@ -333,183 +333,15 @@ void pdi_attachment_detach(struct pdi_attachment *a)
 	}
 }
 
-/* ---- per-function probes for the overhead budget ---- */
-
-static int ensure_fns(struct pdi_attachment *a)
-{
-	if (a->fns)
-		return 0;
-	a->fns = calloc(pdi_mpi_nfuncs, sizeof(*a->fns));
-	if (!a->fns)
-		return -ENOMEM;
-	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
-		a->fns[fn].fds[0] = a->fns[fn].fds[1] = -1;
-	return 0;
-}
-
-/* The probes of function FN, or when FN < 0 of every function that stays in the shared links
- * (none of its own, not LEAVING), with their cookies for generations G (ENTRY_ONLY added when
- * asked). */
-static unsigned select_probes(const struct pdi_attachment *a, int fn, unsigned leaving, bool entry_only,
-			      const struct pdi_link_gens *g, uint64_t *offs, uint64_t *cookies)
-{
-	const struct pdi_probe_targets *pt = a->targets;
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < pt->n; i++) {
-		unsigned f = PDI_COOKIE_FN(pt->cookies[i]);
-
-		if (fn >= 0 ? f != (unsigned)fn : a->fns[f].own || f == leaving)
-			continue;
-		offs[n] = pt->offsets[i];
-		cookies[n++] = PDI_COOKIE_WITH_GEN(pt->cookies[i] | (entry_only ? PDI_COOKIE_ENTRY_ONLY : 0), g->gen[f]);
-	}
-	return n;
-}
-
-/* FDS (a pair of links, -1 unused) join A's links to close, and are -1 after. If memory is
- * short they are closed here, on the caller's time. */
-static void retire(struct pdi_attachment *a, int fds[2])
-{
-	for (unsigned k = 0; k < 2; k++) {
-		int *v;
-
-		if (fds[k] < 0)
-			continue;
-		v = realloc(a->retired, sizeof(*v) * (a->nretired + 1));
-		if (!v) {
-			close(fds[k]);
-		} else {
-			a->retired = v;
-			a->retired[a->nretired++] = fds[k];
-		}
-		fds[k] = -1;
-	}
-}
-
-/* uprobe_multi links for the N probes OFFS/COOKIES of A's object in PID into FDS (entry, return;
- * -1 unused): the return link first, and none for an empty set. */
-static int attach_set(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, const uint64_t *offs,
-		      const uint64_t *cookies, unsigned n, bool with_return, int fds[2])
-{
-	return n > 0 ? pdi_tracer_attach_offsets(t, pid, a->targets->path, offs, cookies, n, with_return, fds) : 0;
-}
-
-/* perf links: target I's pair sits at links[2 I] (return) and links[2 I + 1] (entry). */
-static int set_mode_perf(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
-			 enum pdi_probe_mode mode)
-{
-	const struct pdi_probe_targets *pt = a->targets;
-	int r = 0;
-
-	for (unsigned i = 0; i < pt->n && 2 * i + 1 < a->nlinks; i++) {
-		uint64_t cookie = pt->cookies[i];
-
-		if (PDI_COOKIE_FN(cookie) != fn)
-			continue;
-		for (unsigned k = 0; k < 2; k++) {
-			bpf_link__destroy(a->links[2 * i + k]);
-			a->links[2 * i + k] = NULL;
-		}
-		for (int ret = mode == PDI_PROBE_FULL; mode != PDI_PROBE_OFF && ret >= 0 && r == 0; ret--) {
-			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret,
-				    .bpf_cookie = cookie | (mode == PDI_PROBE_ENTRY_ONLY ? PDI_COOKIE_ENTRY_ONLY : 0));
-			struct bpf_program *prog = ret ? t->skel->progs.mpi_exit : t->skel->progs.mpi_enter;
-			struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, pid, pt->path, pt->offsets[i], &opts);
-
-			if (!l)
-				r = -errno;
-			a->links[2 * i + (ret ? 0 : 1)] = l;
-		}
-	}
-	return r;
-}
-
-/* uprobe_multi: FN's new links for MODE (none for OFF), and new shared links without FN the first
- * time it changes, each of a new generation; BPF switches to them in one map update, and the old
- * links are retired. */
-static int set_mode_multi(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
-			  enum pdi_probe_mode mode)
-{
-	uint64_t offs[PDI_MAX_PROBES], cookies[PDI_MAX_PROBES];
-	struct pdi_fn_probes *p = &a->fns[fn];
-	int shared[2] = {-1, -1}, own[2] = {-1, -1}, r = 0;
-	struct pdi_link_gens next = {0};
-	__u32 key = (__u32)pid;
-	unsigned n;
-
-	for (unsigned f = 0; f < pdi_mpi_nfuncs; f++)
-		next.gen[f] = a->fns[f].gen + (f == fn || (!p->own && !a->fns[f].own));
-	if (!p->own) {
-		n = select_probes(a, -1, fn, false, &next, offs, cookies);
-		r = attach_set(t, a, pid, offs, cookies, n, true, shared);
-	}
-	if (r == 0 && mode != PDI_PROBE_OFF) {
-		n = select_probes(a, (int)fn, fn, mode == PDI_PROBE_ENTRY_ONLY, &next, offs, cookies);
-		r = attach_set(t, a, pid, offs, cookies, n, mode == PDI_PROBE_FULL, own);
-	}
-	if (r == 0)
-		r = bpf_map__update_elem(t->skel->maps.link_gens, &key, sizeof(key), &next, sizeof(next), BPF_ANY);
-	if (r < 0) {
-		retire(a, shared);
-		retire(a, own);
-		return r;
-	}
-	/* from here the new links take the calls */
-	retire(a, p->fds);
-	memcpy(p->fds, own, sizeof(own));
-	if (!p->own) {
-		retire(a, a->multi_fds);
-		memcpy(a->multi_fds, shared, sizeof(shared));
-		p->own = true;
-	}
-	for (unsigned f = 0; f < pdi_mpi_nfuncs; f++)
-		a->fns[f].gen = next.gen[f];
-	return 0;
-}
-
 int pdi_tracer_attach_offsets(struct pdi_tracer *t, pid_t pid, const char *path, const uint64_t *offs,
 			      const uint64_t *cookies, unsigned n, bool with_return, int fds[2])
 {
+	const int progs[2] = {bpf_program__fd(t->skel->progs.mpi_enter), bpf_program__fd(t->skel->progs.mpi_exit)};
+
 	fds[0] = fds[1] = -1;
 	if (!t->multi)
 		return -EOPNOTSUPP;
-	for (int ret = with_return; ret >= 0; ret--) {
-		struct bpf_program *prog = ret ? t->skel->progs.mpi_exit : t->skel->progs.mpi_enter;
-		int fd = pdi_uprobe_multi_attach(bpf_program__fd(prog), path, offs, cookies, n, ret, pid);
-
-		if (fd < 0) {
-			pdi_links_close_pair(fds);
-			return fd;
-		}
-		fds[ret] = fd;
-	}
-	return 0;
-}
-
-int pdi_tracer_set_mode(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
-			enum pdi_probe_mode mode)
-{
-	struct pdi_fn_probes *p;
-	int r;
-
-	if (fn >= pdi_mpi_nfuncs || !a->targets)
-		return -EINVAL;
-	if ((r = ensure_fns(a)) < 0)
-		return r;
-	p = &a->fns[fn];
-	if (p->mode == mode && (p->own || mode == PDI_PROBE_FULL))
-		return 0;
-	if (t->multi) {
-		r = set_mode_multi(t, a, pid, fn, mode);
-		if (r < 0)
-			return r;
-	} else if ((r = set_mode_perf(t, a, pid, fn, mode)) < 0) {
-		p->mode = PDI_PROBE_OFF;
-		return r;
-	}
-	p->mode = (uint8_t)mode;
-	return 0;
+	return pdi_uprobe_multi_attach_pair(progs, path, offs, cookies, n, with_return, pid, fds);
 }
 
 int pdi_tracer_watch(struct pdi_tracer *t, pid_t pid)
@@ -612,29 +444,33 @@ int pdi_tracer_hop_maps(struct pdi_tracer *t, int *ret_hops_fd, int *ret_ranges_
 	return 0;
 }
 
+/* Keys of one process's threads deleted per walk of the in-flight map. */
+#define FORGET_BATCH 256
+
 void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid)
 {
 	int fd = bpf_map__fd(t->skel->maps.inflight);
-	__u64 key, next, *prev = NULL;
+	/* a walk restarts from the first key when the one it stands on was deleted meanwhile (other
+	 * processes' threads come and go): bounded all the same */
+	uint64_t steps = 0, most = 4 * (uint64_t)bpf_map__max_entries(t->skel->maps.inflight) + FORGET_BATCH;
+	__u64 keys[FORGET_BATCH], key, next, *prev;
 	__u32 k = (__u32)pid;
+	unsigned n;
 
-	/* deleting the key a walk stands on loses its place: start over after each one */
-	for (;;) {
-		bool found = false;
-
+	/* deleting the key a walk stands on loses its place: collect the process's keys in one walk,
+	 * then delete them (one walk per FORGET_BATCH threads of it) */
+	do {
+		n = 0;
 		prev = NULL;
-		while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		while (n < FORGET_BATCH && steps++ < most && bpf_map_get_next_key(fd, prev, &next) == 0) {
 			key = next;
 			prev = &key;
-			if ((pid_t)(key >> 32) == pid) {
-				(void)bpf_map_delete_elem(fd, &key);
-				found = true;
-				break;
-			}
+			if ((pid_t)(key >> 32) == pid)
+				keys[n++] = key;
 		}
-		if (!found)
-			break;
-	}
+		for (unsigned i = 0; i < n; i++)
+			(void)bpf_map_delete_elem(fd, &keys[i]);
+	} while (n == FORGET_BATCH && steps < most);
 	(void)bpf_map__delete_elem(t->skel->maps.lost, &k, sizeof(k), 0);
 	(void)bpf_map__delete_elem(t->skel->maps.exited_in, &k, sizeof(k), 0);
 	(void)bpf_map__delete_elem(t->skel->maps.link_gens, &k, sizeof(k), 0);

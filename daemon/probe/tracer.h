@@ -37,6 +37,7 @@ struct pdi_fn_probes {
 	uint8_t mode; /* enum pdi_probe_mode */
 	bool own;     /* out of the process's shared links for good */
 	uint16_t gen; /* the generation of the links that take its calls (PDI_COOKIE_GEN) */
+	uint16_t issued; /* the last generation handed out for it (probe_change.c) */
 };
 
 /* The probes of one process. */
@@ -83,12 +84,10 @@ enum pdi_probe_mode {
 	PDI_PROBE_OFF = 2,        /* none */
 };
 
-/* Give function FN's probes in PID (attached as A) MODE. With uprobe_multi links a function's
- * first change moves it out of the task's shared links into its own. The new links are attached
- * beside the old ones and take over in one step (struct pdi_link_gens), so that no call is missed
- * or seen twice; the old ones go to A->retired, for the caller to close off the loop (closing
- * waits for an RCU grace period: 25 ms to 1 s). On failure nothing changed. Without uprobe_multi
- * the perf links are replaced in place, and on failure FN is left without probes. */
+/* Give function FN's probes in PID (attached as A) MODE, all on the caller's time: a plan, its
+ * attach and its commit (probe_change.h), which the overhead budget runs apart. On failure nothing
+ * changed. Without uprobe_multi the perf links are replaced in place, and on failure FN is left
+ * without probes. */
 int pdi_tracer_set_mode(struct pdi_tracer *t, struct pdi_attachment *a, pid_t pid, unsigned fn,
 			enum pdi_probe_mode mode);
 static inline enum pdi_probe_mode pdi_attachment_mode(const struct pdi_attachment *a, unsigned fn)

@@ -51,6 +51,24 @@ int pdi_uprobe_multi_attach(int prog_fd, const char *path, const uint64_t *offse
 	return fd < 0 ? -errno : fd;
 }
 
+int pdi_uprobe_multi_attach_pair(const int progs[2], const char *path, const uint64_t *offsets,
+				 const uint64_t *cookies, uint32_t cnt, bool with_return, pid_t pid, int fds[2])
+{
+	fds[0] = fds[1] = -1;
+	for (int ret = with_return; ret >= 0; ret--) {
+		int fd = pdi_uprobe_multi_attach(progs[ret], path, offsets, cookies, cnt, ret, pid);
+
+		if (fd < 0) {
+			if (fds[1] >= 0)
+				close(fds[1]);
+			fds[1] = -1;
+			return fd;
+		}
+		fds[ret] = fd;
+	}
+	return 0;
+}
+
 bool pdi_uprobe_multi_supported(void)
 {
 	static int supported = -1;

@@ -20,3 +20,9 @@ bool pdi_uprobe_multi_supported(void);
  * Returns the link fd, or negative errno. */
 int pdi_uprobe_multi_attach(int prog_fd, const char *path, const uint64_t *offsets,
 			    const uint64_t *cookies, uint32_t cnt, bool retprobe, pid_t pid);
+/* The entry (PROGS[0]) and, WITH_RETURN, return (PROGS[1]) links for the same CNT probes into
+ * FDS (entry, return; -1 unused): the return link first, since a call entered between the two
+ * attaches would otherwise leave an in-flight entry that no return clears. 0, or negative errno
+ * with none attached. Any thread: it touches only its arguments. */
+int pdi_uprobe_multi_attach_pair(const int progs[2], const char *path, const uint64_t *offsets,
+				 const uint64_t *cookies, uint32_t cnt, bool with_return, pid_t pid, int fds[2]);

@@ -15,9 +15,11 @@ interleaved, unmonitored then under `pdimon run`:
   nwchem Debian's NWChem (Fortran, Global Arrays over MPI) on 4 ranks: B3LYP/6-31G energy of
          benzene; timed as the whole run's wall time (not in the default set: --only nwchem)
 With --baseline BUILD, each round also runs the program under a pdimond of that build (e.g.
-main's), to compare a change side by side. Prints per program the medians, the median of per-round ratios monitored/unmonitored (target
-<= 1.03), the calls per second per rank of the polling program, pdimond's events per program and
-the per-call costs pdimond measured at start-up (its log). Ratios, never assertions.
+main's), to compare a change side by side. Prints per program the medians, the median of
+per-round ratios monitored/unmonitored (target <= 1.03), the calls per second per rank of the
+polling program, pdimond's events per program, each daemon's events lost and longest loop
+wake-up (loop_max_wakeup_ms: how long the ring buffer and the bus waited at worst), and the
+per-call costs pdimond measured at start-up (its log). Ratios, never assertions.
 """
 import argparse
 import os
@@ -140,6 +142,7 @@ def main():
                     line += f", baseline {res[p]['baseline'][-1]:.3f} s"
                 print(line, flush=True)
         status = d.status()
+        base_status = base.status() if base else None
         costs = d.calibration()
     finally:
         rc = d.stop()
@@ -158,7 +161,12 @@ def main():
         print(f"poll: {median(res['poll']['rate']):.0f} MPI calls per second per rank unmonitored")
     for p in which:
         print(f"{p}: pdimond events per monitored run {res[p]['events'] / a.rounds:.0f}")
-    print(f"pdimond: events={status['events']} events_lost={status['events_lost']}")
+    # the longest the loop was kept from the ring buffer and the bus in one wake-up
+    print(f"pdimond: events={status['events']} events_lost={status['events_lost']} "
+          f"loop_max_wakeup_ms={status.get('loop_max_wakeup_ms', 0):.1f}")
+    if base_status:
+        print(f"baseline: events={base_status['events']} events_lost={base_status['events_lost']} "
+              f"loop_max_wakeup_ms={base_status.get('loop_max_wakeup_ms', 0):.1f}")
     print(f"pdimond: {costs}")
     return 0 if rc in (0, None) else 1
 

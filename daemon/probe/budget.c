@@ -373,12 +373,11 @@ void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t)
 
 void pdi_budget_on_timer(struct pdi_daemon *d)
 {
-	uint64_t expirations, now = pdi_now_ns(), elapsed, slot, period;
+	uint64_t expirations, now = pdi_now_ns(), last = d->budget_last_ns, slot, period;
 	bool new_period, any = false;
 
 	if (read(d->budget_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
 		log_warning("Cannot read the budget timer: %m");
-	elapsed = now - d->budget_last_ns;
 	period = (now - d->budget_epoch_ns) / PERIOD_NS;
 	slot = (now - d->budget_epoch_ns) % PERIOD_NS / SLOT_NS;
 	new_period = period != (d->budget_last_ns - d->budget_epoch_ns) / PERIOD_NS;
@@ -398,7 +397,7 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 			struct pdi_budget_fn *f = &b->fn[fn];
 
 			if (pdi_attachment_mode(&t->att, fn) != PDI_PROBE_OFF)
-				f->observed_ns += elapsed;
+				f->observed_ns += now - (f->on_from_ns > last ? f->on_from_ns : last);
 			/* a rate that rises is believed at once, after two slots of it */
 			if (f->observed_ns >= 2 * SLOT_NS) {
 				double r = (double)f->hits * 1e9 / (double)f->observed_ns;

@@ -28,6 +28,8 @@ struct pdi_budget_fn {
 	uint16_t stable;        /* periods since its level last changed */
 	uint64_t hits;          /* calls seen this period */
 	uint64_t observed_ns;   /* time its probes were on this period */
+	uint64_t on_from_ns;    /* when its probes last came on: an attach on a worker lands within a
+				   slot, and only the time they were on counts (budget_change.c) */
 	double rate;            /* calls per second, from the last period it was seen in */
 };
 

@@ -87,7 +87,18 @@ static void change_done(struct pdi_job *pj, bool cancelled)
 	if (t)
 		t->budget->changing = false;
 	if (t && r == 0 && still_wanted(t, j)) {
+		bool came_on[PDI_LINK_GEN_FUNCS];
+
+		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
+			unsigned m = pdi_probe_change_mode(j->c, fn);
+
+			came_on[fn] = m != PDI_PROBE_KEEP && m != PDI_PROBE_OFF &&
+				      pdi_attachment_mode(&t->att, fn) == PDI_PROBE_OFF;
+		}
 		r = pdi_probe_change_commit(d->tracer, &t->att, j->c);
+		for (unsigned fn = 0; r == 0 && fn < pdi_mpi_nfuncs; fn++)
+			if (came_on[fn])
+				t->budget->fn[fn].on_from_ns = pdi_now_ns();
 		log_debug("pid %d: new probes attached in %.1f ms on a worker, switched %.1f ms after the change "
 			  "was decided", (int)t->pid, (double)j->attach_ns / 1e6,
 			  (double)(pdi_now_ns() - j->submitted_ns) / 1e6);

@@ -480,13 +480,20 @@ static int held_at_the_edges(struct work *w, struct pdi_automaded *a)
 
 /* One task got a fraction of its peers' share of the CPU for a stall's worth of time
  * (starved.h): the first phase of the run it fell behind in is the faulty one, and that task the
- * faulty task. A task held by the kernel for a stall's worth comes first: a stopped rank's peers
- * may lose CPU to whatever runs beside them while it is stopped, but the stop is the fault. */
+ * faulty task. A task held by the kernel for a stall's worth comes first (a stop is a stall
+ * whatever else shows), and so does another task that lost a stall's worth computing while it
+ * got more CPU than usual: a rank spinning in its own code takes the CPU of the rank that shares
+ * it (campaign: the spin fault's neighbour got a sixth of its peers' share while the spinner got
+ * three times its own), but the spinning is the fault. One that computed longer at its usual
+ * share was only waited for less than the victim. */
 static bool by_starved(const struct work *w, struct pdi_automaded *a)
 {
 	const struct pdi_starved *s = &a->starved;
+	const struct pdi_lost *l = &a->lost;
+	bool lost = l->found && l->total_s >= PDI_EXCESS_FLOOR_S;
 
-	if (!s->found || (a->lost.found && a->lost.kind == PDI_LOST_HELD && a->lost.total_s >= PDI_EXCESS_FLOOR_S))
+	if (!s->found || (lost && l->kind == PDI_LOST_HELD) ||
+	    (lost && l->task != s->task && s->gain[l->task] >= log(PDI_STARVED_TOOK)))
 		return false;
 	a->effect = s->last + 1 == w->end && s->last > s->onset + 1 ? PDI_EFFECT_PERMANENT : PDI_EFFECT_TEMPORARY;
 	a->stepped = false;
@@ -826,7 +833,7 @@ static void starved_scores(struct pdi_automaded *a)
 			a->task_score[t] += fmax(0.0, pdi_starved_of(s, t, p));
 	}
 	a->faulty_task = s->task;
-	a->task_margin = s->next > 0 ? log(s->ratio) / s->next : 1e9;
+	a->task_margin = s->task_margin;
 }
 
 /* The transitions that make the faulty task's faulty phase differ from normal (4.3). */

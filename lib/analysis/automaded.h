@@ -15,10 +15,10 @@
  *   way to time lost: the phase where one task lost a stall's worth of time against its
  *   peers (lost_time.h: computing, held by the kernel, waiting for a CPU) -- the first phase
  *   of the run of phases it kept losing in -- or else one that took a stall's worth longer
- *   than usual. Before the time lost, unless a task was held (a stop is a stall, whatever
- *   else shows): the task that got a fraction of its peers' share of the CPU for a stall's
- *   worth of time (starved.h: not getting CPU, interference on its CPU), from the first
- *   phase it fell behind in.
+ *   than usual. Before the time lost, unless that names a task held by the kernel (a stop)
+ *   or another task (one spinning takes the CPU of the rank beside it): the task that got a
+ *   fraction of its peers' share of the CPU for a stall's worth of time (starved.h: not
+ *   getting CPU, interference on its CPU), from the first phase it fell behind in.
  * - Faulty task(s) (4.3): HAC on the tasks' models of the faulty phase, with a threshold
  *   trained on a normal phase to the number of clusters its merge heights show; the
  *   cluster of the task that changed most (the task that lost the time, when time picked

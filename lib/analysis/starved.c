@@ -108,30 +108,108 @@ static bool ratios(struct work *w, struct pdi_starved *s)
 
 bool pdi_starved_named(const struct pdi_starved *s, size_t t)
 {
-	return s->found && (t == s->task || pdi_starved_of(s, t, s->peak) >= PDI_STARVED_ALSO_SHARE * log(s->ratio));
+	return s->found && t < s->n &&
+	       (t == s->task || s->window[t] >= PDI_STARVED_ALSO_SHARE * s->window[s->task]);
 }
 
-/* The peak, its run, the tasks beside it and how far it stands above the step's noise. */
-static void find(struct work *w, struct pdi_starved *s)
+/* How far model T fell behind over phases [FROM, TO] (log ratio times seconds, where it did). */
+static double behind(const struct work *w, const struct pdi_starved *s, size_t t, uint32_t from, uint32_t to)
 {
-	double peak = 0, join = log(PDI_STARVED_JOIN), median;
-	size_t k = 0;
+	double sum = 0;
+
+	for (uint32_t p = from; p <= to; p++)
+		sum += fmax(0.0, pdi_starved_of(s, t, p)) * w->wall[t * w->np + p];
+	return sum;
+}
+
+/* The run: the phases in a row where one task got at most 1/PDI_STARVED_JOIN of its peers'
+ * share, with one at most 1/PDI_STARVED_RATIO, that it fell furthest behind over (a long
+ * interference outweighs a short one that peaked higher). */
+static bool best_run(const struct work *w, struct pdi_starved *s)
+{
+	double join = log(PDI_STARVED_JOIN), best = 0;
 
 	for (size_t t = 0; t < w->n; t++)
-		for (uint32_t p = s->first; p < s->end; p++)
-			if (s->x[t * w->np + p] > peak) {
-				peak = s->x[t * w->np + p];
-				s->task = t;
-				s->peak = p;
+		for (uint32_t p = s->first; p < s->end;) {
+			uint32_t q = p, top = p;
+			double area;
+
+			if (pdi_starved_of(s, t, p) < join) {
+				p++;
+				continue;
 			}
-	if (peak < log(PDI_STARVED_RATIO))
-		return;
-	s->ratio = exp(peak);
-	s->onset = s->last = s->peak;
-	while (s->onset > s->first && pdi_starved_of(s, s->task, s->onset - 1) >= join)
+			while (q + 1 < s->end && pdi_starved_of(s, t, q + 1) >= join)
+				q++;
+			for (uint32_t r = p; r <= q; r++)
+				if (pdi_starved_of(s, t, r) > pdi_starved_of(s, t, top))
+					top = r;
+			area = behind(w, s, t, p, q);
+			if (pdi_starved_of(s, t, top) >= log(PDI_STARVED_RATIO) && area > best) {
+				best = area;
+				s->task = t;
+				s->onset = p;
+				s->last = q;
+				s->peak = top;
+			}
+			p = q + 1;
+		}
+	return best > 0;
+}
+
+/* Model T's usual log share: its median over the phases looked at (0 when none). */
+static double usual_share(struct work *w, const struct pdi_starved *s, size_t t)
+{
+	const double *ls = &w->log_share[t * w->np];
+	size_t k = 0;
+
+	for (uint32_t p = s->first; p < s->end; p++)
+		if (!isnan(ls[p]))
+			w->scratch[k++] = ls[p];
+	return pdi_median(w->scratch, k);
+}
+
+/* The run's start, earlier: where the interference begins, the scheduler takes a moment to
+ * settle, and the task's peers may get as little as it does (campaign: for 0.5-4 s, every rank
+ * near 0% while the victim's CPU was shared), and the phase it began in shows it in part. The
+ * phases before the run in which the task got at most 1/PDI_STARVED_ONSET of its own usual
+ * share belong to it. */
+static void onset_of(struct work *w, struct pdi_starved *s)
+{
+	const double *ls = &w->log_share[s->task * w->np];
+	double usual = usual_share(w, s, s->task);
+
+	while (s->onset > s->first && !isnan(ls[s->onset - 1]) && usual - ls[s->onset - 1] >= log(PDI_STARVED_ONSET))
 		s->onset--;
-	while (s->last + 1 < s->end && pdi_starved_of(s, s->task, s->last + 1) >= join)
-		s->last++;
+}
+
+/* How much more of the CPU than its usual each model got over the run (log, mean of the phases
+ * known): a rank that spins in its own code takes the CPU its neighbour goes without. */
+static void gains(struct work *w, struct pdi_starved *s)
+{
+	for (size_t t = 0; t < w->n; t++) {
+		double usual = usual_share(w, s, t), sum = 0;
+		unsigned k = 0;
+
+		for (uint32_t p = s->onset; p <= s->last; p++)
+			if (!isnan(w->log_share[t * w->np + p])) {
+				sum += w->log_share[t * w->np + p] - usual;
+				k++;
+			}
+		s->gain[t] = k ? sum / k : 0;
+	}
+}
+
+/* The run, the tasks beside it and how far it stands above the step's noise. */
+static void find(struct work *w, struct pdi_starved *s)
+{
+	double peak, median, next = 0;
+	size_t k = 0, i;
+
+	if (!best_run(w, s))
+		return;
+	onset_of(w, s);
+	peak = pdi_starved_of(s, s->task, s->peak);
+	s->ratio = exp(peak);
 	for (uint32_t p = s->onset; p <= s->last; p++) {
 		s->run_s += w->wall[s->task * w->np + p];
 		s->wait_s += w->wait[s->task * w->np + p];
@@ -139,18 +217,19 @@ static void find(struct work *w, struct pdi_starved *s)
 	if (s->run_s < PDI_STARVED_MIN_S)
 		return;
 	s->found = true;
-	{
-		size_t i = s->task * w->np + s->peak;
-
-		s->wait_share = w->wall[i] > 0 ? w->wait[i] / w->wall[i] : 0;
-		for (size_t t = 0; t < w->n; t++)
-			if (t != s->task && w->wall[t * w->np + s->peak] > 0)
-				w->scratch[k++] = w->wait[t * w->np + s->peak] / w->wall[t * w->np + s->peak];
-		s->peers_wait_share = pdi_median(w->scratch, k);
-	}
 	for (size_t t = 0; t < w->n; t++)
+		s->window[t] = behind(w, s, t, s->onset, s->last);
+	gains(w, s);
+	i = s->task * w->np + s->peak;
+	s->wait_share = w->wall[i] > 0 ? w->wait[i] / w->wall[i] : 0;
+	for (size_t t = 0; t < w->n; t++) {
+		if (t != s->task && w->wall[t * w->np + s->peak] > 0)
+			w->scratch[k++] = w->wait[t * w->np + s->peak] / w->wall[t * w->np + s->peak];
 		if (!pdi_starved_named(s, t))
-			s->next = fmax(s->next, pdi_starved_of(s, t, s->peak));
+			next = fmax(next, s->window[t]);
+	}
+	s->peers_wait_share = pdi_median(w->scratch, k);
+	s->task_margin = next > 0 ? s->window[s->task] / next : 1e9;
 	/* the noise: the other phases' largest ratios, or with few phases the other tasks' */
 	k = 0;
 	if (s->end - s->first >= 6) {
@@ -187,12 +266,14 @@ int pdi_starved_find(const struct pdi_model *const *models, const uint32_t *weig
 		return -EINVAL;
 	s.nphases = w.np;
 	s.x = calloc(n * w.np, sizeof(*s.x));
+	s.window = calloc(n, sizeof(*s.window));
+	s.gain = calloc(n, sizeof(*s.gain));
 	w.log_share = malloc(n * w.np * sizeof(*w.log_share));
 	w.wall = malloc(n * w.np * sizeof(*w.wall));
 	w.wait = malloc(n * w.np * sizeof(*w.wait));
 	w.peers = malloc(n * sizeof(*w.peers));
 	w.scratch = malloc((n > w.np ? n : w.np) * sizeof(*w.scratch));
-	if (!s.x || !w.log_share || !w.wall || !w.wait || !w.peers || !w.scratch)
+	if (!s.x || !s.window || !s.gain || !w.log_share || !w.wall || !w.wait || !w.peers || !w.scratch)
 		goto out;
 	if (read_shares(&w, first, end) && (s.has_usage = ratios(&w, &s)))
 		find(&w, &s);
@@ -212,6 +293,8 @@ out:
 void pdi_starved_done(struct pdi_starved *s)
 {
 	free(s->x);
+	free(s->window);
+	free(s->gain);
 	*s = (struct pdi_starved){0};
 }
 

@@ -27,14 +27,19 @@
  * usual) is a candidate; adjacent phases join the run at PDI_STARVED_JOIN. */
 #define PDI_STARVED_RATIO 3.0
 #define PDI_STARVED_JOIN 2.0
+/* A phase just before the run joins it when the task got this many times less than its own
+ * usual share there (where the interference began, in part of the phase). */
+#define PDI_STARVED_ONSET 1.5
+/* A task whose share rose this many times over its usual during the run took the CPU. */
+#define PDI_STARVED_TOOK 1.25
 /* The run must last this long (s): a stall's worth of not getting CPU, not a scheduler tick. */
 #define PDI_STARVED_MIN_S 1.0
 /* A phase counts for a task when it was ready to run this share of it. */
 #define PDI_STARVED_READY 0.5
 /* The spread of the phases' log ratios below which it is taken as this: about 10%. */
 #define PDI_STARVED_NOISE_FLOOR 0.1
-/* Another task that fell this share (of the log ratio) as far behind in the peak phase shares
- * the CPU with it: named beside it. */
+/* Another task that fell this share as far behind over the run (log ratio times seconds)
+ * shares the CPU with it: named beside it. */
 #define PDI_STARVED_ALSO_SHARE 0.5
 
 struct pdi_starved {
@@ -42,18 +47,23 @@ struct pdi_starved {
 				phases that lasted PDI_STARVED_MIN_S */
 	bool has_usage;      /* some phase had the kernel's counts of two tasks to compare */
 	size_t task;         /* the model that fell furthest behind */
-	uint32_t peak, onset, last; /* the phase it fell furthest behind in; the run's first and last */
+	uint32_t peak, onset, last; /* the run's first and last phase (the run it fell furthest behind
+				       over), and the phase in it where it fell furthest behind */
 	double ratio;        /* at the peak: its peers' share of the CPU over its own, beyond its usual */
 	double wait_share;   /* at the peak: the share of the phase it waited for a CPU */
 	double peers_wait_share; /* ... and its peers' (median) */
 	double run_s;        /* the run's length (s) */
 	double wait_s;       /* the time it waited for a CPU over the run (s) */
-	double next;         /* the log ratio of the furthest behind task not named beside it, in the peak phase */
+	double task_margin;  /* how far it fell behind over the run (log ratio x s) over the furthest behind
+				task not named beside it */
 	double other_phase;  /* the largest log ratio of any task in a phase outside the run */
 	double z;            /* the peak's log ratio above the other phases' median, in robust sds */
 
 	/* what pdi_starved_of() reads */
 	double *x;           /* n x nphases: each model's log ratio beyond its usual; 0 unknown */
+	double *window;      /* n: how far each model fell behind over the run (log ratio x s) */
+	double *gain;        /* n: how much more of the CPU than its usual each model got over the run
+				(log share; the spinning rank that took it) */
 	size_t n;
 	uint32_t nphases, first, end;
 };
@@ -66,8 +76,8 @@ void pdi_starved_done(struct pdi_starved *s);
 
 /* Model T's log ratio in phase P (0 outside, or unknown). */
 double pdi_starved_of(const struct pdi_starved *s, size_t t, uint32_t p);
-/* Whether model T is named with the finding: the task, or one that fell nearly as far behind in
- * the peak phase (it shares the CPU). */
+/* Whether model T is named with the finding: the task, or one that fell nearly as far behind
+ * over the run (it shares the CPU). */
 bool pdi_starved_named(const struct pdi_starved *s, size_t t);
 /* What the finding's task was doing, in words, into BUF: "waiting for a CPU 62% of phase 7 (its
  * peers 20%), a fifth of their share of the CPU, for 6.0 s from phase 5"; "" when none. */

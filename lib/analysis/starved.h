@@ -11,6 +11,12 @@
  * ratio, and a rank that always gets less (it shares its CPU by placement) is taken at its
  * usual ratio, so neither is a fault.
  *
+ * The finding is the run of phases in a row where one task fell furthest behind (how far times
+ * how long: a 6 s interference outweighs a sharper blip), beginning where its share first fell
+ * below its own usual: where interference begins, the scheduler takes a moment to settle and
+ * every rank may get as little for a while. A task sharing the CPU with it that fell nearly as
+ * far behind is named beside it.
+ *
  * The kernel's counts are struct pdi_usage (read by pdimond as each phase begins, from
  * /proc/PID/task/TID/schedstat): no per-call cost. A phase counts for a task only when it was
  * ready to run (on a CPU or waiting for one) most of it: a task asleep in MPI has no share to

@@ -363,6 +363,10 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_json_kv_str(j, "confidence_words", a->confidence);
 		pdi_json_kv_double(j, "noise_z", a->noise_z);
 		pdi_json_kv_double(j, "excess_s", a->excess_s);
+		if (a->am.by_starved) {
+			pdi_starved_text(&a->am.starved, doing, sizeof(doing));
+			pdi_json_kv_str(j, "doing", doing);
+		}
 	} else {
 		pdi_json_kv_str(j, "method", "none");
 	}

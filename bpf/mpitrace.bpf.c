@@ -89,12 +89,17 @@ static __always_inline void read_handle(__u64 *dst, __u64 cookie, __u64 ptr)
 
 static __always_inline void count_lost(__u32 tgid)
 {
-	__u64 one = 1, *n = bpf_map_lookup_elem(&lost, &tgid);
+	static const __u64 zero;
+	__u64 *n = bpf_map_lookup_elem(&lost, &tgid);
 
+	/* two threads losing their first call at once both find no entry: the one whose insert
+	 * fails adds to the other's, or one loss would go uncounted (Probe.inflight_full_counted) */
+	if (!n) {
+		bpf_map_update_elem(&lost, &tgid, &zero, BPF_NOEXIST);
+		n = bpf_map_lookup_elem(&lost, &tgid);
+	}
 	if (n)
 		__sync_fetch_and_add(n, 1);
-	else
-		bpf_map_update_elem(&lost, &tgid, &one, BPF_NOEXIST);
 }
 
 /* ---- the application's call site: hops over MPI bindings and libraries ----

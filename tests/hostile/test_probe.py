@@ -399,8 +399,15 @@ class Probe(unittest.TestCase):
         # 32 threads in MPI at once, 8 entries: 24 barriers lost (MPI_Init was trapped before the
         # probes were there: it takes no entry). The last calls may still wait in the ring buffer
         # for the next drain when the program says it is done: wait until all 33 are accounted for
-        t = wait_for(lambda: (lambda t: t if t["calls"] + t["events_lost"] >= 33 else None)(
-            d.show("threads")["tasks"][0]), 30, "the 33 calls ingested or counted lost")
+        seen = {}
+
+        def accounted():
+            seen["task"] = d.show("threads")["tasks"][0]
+            return seen["task"] if seen["task"]["calls"] + seen["task"]["events_lost"] >= 33 else None
+        try:
+            t = wait_for(accounted, 30, "the 33 calls ingested or counted lost")
+        except AssertionError as e:
+            raise AssertionError(f"{e}: last seen {seen.get('task')}\n{d.read_log()[-6000:]}") from None
         self.assertEqual(t["events_lost"], 24, t)
         self.assertTrue(t["incomplete"])
         self.assertEqual(t["calls"] + t["events_lost"], 33, t)

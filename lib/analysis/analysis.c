@@ -104,10 +104,11 @@ static bool held_by_kernel(const struct pdi_where *w)
 }
 
 /* T shows as computing, but the overhead budget thinned its probes since its last seen call:
- * it may as well be blocked in a call its probes did not see begin. Nobody can tell which. */
+ * it may as well be blocked in a call its probes did not see begin. Its live stack tells
+ * (where.by_stack); without it, nobody can. */
 static bool maybe_in_unseen_call(const struct pdi_view_task *t)
 {
-	return t->where.kind == PDI_WHERE_COMPUTING &&
+	return t->where.kind == PDI_WHERE_COMPUTING && !t->where.by_stack &&
 	       pdi_unobserved_blind_since(&t->model->unobserved, t->model->last_exit);
 }
 
@@ -296,6 +297,12 @@ static bool made_no_call(const struct pdi_view_task *t)
 static bool missed_calls(const struct pdi_view_task *t)
 {
 	return t->gap;
+}
+
+/* inside a call its thinned probes did not see begin, found on its live stack */
+static bool in_call_by_stack(const struct pdi_view_task *t)
+{
+	return t->where.by_stack && (t->where.kind == PDI_WHERE_BLOCKED || t->where.kind == PDI_WHERE_IN_MPI);
 }
 
 /* the overhead budget thinned its probes for a while (unobserved.h) */
@@ -640,6 +647,9 @@ int pdi_analysis_build(const struct pdi_view *s, const struct pdi_analysis_sampl
 		add_limit(a, "ranks %s show as computing, but functions of theirs were probed in part since their last "
 			     "seen call: they may be inside such a call instead; which, cannot be told, so they are not "
 			     "taken for computing", ranks);
+	if (ranks_where(s, in_call_by_stack, ranks, sizeof(ranks)))
+		add_limit(a, "ranks %s are inside MPI calls their probes did not see begin (found on their live stacks): "
+			     "the call sites are unknown, and how long they have been there is a lower bound", ranks);
 	if (ranks_where(s, observed_in_part, ranks, sizeof(ranks)))
 		add_limit(a, "ranks %s were probed in part to keep them within max_overhead_pct (their \"unobserved\" "
 			     "intervals): calls of the functions named there are missing from their models for that "

@@ -398,6 +398,7 @@ static void json_task(struct pdi_json *j, const struct pdi_view_task *t)
 	pdi_json_kv_str(j, "status", pdi_where_names[t->where.kind]);
 	pdi_json_kv_str(j, "where", t->where.text);
 	pdi_json_kv_uint(j, "for_ns", t->where.for_ns);
+	pdi_json_kv_bool(j, "by_stack", t->where.by_stack);
 	pdi_json_kv_uint(j, "calls", m->calls);
 	pdi_json_kv_uint(j, "phases", m->nphases);
 	pdi_json_kv_uint(j, "states", nstates);

@@ -531,6 +531,110 @@ Test(analysis, computing_while_detached_is_not_taken_for_computing)
 	free(b);
 }
 
+/* MPB with one rank spinning for good outside MPI (bench/apps.py hang-spin, a CI run on a loaded
+ * machine): the overhead budget sampled MPI_Allreduce (1/2 of the time) from 0.31 s before the
+ * spin until 2.16 s after, and the three waiting ranks entered theirs unseen. 22.5 s later every
+ * rank showed as computing after the same call, each with 29-46% CPU: nothing but their stacks
+ * told them apart, and the verdict named all four. Placed by their stacks (report/snapshot.c),
+ * the three sit in MPI_Allreduce for at least the 20.4 s since the probes saw in full again,
+ * and the spinning one is named alone. */
+static const struct view_case thinned_mpb = {
+	.name = "MPB: rank 1 spins, the others wait in an MPI_Allreduce their thinned probes missed", .ntasks = 4,
+	.phases = 6, .running = true, .hung = true,
+	.t = {{.kind = PDI_WHERE_COMPUTING, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 22545330915},
+	      {.kind = PDI_WHERE_COMPUTING, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 22547070955},
+	      {.kind = PDI_WHERE_COMPUTING, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 22547518245},
+	      {.kind = PDI_WHERE_COMPUTING, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 22548192874}},
+	.kind = "hang", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1};
+
+/* FN of every task of B sampled from BEFORE_NS before its last seen call ended to AFTER_NS after. */
+static void thin(struct built *b, unsigned ntasks, const char *fn, uint64_t before_ns, uint64_t after_ns)
+{
+	uint16_t f = (uint16_t)pdi_mpi_func_find(fn);
+
+	for (unsigned i = 0; i < ntasks; i++) {
+		struct pdi_model *m = &b->models[i];
+
+		cr_assert_eq(pdi_unobserved_begin(&m->unobserved, f, PDI_UNOBS_SAMPLED, 1, 2774, 15034, m->last_exit - before_ns),
+			     0);
+		pdi_unobserved_end(&m->unobserved, f, m->last_exit + after_ns);
+	}
+}
+
+/* Task T placed by its stack in FN, for at least FOR_NS (what place_by_stack() makes of it). */
+static void in_call_by_stack(struct pdi_view_task *t, const char *fn, uint64_t for_ns)
+{
+	t->where.kind = PDI_WHERE_BLOCKED;
+	t->where.site = -1;
+	t->where.for_ns = for_ns;
+	t->where.by_stack = true;
+	snprintf(t->where.text, sizeof(t->where.text), "%s (on its stack: its probes did not see the call begin)", fn);
+}
+
+Test(analysis, a_spinning_rank_is_told_from_ranks_waiting_unseen_by_their_stacks)
+{
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	char doing[700];
+
+	cr_assert_not_null(b);
+	build(&thinned_mpb, b);
+	thin(b, 4, "MPI_Allreduce", 309000000, 2160000000);
+	/* as pdimond saw it: four ranks alike, none can be taken for computing */
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_str_eq(a.kind, "hang");
+	cr_expect(strcmp(a.lp_by ? a.lp_by : "", "outside_mpi"), "%s", a.lp);
+	cr_expect(has_limit(&a, "ranks [0-3] show as computing, but functions of theirs were probed in part"));
+	pdi_analysis_done(&a);
+	/* as their stacks place them */
+	for (unsigned i = 0; i < 4; i++)
+		if (i != 1)
+			in_call_by_stack(&b->v.tasks[i], "MPI_Allreduce", b->v.tasks[i].where.for_ns - 2160000000);
+	b->v.tasks[1].where.by_stack = true;
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_str_eq(a.kind, "hang");
+	cr_expect_str_eq(a.lp, "[1]", "least progressed %s (by %s)", a.lp, a.lp_by);
+	cr_expect(!has_limit(&a, "may be inside such a call"));
+	cr_expect(has_limit(&a, "ranks [0,2-3] are inside MPI calls their probes did not see begin"));
+	pdi_view_task_doing(&b->v.tasks[0], doing, sizeof(doing));
+	cr_expect(strstr(doing, "waiting in MPI_Allreduce") && strstr(doing, "for at least 20 s"), "%s", doing);
+	pdi_analysis_done(&a);
+	unbuild(&thinned_mpb, b);
+	free(b);
+}
+
+/* meep, the same fault: rank 0's MPI_Waitsome was seen (7.4 s), ranks 1 and 2 entered theirs
+ * while it was sampled (until 3.2 s after the spin), rank 3 spins after its own Waitsome. */
+Test(analysis, a_spinning_rank_is_named_when_some_waits_were_seen_and_some_not)
+{
+	const struct view_case c = {
+		.name = "meep: rank 3 spins, ranks 1-2 wait in Waitsome unseen, rank 0 seen", .ntasks = 4, .phases = 6,
+		.running = true,
+		.t = {{.kind = PDI_WHERE_BLOCKED, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 7400000000},
+		      {.kind = PDI_WHERE_COMPUTING, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 7500000000},
+		      {.kind = PDI_WHERE_COMPUTING, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 7700000000},
+		      {.kind = PDI_WHERE_COMPUTING, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 7500000000}},
+		.kind = "hang", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1};
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+
+	cr_assert_not_null(b);
+	build(&c, b);
+	thin(b, 4, "MPI_Waitall", 400000000, 3200000000);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect(strcmp(a.lp, "[3]"), "named by luck: %s", a.lp);
+	pdi_analysis_done(&a);
+	in_call_by_stack(&b->v.tasks[1], "MPI_Waitall", 4300000000);
+	in_call_by_stack(&b->v.tasks[2], "MPI_Waitall", 4500000000);
+	b->v.tasks[3].where.by_stack = true;
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_str_eq(a.kind, "hang");
+	cr_expect_str_eq(a.lp, "[3]", "least progressed %s (by %s)", a.lp, a.lp_by);
+	pdi_analysis_done(&a);
+	unbuild(&c, b);
+	free(b);
+}
+
 /* A task stopped 3 s inside MPI_Waitall: every task's Waitall took 3 s longer, so the call
  * timings look alike; the kernel's counts say which one was neither running nor runnable. */
 Test(analysis, a_task_stopped_inside_mpi_is_named_by_the_time_it_was_held)

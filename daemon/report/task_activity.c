@@ -72,15 +72,30 @@ static char stat_state(const char *stat)
 
 /* Is thread TID of process PID in a tracing stop of ours? A stack walk (probe/stackwalk.c) holds
  * it for a few ms, on a worker, while the loop may look at it for another view: that stop is not
- * the task's (a debugger's is, and it has another TracerPid). */
+ * the task's (a debugger's is, and it has another TracerPid). The walk traces from a thread of
+ * its own, and TracerPid names that thread, not pdimond's main one: any thread of ours counts.
+ * A stop over by the time its status is read was a walk's too (a debugger's lasts). */
 static bool walked_by_us(pid_t pid, pid_t tid)
 {
-	char buf[2048];
-	const char *p;
+	char buf[2048], path[64];
+	const char *p, *state;
+	long tracer;
 
 	if (pdi_task_proc_read(pid, tid, "status", buf, sizeof(buf)) <= 0 || !(p = strstr(buf, "\nTracerPid:")))
 		return false;
-	return (pid_t)strtol(p + 11, NULL, 10) == getpid();
+	if ((state = strstr(buf, "\nState:"))) {
+		char now = state[8 + strspn(state + 8, " \t")];
+
+		if (now == 'T')
+			return false; /* stopped by a signal meanwhile: the task's own stop */
+		if (now != 't')
+			return true; /* running again: the stop was a walk's */
+	}
+	tracer = strtol(p + 11, NULL, 10);
+	if (tracer <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%ld", tracer);
+	return tracer == getpid() || access(path, F_OK) == 0;
 }
 
 void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, struct pdi_task_activity *ret)

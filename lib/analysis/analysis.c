@@ -463,6 +463,10 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	if (a->am.by_lost) {
 		a->excess_s = a->am.lost.total_s;
 		a->noise_z = a->am.lost.z;
+	} else if (a->am.by_starved) {
+		/* how long it was not getting CPU; its share against the other phases' */
+		a->excess_s = a->am.starved.run_s;
+		a->noise_z = a->am.starved.z;
 	} else {
 		a->excess_s = fmax(a->am.phase_excess[a->am.faulty_phase], a->am.lost.phase_s[a->am.faulty_phase]);
 		a->noise_z = noise_z(&a->am, a->am.by_time ? a->am.phase_excess : a->am.phase_score,
@@ -470,9 +474,10 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	}
 	a->abnormal = a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
 		      a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 && (!few || held) &&
-		      (a->am.by_lost ? a->excess_s >= PDI_EXCESS_FLOOR_S
-				     : a->am.ntop > 0 && (a->excess_s >= PDI_EXCESS_FLOOR_S ||
-							  (a->am.effect == PDI_EFFECT_PERMANENT && a->sample_runs)));
+		      (a->am.by_lost || a->am.by_starved
+			       ? a->excess_s >= PDI_EXCESS_FLOOR_S
+			       : a->am.ntop > 0 && (a->excess_s >= PDI_EXCESS_FLOOR_S ||
+						    (a->am.effect == PDI_EFFECT_PERMANENT && a->sample_runs)));
 	a->confidence = !a->abnormal ? "none" : a->noise_z >= PDI_NOISE_Z_HIGH && a->am.task_margin >= 2 ? "high"
 						: a->noise_z >= 2 * PDI_NOISE_Z ? "medium" : "low";
 	if (!a->abnormal && a->am.ntop > 0 && a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES)
@@ -744,6 +749,14 @@ size_t pdi_analysis_faulty_ranks(const struct pdi_analysis *a, int *ranks)
 		for (size_t c = 0; c < a->classes.n; c++)
 			if (c == am->lost.task ||
 			    pdi_lost_of(&am->lost, c, am->lost.peak, NULL) >= PDI_LOST_ALSO_SHARE * am->lost.peak_s)
+				n += class_ranks(a, c, ranks + n);
+		qsort(ranks, n, sizeof(*ranks), cmp_int);
+		return n;
+	}
+	if (am->by_starved) {
+		/* the task not getting CPU, and any that shares its CPU (fell nearly as far behind) */
+		for (size_t c = 0; c < a->classes.n; c++)
+			if (pdi_starved_named(&am->starved, c))
 				n += class_ranks(a, c, ranks + n);
 		qsort(ranks, n, sizeof(*ranks), cmp_int);
 		return n;

@@ -30,6 +30,9 @@ struct ring_opts {
 	int slow_from, slow_to; /* phases with interference on one task's CPU; -1: none */
 	bool slowed;      /* this task is that one: computes 60% longer and gets less CPU; the others
 			     wait longer in the Barrier */
+	double slow_share; /* the CPU share it gets then (0: 0.25) */
+	double slow_factor; /* how much longer it computes then (0: 1.6) */
+	double share;     /* the CPU share of every phase (0: 0.4) */
 	bool usage;       /* the daemon read the kernel's counts at each phase's first call */
 };
 
@@ -73,7 +76,8 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 	for (int p = 0; p < phases; p++) {
 		struct pdi_call c = {.site = PCONTROL, .fn = (uint16_t)pdi_mpi_func_find(fns[PCONTROL]), .peer = PDI_NO_PEER};
 		bool slow = p >= o->slow_from && p <= o->slow_to && o->slow_from >= 0;
-		double share = slow && o->slowed ? 0.25 : 0.4;
+		double usual = o->share > 0 ? o->share : 0.4;
+		double share = slow && o->slowed ? (o->slow_share > 0 ? o->slow_share : 0.25) : usual;
 
 		advance(&k, 1000, share, false);
 		c.t_enter = k.t;
@@ -94,7 +98,8 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 				if (s == BARRIER && p == o->noise_phase)
 					gap *= 25; /* every task: the machine, not the program */
 				if (s == BARRIER && slow)
-					o->slowed ? (void)(gap *= 1.6) : (void)(in_mpi += 12000000);
+					o->slowed ? (void)(gap *= o->slow_factor > 0 ? o->slow_factor : 1.6)
+						  : (void)(in_mpi += 12000000);
 				advance(&k, (uint64_t)gap, share, false);
 				x.t_enter = k.t;
 				advance(&k, in_mpi, share, false);
@@ -672,4 +677,73 @@ Test(analysis, a_machine_that_slows_every_task_is_no_fault)
 				.usage = true};
 
 	expect_verdict(&all, -1, &all, -1, 0, PDI_LOST_NONE, "machine");
+}
+
+/* Not getting CPU (starved.h): one task's share of the CPU against its peers', on a machine where
+ * every task waits for a CPU most of the time anyway. The verdicts the design guarantees. */
+struct starved_case {
+	const char *name;
+	double share;        /* every task's CPU share (0: 0.4) */
+	double victim_share; /* the slowed task's share in phases [from, to] */
+	double victim_factor; /* how much longer it computes there */
+	int from, to;        /* program phases (model phases from + 1 ...); -1: none */
+	bool always;         /* the task gets VICTIM_SHARE in every phase (its placement) */
+	int abnormal;
+	int phase;           /* the faulty phase, -1: not checked */
+	bool by_starved;     /* the phase and task were picked by the CPU share */
+};
+
+static const struct starved_case starved_cases[] = {
+	{"a fifth of its peers' share for 3 phases, hardly slower: found where it began", 0.4, 0.08, 1.2, 3, 5, false,
+	 1, 4, true},
+	{"the same on a busier machine (every task 15%)", 0.15, 0.03, 1.2, 2, 4, false, 1, 3, true},
+	{"interference from the fifth phase to the end: a lasting shift, from where it began", 0.4, 0.08, 1.2, 4, 7,
+	 false, 1, 5, true},
+	{"two thirds of its peers' share: a scheduler's unevenness, not interference", 0.4, 0.27, 1.0, 3, 5, false, 0,
+	 -1, false},
+	{"a third of their share in every phase (its placement): its usual, no fault", 0.4, 0.13, 1.0, 0, 7, true, 0, -1,
+	 false},
+	{"half their share for 3 phases: under the ratio, no fault", 0.4, 0.2, 1.0, 3, 5, false, 0, -1, false},
+};
+
+Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
+{
+	for (size_t i = 0; i < sizeof(starved_cases) / sizeof(starved_cases[0]); i++) {
+		const struct starved_case *sc = &starved_cases[i];
+		const struct view_case *c = &cases[0];
+		struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = sc->from,
+					.slow_to = sc->to, .usage = true, .share = sc->share};
+		struct ring_opts victim = all;
+		struct built *b = malloc(sizeof(*b));
+		struct pdi_analysis a;
+		int ranks[MAX_TASKS];
+		size_t n;
+		char *text;
+
+		victim.slowed = true;
+		victim.slow_share = sc->victim_share;
+		victim.slow_factor = sc->victim_factor;
+		/* the peers wait for it no longer than it computes longer */
+		all.slow_from = all.slow_to = -1;
+		cr_assert_not_null(b);
+		build_with(c, b, &all, 2, &victim);
+		cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+		if (sc->abnormal >= 0)
+			cr_expect_eq(a.abnormal, sc->abnormal, "%s: abnormal %d (z %g, starved %d ratio %g z %g %g s)",
+				     sc->name, a.abnormal, a.noise_z, a.am.starved.found, a.am.starved.ratio,
+				     a.am.starved.z, a.am.starved.run_s);
+		cr_expect_eq(a.am.by_starved, sc->by_starved, "%s: by_starved %d", sc->name, a.am.by_starved);
+		if (sc->phase >= 0) {
+			n = pdi_analysis_faulty_ranks(&a, ranks);
+			cr_expect_eq(a.am.faulty_phase, (uint32_t)sc->phase, "%s: phase %u", sc->name, a.am.faulty_phase);
+			cr_expect(n == 1 && ranks[0] == 2, "%s: %zu ranks, first %d", sc->name, n, n ? ranks[0] : -1);
+			text = pdi_render_text(&a);
+			cr_assert_not_null(text);
+			cr_expect(strstr(text, "not getting CPU: rank 2 was waiting for a CPU"), "%s: %s", sc->name, text);
+			free(text);
+		}
+		pdi_analysis_done(&a);
+		unbuild(c, b);
+		free(b);
+	}
 }

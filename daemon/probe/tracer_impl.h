@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "ident.h"
+#include "needed.h"
 #include "tracer.h"
 
 struct bpf_link;
@@ -27,6 +28,7 @@ struct pdi_trapped_lib {
 	int fd;                    /* the very file trapped, an fd of our own (the cache may close its) */
 	char path[32];             /* "/proc/self/fd/FD": what attaches name */
 	char name[256];            /* the path it was trapped at, for people */
+	char soname[PDI_NEEDED_NAME_LEN]; /* what programs ask for (DT_NEEDED): startup.c */
 	int warm[2];               /* a link of pdimond's own on every probe: see startup.c */
 };
 
@@ -40,11 +42,13 @@ struct pdi_ahead {
 	int fds[2];                /* entry and return uprobe_multi links */
 };
 
-/* What an executable's processes mapped last time: the library to attach them to ahead. */
+/* The trapped library an executable's processes map (they did last time, or the program links
+ * it): where to attach them ahead. PDI_LEARNED_NONE: the program links none. */
+#define PDI_LEARNED_NONE (-1)
 struct pdi_learned_exe {
 	dev_t dev;
 	ino_t ino;
-	unsigned lib;
+	int lib; /* into trapped[], or PDI_LEARNED_NONE */
 };
 
 struct pdi_tracer {
@@ -75,6 +79,8 @@ struct pdi_tracer {
 	unsigned nahead;
 	struct pdi_learned_exe *learned;
 	unsigned nlearned;
+	uint64_t needed_since_ns; /* programs read for what they link, since (startup.c) */
+	unsigned needed_read;
 };
 
 /* The object part of the probe targets (pdi_probe_targets_of()) of object O, the file (DEV,

@@ -444,11 +444,14 @@ int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_tar
 	if (i < 0)
 		return -ENOENT;
 	a = &t->ahead[i];
-	/* the same process (alive), on the very library it maps */
-	if (exited(a->ident.pidfd) || t->trapped[a->lib].dev != pt->dev || t->trapped[a->lib].ino != pt->ino) {
+	/* on the very library it maps */
+	if (t->trapped[a->lib].dev != pt->dev || t->trapped[a->lib].ino != pt->ino) {
 		drop_ahead(t, (unsigned)i);
 		return -ENOENT;
 	}
+	/* gone while its maps were read: its links stay for pdi_startup_take_exited() */
+	if (exited(a->ident.pidfd))
+		return -ESRCH;
 	take_links(t, (unsigned)i, fds);
 	return 0;
 }

@@ -91,7 +91,8 @@ const struct pdi_probe_targets *pdi_tracer_targets_of(struct pdi_tracer *t, stru
 /* startup.c */
 void pdi_startup_free(struct pdi_tracer *t);
 /* PID is attaching to the object PT located: the links attached ahead for it into FDS when they
- * are on that very object (0), else -ENOENT (and any it had are closed). */
+ * are on that very object (0), else -ENOENT (and any it had are closed), or -ESRCH when it has
+ * exited since (they stay, for pdi_startup_take_exited()). */
 int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_targets *pt, int fds[2]);
 /* PID, started at START_TICKS, exited before it could be attached (its maps are gone), but links
  * were attached ahead for it: its library's targets into PT (no datatypes: they are read from the

@@ -184,18 +184,20 @@ class Probe(unittest.TestCase):
         os.mkfifo(elsewhere)
         exe1, exe2 = self.user_copy("fifo-prog"), self.user_copy("link-prog")
         self.fifos = [exe1, elsewhere]
-        out, err = self.finish(d, self.run_watched(d, "fifo", as_user(USER, exe1, "fifo")), "FIFO at the mapped path")
-        self.assertIn("fifo done", out, err)
-        out, err = self.finish(d, self.run_watched(d, "link", as_user(USER, exe2, "symlink", elsewhere)),
-                               "symlink to a FIFO at the mapped path")
-        self.assertIn("symlink done", out, err)
-        self.assertTrue(self.responsive(d))
-        for step in ("fifo", "link"):
-            [t] = d.show(step)["tasks"]
+        for step, cmd, what in (("fifo", [exe1, "fifo"], "FIFO at the mapped path"),
+                                ("link", [exe2, "symlink", elsewhere], "symlink to a FIFO at the mapped path")):
+            p = self.run_watched(d, step, as_user(USER, *cmd))
+            wait_line(p, f"{cmd[1]} done", 30)
+            self.assertTrue(self.responsive(d), what)
+            # while the process is alive (the file mapped is reachable through it alone)
+            t = wait_for(lambda: (lambda ts: ts[0] if ts and ts[0]["calls"] >= 5 else None)(d.show(step)["tasks"]),
+                         30, f"{step}: its calls ingested")
             self.assertEqual(t["calls"], 5, f"{step}: MPI_Init, 3 barriers, MPI_Finalize")
             self.assertIn("libfakempi.so", t["mpi_library"])
             # read from the very file mapped (deleted, and replaced on disk by a FIFO or symlink)
             self.assertTrue(any("@hostile.c:" in x["name"] for x in d.show(step)["sites"]), d.show(step)["sites"])
+            p.stdin.close()
+            self.finish(d, p, what)
         # a restart reads the stored steps again: nothing there may bring a hang back
         d.stop()
         self.daemons.remove(d)

@@ -22,6 +22,13 @@ an idle machine):
   cpu        a busy process (bench/apps/hog.c) pinned with the rank to the rank's CPU, 6 s
   mem        the same with a process streaming through 256 MiB (memory bandwidth), 6 s
 
+The busy process runs in the campaign's own session (--hog-group own, the default). Debian's
+kernel schedules each session as one group (sched_autogroup), so the hog takes its CPU time from
+the whole job, spread evenly over its ranks, not from the rank it is pinned with: measured here,
+every rank's share fell alike by a quarter. With --hog-group job it runs in the job's session,
+competing task against task as on a kernel without autogroup (RHEL's, most HPC nodes): the rank
+it shares the CPU with gets a fraction of its peers' share.
+
 LAMMPS, Quantum ESPRESSO and CP2K are reserved for an independent evaluation: never here.
 
 Scored per run, against the ground truth the injector knows (rank, CLOCK_MONOTONIC time --
@@ -46,7 +53,7 @@ database analyses its ended step again. Hangs are scored from their recorded ana
 the kernel said of a stuck task is gone once the job is); --reanalyze skips them.
 
 Usage: apps.py [--apps gromacs,hpcc,meep,mpb,nwchem,halo] [--faults none,stop,...] [--seeds N]
-               [--first-seed S] [--short] [--floor SPEC|FILE] [--out DIR]
+               [--first-seed S] [--short] [--hog-group own|job] [--floor SPEC|FILE] [--out DIR]
        apps.py --reanalyze DIR [--apps ...] [--faults ...]
 --short sizes every input for a run of a few seconds (the CI subset); the full inputs run
 20-60 s each at 4 ranks on this 2-core machine. Run as root, under the heavy lock (shared).
@@ -80,6 +87,11 @@ HANGS = {"hang-stop", "hang-spin", "hang-io", "deadlock"}
 SPUN = {"spin", "hang-spin", "hang-io"}  # the agent's signal: the fault began when it left MPI
 STALLFS = os.path.join(BUILD, "tests/faults/pdimon-stallfs")
 INTERFERENCE_S = 6.0
+HOG_GROUP = "own"  # --hog-group: the session (scheduling group) the interference runs in
+# --hog-group job: the job's session leader starts the hog when the injector names the CPU in
+# the FIFO ($1); then it becomes the job's command
+HOG_IN_JOB = 'f=$1; hog=$2; kind=$3; secs=$4; shift 4; ' \
+             '(read cpu < "$f" && exec taskset -c "$cpu" "$hog" "$kind" "$secs") & exec "$@"'
 METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet"]
 
 
@@ -298,6 +310,7 @@ class Injector(threading.Thread):
         self.truth = None
         self.stop_flag = threading.Event()
         self.hog = None
+        self.hog_fifo = None  # --hog-group job: where to name the CPU for the job's hog
         self.cpu_s = None  # the ranks' CPU time since they were ready: at the fault, or at the end
         self.ran_s = None  # the wall time since they were ready, alike
 
@@ -347,7 +360,11 @@ class Injector(threading.Thread):
             elif f in ("cpu", "mem"):
                 cpu = cpu_of(pid)
                 os.sched_setaffinity(pid, {cpu})
-                self.hog = subprocess.Popen(["taskset", "-c", str(cpu), HOG, f, str(INTERFERENCE_S)])
+                if self.hog_fifo:
+                    with open(self.hog_fifo, "w") as fifo:
+                        fifo.write(f"{cpu}\n")
+                else:
+                    self.hog = subprocess.Popen(["taskset", "-c", str(cpu), HOG, f, str(INTERFERENCE_S)])
         except (ProcessLookupError, OSError):
             return
         self.truth = {"fault": f, "rank": self.plan.rank, "t_ns": t, "pid": pid}
@@ -359,7 +376,10 @@ class Injector(threading.Thread):
                 pass
         if f in ("cpu", "mem"):
             try:
-                self.hog.wait(timeout=INTERFERENCE_S + 30)
+                if self.hog_fifo:
+                    self.stop_flag.wait(INTERFERENCE_S)
+                else:
+                    self.hog.wait(timeout=INTERFERENCE_S + 30)
                 os.sched_setaffinity(pid, set(range(os.cpu_count())))
             except (subprocess.TimeoutExpired, ProcessLookupError, OSError):
                 pass
@@ -445,10 +465,17 @@ def run_one(plan, cmd, workdir, usual, short, runlog):
             env.update(PDIMON_FAULT="deadlock", PDIMON_FAULT_RANK=str(plan.rank), PDIMON_FAULT_WHERE="mpi",
                        PDIMON_FAULT_ITER=str(int(plan.at * HALO_ITERS[short])),
                        PDIMON_FAULT_TRUTH=truth_file)
+        job = [harness.PDIMON, "run", "--step", name, "--", *cmd]
+        hog_fifo = None
+        if HOG_GROUP == "job" and plan.fault in ("cpu", "mem"):
+            hog_fifo = os.path.join(workdir, "hog.fifo")
+            os.mkfifo(hog_fifo)
+            job = ["sh", "-c", HOG_IN_JOB, "sh", hog_fifo, HOG, plan.fault, str(INTERFERENCE_S), *job]
         with open(os.path.join(workdir, name + ".out"), "w") as out:
-            p = subprocess.Popen([harness.PDIMON, "run", "--step", name, "--", *cmd], cwd=workdir, stdout=out,
-                                 stderr=subprocess.STDOUT, start_new_session=True, env=env)
+            p = subprocess.Popen(job, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                 env=env)
         inj = Injector(plan, name, d)
+        inj.hog_fifo = hog_fifo
         inj.start()
         # a hang is taken once it was injected and every rank stood still longer than any
         # stall lasts (Plan: at most 5 s)
@@ -692,11 +719,15 @@ def main():
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--short", action="store_true", help="inputs of a few seconds (the CI subset)")
+    ap.add_argument("--hog-group", choices=["own", "job"], default="own",
+                    help="the session the cpu/mem interference runs in: its own (default) or the job's")
     ap.add_argument("--floor", default="", help="METRIC=PCT or CLASS.METRIC=PCT (CLASS: stall, hang, "
                                                 "interference, none), comma-separated or a file")
     ap.add_argument("--out", default="")
     ap.add_argument("--reanalyze", default="", metavar="DIR", help="score the kept runs in DIR again")
     args = ap.parse_args()
+    global HOG_GROUP
+    HOG_GROUP = args.hog_group
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.geteuid() != 0:
         raise SystemExit("apps: pdimond loads BPF programs: run as root")
@@ -719,7 +750,8 @@ def main():
     by_key, by_class, overall, loads = {}, {}, Tally(), []
     started = time.monotonic()
     print(f"apps: {len(apps)} applications x {len(faults)} faults x {args.seeds} seeds, 4 ranks, "
-          f"{'short' if args.short else 'full'} inputs; load average {load_average()}", flush=True)
+          f"{'short' if args.short else 'full'} inputs, interference in the {HOG_GROUP} session; "
+          f"load average {load_average()}", flush=True)
     for app in apps:
         for fault in faults:
             if fault == "deadlock" and app != "halo":

@@ -20,12 +20,15 @@ struct pdi_snapshot {
 	struct pdi_step *step; /* a skeleton of the step: name, ids, executable, call sites and
 				  the tasks' ranks (no model, no process): what sample runs of the
 				  program are matched against (samples.h) */
+	uint64_t blocked_after_ns; /* in one call this long, a task is blocked (step_health.h) */
 };
 
 /* On the loop: step S as pdi_view_local() sees it now (where each task is), copied. 0, -ENOMEM. */
 int pdi_snapshot_take(struct pdi_daemon *d, struct pdi_step *s, struct pdi_snapshot **ret);
-/* On a worker: the live stacks of the blocked tasks (at most PDI_SNAPSHOT_MAX_WALKS). A walk
- * that fails (the task is gone, stopped too long, traced) leaves that task without a stack.
+/* On a worker: the live stacks of the blocked tasks, and of the tasks that show as computing
+ * while their probes were thinned, which their stacks place in a call or outside MPI (at most
+ * PDI_SNAPSHOT_MAX_WALKS). A walk that fails (the task is gone, stopped too long, traced)
+ * leaves that task without a stack, where the loop saw it.
  * 0, or -ENOMEM. */
 int pdi_snapshot_walk(struct pdi_snapshot *snap);
 /* NULL ok. */

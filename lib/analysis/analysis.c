@@ -104,10 +104,11 @@ static bool held_by_kernel(const struct pdi_where *w)
 }
 
 /* T shows as computing, but the overhead budget thinned its probes since its last seen call:
- * it may as well be blocked in a call its probes did not see begin. Nobody can tell which. */
+ * it may as well be blocked in a call its probes did not see begin. Its live stack tells
+ * (where.by_stack); without it, nobody can. */
 static bool maybe_in_unseen_call(const struct pdi_view_task *t)
 {
-	return t->where.kind == PDI_WHERE_COMPUTING &&
+	return t->where.kind == PDI_WHERE_COMPUTING && !t->where.by_stack &&
 	       pdi_unobserved_blind_since(&t->model->unobserved, t->model->last_exit);
 }
 
@@ -298,6 +299,12 @@ static bool missed_calls(const struct pdi_view_task *t)
 	return t->gap;
 }
 
+/* inside a call its thinned probes did not see begin, found on its live stack */
+static bool in_call_by_stack(const struct pdi_view_task *t)
+{
+	return t->where.by_stack && (t->where.kind == PDI_WHERE_BLOCKED || t->where.kind == PDI_WHERE_IN_MPI);
+}
+
 /* the overhead budget thinned its probes for a while (unobserved.h) */
 static bool observed_in_part(const struct pdi_view_task *t)
 {
@@ -456,6 +463,10 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	if (a->am.by_lost) {
 		a->excess_s = a->am.lost.total_s;
 		a->noise_z = a->am.lost.z;
+	} else if (a->am.by_starved) {
+		/* how long it was not getting CPU; its share against the other phases' */
+		a->excess_s = a->am.starved.run_s;
+		a->noise_z = a->am.starved.z;
 	} else {
 		a->excess_s = fmax(a->am.phase_excess[a->am.faulty_phase], a->am.lost.phase_s[a->am.faulty_phase]);
 		a->noise_z = noise_z(&a->am, a->am.by_time ? a->am.phase_excess : a->am.phase_score,
@@ -463,9 +474,10 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	}
 	a->abnormal = a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
 		      a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 && (!few || held) &&
-		      (a->am.by_lost ? a->excess_s >= PDI_EXCESS_FLOOR_S
-				     : a->am.ntop > 0 && (a->excess_s >= PDI_EXCESS_FLOOR_S ||
-							  (a->am.effect == PDI_EFFECT_PERMANENT && a->sample_runs)));
+		      (a->am.by_lost || a->am.by_starved
+			       ? a->excess_s >= PDI_EXCESS_FLOOR_S
+			       : a->am.ntop > 0 && (a->excess_s >= PDI_EXCESS_FLOOR_S ||
+						    (a->am.effect == PDI_EFFECT_PERMANENT && a->sample_runs)));
 	a->confidence = !a->abnormal ? "none" : a->noise_z >= PDI_NOISE_Z_HIGH && a->am.task_margin >= 2 ? "high"
 						: a->noise_z >= 2 * PDI_NOISE_Z ? "medium" : "low";
 	if (!a->abnormal && a->am.ntop > 0 && a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES)
@@ -635,6 +647,9 @@ int pdi_analysis_build(const struct pdi_view *s, const struct pdi_analysis_sampl
 		add_limit(a, "ranks %s show as computing, but functions of theirs were probed in part since their last "
 			     "seen call: they may be inside such a call instead; which, cannot be told, so they are not "
 			     "taken for computing", ranks);
+	if (ranks_where(s, in_call_by_stack, ranks, sizeof(ranks)))
+		add_limit(a, "ranks %s are inside MPI calls their probes did not see begin (found on their live stacks): "
+			     "the call sites are unknown, and how long they have been there is a lower bound", ranks);
 	if (ranks_where(s, observed_in_part, ranks, sizeof(ranks)))
 		add_limit(a, "ranks %s were probed in part to keep them within max_overhead_pct (their \"unobserved\" "
 			     "intervals): calls of the functions named there are missing from their models for that "
@@ -734,6 +749,14 @@ size_t pdi_analysis_faulty_ranks(const struct pdi_analysis *a, int *ranks)
 		for (size_t c = 0; c < a->classes.n; c++)
 			if (c == am->lost.task ||
 			    pdi_lost_of(&am->lost, c, am->lost.peak, NULL) >= PDI_LOST_ALSO_SHARE * am->lost.peak_s)
+				n += class_ranks(a, c, ranks + n);
+		qsort(ranks, n, sizeof(*ranks), cmp_int);
+		return n;
+	}
+	if (am->by_starved) {
+		/* the task not getting CPU, and any that shares its CPU (fell nearly as far behind) */
+		for (size_t c = 0; c < a->classes.n; c++)
+			if (pdi_starved_named(&am->starved, c))
 				n += class_ranks(a, c, ranks + n);
 		qsort(ranks, n, sizeof(*ranks), cmp_int);
 		return n;

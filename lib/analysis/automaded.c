@@ -478,13 +478,38 @@ static int held_at_the_edges(struct work *w, struct pdi_automaded *a)
 	return 0;
 }
 
+/* One task got a fraction of its peers' share of the CPU for a stall's worth of time
+ * (starved.h): the first phase of the run it fell behind in is the faulty one, and that task the
+ * faulty task. A task held by the kernel for a stall's worth comes first (a stop is a stall
+ * whatever else shows), and so does another task that lost a stall's worth computing while it
+ * got more CPU than usual: a rank spinning in its own code takes the CPU of the rank that shares
+ * it (campaign: the spin fault's neighbour got a sixth of its peers' share while the spinner got
+ * three times its own), but the spinning is the fault. One that computed longer at its usual
+ * share was only waited for less than the victim. */
+static bool by_starved(const struct work *w, struct pdi_automaded *a)
+{
+	const struct pdi_starved *s = &a->starved;
+	const struct pdi_lost *l = &a->lost;
+	bool lost = l->found && l->total_s >= PDI_EXCESS_FLOOR_S;
+
+	if (!s->found || (lost && l->kind == PDI_LOST_HELD) ||
+	    (lost && l->task != s->task && s->gain[l->task] >= log(PDI_STARVED_TOOK)))
+		return false;
+	a->effect = s->last + 1 == w->end && s->last > s->onset + 1 ? PDI_EFFECT_PERMANENT : PDI_EFFECT_TEMPORARY;
+	a->stepped = false;
+	a->faulty_phase = s->onset;
+	a->by_time = a->by_starved = true;
+	a->phase_margin = s->other_phase > 0 ? log(s->ratio) / s->other_phase : 1e9;
+	return true;
+}
+
 /* Else the phase's length: a stall inside MPI lengthens the phase for all. */
 static void prefer_lost_time(const struct work *w, struct pdi_automaded *a)
 {
 	double second, *v = a->phase_excess;
 	uint32_t best;
 
-	if (by_lost_time(w, a))
+	if (by_starved(w, a) || by_lost_time(w, a))
 		return;
 	best = best_phase(w, v, &second);
 	if (best == a->faulty_phase || v[best] < PDI_EXCESS_FLOOR_S ||
@@ -796,6 +821,21 @@ static void lost_scores(struct pdi_automaded *a)
 	a->task_margin = l->next_task_s > 0 ? l->peak_s / l->next_task_s : 1e9;
 }
 
+/* The faulty task when its share of the CPU picked the phase: the task that fell behind (each
+ * task scored by how far it fell behind over the run). */
+static void starved_scores(struct pdi_automaded *a)
+{
+	const struct pdi_starved *s = &a->starved;
+
+	for (size_t t = 0; t < s->n; t++) {
+		a->task_score[t] = 0;
+		for (uint32_t p = s->onset; p <= s->last; p++)
+			a->task_score[t] += fmax(0.0, pdi_starved_of(s, t, p));
+	}
+	a->faulty_task = s->task;
+	a->task_margin = s->task_margin;
+}
+
 /* The transitions that make the faulty task's faulty phase differ from normal (4.3). */
 static int characteristic(const struct work *w, struct pdi_automaded *a)
 {
@@ -1062,12 +1102,15 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 	phase_scores(&w, &a);
 	phase_excess(&w, &a);
 	if ((r = pdi_lost_time(in->models, in->weights, w.n, w.first, w.end, &a.lost)) < 0 ||
-	    (r = held_at_the_edges(&w, &a)) < 0)
+	    (r = held_at_the_edges(&w, &a)) < 0 ||
+	    (r = pdi_starved_find(in->models, in->weights, w.n, w.first, w.end, &a.starved)) < 0)
 		goto out;
 	faulty_phase(&w, &a);
 	prefer_lost_time(&w, &a);
 	task_scores(&w, &a);
-	if (a.by_lost)
+	if (a.by_starved)
+		starved_scores(&a);
+	else if (a.by_lost)
 		lost_scores(&a);
 	else if ((r = computation_scores(&w, &a)) < 0)
 		goto out;
@@ -1091,6 +1134,7 @@ void pdi_automaded_done(struct pdi_automaded *a)
 	free(a->phase_score);
 	free(a->phase_excess);
 	pdi_lost_done(&a->lost);
+	pdi_starved_done(&a->starved);
 	free(a->task_score);
 	free(a->cluster);
 	*a = (struct pdi_automaded){0};

@@ -15,7 +15,10 @@
  *   way to time lost: the phase where one task lost a stall's worth of time against its
  *   peers (lost_time.h: computing, held by the kernel, waiting for a CPU) -- the first phase
  *   of the run of phases it kept losing in -- or else one that took a stall's worth longer
- *   than usual.
+ *   than usual. Before the time lost, unless that names a task held by the kernel (a stop)
+ *   or another task (one spinning takes the CPU of the rank beside it): the task that got a
+ *   fraction of its peers' share of the CPU for a stall's worth of time (starved.h: not
+ *   getting CPU, interference on its CPU), from the first phase it fell behind in.
  * - Faulty task(s) (4.3): HAC on the tasks' models of the faulty phase, with a threshold
  *   trained on a normal phase to the number of clusters its merge heights show; the
  *   cluster of the task that changed most (the task that lost the time, when time picked
@@ -33,6 +36,7 @@
 #include "lost_time.h"
 #include "model.h"
 #include "smm.h"
+#include "starved.h"
 
 #define PDI_TOP_TRANSITIONS 5
 /* A phase that took this much longer than usual on some task, or a task that lost this much
@@ -64,6 +68,9 @@ struct pdi_automaded {
 				     (one task's against its peers, else the phase's length): the
 				     scores pointed at a phase that took its usual time */
 	bool by_lost;             /* ... one task's against its peers (lost): it names the task too */
+	struct pdi_starved starved; /* each task's share of the CPU against its peers' (starved.h) */
+	bool by_starved;          /* the faulty phase and task are the ones not getting CPU: the first
+				     phase of the run it fell behind in, and that task */
 	enum pdi_effect effect;
 	uint32_t faulty_phase;
 	double phase_margin;      /* faulty score over the next highest: 1 = no contrast */

@@ -91,6 +91,8 @@ void pdi_view_task_doing(const struct pdi_view_task *t, char *buf, size_t len)
 	for_words(", no MPI call", w->for_ns, quiet, sizeof(quiet));
 	for_words(", no MPI progress", w->for_ns, progress, sizeof(progress));
 	for_words("", w->for_ns, since, sizeof(since));
+	if (w->by_stack && since[0]) /* a call found on its stack began unseen: since the probes saw again at least */
+		snprintf(since, sizeof(since), " for at least %.0f s", (double)w->for_ns / 1e9);
 	if (looked && a->cpu_pct >= 0 && a->kind == PDI_ACT_RUNNING && a->wait_pct > 50)
 		/* what a busy node gives every task alike (the view calls it interference when not) */
 		snprintf(cpu, sizeof(cpu), ", %d%% CPU (waiting for one %d%% of the time, as its peers: a busy node)",
@@ -127,7 +129,7 @@ bool pdi_view_task_incomplete(const struct pdi_view_task *t)
 	return pdi_model_incomplete(t->model, t->lost);
 }
 
-#define PAYLOAD_VERSION 2 /* 2: what the kernel says a task is doing, its clock offset */
+#define PAYLOAD_VERSION 3 /* 2: what the kernel says a task is doing, its clock offset; 3: by_stack */
 #define TEXT_MAX 600    /* where a task is: struct pdi_where's text */
 #define NAME_MAX_ 4096  /* a site's name, caller or file; a stack frame */
 #define MAX_PEERS (PDI_NREQS + 1)
@@ -167,6 +169,7 @@ static void put_task(struct pdi_wire_writer *w, const struct pdi_view_task *t)
 	pdi_wire_put_u32(w, (uint32_t)x->act.cpu_pct);
 	pdi_wire_put_u32(w, (uint32_t)x->act.wait_pct);
 	pdi_wire_put_u64(w, x->act.over_ns);
+	pdi_wire_put_u8(w, x->by_stack);
 }
 
 /* V into W; its tasks in CLASSES (members index V's tasks). */
@@ -298,6 +301,7 @@ static int get_task(struct pdi_wire_reader *r, const struct pdi_view *v, struct 
 	x->act.cpu_pct = (int)pdi_wire_get_u32(r);
 	x->act.wait_pct = (int)pdi_wire_get_u32(r);
 	x->act.over_ns = pdi_wire_get_u64(r);
+	x->by_stack = pdi_wire_get_u8(r);
 	if (x->act.cpu_pct < -1 || x->act.cpu_pct > 100 * 1024 || x->act.wait_pct < -1 || x->act.wait_pct > 100 * 1024)
 		return -EBADMSG;
 	return r->err;

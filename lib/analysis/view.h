@@ -53,6 +53,11 @@ struct pdi_where {
 	uint64_t callsite; /* a live blocked call's return address, 0 otherwise */
 	pid_t tid;         /* the thread in that call */
 	struct pdi_task_activity act;
+	/* Read off its live stack (report/snapshot.c): its probes were thinned (unobserved.h) since
+	 * its last seen call, so they could not say whether it computes or sits in a call they did
+	 * not see begin; its stack did. In a call so found, FOR_NS is how long it has been in it
+	 * at least (since its probes saw in full again) and SITE is -1 (the call site is unknown). */
+	bool by_stack;
 };
 
 #define PDI_VIEW_MAX_FRAMES 257 /* a task's call path: a live stack and its call site */

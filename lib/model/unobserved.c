@@ -92,15 +92,26 @@ bool pdi_unobserved_overlaps(const struct pdi_unobserved_log *l, uint16_t fn, ui
 	return false;
 }
 
-bool pdi_unobserved_blind_since(const struct pdi_unobserved_log *l, uint64_t t)
+uint64_t pdi_unobserved_blind_until(const struct pdi_unobserved_log *l, uint64_t t)
 {
+	uint64_t until = 0;
+
 	for (uint32_t i = 0; i < l->n; i++) {
 		const struct pdi_unobserved *u = &l->v[i];
 
-		if (u->level != PDI_UNOBS_ENTRY_ONLY && (u->t_end == 0 || u->t_end >= t))
-			return true;
+		if (u->level == PDI_UNOBS_ENTRY_ONLY)
+			continue;
+		if (u->t_end == 0)
+			return UINT64_MAX;
+		if (u->t_end >= t && u->t_end > until)
+			until = u->t_end;
 	}
-	return false;
+	return until;
+}
+
+bool pdi_unobserved_blind_since(const struct pdi_unobserved_log *l, uint64_t t)
+{
+	return pdi_unobserved_blind_until(l, t) != 0;
 }
 
 void pdi_unobserved_free(struct pdi_unobserved_log *l)

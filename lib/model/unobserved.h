@@ -53,6 +53,10 @@ void pdi_unobserved_free(struct pdi_unobserved_log *l);
  * since T, or still)? Then a task seen computing since T may as well be inside that call.
  * Entry-only functions are not: their calls are seen as they begin. */
 bool pdi_unobserved_blind_since(const struct pdi_unobserved_log *l, uint64_t t);
+/* Until when that could be: the latest end of such a record since T, UINT64_MAX while one
+ * lasts, 0 when none (seen in full since T). A call still going on that no probe saw begin
+ * began before it: it has lasted at least from then. */
+uint64_t pdi_unobserved_blind_until(const struct pdi_unobserved_log *l, uint64_t t);
 
 /* "entry only", "sampled", "detached", "gap", "lost" */
 const char *pdi_unobserved_level_name(unsigned level);

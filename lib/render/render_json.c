@@ -152,6 +152,33 @@ static void json_lost(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_obj_end(j);
 }
 
+/* The task not getting CPU against its peers, where it fell furthest behind (starved.h). */
+static void json_starved(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_starved *s = &a->am.starved;
+	char doing[300];
+
+	pdi_json_key(j, "starved");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_bool(j, "found", s->found);
+	pdi_json_kv_bool(j, "usage", s->has_usage);
+	if (s->found) {
+		pdi_starved_text(s, doing, sizeof(doing));
+		pdi_json_kv_int(j, "rank", first_rank(a, s->task));
+		pdi_json_kv_uint(j, "peak_phase", s->peak);
+		pdi_json_kv_uint(j, "first_phase", s->onset);
+		pdi_json_kv_uint(j, "last_phase", s->last);
+		pdi_json_kv_double(j, "share_ratio", s->ratio);
+		pdi_json_kv_double(j, "wait_share", s->wait_share);
+		pdi_json_kv_double(j, "peers_wait_share", s->peers_wait_share);
+		pdi_json_kv_double(j, "run_s", s->run_s);
+		pdi_json_kv_double(j, "wait_s", s->wait_s);
+		pdi_json_kv_double(j, "z", s->z);
+		pdi_json_kv_str(j, "doing", doing);
+	}
+	pdi_json_obj_end(j);
+}
+
 static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_automaded *am = &a->am;
@@ -176,6 +203,8 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	json_doubles(j, "phase_imbalance_s", am->lost.phase_s, am->nphases);
 	pdi_json_kv_bool(j, "phase_by_time", am->by_time);
 	json_lost(j, a);
+	pdi_json_kv_bool(j, "phase_by_cpu_share", am->by_starved);
+	json_starved(j, a);
 	pdi_json_kv_str(j, "effect", pdi_effect_name(am->effect));
 	pdi_json_kv_uint(j, "faulty_phase", am->faulty_phase);
 	pdi_json_kv_double(j, "phase_margin", am->phase_margin);
@@ -334,6 +363,10 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_json_kv_str(j, "confidence_words", a->confidence);
 		pdi_json_kv_double(j, "noise_z", a->noise_z);
 		pdi_json_kv_double(j, "excess_s", a->excess_s);
+		if (a->am.by_starved) {
+			pdi_starved_text(&a->am.starved, doing, sizeof(doing));
+			pdi_json_kv_str(j, "doing", doing);
+		}
 	} else {
 		pdi_json_kv_str(j, "method", "none");
 	}
@@ -365,6 +398,7 @@ static void json_task(struct pdi_json *j, const struct pdi_view_task *t)
 	pdi_json_kv_str(j, "status", pdi_where_names[t->where.kind]);
 	pdi_json_kv_str(j, "where", t->where.text);
 	pdi_json_kv_uint(j, "for_ns", t->where.for_ns);
+	pdi_json_kv_bool(j, "by_stack", t->where.by_stack);
 	pdi_json_kv_uint(j, "calls", m->calls);
 	pdi_json_kv_uint(j, "phases", m->nphases);
 	pdi_json_kv_uint(j, "states", nstates);

@@ -40,6 +40,13 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 				   "next), at %s => %s (confidence %s)\n",
 				phase, am->phase_margin, strpbrk(ranks, ",-") ? "s" : "", ranks, am->task_margin,
 				from, to, a->confidence);
+	if (am->by_starved) {
+		char doing[300];
+
+		pdi_starved_text(&am->starved, doing, sizeof(doing));
+		pdi_json_printf(j, "pdimon:   not getting CPU: rank %d was %s\n",
+				a->view->tasks[a->classes.classes[am->starved.task].members[0]].rank, doing);
+	}
 }
 
 static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)

@@ -30,6 +30,9 @@ struct ring_opts {
 	int slow_from, slow_to; /* phases with interference on one task's CPU; -1: none */
 	bool slowed;      /* this task is that one: computes 60% longer and gets less CPU; the others
 			     wait longer in the Barrier */
+	double slow_share; /* the CPU share it gets then (0: 0.25) */
+	double slow_factor; /* how much longer it computes then (0: 1.6) */
+	double share;     /* the CPU share of every phase (0: 0.4) */
 	bool usage;       /* the daemon read the kernel's counts at each phase's first call */
 };
 
@@ -73,7 +76,8 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 	for (int p = 0; p < phases; p++) {
 		struct pdi_call c = {.site = PCONTROL, .fn = (uint16_t)pdi_mpi_func_find(fns[PCONTROL]), .peer = PDI_NO_PEER};
 		bool slow = p >= o->slow_from && p <= o->slow_to && o->slow_from >= 0;
-		double share = slow && o->slowed ? 0.25 : 0.4;
+		double usual = o->share > 0 ? o->share : 0.4;
+		double share = slow && o->slowed ? (o->slow_share > 0 ? o->slow_share : 0.25) : usual;
 
 		advance(&k, 1000, share, false);
 		c.t_enter = k.t;
@@ -94,7 +98,8 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 				if (s == BARRIER && p == o->noise_phase)
 					gap *= 25; /* every task: the machine, not the program */
 				if (s == BARRIER && slow)
-					o->slowed ? (void)(gap *= 1.6) : (void)(in_mpi += 12000000);
+					o->slowed ? (void)(gap *= o->slow_factor > 0 ? o->slow_factor : 1.6)
+						  : (void)(in_mpi += 12000000);
 				advance(&k, (uint64_t)gap, share, false);
 				x.t_enter = k.t;
 				advance(&k, in_mpi, share, false);
@@ -526,6 +531,110 @@ Test(analysis, computing_while_detached_is_not_taken_for_computing)
 	free(b);
 }
 
+/* MPB with one rank spinning for good outside MPI (bench/apps.py hang-spin, a CI run on a loaded
+ * machine): the overhead budget sampled MPI_Allreduce (1/2 of the time) from 0.31 s before the
+ * spin until 2.16 s after, and the three waiting ranks entered theirs unseen. 22.5 s later every
+ * rank showed as computing after the same call, each with 29-46% CPU: nothing but their stacks
+ * told them apart, and the verdict named all four. Placed by their stacks (report/snapshot.c),
+ * the three sit in MPI_Allreduce for at least the 20.4 s since the probes saw in full again,
+ * and the spinning one is named alone. */
+static const struct view_case thinned_mpb = {
+	.name = "MPB: rank 1 spins, the others wait in an MPI_Allreduce their thinned probes missed", .ntasks = 4,
+	.phases = 6, .running = true, .hung = true,
+	.t = {{.kind = PDI_WHERE_COMPUTING, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 22545330915},
+	      {.kind = PDI_WHERE_COMPUTING, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 22547070955},
+	      {.kind = PDI_WHERE_COMPUTING, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 22547518245},
+	      {.kind = PDI_WHERE_COMPUTING, .site = BARRIER, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 22548192874}},
+	.kind = "hang", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1};
+
+/* FN of every task of B sampled from BEFORE_NS before its last seen call ended to AFTER_NS after. */
+static void thin(struct built *b, unsigned ntasks, const char *fn, uint64_t before_ns, uint64_t after_ns)
+{
+	uint16_t f = (uint16_t)pdi_mpi_func_find(fn);
+
+	for (unsigned i = 0; i < ntasks; i++) {
+		struct pdi_model *m = &b->models[i];
+
+		cr_assert_eq(pdi_unobserved_begin(&m->unobserved, f, PDI_UNOBS_SAMPLED, 1, 2774, 15034, m->last_exit - before_ns),
+			     0);
+		pdi_unobserved_end(&m->unobserved, f, m->last_exit + after_ns);
+	}
+}
+
+/* Task T placed by its stack in FN, for at least FOR_NS (what place_by_stack() makes of it). */
+static void in_call_by_stack(struct pdi_view_task *t, const char *fn, uint64_t for_ns)
+{
+	t->where.kind = PDI_WHERE_BLOCKED;
+	t->where.site = -1;
+	t->where.for_ns = for_ns;
+	t->where.by_stack = true;
+	snprintf(t->where.text, sizeof(t->where.text), "%s (on its stack: its probes did not see the call begin)", fn);
+}
+
+Test(analysis, a_spinning_rank_is_told_from_ranks_waiting_unseen_by_their_stacks)
+{
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	char doing[700];
+
+	cr_assert_not_null(b);
+	build(&thinned_mpb, b);
+	thin(b, 4, "MPI_Allreduce", 309000000, 2160000000);
+	/* as pdimond saw it: four ranks alike, none can be taken for computing */
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_str_eq(a.kind, "hang");
+	cr_expect(strcmp(a.lp_by ? a.lp_by : "", "outside_mpi"), "%s", a.lp);
+	cr_expect(has_limit(&a, "ranks [0-3] show as computing, but functions of theirs were probed in part"));
+	pdi_analysis_done(&a);
+	/* as their stacks place them */
+	for (unsigned i = 0; i < 4; i++)
+		if (i != 1)
+			in_call_by_stack(&b->v.tasks[i], "MPI_Allreduce", b->v.tasks[i].where.for_ns - 2160000000);
+	b->v.tasks[1].where.by_stack = true;
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_str_eq(a.kind, "hang");
+	cr_expect_str_eq(a.lp, "[1]", "least progressed %s (by %s)", a.lp, a.lp_by);
+	cr_expect(!has_limit(&a, "may be inside such a call"));
+	cr_expect(has_limit(&a, "ranks [0,2-3] are inside MPI calls their probes did not see begin"));
+	pdi_view_task_doing(&b->v.tasks[0], doing, sizeof(doing));
+	cr_expect(strstr(doing, "waiting in MPI_Allreduce") && strstr(doing, "for at least 20 s"), "%s", doing);
+	pdi_analysis_done(&a);
+	unbuild(&thinned_mpb, b);
+	free(b);
+}
+
+/* meep, the same fault: rank 0's MPI_Waitsome was seen (7.4 s), ranks 1 and 2 entered theirs
+ * while it was sampled (until 3.2 s after the spin), rank 3 spins after its own Waitsome. */
+Test(analysis, a_spinning_rank_is_named_when_some_waits_were_seen_and_some_not)
+{
+	const struct view_case c = {
+		.name = "meep: rank 3 spins, ranks 1-2 wait in Waitsome unseen, rank 0 seen", .ntasks = 4, .phases = 6,
+		.running = true,
+		.t = {{.kind = PDI_WHERE_BLOCKED, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 7400000000},
+		      {.kind = PDI_WHERE_COMPUTING, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 7500000000},
+		      {.kind = PDI_WHERE_COMPUTING, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 7700000000},
+		      {.kind = PDI_WHERE_COMPUTING, .site = WAITALL, .act = PDI_ACT_RUNNING, .stall_phase = -1, .for_ns = 7500000000}},
+		.kind = "hang", .faulty_phase = -1, .faulty_rank = -1, .abnormal = -1};
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+
+	cr_assert_not_null(b);
+	build(&c, b);
+	thin(b, 4, "MPI_Waitall", 400000000, 3200000000);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect(strcmp(a.lp, "[3]"), "named by luck: %s", a.lp);
+	pdi_analysis_done(&a);
+	in_call_by_stack(&b->v.tasks[1], "MPI_Waitall", 4300000000);
+	in_call_by_stack(&b->v.tasks[2], "MPI_Waitall", 4500000000);
+	b->v.tasks[3].where.by_stack = true;
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect_str_eq(a.kind, "hang");
+	cr_expect_str_eq(a.lp, "[3]", "least progressed %s (by %s)", a.lp, a.lp_by);
+	pdi_analysis_done(&a);
+	unbuild(&c, b);
+	free(b);
+}
+
 /* A task stopped 3 s inside MPI_Waitall: every task's Waitall took 3 s longer, so the call
  * timings look alike; the kernel's counts say which one was neither running nor runnable. */
 Test(analysis, a_task_stopped_inside_mpi_is_named_by_the_time_it_was_held)
@@ -568,4 +677,73 @@ Test(analysis, a_machine_that_slows_every_task_is_no_fault)
 				.usage = true};
 
 	expect_verdict(&all, -1, &all, -1, 0, PDI_LOST_NONE, "machine");
+}
+
+/* Not getting CPU (starved.h): one task's share of the CPU against its peers', on a machine where
+ * every task waits for a CPU most of the time anyway. The verdicts the design guarantees. */
+struct starved_case {
+	const char *name;
+	double share;        /* every task's CPU share (0: 0.4) */
+	double victim_share; /* the slowed task's share in phases [from, to] */
+	double victim_factor; /* how much longer it computes there */
+	int from, to;        /* program phases (model phases from + 1 ...); -1: none */
+	bool always;         /* the task gets VICTIM_SHARE in every phase (its placement) */
+	int abnormal;
+	int phase;           /* the faulty phase, -1: not checked */
+	bool by_starved;     /* the phase and task were picked by the CPU share */
+};
+
+static const struct starved_case starved_cases[] = {
+	{"a fifth of its peers' share for 3 phases, hardly slower: found where it began", 0.4, 0.08, 1.2, 3, 5, false,
+	 1, 4, true},
+	{"the same on a busier machine (every task 15%)", 0.15, 0.03, 1.2, 2, 4, false, 1, 3, true},
+	{"interference from the fifth phase to the end: a lasting shift, from where it began", 0.4, 0.08, 1.2, 4, 7,
+	 false, 1, 5, true},
+	{"two thirds of its peers' share: a scheduler's unevenness, not interference", 0.4, 0.27, 1.0, 3, 5, false, 0,
+	 -1, false},
+	{"a third of their share in every phase (its placement): its usual, no fault", 0.4, 0.13, 1.0, 0, 7, true, 0, -1,
+	 false},
+	{"half their share for 3 phases: under the ratio, no fault", 0.4, 0.2, 1.0, 3, 5, false, 0, -1, false},
+};
+
+Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
+{
+	for (size_t i = 0; i < sizeof(starved_cases) / sizeof(starved_cases[0]); i++) {
+		const struct starved_case *sc = &starved_cases[i];
+		const struct view_case *c = &cases[0];
+		struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = sc->from,
+					.slow_to = sc->to, .usage = true, .share = sc->share};
+		struct ring_opts victim = all;
+		struct built *b = malloc(sizeof(*b));
+		struct pdi_analysis a;
+		int ranks[MAX_TASKS];
+		size_t n;
+		char *text;
+
+		victim.slowed = true;
+		victim.slow_share = sc->victim_share;
+		victim.slow_factor = sc->victim_factor;
+		/* the peers wait for it no longer than it computes longer */
+		all.slow_from = all.slow_to = -1;
+		cr_assert_not_null(b);
+		build_with(c, b, &all, 2, &victim);
+		cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+		if (sc->abnormal >= 0)
+			cr_expect_eq(a.abnormal, sc->abnormal, "%s: abnormal %d (z %g, starved %d ratio %g z %g %g s)",
+				     sc->name, a.abnormal, a.noise_z, a.am.starved.found, a.am.starved.ratio,
+				     a.am.starved.z, a.am.starved.run_s);
+		cr_expect_eq(a.am.by_starved, sc->by_starved, "%s: by_starved %d", sc->name, a.am.by_starved);
+		if (sc->phase >= 0) {
+			n = pdi_analysis_faulty_ranks(&a, ranks);
+			cr_expect_eq(a.am.faulty_phase, (uint32_t)sc->phase, "%s: phase %u", sc->name, a.am.faulty_phase);
+			cr_expect(n == 1 && ranks[0] == 2, "%s: %zu ranks, first %d", sc->name, n, n ? ranks[0] : -1);
+			text = pdi_render_text(&a);
+			cr_assert_not_null(text);
+			cr_expect(strstr(text, "not getting CPU: rank 2 was waiting for a CPU"), "%s: %s", sc->name, text);
+			free(text);
+		}
+		pdi_analysis_done(&a);
+		unbuild(c, b);
+		free(b);
+	}
 }

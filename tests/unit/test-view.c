@@ -73,6 +73,7 @@ Test(view, round_trip)
 	struct pdi_view v;
 
 	make_node(&n, 0, order, 3, -1);
+	n.view.tasks[1].where.by_stack = true; /* placed by its live stack (report/snapshot.c) */
 	encode(&n.view, &w);
 	cr_assert_eq(pdi_view_decode(w.buf, w.len, &v), 0);
 	cr_assert_eq(v.ntasks, 3);
@@ -84,6 +85,7 @@ Test(view, round_trip)
 		cr_assert_eq(v.tasks[t].where.kind, PDI_WHERE_BLOCKED);
 		cr_assert_str_eq(pdi_view_site_name(&v, (uint64_t)v.tasks[t].where.site), names[3]);
 		cr_assert_eq(v.tasks[t].model->calls, 80);
+		cr_assert_eq(v.tasks[t].where.by_stack, t == 1);
 	}
 	pdi_view_done(&v);
 	pdi_wire_writer_done(&w);
@@ -211,4 +213,11 @@ Test(view, what_a_task_is_doing_in_words)
 	t.where.for_ns = 9000000000ull;
 	pdi_view_task_doing(&t, buf, sizeof(buf));
 	cr_expect_str_eq(buf, "stopped (SIGSTOP or a debugger), no MPI progress for 9 s, in MPI_Barrier@ring.c:47");
+	/* found in a call on its stack: how long, at least */
+	t.where = (struct pdi_where){.kind = PDI_WHERE_BLOCKED, .site = -1, .for_ns = 20400000000ull, .by_stack = true,
+				     .text = "MPI_Allreduce (on its stack: its probes did not see the call begin)",
+				     .act = {.kind = PDI_ACT_RUNNING, .cpu_pct = 29, .wait_pct = 40}};
+	pdi_view_task_doing(&t, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "waiting in MPI_Allreduce (on its stack: its probes did not see the call begin) for at least "
+			      "20 s, 29% CPU");
 }

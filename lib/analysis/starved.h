@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* starved.h -- "not getting CPU": the share of the time a task was ready to run that it spent
+ * on a CPU, phase by phase, against its peers in the same phase and against its own usual.
+ *
+ * A process that shares a rank's CPU (a daemon, a misplaced job, a memory-bandwidth hog) takes
+ * CPU from that rank alone: the rank waits on the run queue while its peers, on other CPUs, do
+ * not, and the peers then wait for it inside MPI. The seconds it waited (lost_time.h's
+ * "waiting") hardly show it where the machine is loaded anyway -- every rank of an
+ * oversubscribed node waits most of the time -- but the share it got does: a third of its
+ * peers' share is a third, whatever the load. A load that slows every task alike changes no
+ * ratio, and a rank that always gets less (it shares its CPU by placement) is taken at its
+ * usual ratio, so neither is a fault.
+ *
+ * The finding is the run of phases in a row where one task fell furthest behind (how far times
+ * how long: a 6 s interference outweighs a sharper blip), beginning where its share first fell
+ * below its own usual: where interference begins, the scheduler takes a moment to settle and
+ * every rank may get as little for a while. A task sharing the CPU with it that fell nearly as
+ * far behind is named beside it.
+ *
+ * The kernel's counts are struct pdi_usage (read by pdimond as each phase begins, from
+ * /proc/PID/task/TID/schedstat): no per-call cost. A phase counts for a task only when it was
+ * ready to run (on a CPU or waiting for one) most of it: a task asleep in MPI has no share to
+ * compare. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* A phase where a task got this many times less of the CPU than its peers (beyond its own
+ * usual) is a candidate; adjacent phases join the run at PDI_STARVED_JOIN. */
+#define PDI_STARVED_RATIO 3.0
+#define PDI_STARVED_JOIN 2.0
+/* A phase just before the run joins it when the task got this many times less than its own
+ * usual share there (where the interference began, in part of the phase). */
+#define PDI_STARVED_ONSET 1.5
+/* A task whose share rose this many times over its usual during the run took the CPU. */
+#define PDI_STARVED_TOOK 1.25
+/* The run must last this long (s): a stall's worth of not getting CPU, not a scheduler tick. */
+#define PDI_STARVED_MIN_S 1.0
+/* A phase counts for a task when it was ready to run this share of it. */
+#define PDI_STARVED_READY 0.5
+/* The spread of the phases' log ratios below which it is taken as this: about 10%. */
+#define PDI_STARVED_NOISE_FLOOR 0.1
+/* Another task that fell this share as far behind over the run (log ratio times seconds)
+ * shares the CPU with it: named beside it. */
+#define PDI_STARVED_ALSO_SHARE 0.5
+
+struct pdi_starved {
+	bool found;          /* some task fell behind its peers at least PDI_STARVED_RATIO times, in a run of
+				phases that lasted PDI_STARVED_MIN_S */
+	bool has_usage;      /* some phase had the kernel's counts of two tasks to compare */
+	size_t task;         /* the model that fell furthest behind */
+	uint32_t peak, onset, last; /* the run's first and last phase (the run it fell furthest behind
+				       over), and the phase in it where it fell furthest behind */
+	double ratio;        /* at the peak: its peers' share of the CPU over its own, beyond its usual */
+	double wait_share;   /* at the peak: the share of the phase it waited for a CPU */
+	double peers_wait_share; /* ... and its peers' (median) */
+	double run_s;        /* the run's length (s) */
+	double wait_s;       /* the time it waited for a CPU over the run (s) */
+	double task_margin;  /* how far it fell behind over the run (log ratio x s) over the furthest behind
+				task not named beside it */
+	double other_phase;  /* the largest log ratio of any task in a phase outside the run */
+	double z;            /* the peak's log ratio above the other phases' median, in robust sds */
+
+	/* what pdi_starved_of() reads */
+	double *x;           /* n x nphases: each model's log ratio beyond its usual; 0 unknown */
+	double *window;      /* n: how far each model fell behind over the run (log ratio x s) */
+	double *gain;        /* n: how much more of the CPU than its usual each model got over the run
+				(log share; the spinning rank that took it) */
+	size_t n;
+	uint32_t nphases, first, end;
+};
+
+/* The shares of N models (WEIGHTS[i] tasks each; NULL: 1) over phases [FIRST, END). 0 (found
+ * false when nothing stands out, or there were no counts), or -ENOMEM, -EINVAL (no phase). */
+int pdi_starved_find(const struct pdi_model *const *models, const uint32_t *weights, size_t n, uint32_t first,
+		     uint32_t end, struct pdi_starved *ret);
+void pdi_starved_done(struct pdi_starved *s);
+
+/* Model T's log ratio in phase P (0 outside, or unknown). */
+double pdi_starved_of(const struct pdi_starved *s, size_t t, uint32_t p);
+/* Whether model T is named with the finding: the task, or one that fell nearly as far behind
+ * over the run (it shares the CPU). */
+bool pdi_starved_named(const struct pdi_starved *s, size_t t);
+/* What the finding's task was doing, in words, into BUF: "waiting for a CPU 62% of phase 7 (its
+ * peers 20%), a fifth of their share of the CPU, for 6.0 s from phase 5"; "" when none. */
+void pdi_starved_text(const struct pdi_starved *s, char *buf, size_t len);

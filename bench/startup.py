@@ -9,7 +9,8 @@ in turn: bench/startup.IMPL unmonitored, then under `pdimon run` (a new step eac
 logs, per process, "held at MPI_Init for X ms" (from the trap to its SIGCONT) or "not held" (its
 probes were attached when it executed the program: daemon/probe/startup.c). A step waits for its
 slowest rank inside MPI_Init, so a step's delay is its largest hold. Round 1 is a program's first
-run on the node (held: pdimond learns where its probes go); the later rounds show the steady state.
+run on the node (its probes go where its ELF says it links MPI); the later rounds, where the first
+run's ranks were attached.
 Also printed: MPI_Init's own duration per rank (CLOCK_MONOTONIC around it, median), unmonitored
 and monitored, which the machine's load moves far more than the hold.
 Target: a step's delay <= 20 ms + 2 ms per rank.

@@ -11,8 +11,12 @@
  * (BPF on sched_process_exec), its probes are attached at once to the trapped library that
  * program's processes mapped before (learned at their attach, per executable inode); the
  * process reaches MPI_Init probed, its entry probe sees that call, and the trap lets it go
- * (bpf/mpitrace.bpf.c). Where the daemon cannot tell (a program never seen, or attached too
- * late) the process is stopped at MPI_Init as before: no call is missed either way.
+ * (bpf/mpitrace.bpf.c). A program never run here is read for the libraries it links
+ * (DT_NEEDED, directly or through one library beside a trapped one: the Fortran bindings,
+ * ScaLAPACK, an application's own library). Where the daemon cannot tell (a program that loads
+ * MPI with dlopen, or attached too late) the process is stopped at MPI_Init as before, as it
+ * is when the guess was wrong (another file of that name, by LD_LIBRARY_PATH): no call is
+ * missed either way.
  *
  * Each trapped library's offsets and placement are computed when it is trapped, and a link
  * of pdimond's own (pid filter: pdimond, which never maps it) keeps every probe's uprobe
@@ -37,6 +41,7 @@
 #include "mpi_funcs.h"
 #include "mpitrace.skel.h"
 #include "objcache.h"
+#include "objopen.h"
 #include "probe_targets.h"
 #include "tracer_impl.h"
 
@@ -44,6 +49,11 @@
 #define LEARNED_MAX 256  /* executables remembered */
 #define TREE_DEPTH 16    /* as MAX_ANCESTORS in the BPF trap */
 #define AHEAD_KEEP_NS (10 * 1000000000ull) /* an exited process attached ahead may still join */
+/* Reading programs for what they link costs the loop up to a few ms for each one never seen:
+ * a user executing thousands of distinct programs in a watched tree gets the old way (stopped
+ * at MPI_Init) past this many a second, and no more of pdimond's time. */
+#define NEEDED_PER_S 32
+#define NEEDED_DEPS_MAX 16 /* libraries beside a trapped one read for one program */
 
 /* ---- the MPI_Init traps ---- */
 
@@ -105,6 +115,19 @@ static void warm_up(struct pdi_tracer *t, struct pdi_trapped_lib *l, struct pdi_
 		log_debug("Cannot keep the probes of %s registered: %m; its first attach pays for them", l->path);
 }
 
+/* L's DT_SONAME, what programs name it by; its file name when it has none. */
+static void set_soname(struct pdi_trapped_lib *l)
+{
+	struct pdi_needed *n = malloc(sizeof(*n));
+	const char *base = strrchr(l->name, '/');
+
+	if (n && pdi_needed_read(l->fd, n) == 0 && n->soname[0])
+		snprintf(l->soname, sizeof(l->soname), "%s", n->soname);
+	else
+		snprintf(l->soname, sizeof(l->soname), "%s", base ? base + 1 : l->name);
+	free(n);
+}
+
 /* One library the globs name: trapped once per inode (libmpi.so, libmpi.so.40 and
  * libmpi.so.40.30.4 are one file). Returns 1 when newly trapped. */
 static int trap_library(struct pdi_tracer *t, struct pdi_objcache *objs, const char *path)
@@ -132,6 +155,7 @@ static int trap_library(struct pdi_tracer *t, struct pdi_objcache *objs, const c
 		return 0;
 	snprintf(l->path, sizeof(l->path), "/proc/self/fd/%d", l->fd);
 	snprintf(l->name, sizeof(l->name), "%s", path);
+	set_soname(l);
 	if (trap_object(t, o, l->path, t->ntrapped) <= 0) {
 		close(l->fd);
 		return 0;
@@ -214,12 +238,122 @@ static int exe_identity(pid_t pid, dev_t *ret_dev, ino_t *ret_ino)
 	return 0;
 }
 
-static int learned_lib(const struct pdi_tracer *t, dev_t dev, ino_t ino)
+static const struct pdi_learned_exe *find_learned(const struct pdi_tracer *t, dev_t dev, ino_t ino)
 {
 	for (unsigned i = 0; i < t->nlearned; i++)
 		if (t->learned[i].dev == dev && t->learned[i].ino == ino)
-			return (int)t->learned[i].lib;
-	return -1;
+			return &t->learned[i];
+	return NULL;
+}
+
+/* E is what its executable's processes map, from now on; when full, the oldest entry goes. */
+static void remember(struct pdi_tracer *t, const struct pdi_learned_exe *e)
+{
+	for (unsigned i = 0; i < t->nlearned; i++)
+		if (t->learned[i].dev == e->dev && t->learned[i].ino == e->ino) {
+			t->learned[i] = *e;
+			return;
+		}
+	if (!t->learned && !(t->learned = calloc(LEARNED_MAX, sizeof(*t->learned))))
+		return;
+	if (t->nlearned == LEARNED_MAX)
+		memmove(t->learned, t->learned + 1, sizeof(*t->learned) * --t->nlearned);
+	t->learned[t->nlearned++] = *e;
+}
+
+static int trapped_by_soname(const struct pdi_tracer *t, const char *soname)
+{
+	for (unsigned i = 0; i < t->ntrapped; i++)
+		if (!strcmp(t->trapped[i].soname, soname))
+			return (int)i;
+	return PDI_LEARNED_NONE;
+}
+
+/* May one more program be read for what it links, this second? */
+static bool needed_allowed(struct pdi_tracer *t)
+{
+	uint64_t now = pdi_now_ns();
+
+	if (now - t->needed_since_ns >= 1000000000ull) {
+		t->needed_since_ns = now;
+		t->needed_read = 0;
+	}
+	return t->needed_read++ < NEEDED_PER_S;
+}
+
+/* The trapped library that the file at PATH (inode INO, 0: any) asks for by name, or
+ * PDI_LEARNED_NONE; its DT_NEEDED names into N. */
+static int links_trapped(const struct pdi_tracer *t, const char *path, uint64_t ino, struct pdi_needed *n)
+{
+	int fd, r, lib = PDI_LEARNED_NONE;
+
+	n->n = 0;
+	if (pdi_objopen_path(path, ino, &fd) < 0)
+		return lib;
+	r = pdi_needed_read(fd, n);
+	close(fd);
+	for (unsigned i = 0; r == 0 && i < n->n && lib < 0; i++)
+		lib = trapped_by_soname(t, n->names[i]);
+	return lib;
+}
+
+/* Is trapped library K the first one of its folder? (each folder is looked in once) */
+static bool first_of_folder(const struct pdi_tracer *t, unsigned k)
+{
+	size_t len = (size_t)(strrchr(t->trapped[k].name, '/') - t->trapped[k].name);
+
+	for (unsigned j = 0; j < k; j++)
+		if (!strncmp(t->trapped[j].name, t->trapped[k].name, len + 1) && !strchr(t->trapped[j].name + len + 1, '/'))
+			return false;
+	return true;
+}
+
+/* The trapped library that PID's program (inode INO) links: named in its DT_NEEDED, or in that
+ * of a library it names that lies in a trapped library's folder (libmpi_mpifh.so.40 asks for
+ * libmpi.so.40). A guess the held path corrects: see the top of this file. */
+static int needed_lib(struct pdi_tracer *t, pid_t pid, ino_t ino)
+{
+	struct pdi_needed *exe = malloc(sizeof(*exe)), *dep = malloc(sizeof(*dep));
+	int lib = PDI_LEARNED_NONE;
+	unsigned deps = 0;
+	char path[PATH_MAX];
+
+	if (!exe || !dep)
+		goto out;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	lib = links_trapped(t, path, ino, exe);
+	for (unsigned i = 0; i < exe->n && lib < 0 && deps < NEEDED_DEPS_MAX; i++)
+		for (unsigned k = 0; k < t->ntrapped && lib < 0 && deps < NEEDED_DEPS_MAX; k++) {
+			const char *name = t->trapped[k].name, *slash = strrchr(name, '/');
+
+			if (!slash || !first_of_folder(t, k) ||
+			    snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - name), name, exe->names[i]) >=
+				    (int)sizeof(path) ||
+			    access(path, F_OK) < 0)
+				continue;
+			deps++;
+			lib = links_trapped(t, path, 0, dep);
+		}
+out:
+	free(exe);
+	free(dep);
+	return lib;
+}
+
+/* The trapped library PID's program (DEV, INO) will map, or PDI_LEARNED_NONE: learned from an
+ * earlier run, else from what the program links (then remembered either way). */
+static int lib_of_program(struct pdi_tracer *t, pid_t pid, dev_t dev, ino_t ino)
+{
+	const struct pdi_learned_exe *known = find_learned(t, dev, ino);
+	struct pdi_learned_exe e = {.dev = dev, .ino = ino};
+
+	if (known)
+		return known->lib;
+	if (!needed_allowed(t))
+		return PDI_LEARNED_NONE;
+	e.lib = needed_lib(t, pid, ino);
+	remember(t, &e);
+	return e.lib;
 }
 
 static pid_t parent_of(pid_t pid)
@@ -266,7 +400,7 @@ int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_
 		return 0;
 	if ((r = exe_identity(pid, &dev, &ino)) < 0)
 		return r;
-	if ((lib = learned_lib(t, dev, ino)) < 0)
+	if ((lib = lib_of_program(t, pid, dev, ino)) < 0)
 		return -ENOENT;
 	l = &t->trapped[lib];
 	pt = pdi_tracer_targets_of(t, NULL, l->dev, l->ino); /* computed when it was trapped */
@@ -310,11 +444,14 @@ int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_tar
 	if (i < 0)
 		return -ENOENT;
 	a = &t->ahead[i];
-	/* the same process (alive), on the very library it maps */
-	if (exited(a->ident.pidfd) || t->trapped[a->lib].dev != pt->dev || t->trapped[a->lib].ino != pt->ino) {
+	/* on the very library it maps */
+	if (t->trapped[a->lib].dev != pt->dev || t->trapped[a->lib].ino != pt->ino) {
 		drop_ahead(t, (unsigned)i);
 		return -ENOENT;
 	}
+	/* gone while its maps were read: its links stay for pdi_startup_take_exited() */
+	if (exited(a->ident.pidfd))
+		return -ESRCH;
 	take_links(t, (unsigned)i, fds);
 	return 0;
 }
@@ -364,23 +501,10 @@ int pdi_tracer_ahead_ident(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks
 
 void pdi_startup_learn(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_targets *pt)
 {
-	int lib = find_trapped(t, pt->dev, pt->ino);
-	struct pdi_learned_exe e;
+	struct pdi_learned_exe e = {.lib = find_trapped(t, pt->dev, pt->ino)};
 
-	if (lib < 0 || exe_identity(pid, &e.dev, &e.ino) < 0 || learned_lib(t, e.dev, e.ino) == lib)
-		return;
-	e.lib = (unsigned)lib;
-	for (unsigned i = 0; i < t->nlearned; i++)
-		if (t->learned[i].dev == e.dev && t->learned[i].ino == e.ino) {
-			t->learned[i] = e;
-			return;
-		}
-	if (!t->learned && !(t->learned = calloc(LEARNED_MAX, sizeof(*t->learned))))
-		return;
-	/* full: the oldest goes */
-	if (t->nlearned == LEARNED_MAX)
-		memmove(t->learned, t->learned + 1, sizeof(*t->learned) * --t->nlearned);
-	t->learned[t->nlearned++] = e;
+	if (e.lib >= 0 && exe_identity(pid, &e.dev, &e.ino) == 0)
+		remember(t, &e);
 }
 
 void pdi_startup_drop_root(struct pdi_tracer *t, pid_t root)

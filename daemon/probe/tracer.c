@@ -261,8 +261,12 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 	}
 	snprintf(pt->path, sizeof(pt->path), "/proc/self/fd/%d", a.object_fd);
 	pt->obj = NULL;
-	if (t->multi && pdi_startup_take(t, pid, pt, a.multi_fds) == 0) {
+	if (t->multi && (r = pdi_startup_take(t, pid, pt, a.multi_fds)) == 0) {
 		a.ahead = true;
+	} else if (r == -ESRCH) {
+		/* exited meanwhile: pdi_tracer_attach_exited() takes its links */
+		pdi_attachment_detach(&a);
+		goto out;
 	} else if (t->multi) {
 		r = attach_multi(t, &a, pid, pt->path, pt->offsets, pt->cookies, pt->n);
 	} else {

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "ident.h"
+#include "needed.h"
 #include "tracer.h"
 
 struct bpf_link;
@@ -27,6 +28,7 @@ struct pdi_trapped_lib {
 	int fd;                    /* the very file trapped, an fd of our own (the cache may close its) */
 	char path[32];             /* "/proc/self/fd/FD": what attaches name */
 	char name[256];            /* the path it was trapped at, for people */
+	char soname[PDI_NEEDED_NAME_LEN]; /* what programs ask for (DT_NEEDED): startup.c */
 	int warm[2];               /* a link of pdimond's own on every probe: see startup.c */
 };
 
@@ -40,11 +42,13 @@ struct pdi_ahead {
 	int fds[2];                /* entry and return uprobe_multi links */
 };
 
-/* What an executable's processes mapped last time: the library to attach them to ahead. */
+/* The trapped library an executable's processes map (they did last time, or the program links
+ * it): where to attach them ahead. PDI_LEARNED_NONE: the program links none. */
+#define PDI_LEARNED_NONE (-1)
 struct pdi_learned_exe {
 	dev_t dev;
 	ino_t ino;
-	unsigned lib;
+	int lib; /* into trapped[], or PDI_LEARNED_NONE */
 };
 
 struct pdi_tracer {
@@ -75,6 +79,8 @@ struct pdi_tracer {
 	unsigned nahead;
 	struct pdi_learned_exe *learned;
 	unsigned nlearned;
+	uint64_t needed_since_ns; /* programs read for what they link, since (startup.c) */
+	unsigned needed_read;
 };
 
 /* The object part of the probe targets (pdi_probe_targets_of()) of object O, the file (DEV,
@@ -85,7 +91,8 @@ const struct pdi_probe_targets *pdi_tracer_targets_of(struct pdi_tracer *t, stru
 /* startup.c */
 void pdi_startup_free(struct pdi_tracer *t);
 /* PID is attaching to the object PT located: the links attached ahead for it into FDS when they
- * are on that very object (0), else -ENOENT (and any it had are closed). */
+ * are on that very object (0), else -ENOENT (and any it had are closed), or -ESRCH when it has
+ * exited since (they stay, for pdi_startup_take_exited()). */
 int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_targets *pt, int fds[2]);
 /* PID, started at START_TICKS, exited before it could be attached (its maps are gone), but links
  * were attached ahead for it: its library's targets into PT (no datatypes: they are read from the

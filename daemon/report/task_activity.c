@@ -70,17 +70,25 @@ static char stat_state(const char *stat)
 	return p && p[1] == ' ' ? p[2] : '?';
 }
 
-/* Is thread TID of process PID in a tracing stop of ours? A stack walk (probe/stackwalk.c) holds
- * it for a few ms, on a worker, while the loop may look at it for another view: that stop is not
- * the task's (a debugger's is, and it has another TracerPid). */
-static bool walked_by_us(pid_t pid, pid_t tid)
+/* Is thread TID of process PID, seen in a tracing stop, held there by another tracer than us? A
+ * stack walk (probe/stackwalk.c) holds it for a few ms, on a worker, while the loop may look at it
+ * for another view: that stop is not the task's; a debugger's is. The tracer is read after the
+ * state: a walk that ended in between has left no tracer (0), never another one. The walk traces
+ * from a thread of its own, and TracerPid names that thread, not pdimond's main one: any thread
+ * of ours is us. */
+static bool traced_by_another(pid_t pid, pid_t tid)
 {
-	char buf[2048];
+	char buf[2048], path[64];
 	const char *p;
+	pid_t tracer;
 
 	if (pdi_task_proc_read(pid, tid, "status", buf, sizeof(buf)) <= 0 || !(p = strstr(buf, "\nTracerPid:")))
 		return false;
-	return (pid_t)strtol(p + 11, NULL, 10) == getpid();
+	tracer = (pid_t)strtol(p + 11, NULL, 10);
+	if (tracer <= 0 || tracer == getpid())
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tracer);
+	return access(path, F_OK) != 0;
 }
 
 void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, struct pdi_task_activity *ret)
@@ -98,7 +106,7 @@ void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, stru
 	}
 	switch (stat_state(buf)) {
 	case 'T': a.kind = PDI_ACT_STOPPED; break;
-	case 't': a.kind = walked_by_us(t->pid, tid) ? PDI_ACT_UNKNOWN : PDI_ACT_STOPPED; break;
+	case 't': a.kind = traced_by_another(t->pid, tid) ? PDI_ACT_STOPPED : PDI_ACT_UNKNOWN; break;
 	case 'D': a.kind = PDI_ACT_DISK; break;
 	case 'R': a.kind = PDI_ACT_RUNNING; break;
 	case 'S': case 'I': a.kind = PDI_ACT_SLEEPING; break;

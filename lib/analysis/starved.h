@@ -35,7 +35,7 @@
 #define PDI_STARVED_JOIN 2.0
 /* A phase just before the run joins it when the task got this many times less than its own
  * usual share there (where the interference began, in part of the phase). */
-#define PDI_STARVED_ONSET 1.5
+#define PDI_STARVED_ONSET 1.3
 /* A task whose share rose this many times over its usual during the run took the CPU. */
 #define PDI_STARVED_TOOK 1.25
 /* The run must last this long (s): a stall's worth of not getting CPU, not a scheduler tick. */

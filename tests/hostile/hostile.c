@@ -68,6 +68,8 @@ static int replace_self(const char *mode, const char *target)
 		MPI_Barrier(0);
 	MPI_Finalize();
 	printf("%s done\n", mode);
+	fflush(stdout);
+	wait_stdin_eof();
 	return 0;
 }
 

@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """test_startup.py -- starting processes get their probes without being stopped at MPI_Init.
 
-A program's first run on a node is stopped at MPI_Init while its probes are attached; from then on
-its processes get them as they execute it (daemon/probe/startup.c). The ranks here wait between
-their exec and MPI_Init until the daemon said it attached, so the test asserts the mechanism,
-never a timing: not held, and every call seen, MPI_Init once, as when held; and so when they have
-ended before pdimond could handle their MPI_Init.
+A starting process gets its probes as it executes its program, on the MPI library the program
+links (read from its ELF dynamic section on its first run here, then learnt from where its
+processes were attached: daemon/probe/startup.c). The ranks here wait between their exec and
+MPI_Init until the daemon said it attached, so the test asserts the mechanism, never a timing: not
+held, and every call seen, MPI_Init once, as when held; and so when they have ended before pdimond
+could handle their MPI_Init.
 
 Run one case as: test_startup.py Startup.test_attached_at_exec_openmpi
 """
@@ -48,21 +49,16 @@ class Startup(DaemonTest):
         return out
 
     def check(self, impl):
-        # the first run: held at MPI_Init, which teaches the daemon where this program's probes go
-        r = self.d.pdimon("run", "--step", f"first-{impl}", "--", *startup_cmd(impl), check=False, timeout=300)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        first = self.calls(f"first-{impl}")
-        log = self.d.read_log()
-        # nothing was known of the program before: its first rank to join was held (a later one
-        # may find its probes attached already, when its exec came after that join)
-        self.assertTrue([p for p, _ in first.values() if re.search(rf"pid {p} held at MPI_Init for [0-9.]+ ms", log)])
-        # the second: the ranks wait before MPI_Init until their probes are attached
-        with self.waiting_ranks(f"second-{impl}", impl) as (go, _):
-            open(go, "w").close()
-        second = self.calls(f"second-{impl}")
-        log = self.d.read_log()
-        for pid, _ in second.values():
-            self.assertRegex(log, rf"pid {pid} joined at MPI_Init, not held")
+        # the first run of the program here: its probes go where its ELF says it links MPI; the
+        # second: where the first run's ranks were attached. The ranks wait before MPI_Init until
+        # their probes are attached, and are not held there
+        for step in (f"first-{impl}", f"second-{impl}"):
+            with self.waiting_ranks(step, impl) as (go, _):
+                open(go, "w").close()
+            ranks = self.calls(step)
+            log = self.d.read_log()
+            for pid, _ in ranks.values():
+                self.assertRegex(log, rf"pid {pid} joined at MPI_Init, not held")
         # the third: pdimond is stopped from the ranks' attach until they have exited: they join
         # their step all the same, from their probes attached ahead, with every call
         with self.waiting_ranks(f"third-{impl}", impl) as (go, ranks):

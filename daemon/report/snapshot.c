@@ -176,6 +176,32 @@ void pdi_snapshot_free(struct pdi_snapshot *snap)
 
 /* ---- live stacks ---- */
 
+/* T's stack: the first KEEP of the N FRAMES walked (the rest freed), then TEXT, the call's place
+ * (in place of the first frame dropped, or after all of them when the walk never reached the
+ * MPI function). Takes FRAMES, also on failure. */
+static int set_stack(struct pdi_view_task *t, char **frames, size_t n, size_t keep, const char *text)
+{
+	for (size_t k = keep; k < n; k++)
+		free(frames[k]);
+	if (keep == n) {
+		char **more = realloc(frames, (n + 1) * sizeof(*frames));
+
+		if (!more) {
+			pdi_stack_frames_free(frames, keep);
+			return -ENOMEM;
+		}
+		frames = more;
+	}
+	frames[keep] = strdup(text);
+	if (!frames[keep]) {
+		pdi_stack_frames_free(frames, keep);
+		return -ENOMEM;
+	}
+	t->stack = frames;
+	t->nstack = keep + 1;
+	return 0;
+}
+
 /* The live stack of blocked task T of V, outermost first, down to the application's MPI call
  * (the library's frames below it say nothing about the program), then the call site. */
 static int walk_task(const struct pdi_view *v, struct pdi_view_task *t, struct pdi_objcache *objs)
@@ -194,27 +220,7 @@ static int walk_task(const struct pdi_view *v, struct pdi_view_task *t, struct p
 	while (keep < n && strncmp(frames[keep], fn, fnlen) &&
 	       !(frames[keep][0] == 'P' && !strncmp(frames[keep] + 1, fn, fnlen)) && strcmp(frames[keep], "[uprobes]"))
 		keep++;
-	/* the frames kept, then the call site (in place of the first one dropped, or after all
-	 * of them when the walk never reached the MPI function) */
-	for (size_t k = keep; k < n; k++)
-		free(frames[k]);
-	if (keep == n) {
-		char **more = realloc(frames, (n + 1) * sizeof(*frames));
-
-		if (!more) {
-			pdi_stack_frames_free(frames, keep);
-			return -ENOMEM;
-		}
-		frames = more;
-	}
-	frames[keep] = strdup(w->text);
-	if (!frames[keep]) {
-		pdi_stack_frames_free(frames, keep);
-		return -ENOMEM;
-	}
-	t->stack = frames;
-	t->nstack = keep + 1;
-	return 0;
+	return set_stack(t, frames, n, keep, w->text);
 }
 
 /* Is frame F ("FUNC@...") a function of MPI's C interface (MPI_ or PMPI_: every language
@@ -296,16 +302,7 @@ static int place_by_stack(struct pdi_view_task *t, uint64_t blocked_after_ns, st
 	w->by_stack = true;
 	snprintf(w->text, sizeof(w->text), "%s (on its stack: its probes did not see the call begin)", fn);
 	/* the call path down to the call, as a blocked task's (walk_task) */
-	for (size_t x = k; x < n; x++)
-		free(frames[x]);
-	frames[k] = strdup(w->text);
-	if (!frames[k]) {
-		pdi_stack_frames_free(frames, k);
-		return -ENOMEM;
-	}
-	t->stack = frames;
-	t->nstack = k + 1;
-	return 0;
+	return set_stack(t, frames, n, k, w->text);
 }
 
 /* Shown as computing while its probes were thinned (the kernel's word on a stopped task, or one

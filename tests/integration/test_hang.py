@@ -8,19 +8,26 @@ and the end of the hang is said once. The user's side is the job's own output (m
 carries the tasks' stderr); nobody asks pdimon. The false-alarm rate is raised to one per
 step-hour so that the test is short: the thresholds are the same model's.
 
+HangBudget: the judge of a step whose probes the overhead budget thinned (max_overhead_pct low):
+a rank spins for good outside MPI while the others wait for it in an MPI_Allreduce that their
+sampled probes mostly did not see begin. The judge places such ranks by their live stacks, as
+the report does, so the hang is told with the spinning rank alone as least progressed.
+
 Run as: test_hang.py HangFaults.test_debugger_stop_and_restart
+        test_hang.py HangBudget.test_thinned_waiters_placed_by_stack
 """
 import ctypes
 import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import unittest
 
-from harness import PDIMON, Daemon, SystemBus, find_ranks, kill_tree, mpirun, wait_for
+from harness import BUILD, PDIMON, Daemon, SystemBus, find_ranks, kill_tree, mpirun, wait_for
 
 RANKS = 4
 libc = ctypes.CDLL(None, use_errno=True)
@@ -167,6 +174,73 @@ class HangFaults(unittest.TestCase):
                 return f.read()
         except FileNotFoundError:
             return ""
+
+
+class HangBudget(unittest.TestCase):
+    """Asserts what the design guarantees under noise: the hang is told, and the rank named least
+    progressed is the spinning one alone (never a rank waiting in a call its probes missed)."""
+    AGENT = os.path.join(BUILD, "tests/faults/libpdimon-spin-agent.so")  # bench/apps/spin_agent.c
+    SPIN_SIGNAL = signal.SIGRTMIN + 7
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="pdimon-hangbudget-")
+        os.chmod(self.tmp, 0o755)
+        self.bus = SystemBus(self.tmp)
+        # a budget so low that the loop's MPI_Allreduce (a few hundred a second) is sampled
+        self.d = Daemon("hang_timeout_ms=0", "hang_false_alarm_rate=1", "max_overhead_pct=0.02", "log_level=debug",
+                        bus=self.bus,
+                        database=os.path.join(self.tmp, "pdimon.db"))
+        self.job = None
+
+    def tearDown(self):
+        try:
+            if self.job:
+                kill_tree(self.job)
+        finally:
+            self.d.stop()
+            self.bus.stop()
+
+    def test_thinned_waiters_placed_by_stack(self):
+        self.assertTrue(os.path.exists(self.AGENT), f"{self.AGENT}: build tests/faults first")
+        cmd = mpirun("openmpi", RANKS, "waits", 600)
+        cmd[1:1] = ["-x", "LD_PRELOAD", "-x", "PDIMON_SPIN_MS"]
+        self.job = subprocess.Popen([PDIMON, "run", "--step", "thin", "--", *cmd], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                    env=dict(self.d.env, LD_PRELOAD=self.AGENT, PDIMON_SPIN_MS="-1",
+                                             WAITS_SLICE="sleep"))
+        out = Lines(self.job.stderr)
+        find_ranks("waits.openmpi", RANKS, self.job.pid)
+
+        def sampled():
+            tasks = self.d.show("thin")["tasks"]
+            marks = [[u for u in t["unobserved"] if u["function"] == "MPI_Allreduce" and u["to_ns"] is None]
+                     for t in tasks]
+            return len(tasks) == RANKS and all(m and m[-1]["level"] == "sampled" for m in marks) and (tasks, marks)
+        tasks, marks = wait_for(sampled, 120, "the budget to sample every rank's MPI_Allreduce:\n" +
+                                self.d.read_log()[-3000:])
+        # sampled probes are on in a part of each second only: spun while they are off (no call
+        # seen for a while), the others enter the Allreduce that waits for it unseen, most likely
+        seen = {"calls": None, "at": 0.0}
+
+        def probes_off():
+            calls, now = sum(t["calls"] for t in self.d.show("thin")["tasks"]), time.monotonic()
+            if calls != seen["calls"]:
+                seen.update(calls=calls, at=now)
+            return now - seen["at"] >= 0.2
+        wait_for(probes_off, 60, "a stretch where the sampled probes are off", longest_pause=0.02)
+        spinner = next(t for t in tasks if t["rank"] == 2)
+        # the agent spins in its signal handler once the main thread is in the program's own code
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.assertEqual(libc.syscall(234, spinner["pid"], spinner["pid"], int(self.SPIN_SIGNAL)), 0)  # tgkill
+        wait_for(lambda: out.count("looks hung since"), 180, "the hung line on the job's output:\n" + out.text() +
+                 "\n" + self.d.read_log()[-3000:])
+        line = next(x for x in out.lines if "looks hung since" in x)
+        print(line, file=sys.stderr)
+        self.assertRegex(line, r"least progressed \[2\] on \S+, computing", line)
+        self.assertEqual(out.count("looks hung since"), 1, out.text())
+        # the judge read the spinning rank's stack on a worker: its last seen call was made while
+        # its probes were thinned, so they alone could not tell it from one waiting unseen
+        self.assertRegex(self.d.read_log(), r"rank 2, still and shown computing by its thinned probes, is outside MPI by its stack")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@
 #include "budget.h"
 #include "bus.h"
 #include "daemon.h"
+#include "ingest.h"
 #include "gather.h"
 #include "gather_step.h"
 #include "log.h"

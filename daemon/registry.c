@@ -12,6 +12,7 @@
 #include "callchain.h"
 #include "registry.h"
 #include "samples.h"
+#include "step_health.h"
 #include "trapped.h"
 
 #define DEAD_TASK (PDI_U64MAP_NONE - 1)

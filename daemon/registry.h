@@ -9,7 +9,6 @@
 
 #include "ident.h"
 #include "model.h"
-#include "step_health.h"
 #include "procmaps.h"
 #include "site.h"
 #include "tracer.h"

@@ -19,10 +19,12 @@
 
 #include "api.h"
 #include "daemon.h"
+#include "ingest.h"
 #include "step_end.h"
 #include "persist.h"
 #include "program.h"
 #include "report.h"
+#include "show.h"
 #include "json.h"
 #include "log.h"
 #include "site_store.h"

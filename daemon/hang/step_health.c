@@ -14,8 +14,10 @@
 #include "bus.h"
 #include "daemon.h"
 #include "hang.h"
+#include "history.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
 #include "mpi_funcs.h"
 #include "notify.h"
 #include "progress.h"
@@ -31,21 +33,9 @@
  * computing (a walk gives up after PDI_STACK_WALK_TIMEOUT_MS) before it is told without them */
 #define LOOK_WAIT_NS (3 * NS)
 
-const char *const pdi_on_hang_names[] = {"", "report", "command", "cancel"};
-
 static void clock_text(time_t t, char *buf, size_t len);
 static enum pdi_on_hang on_hang_of(const struct pdi_daemon *d, const struct pdi_step *s);
 static bool notify_of(const struct pdi_daemon *d, const struct pdi_step *s);
-
-int pdi_on_hang_parse(const char *name, enum pdi_on_hang *ret)
-{
-	for (unsigned i = PDI_ON_HANG_REPORT; i <= PDI_ON_HANG_CANCEL; i++)
-		if (!strcmp(name, pdi_on_hang_names[i])) {
-			*ret = (enum pdi_on_hang)i;
-			return 0;
-		}
-	return -EINVAL;
-}
 
 struct pdi_step_health {
 	struct pdi_health_judge judge;

@@ -16,6 +16,7 @@
 
 #include "budget.h"
 #include "daemon.h"
+#include "ingest.h"
 #include "detach.h"
 #include "step_end.h"
 #include "log.h"
@@ -24,7 +25,7 @@
 #include "program.h"
 #include "sites.h"
 #include "tracer.h"
-#include "view_local.h"
+#include "task_activity.h"
 
 static int32_t int_arg(const struct pdi_event *e, uint8_t pos)
 {

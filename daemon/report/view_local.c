@@ -9,10 +9,12 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "ingest.h"
 #include "log.h"
 #include "mpi_funcs.h"
 #include "sites.h"
 #include "step_health.h"
+#include "task_activity.h"
 #include "tracer.h"
 #include "view_local.h"
 

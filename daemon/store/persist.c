@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "ingest.h"
 #include "ident.h"
 #include "step_end.h"
 #include "log.h"

@@ -54,22 +54,20 @@ class Lines:
         return "\n".join(self.lines)
 
 
-class HangFaults(unittest.TestCase):
+class DaemonAndJob(unittest.TestCase):
+    """A pdimond on a private bus with a database of its own (settings from settings()), and the
+    job a test starts (self.job), killed at the end."""
+
+    def settings(self):
+        return ()
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="pdimon-hang-")
         os.chmod(self.tmp, 0o755)
         self.bus = SystemBus(self.tmp)
         self.db = os.path.join(self.tmp, "pdimon.db")
-        self.metrics = os.path.join(self.tmp, "pdimon.prom")
-        self.ran = os.path.join(self.tmp, "on-hang.ran")
-        command = os.path.join(self.tmp, "on-hang")
-        with open(command, "w") as f:
-            f.write(f'#!/bin/sh\necho "$1 $2 $PDIMON_STEP $PDIMON_HEALTH $PDIMON_SINCE" >> {self.ran}\n')
-        os.chmod(command, 0o755)
-        self.settings = ("hang_timeout_ms=0", "hang_false_alarm_rate=1", "checkpoint_s=1", "on_hang=command",
-                         f"on_hang_command={command}", f"metrics_path={self.metrics}", "metrics_interval_s=1")
-        self.d = Daemon(*self.settings, bus=self.bus, database=self.db)
         self.job = None
+        self.d = Daemon(*self.settings(), bus=self.bus, database=self.db)
 
     def tearDown(self):
         try:
@@ -79,6 +77,18 @@ class HangFaults(unittest.TestCase):
             if self.d:
                 self.d.stop()
             self.bus.stop()
+
+
+class HangFaults(DaemonAndJob):
+    def settings(self):
+        self.metrics = os.path.join(self.tmp, "pdimon.prom")
+        self.ran = os.path.join(self.tmp, "on-hang.ran")
+        command = os.path.join(self.tmp, "on-hang")
+        with open(command, "w") as f:
+            f.write(f'#!/bin/sh\necho "$1 $2 $PDIMON_STEP $PDIMON_HEALTH $PDIMON_SINCE" >> {self.ran}\n')
+        os.chmod(command, 0o755)
+        return ("hang_timeout_ms=0", "hang_false_alarm_rate=1", "checkpoint_s=1", "on_hang=command",
+                f"on_hang_command={command}", f"metrics_path={self.metrics}", "metrics_interval_s=1")
 
     def health(self, step):
         return {s["step"]: s for s in json.loads(self.d.pdimon("steps", "--json").stdout)}[step]
@@ -147,7 +157,7 @@ class HangFaults(unittest.TestCase):
 
         # pdimond restarts in the middle of the hang: the new one takes it over, says nothing new
         self.d.stop()
-        self.d = Daemon(*self.settings, bus=self.bus, database=self.db)
+        self.d = Daemon(*self.settings(), bus=self.bus, database=self.db)
         wait_for(lambda: "not announced again" in self.d.read_log(), 60, "the hang taken over:\n" + self.d.read_log())
         self.assertEqual(self.health("w")["health"], "hung")
         self.assertEqual(self.health("w")["health_since"], h["health_since"])
@@ -176,29 +186,15 @@ class HangFaults(unittest.TestCase):
             return ""
 
 
-class HangBudget(unittest.TestCase):
+class HangBudget(DaemonAndJob):
     """Asserts what the design guarantees under noise: the hang is told, and the rank named least
     progressed is the spinning one alone (never a rank waiting in a call its probes missed)."""
     AGENT = os.path.join(BUILD, "tests/faults/libpdimon-spin-agent.so")  # bench/apps/spin_agent.c
     SPIN_SIGNAL = signal.SIGRTMIN + 7
 
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="pdimon-hangbudget-")
-        os.chmod(self.tmp, 0o755)
-        self.bus = SystemBus(self.tmp)
+    def settings(self):
         # a budget so low that the loop's MPI_Allreduce (a few hundred a second) is sampled
-        self.d = Daemon("hang_timeout_ms=0", "hang_false_alarm_rate=1", "max_overhead_pct=0.02", "log_level=debug",
-                        bus=self.bus,
-                        database=os.path.join(self.tmp, "pdimon.db"))
-        self.job = None
-
-    def tearDown(self):
-        try:
-            if self.job:
-                kill_tree(self.job)
-        finally:
-            self.d.stop()
-            self.bus.stop()
+        return ("hang_timeout_ms=0", "hang_false_alarm_rate=1", "max_overhead_pct=0.02", "log_level=debug")
 
     def test_thinned_waiters_placed_by_stack(self):
         self.assertTrue(os.path.exists(self.AGENT), f"{self.AGENT}: build tests/faults first")

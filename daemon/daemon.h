@@ -14,6 +14,7 @@
 #include "registry.h"
 #include "service.h"
 
+struct pdi_daemon;
 struct pdi_tracer;
 struct pdi_objcache;
 struct pdi_store;
@@ -42,6 +43,18 @@ enum pdi_source_kind {
 #define PDI_SRC_KIND(u) ((unsigned)((u) >> 56))
 #define PDI_SRC_INDEX(u) ((unsigned)((u)&0xffffffffu))
 
+/* The calls that run up the floors (doc/design/layout.md): a room below calls a room above it
+ * only through these, which upcalls.c wires (upcalls.h). */
+struct pdi_upcalls {
+	/* step_end.h's pdi_step_ended(), for the ingest (a task exited) and the store (a restored
+	 * step had ended meanwhile) */
+	void (*step_ended)(struct pdi_daemon *d, struct pdi_step *s);
+	/* bus.h's signals, for the step's end (step_end.c) and its health (hang/step_health.c) */
+	void (*emit_step_ended)(struct pdi_daemon *d, const struct pdi_step *s, const char *state);
+	void (*emit_step_health_changed)(struct pdi_daemon *d, const struct pdi_step *s, const char *health,
+					 const char *verdict_json);
+};
+
 struct pdi_daemon {
 	struct pdi_config cfg;
 	const char *config_path;  /* what SIGHUP rereads, made absolute */
@@ -52,6 +65,7 @@ struct pdi_daemon {
 	struct pdi_service svc;   /* the service manager, or the parent waiting in the terminal */
 	uint64_t loop_max_ns;     /* the longest a wake-up kept the loop busy since the start */
 	struct pdi_registry reg;
+	const struct pdi_upcalls *up; /* &pdi_upcalls (upcalls.h) */
 	struct pdi_tracer *tracer;
 	struct pdi_objcache *objs;
 	sd_bus *bus;

@@ -11,7 +11,6 @@
 
 #include "actions.h"
 #include "budget.h"
-#include "bus.h"
 #include "daemon.h"
 #include "hang.h"
 #include "history.h"
@@ -371,7 +370,7 @@ static void emit_signal(struct pdi_daemon *d, struct pdi_step *s, const char *li
 	pdi_json_obj_end(&j);
 	json = pdi_json_steal(&j);
 	if (json)
-		pdi_bus_emit_step_health_changed(d, s, pdi_health_names[pdi_step_health_of(s, NULL)], json);
+		d->up->emit_step_health_changed(d, s, pdi_health_names[pdi_step_health_of(s, NULL)], json);
 	free(json);
 }
 

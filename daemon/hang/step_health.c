@@ -224,11 +224,22 @@ void pdi_step_health_loaded(struct pdi_daemon *d, struct pdi_step *s, const stru
 	}
 }
 
+/* The MPI function task I of this tick's input waits in by its stack (stack_look.h), "" when
+ * its probes placed it. */
+static const char *stack_fn(const struct pdi_step *s, const struct pdi_step_health *h, unsigned i)
+{
+	const struct pdi_task_progress *p = &h->progress[h->index[i]];
+
+	return h->in[i].motion == PDI_MOTION_WAITING && h->keys[i] == UINT64_MAX &&
+			       pdi_task_progress_in_call_by_stack(p, s->tasks[h->index[i]]->model.calls)
+		       ? p->look_fn
+		       : "";
+}
+
 /* Where task I of this tick's input is, in words: "computing after MPI_Waitall@solver.c:212". */
 static void doing(const struct pdi_step *s, const struct pdi_step_health *h, unsigned i, char *buf, size_t len)
 {
 	const struct pdi_health_task *t = &h->in[i];
-	const struct pdi_task_progress *p = &h->progress[h->index[i]];
 	uint64_t key = h->keys[i];
 	const char *site = "?";
 	char stacked[96];
@@ -239,9 +250,8 @@ static void doing(const struct pdi_step *s, const struct pdi_step_health *h, uns
 		if (x < s->nsites && s->sites[x].name)
 			site = s->sites[x].name;
 	}
-	if (t->motion == PDI_MOTION_WAITING && key == UINT64_MAX &&
-	    pdi_task_progress_in_call_by_stack(p, s->tasks[h->index[i]]->model.calls)) {
-		snprintf(stacked, sizeof(stacked), "%s (on its stack)", p->look_fn);
+	if (stack_fn(s, h, i)[0]) {
+		snprintf(stacked, sizeof(stacked), "%s (on its stack)", stack_fn(s, h, i));
 		site = stacked;
 	}
 	switch (t->motion) {
@@ -285,8 +295,7 @@ static void local_diagnosis(const struct pdi_daemon *d, const struct pdi_step *s
 			continue;
 		for (unsigned j = i; j < n; j++)
 			if (!done[j] && h->keys[j] == h->keys[i] && h->in[j].motion == h->in[i].motion &&
-			    (h->keys[i] != UINT64_MAX ||
-			     !strcmp(h->progress[h->index[j]].look_fn, h->progress[h->index[i]].look_fn))) {
+			    !strcmp(stack_fn(s, h, j), stack_fn(s, h, i))) {
 				ranks[k++] = h->in[j].rank;
 				done[j] = true;
 			}

@@ -4,11 +4,11 @@
  * the step's end and its health, the hang judge's answers for the step's view and report. A room calls one above it only through these, so that the
  * rooms stand on floors without a circle (doc/design/layout.md). */
 #include "budget.h"
-#include "bus.h"
 #include "callchain.h"
 #include "samples.h"
 #include "step_end.h"
 #include "step_health.h"
+#include "subscribe.h"
 #include "upcalls.h"
 
 static void task_parts_free(struct pdi_task *t)

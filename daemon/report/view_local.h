@@ -16,13 +16,9 @@ struct pdi_samples;
 void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where *ret);
 
 /* V is step S's view: when S's hang judge holds it hung, V says so (lib/analysis/view.h's hung). */
-void pdi_view_mark_hung(const struct pdi_step *s, struct pdi_view *v);
+void pdi_view_mark_hung(const struct pdi_daemon *d, const struct pdi_step *s, struct pdi_view *v);
 
 /* This daemon's view of its step S: where each task is (no live stack: snapshot.h takes them
  * off the loop). The view points into S: use it before S changes. 0, or -ENOMEM. */
 int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret);
 
-/* The view of a gather's merged payload over NNODES nodes, with the nodes that did not
- * answer (gather_step.c). 0, -EBADMSG or -EPROTONOSUPPORT (a payload this pdimon cannot
- * read), -ENOMEM. */
-int pdi_view_from_gather(const struct pdi_gather_result *res, unsigned nnodes, struct pdi_view *ret);

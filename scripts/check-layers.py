@@ -122,6 +122,14 @@ def check(root):
     return bad + misplaced(daemon, room, texts)
 
 
+# Faults the check must catch, each added to a copy of the tree in turn: (file, text, what it says).
+FAULTS = [
+    ("log.c", '#include "registry.h"\n', "daemon/log.c (base) includes registry.h (state)"),
+    ("log.h", "struct pdi_registry;\nvoid pdi_registry_done(struct pdi_registry *r);\n",
+     "daemon/log.h declares pdi_registry_done, which daemon/registry.c defines"),
+]
+
+
 def self_test():
     with tempfile.TemporaryDirectory() as tmp:
         here = os.path.dirname(os.path.abspath(__file__))
@@ -129,19 +137,14 @@ def self_test():
         if check(tmp):
             print("self-test: the tree fails already: run check-layers.py first")
             return 1
-        with open(os.path.join(tmp, "daemon", "log.c"), "a", encoding="utf-8") as f:
-            f.write('#include "registry.h"\n')
-        bad = check(tmp)
-        if len(bad) != 1 or "daemon/log.c (base) includes registry.h (state)" not in bad[0]:
-            print("self-test: an include from base up to the registry was not caught:", bad)
-            return 1
-        with open(os.path.join(tmp, "daemon", "log.h"), "a", encoding="utf-8") as f:
-            f.write("struct pdi_registry;\nvoid pdi_registry_done(struct pdi_registry *r);\n")
-        bad = check(tmp)
-        if len(bad) != 2 or "daemon/log.h declares pdi_registry_done, which daemon/registry.c defines" not in bad[1]:
-            print("self-test: the registry's function declared in the log's header was not caught:", bad)
-            return 1
-    print("self-test: an include that runs up, and a function declared in another room's header, are caught")
+        for n, (path, text, said) in enumerate(FAULTS, 1):
+            with open(os.path.join(tmp, "daemon", path), "a", encoding="utf-8") as f:
+                f.write(text)
+            bad = check(tmp)
+            if len(bad) != n or not any(said in line for line in bad):
+                print(f"self-test: not caught: {said}; the check said: {bad}")
+                return 1
+    print(f"self-test: all {len(FAULTS)} faults caught")
     return 0
 
 

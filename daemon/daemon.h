@@ -20,6 +20,7 @@ struct pdi_store;
 struct pdi_peer;
 struct pdi_gather;
 struct pdi_workers;
+struct ahead_job;
 struct pdi_subscribers;
 struct pdi_site_store;
 typedef struct sd_bus sd_bus;
@@ -73,6 +74,10 @@ struct pdi_daemon {
 	struct pdi_peer *peer;     /* NULL: no peer listener (peer_port = 0, or the port is taken) */
 	struct pdi_gather *gather; /* a step's tree gather (gather.h); NULL without the listener */
 	struct pdi_workers *workers; /* slow work off the loop (worker.h) */
+	/* probes of starting processes attached off the loop (probe/ahead_attach.h) */
+	struct pdi_workers *ahead_workers;
+	struct ahead_job *ahead_jobs; /* attaches in flight, with what their processes sent meanwhile */
+	unsigned ahead_events;        /* events kept by them, all together */
 	bool evict_due;            /* a step joined the cache of ended steps: check its limits */
 	struct pdi_subscribers *subscribers; /* who hears the step signals (bus/subscribe.c) */
 	/* the overhead budget (probe/budget.h) */

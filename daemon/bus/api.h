@@ -13,6 +13,10 @@ struct pdi_caller {
 	bool admin; /* root, the SlurmUser or a member of the admin group: reads every step */
 };
 
+/* ROOT's tree is no longer watched: its processes that reached MPI_Init have joined, and its
+ * step ends if that was all it waited for. While a process of the tree is still being attached
+ * (probe/ahead_attach.h) the watch stays, and goes when that is done. */
+void pdi_unwatch(struct pdi_daemon *d, pid_t root);
 /* Who UID is to pdimond: an admin (root, the SlurmUser, the admin group) reads every step. */
 struct pdi_caller pdi_caller_of(struct pdi_daemon *d, uid_t uid);
 struct pdi_step;

@@ -34,6 +34,7 @@ struct ahead_job {
 	pid_t pid, root;
 	int result;                    /* of the attach */
 	uint64_t exec_ns, seen_ns, attach_ns; /* its exec, when the loop saw it; the attach's length */
+	bool held;                     /* planned at its MPI_Init trap, not at its exec (exec_ns: the trap's) */
 	bool has_init;                 /* its MPI_Init came before done(): INIT */
 	struct pdi_event init;
 	struct pdi_event *events;      /* its later events, in order */
@@ -121,7 +122,11 @@ static void ahead_done(struct pdi_job *pj, bool cancelled)
 	unlink_job(d, j);
 	r = pdi_tracer_ahead_end(d->tracer, j->a, cancelled ? -ECANCELED : j->result);
 	/* how late the loop saw the exec, and what the attach itself cost (bench/startup.py) */
-	if (r == 0)
+	if (r == 0 && j->held)
+		log_debug("pid %d: probes attached while it waits at MPI_Init, %.1f ms after its trap (seen after "
+			  "%.1f ms, attached in %.1f ms on a worker)", (int)j->pid, (double)(pdi_now_ns() - j->exec_ns) / 1e6,
+			  (double)(j->seen_ns - j->exec_ns) / 1e6, (double)j->attach_ns / 1e6);
+	else if (r == 0)
 		log_debug("pid %d: probes attached as it started, %.1f ms after its exec (seen after %.1f ms, "
 			  "attached in %.1f ms on a worker)", (int)j->pid, (double)(pdi_now_ns() - j->exec_ns) / 1e6,
 			  (double)(j->seen_ns - j->exec_ns) / 1e6, (double)j->attach_ns / 1e6);
@@ -138,7 +143,9 @@ static void ahead_done(struct pdi_job *pj, bool cancelled)
 	free(j);
 }
 
-void pdi_ahead_on_exec(struct pdi_daemon *d, const struct pdi_event *e)
+/* The probes of E's process (an exec, or the MPI_Init trap that holds it: INIT) on a worker, on
+ * trapped library LIB (-1: the one its program maps). Whether an attach is in flight for it now. */
+static bool start_attach(struct pdi_daemon *d, const struct pdi_event *e, int lib, bool init)
 {
 	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
 	struct pdi_ahead_attach *a;
@@ -147,33 +154,48 @@ void pdi_ahead_on_exec(struct pdi_daemon *d, const struct pdi_event *e)
 
 	/* the root still the process registered: the tree checked now is its (join_refusal()) */
 	if (!w || w->unwatch_due || !pdi_ident_alive(&w->ident))
-		return;
+		return false;
 	r = pdi_tracer_ahead_plan(d->tracer, (pid_t)e->pid, (pid_t)e->args[0], pdi_ns_to_ticks(e->args[3]),
-				  pdi_proc_rank((pid_t)e->pid), &a);
+				  pdi_proc_rank((pid_t)e->pid), lib, &a);
 	if (r < 0 || !a) {
 		if (r < 0 && r != -ENOENT && r != -ESRCH)
 			log_debug("pid %u: cannot attach its probes as it starts (%s): it waits at MPI_Init", e->pid,
 				  strerror(-r));
-		return;
+		return false;
 	}
 	j = calloc(1, sizeof(*j));
 	if (j) {
 		*j = (struct ahead_job){.job = {.run = ahead_run, .done = ahead_done}, .d = d, .a = a,
 					.pid = (pid_t)e->pid, .root = (pid_t)e->args[0], .exec_ns = e->t_enter,
-					.seen_ns = pdi_now_ns()};
+					.seen_ns = pdi_now_ns(), .held = init, .has_init = init};
+		if (init)
+			j->init = *e;
 		r = pdi_workers_submit(d->ahead_workers, &j->job);
 	}
 	if (!j || r < 0) {
-		/* it is stopped at MPI_Init and attached then, as a program never seen here */
+		/* it is attached when it joins, on the loop, as before */
 		(void)pdi_tracer_ahead_end(d->tracer, a, j ? r : -ENOMEM);
 		pdi_ahead_close_dropped(d);
 		free(j);
-		return;
+		return false;
 	}
 	j->next = d->ahead_jobs;
 	d->ahead_jobs = j;
-	log_debug("pid %u: probes being attached as it starts, %.1f ms after its exec", e->pid,
-		  (double)(j->seen_ns - j->exec_ns) / 1e6);
+	log_debug("pid %u: probes being attached as it %s, %.1f ms after %s", e->pid, init ? "waits at MPI_Init" : "starts",
+		  (double)(j->seen_ns - j->exec_ns) / 1e6, init ? "its trap" : "its exec");
+	return true;
+}
+
+void pdi_ahead_on_exec(struct pdi_daemon *d, const struct pdi_event *e)
+{
+	(void)start_attach(d, e, -1, false);
+}
+
+bool pdi_ahead_on_held_init(struct pdi_daemon *d, const struct pdi_event *e)
+{
+	/* not stopped, or attached ahead on that library (start_attach() finds nothing to do): its
+	 * links are in place, it joins now */
+	return !(e->flags & PDI_EVF_NOT_HELD) && start_attach(d, e, (int)e->args[4], true);
 }
 
 /* E kept in J's events, in order; past the bound counted and its time noted. */

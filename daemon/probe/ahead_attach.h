@@ -23,6 +23,12 @@ int pdi_ahead_open(struct pdi_daemon *d);
 /* A process of a watched tree executed a program (PDI_EV_EXEC): its probes, on a worker, if we
  * know where they go. */
 void pdi_ahead_on_exec(struct pdi_daemon *d, const struct pdi_event *e);
+/* A process of a watched tree stopped by the MPI_Init trap (PDI_EV_INIT E, held) with no probes
+ * attached ahead on that library (a program that loads MPI with dlopen, or maps another library
+ * than its last run): its probes on a worker, and it joins in done() (true); false when it joins
+ * now (attached ahead there, or not held) or the attach cannot go to a worker (then it is
+ * attached on the loop, as before). */
+bool pdi_ahead_on_held_init(struct pdi_daemon *d, const struct pdi_event *e);
 /* E is of a process whose probes are being attached: kept, to be handled when they are (true);
  * false when no attach of its process is in flight. */
 bool pdi_ahead_keep(struct pdi_daemon *d, const struct pdi_event *e);

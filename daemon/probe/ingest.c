@@ -300,8 +300,8 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	struct pdi_task *t;
 
 	if (e->kind == PDI_EV_INIT) {
-		/* its probes are being attached ahead: it joins when they are */
-		if (!pdi_ahead_keep(d, e))
+		/* its probes are being attached ahead, or will be now: it joins when they are */
+		if (!pdi_ahead_keep(d, e) && !pdi_ahead_on_held_init(d, e))
 			on_init_trap(d, e);
 		return 0;
 	}

@@ -457,7 +457,7 @@ static struct pdi_ahead_attach *ahead_attach_new(struct pdi_tracer *t, const str
 	return a;
 }
 
-int pdi_tracer_ahead_plan(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t start_ticks, int rank,
+int pdi_tracer_ahead_plan(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t start_ticks, int rank, int lib,
 			  struct pdi_ahead_attach **ret)
 {
 	const struct pdi_probe_targets *pt;
@@ -466,19 +466,26 @@ int pdi_tracer_ahead_plan(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t 
 	struct pdi_trapped_lib *l;
 	dev_t dev;
 	ino_t ino;
-	int lib, r;
+	int r;
 
 	if (!t->multi)
 		return -EOPNOTSUPP;
 	sweep(t);
-	/* a process that executes again keeps its probes: the pid filter is the process's */
-	if (find_ahead(t, pid) >= 0) {
+	if (lib >= (int)t->ntrapped)
+		return -EINVAL;
+	/* a process that executes again keeps its probes: the pid filter is the process's; one held
+	 * at the MPI_Init of another library than its links' (its program's last run mapped that
+	 * one) gets links on the library it maps */
+	r = find_ahead(t, pid);
+	if (r >= 0 && (lib < 0 || t->ahead[r].lib == (unsigned)lib || t->ahead[r].attaching)) {
 		*ret = NULL;
 		return 0;
 	}
-	if ((r = exe_identity(pid, &dev, &ino)) < 0)
+	if (r >= 0)
+		drop_ahead(t, (unsigned)r);
+	if (lib < 0 && (r = exe_identity(pid, &dev, &ino)) < 0)
 		return r;
-	if ((lib = lib_of_program(t, pid, dev, ino)) < 0)
+	if (lib < 0 && (lib = lib_of_program(t, pid, dev, ino)) < 0)
 		return -ENOENT;
 	l = &t->trapped[lib];
 	pt = pdi_tracer_targets_of(t, NULL, l->dev, l->ino); /* computed when it was trapped */

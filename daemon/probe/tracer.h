@@ -119,11 +119,14 @@ void pdi_tracer_unwatch(struct pdi_tracer *t, pid_t pid);
  *      or an attach already (it executed again: the pid filter is the process's). -ENOENT when
  *      its program was never seen to map a trapped library (it is stopped at MPI_Init as
  *      before); -ESRCH when PID is gone or is no longer of ROOT's tree; -ENOSPC when too many wait.
+ *      LIB: the trapped library (PDI_EV_INIT's args[4]) when the process is held at its MPI_Init
+ *      (it joins with these links when attached; links it had on another library go), -1 at its
+ *      exec.
  *   2. pdi_ahead_attach_run() (any thread: a worker);
  *   3. pdi_tracer_ahead_end() (loop).
  * While attaching, pdi_tracer_attach() refuses PID (-EBUSY): its MPI_Init waits for step 3. */
 struct pdi_ahead_attach;
-int pdi_tracer_ahead_plan(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t start_ticks, int rank,
+int pdi_tracer_ahead_plan(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t start_ticks, int rank, int lib,
 			  struct pdi_ahead_attach **ret);
 /* Any thread: attach A's links, unless its process has exited (its pid could be another's by
  * then). 0 or a negative errno; it touches nothing but A. */

@@ -204,6 +204,27 @@ class Startup(DaemonTest):
         wait_for(lambda: self.bpf_links() == before, 60, f"pdimond's BPF links back to {before}")
         self.assertTrue(self.d.status())
 
+    def check_dlopen(self, impl, library):
+        """A program that loads MPI with dlopen cannot be attached as it starts: held at MPI_Init,
+        its probes are attached on a worker (on the library its trap is in), and it joins with
+        every call, once."""
+        mpirun = startup_cmd(impl)[:-1]
+        step = f"dlopen-{impl}"
+        offset = len(self.d.read_log())
+        p = self.spawn([PDIMON, "run", "--step", step, "--", *mpirun, os.path.join(BUILD, "tests/mpi/dlinit"), library])
+        self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
+        log = self.d.read_log()[offset:]
+        s = self.d.show(step)
+        self.assertEqual(sorted(t["rank"] for t in s["tasks"]), list(range(RANKS)))
+        for t in s["tasks"]:
+            self.assertEqual((t["calls"], t["events_lost"]), (3, 0), f"rank {t['rank']}")  # Init, Barrier, Finalize
+            self.assertRegex(log, rf"pid {t['pid']}: probes being attached as it waits at MPI_Init")
+            self.assertRegex(log, rf"pid {t['pid']} held at MPI_Init for")
+
+    def test_dlopen_held_attached_on_a_worker(self):
+        self.check_dlopen("openmpi", "libmpi.so.40")
+        self.check_dlopen("mpich", "libmpich.so.12")
+
     def test_attached_at_exec_openmpi(self):
         self.check("openmpi")
 

@@ -122,13 +122,10 @@ static void ahead_done(struct pdi_job *pj, bool cancelled)
 	unlink_job(d, j);
 	r = pdi_tracer_ahead_end(d->tracer, j->a, cancelled ? -ECANCELED : j->result);
 	/* how late the loop saw the exec, and what the attach itself cost (bench/startup.py) */
-	if (r == 0 && j->held)
-		log_debug("pid %d: probes attached while it waits at MPI_Init, %.1f ms after its trap (seen after "
-			  "%.1f ms, attached in %.1f ms on a worker)", (int)j->pid, (double)(pdi_now_ns() - j->exec_ns) / 1e6,
-			  (double)(j->seen_ns - j->exec_ns) / 1e6, (double)j->attach_ns / 1e6);
-	else if (r == 0)
-		log_debug("pid %d: probes attached as it started, %.1f ms after its exec (seen after %.1f ms, "
-			  "attached in %.1f ms on a worker)", (int)j->pid, (double)(pdi_now_ns() - j->exec_ns) / 1e6,
+	if (r == 0)
+		log_debug("pid %d: probes attached %s, %.1f ms after its %s (seen after %.1f ms, attached in %.1f ms "
+			  "on a worker)", (int)j->pid, j->held ? "while it waits at MPI_Init" : "as it started",
+			  (double)(pdi_now_ns() - j->exec_ns) / 1e6, j->held ? "trap" : "exec",
 			  (double)(j->seen_ns - j->exec_ns) / 1e6, (double)j->attach_ns / 1e6);
 	else
 		log_debug("pid %d: cannot attach its probes as it starts (%s): it waits at MPI_Init", (int)j->pid,

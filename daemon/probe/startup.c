@@ -20,7 +20,11 @@
  *
  * Each trapped library's offsets and placement are computed when it is trapped, and a link
  * of pdimond's own (pid filter: pdimond, which never maps it) keeps every probe's uprobe
- * registered: the first attach to a library otherwise pays for creating them. */
+ * registered: the first attach to a library otherwise pays for creating them.
+ *
+ * The attach itself runs off the loop (ahead_attach.c): planned here on the loop, the entry kept
+ * as "attaching", attached by pdi_ahead_attach_run() on a worker, committed here on the loop by
+ * pdi_tracer_ahead_end(). */
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>

@@ -77,7 +77,8 @@ struct pdi_daemon {
 	/* probes of starting processes attached off the loop (probe/ahead_attach.h) */
 	struct pdi_workers *ahead_workers;
 	struct ahead_job *ahead_jobs; /* attaches in flight, with what their processes sent meanwhile */
-	unsigned ahead_events;        /* events kept by them, all together */
+	unsigned ahead_events;        /* events and frames records kept by them, all together */
+	unsigned ahead_frames;        /* of which frames records */
 	bool evict_due;            /* a step joined the cache of ended steps: check its limits */
 	struct pdi_subscribers *subscribers; /* who hears the step signals (bus/subscribe.c) */
 	/* the overhead budget (probe/budget.h) */

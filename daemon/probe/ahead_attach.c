@@ -22,9 +22,19 @@
  * hold the stack walks and reports of the shared pool behind them, nor wait behind those. */
 #define AHEAD_THREADS 4
 #define AHEAD_QUEUED 1024
-/* Events kept for processes whose probes are being attached, all together (160 bytes each): a
- * process runs on with its links in place before done() commits them, a few ms at most. */
+/* Records kept for processes whose probes are being attached, all together (170 bytes each): a
+ * process runs on with its links in place before done() commits them, a few ms at most. Of
+ * them, stacks of calls whose chain BPF could not finish (4 KiB each: one per process at its
+ * MPI_Init, see doc/design/call-sites.md): past their bound a chain stays unresolved, and counted
+ * so by the task's call sites. */
 #define AHEAD_EVENTS_MAX 16384
+#define AHEAD_FRAMES_MAX 256
+
+/* An event, or a frames record, of a process whose probes are being attached. */
+struct kept {
+	struct pdi_frames *frames; /* malloc'd; NULL: EVENT */
+	struct pdi_event event;
+};
 
 struct ahead_job {
 	struct pdi_job job;
@@ -37,9 +47,10 @@ struct ahead_job {
 	bool held;                     /* planned at its MPI_Init trap, not at its exec (exec_ns: the trap's) */
 	bool has_init;                 /* its MPI_Init came before done(): INIT */
 	struct pdi_event init;
-	struct pdi_event *events;      /* its later events, in order */
-	unsigned nevents, cap;
+	struct kept *kept;             /* its later events and frames records, in order */
+	unsigned nkept, cap;
 	uint64_t dropped, dropped_from, dropped_to; /* events past the bound, and their times */
+	uint64_t frames_dropped;       /* frames records past theirs */
 };
 
 static struct ahead_job *find_job(struct pdi_daemon *d, pid_t pid)
@@ -77,6 +88,8 @@ void pdi_ahead_close_dropped(struct pdi_daemon *d)
 	int *fds;
 	unsigned n;
 
+	if (!d->tracer)
+		return; /* pdimond never started (shutdown after a failed start) */
 	pdi_tracer_take_dropped(d->tracer, &fds, &n);
 	if (fds)
 		pdi_detach_fds_later(d->workers, fds, n, NULL);
@@ -92,16 +105,30 @@ static void ahead_run(struct pdi_job *pj)
 	j->attach_ns = pdi_now_ns() - j->attach_ns;
 }
 
-/* The events J kept, handled as if they came now (its task exists if its MPI_Init joined it). */
+/* The records J kept, handled as if they came now, in order (its task exists if its MPI_Init
+ * joined it). */
 static void replay(struct pdi_daemon *d, struct ahead_job *j)
 {
 	struct pdi_task *t;
 
 	if (j->has_init)
 		(void)pdi_ingest_event(d, &j->init);
-	for (unsigned i = 0; i < j->nevents; i++)
-		(void)pdi_ingest_event(d, &j->events[i]);
-	d->ahead_events -= j->nevents;
+	for (unsigned i = 0; i < j->nkept; i++) {
+		struct kept *k = &j->kept[i];
+
+		if (k->frames) {
+			pdi_ingest_frames(d, k->frames);
+			free(k->frames);
+			d->ahead_frames--;
+		} else {
+			(void)pdi_ingest_event(d, &k->event);
+		}
+	}
+	d->ahead_events -= j->nkept;
+	if (j->frames_dropped)
+		log_warning_limited(AHEAD_FRAMES_MAX, "pid %d: %" PRIu64 " call chains left unresolved while its probes "
+				    "were attached (more than %d stacks kept for starting processes)", (int)j->pid,
+				    j->frames_dropped, AHEAD_FRAMES_MAX);
 	if (!j->dropped)
 		return;
 	t = pdi_registry_find_task(&d->reg, j->pid);
@@ -136,7 +163,7 @@ static void ahead_done(struct pdi_job *pj, bool cancelled)
 	w = pdi_registry_find_watch(&d->reg, j->root);
 	if (w && w->unwatch_due && !pdi_ahead_pending_root(d, j->root))
 		pdi_unwatch(d, j->root);
-	free(j->events);
+	free(j->kept);
 	free(j);
 }
 
@@ -195,26 +222,57 @@ bool pdi_ahead_on_held_init(struct pdi_daemon *d, const struct pdi_event *e)
 	return !(e->flags & PDI_EVF_NOT_HELD) && start_attach(d, e, (int)e->args[4], true);
 }
 
-/* E kept in J's events, in order; past the bound counted and its time noted. */
+/* A place for one more record at the end of J's, or NULL past the bound. */
+static struct kept *keep_slot(struct pdi_daemon *d, struct ahead_job *j)
+{
+	if (d->ahead_events >= AHEAD_EVENTS_MAX)
+		return NULL;
+	if (j->nkept == j->cap) {
+		unsigned cap = j->cap ? 2 * j->cap : 64;
+		struct kept *v = realloc(j->kept, sizeof(*v) * cap);
+
+		if (!v)
+			return NULL;
+		j->kept = v;
+		j->cap = cap;
+	}
+	d->ahead_events++;
+	return &j->kept[j->nkept++];
+}
+
+/* E kept in J's records, in order; past the bound counted and its time noted. */
 static void keep_event(struct pdi_daemon *d, struct ahead_job *j, const struct pdi_event *e)
 {
-	if (j->nevents == j->cap && d->ahead_events < AHEAD_EVENTS_MAX) {
-		unsigned cap = j->cap ? 2 * j->cap : 64;
-		struct pdi_event *v = realloc(j->events, sizeof(*v) * cap);
+	struct kept *k = keep_slot(d, j);
 
-		if (v) {
-			j->events = v;
-			j->cap = cap;
-		}
-	}
-	if (j->nevents < j->cap && d->ahead_events < AHEAD_EVENTS_MAX) {
-		j->events[j->nevents++] = *e;
-		d->ahead_events++;
+	if (k) {
+		*k = (struct kept){.event = *e};
 		return;
 	}
 	if (!j->dropped++)
 		j->dropped_from = e->t_enter;
 	j->dropped_to = e->t_exit > e->t_enter ? e->t_exit : e->t_enter;
+}
+
+bool pdi_ahead_keep_frames(struct pdi_daemon *d, const struct pdi_frames *f)
+{
+	struct ahead_job *j = d->ahead_jobs ? find_job(d, (pid_t)f->pid) : NULL;
+	struct pdi_frames *copy;
+	struct kept *k;
+
+	if (!j)
+		return false;
+	copy = d->ahead_frames < AHEAD_FRAMES_MAX ? malloc(sizeof(*copy)) : NULL;
+	k = copy ? keep_slot(d, j) : NULL;
+	if (!k) {
+		free(copy);
+		j->frames_dropped++;
+		return true;
+	}
+	memcpy(copy, f, sizeof(*copy));
+	*k = (struct kept){.frames = copy};
+	d->ahead_frames++;
+	return true;
 }
 
 bool pdi_ahead_keep(struct pdi_daemon *d, const struct pdi_event *e)

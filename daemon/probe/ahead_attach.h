@@ -9,7 +9,8 @@
  * events of it follow are kept, and handled in order when done() has run: it joins with the
  * links attached ahead, held at MPI_Init meanwhile if it got there first. Kept events are
  * bounded (AHEAD_EVENTS_MAX for all processes); those past the bound are counted, and their
- * time marked unobserved in the task's model. */
+ * time marked unobserved in the task's model. So are the frames records that finish the call
+ * chains of its first calls (its MPI_Init's, when it was not held). */
 #pragma once
 
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 
 struct pdi_daemon;
 struct pdi_event;
+struct pdi_frames;
 
 /* The pool the attaches run on, made and registered by pdimond.c. */
 int pdi_ahead_open(struct pdi_daemon *d);
@@ -32,6 +34,8 @@ bool pdi_ahead_on_held_init(struct pdi_daemon *d, const struct pdi_event *e);
 /* E is of a process whose probes are being attached: kept, to be handled when they are (true);
  * false when no attach of its process is in flight. */
 bool pdi_ahead_keep(struct pdi_daemon *d, const struct pdi_event *e);
+/* The same for a frames record (the stack of a call whose chain BPF could not finish). */
+bool pdi_ahead_keep_frames(struct pdi_daemon *d, const struct pdi_frames *f);
 /* Is a process of ROOT's tree still being attached? Its watch stays until it is. */
 bool pdi_ahead_pending_root(struct pdi_daemon *d, pid_t root);
 /* Close, on a worker, the links of processes attached ahead that will never join. */

@@ -292,6 +292,8 @@ void pdi_ingest_frames(void *daemon, const struct pdi_frames *f)
 
 	if (t)
 		pdi_chains_on_frames(d, t, f);
+	else
+		(void)pdi_ahead_keep_frames(d, f); /* its process joins when its probes are attached */
 }
 
 int pdi_ingest_event(void *daemon, const struct pdi_event *e)

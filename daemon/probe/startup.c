@@ -204,24 +204,10 @@ static int find_ahead(const struct pdi_tracer *t, pid_t pid)
 	return -1;
 }
 
-/* Link fds FDS (-1 skipped) join those the daemon closes off the loop, and are -1 after; closed
- * here when memory is short. */
+/* Link fds FDS (-1 skipped) join those the daemon closes off the loop, and are -1 after. */
 static void drop_links(struct pdi_tracer *t, int fds[2])
 {
-	for (unsigned k = 0; k < 2; k++) {
-		int *v;
-
-		if (fds[k] < 0)
-			continue;
-		v = realloc(t->dropped_fds, sizeof(*v) * (t->ndropped_fds + 1));
-		if (!v) {
-			close(fds[k]);
-		} else {
-			t->dropped_fds = v;
-			t->dropped_fds[t->ndropped_fds++] = fds[k];
-		}
-		fds[k] = -1;
-	}
+	pdi_links_keep_pair(&t->dropped_fds, &t->ndropped_fds, fds);
 }
 
 static void drop_ahead(struct pdi_tracer *t, unsigned i)

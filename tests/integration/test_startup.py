@@ -128,16 +128,6 @@ class Startup(DaemonTest):
             yield go, ranks
             self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
 
-    def bpf_links(self):
-        fds = f"/proc/{self.d.proc.pid}/fd"
-        n = 0
-        for f in os.listdir(fds):
-            try:
-                n += os.readlink(os.path.join(fds, f)) == "anon_inode:bpf_link"
-            except OSError:
-                pass
-        return n
-
     def start(self, step, go):
         env = dict(self.d.env, PDI_STARTUP_WAIT=go)
         p = subprocess.Popen([PDIMON, "run", "--step", step, "--", *startup_cmd("openmpi")], env=env,
@@ -162,7 +152,7 @@ class Startup(DaemonTest):
         attached: its MPI_Init waits (held) until the attach is done, then it joins with every call
         counted once, none twice. Ranks killed while their attach is queued leave no link open,
         and their step ends."""
-        before = self.bpf_links()
+        before = self.d.bpf_links()
         # the pool's threads exist once it attached a step's ranks
         with self.waiting_ranks("warm", "openmpi") as (go, _):
             open(go, "w").close()
@@ -201,7 +191,7 @@ class Startup(DaemonTest):
                                        rf"probes attached as it started)", self.d.read_log()[offset:])
                              for r in pids), 60, "the queued attaches done")
         wait_for(lambda: self.d.show("killed")["state"] == "ended", 60, "the killed step to end")
-        wait_for(lambda: self.bpf_links() == before, 60, f"pdimond's BPF links back to {before}")
+        wait_for(lambda: self.d.bpf_links() == before, 60, f"pdimond's BPF links back to {before}")
         self.assertTrue(self.d.status())
 
     def check_dlopen(self, impl, library):

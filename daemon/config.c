@@ -8,11 +8,10 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "hang.h"
 #include "objcache.h"
 #include "trapped.h"
-#include "store.h"
 #include "log.h"
-#include "step_health.h"
 
 static const char *const default_libraries[] = {
 	"/usr/lib/*/libmpi.so.*[0-9]",   "/usr/lib/*/libmpich.so.*[0-9]", "/usr/lib64/libmpi.so.*[0-9]",

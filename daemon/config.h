@@ -7,6 +7,7 @@
 #include "model.h"
 
 #define PDI_CONFIG_PATH "/etc/pdimon/pdimond.conf"
+#define PDI_STORE_DEFAULT_PATH "/var/lib/pdimon/pdimon.db" /* the setting database */
 #define PDI_MAX_GLOBS 16
 
 struct pdi_config {

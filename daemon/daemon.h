@@ -14,6 +14,7 @@
 #include "registry.h"
 #include "service.h"
 
+struct pdi_daemon;
 struct pdi_tracer;
 struct pdi_objcache;
 struct pdi_store;
@@ -43,6 +44,28 @@ enum pdi_source_kind {
 #define PDI_SRC_KIND(u) ((unsigned)((u) >> 56))
 #define PDI_SRC_INDEX(u) ((unsigned)((u)&0xffffffffu))
 
+/* The calls that run up the floors (doc/design/layout.md): a room below calls a room above it
+ * only through these, which upcalls.c wires (upcalls.h). */
+struct pdi_upcalls {
+	/* step_end.h's pdi_step_ended(), for the ingest (a task exited) and the store (a restored
+	 * step had ended meanwhile) */
+	void (*step_ended)(struct pdi_daemon *d, struct pdi_step *s);
+	/* bus.h's signals, for the step's end (step_end.c) and its health (hang/step_health.c) */
+	void (*emit_step_ended)(struct pdi_daemon *d, const struct pdi_step *s, const char *state);
+	void (*emit_step_health_changed)(struct pdi_daemon *d, const struct pdi_step *s, const char *health,
+					 const char *verdict_json);
+	/* the hang judge's (hang/step_health.h), for the step's view and report below it: how long
+	 * a call is before it is blocked, since when a task polls, the step's health, and the
+	 * report with the step's health in it */
+	uint64_t (*hang_blocked_after_ns)(const struct pdi_daemon *d, const struct pdi_step *s);
+	uint64_t (*hang_polling_since)(const struct pdi_step *s, unsigned i);
+	enum pdi_health (*step_health_of)(const struct pdi_step *s, time_t *ret_since);
+	int (*step_health_amend_report)(const struct pdi_step *s, char **json);
+	/* bus/api.h's pdi_unwatch(), for the start-up attaches (probe/ahead_attach.c): a watch that
+	 * ended while a process of its tree was being attached goes when the last such attach is done */
+	void (*unwatch)(struct pdi_daemon *d, pid_t root);
+};
+
 struct pdi_daemon {
 	struct pdi_config cfg;
 	const char *config_path;  /* what SIGHUP rereads, made absolute */
@@ -53,6 +76,7 @@ struct pdi_daemon {
 	struct pdi_service svc;   /* the service manager, or the parent waiting in the terminal */
 	uint64_t loop_max_ns;     /* the longest a wake-up kept the loop busy since the start */
 	struct pdi_registry reg;
+	const struct pdi_upcalls *up; /* &pdi_upcalls (upcalls.h) */
 	struct pdi_tracer *tracer;
 	struct pdi_objcache *objs;
 	sd_bus *bus;
@@ -91,40 +115,3 @@ struct pdi_daemon {
 	struct pdi_site_store *site; /* the site's PostgreSQL; NULL when none (site_store.h) */
 	struct pdi_hang hang;         /* hang detection, daemon-wide (hang/hang.h) */
 };
-
-/* ingest.c */
-int pdi_ingest_event(void *daemon, const struct pdi_event *e);
-/* After a drain: the running tasks' events the ring buffer lost since the last look are marked
- * in their models (their collective counts may be short from then on). */
-void pdi_ingest_note_lost(struct pdi_daemon *d);
-/* A pdi_trapped_join_fn: a process of root ROOT's tree found stopped at start joins its
- * restored watch's step as if its trap had just fired (trapped.h continues it after). */
-void pdi_join_stopped(void *daemon, pid_t root, const struct pdi_ident *id);
-/* A PDI_EV_FRAMES record: the stack of a call whose chain BPF could not finish. */
-void pdi_ingest_frames(void *daemon, const struct pdi_frames *f);
-/* Monitor the pinned process ID as a task of STEP: attach probes, watch for its exit by its
- * pidfd (the task holds its own). RANK -1: from its environment. */
-int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret);
-/* The task's process has exited (or we stop): drain its events and keep its model. */
-void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t);
-
-/* The ranks the in-flight call F of task T waits for: its peer argument, or the peers of
- * the requests it completes (from the Isend/Irecv that made them). Returns how many. */
-unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, int32_t *out, unsigned max);
-
-
-/* show.c: replies are allocated text; NULL on allocation failure */
-char *pdi_show_status(struct pdi_daemon *d, bool json);
-/* A line of "pdimon steps": a step in memory, or only in the store. */
-struct pdi_step_row {
-	const char *name, *state;
-	uid_t uid;
-	uint32_t job_id, step_id, ntasks, running;
-	time_t started, ended;
-	const char *health;   /* ok, slow, hung; NULL: not known (a step only in the store) */
-	time_t health_since;  /* when it became so; 0 when ok */
-};
-
-/* The steps OWNER may see ((uid_t)-1: all): those in memory, then MORE. */
-char *pdi_show_steps(struct pdi_daemon *d, bool json, uid_t owner, const struct pdi_step_row *more, size_t nmore);
-char *pdi_show_step(struct pdi_daemon *d, const struct pdi_step *s, const char *format);

@@ -27,6 +27,7 @@
 #include "budget.h"
 #include "bus.h"
 #include "daemon.h"
+#include "ingest.h"
 #include "gather.h"
 #include "gather_step.h"
 #include "log.h"
@@ -40,6 +41,7 @@
 #include "step_end.h"
 #include "tracer.h"
 #include "trapped.h"
+#include "upcalls.h"
 #include "worker.h"
 
 /* Threads for slow jobs: enough for a few gathers (each holds one for up to its deadline)
@@ -497,7 +499,8 @@ int main(int argc, char **argv)
 	d.config_path = abs_config ? abs_config : config_path;
 	d.overrides = overrides;
 	raise_fd_limit();
-	pdi_registry_init(&d.reg, &d.cfg.model);
+	pdi_registry_init(&d.reg, &d.cfg.model, &pdi_registry_parts);
+	d.up = &pdi_upcalls;
 	d.reg.runtime_dir = d.cfg.runtime_dir;
 	apply_config(&d);
 	if (release_stopped) {

@@ -7,30 +7,26 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "budget.h"
 #include "log.h"
-#include "callchain.h"
 #include "registry.h"
-#include "samples.h"
 #include "trapped.h"
 
 #define DEAD_TASK (PDI_U64MAP_NONE - 1)
 
-void pdi_registry_init(struct pdi_registry *r, const struct pdi_model_config *cfg)
+void pdi_registry_init(struct pdi_registry *r, const struct pdi_model_config *cfg, const struct pdi_registry_parts *parts)
 {
-	*r = (struct pdi_registry){.model_cfg = *cfg};
+	*r = (struct pdi_registry){.parts = parts, .model_cfg = *cfg};
 }
 
-static void task_free(struct pdi_task *t)
+static void task_free(const struct pdi_registry *r, struct pdi_task *t)
 {
 	if (!t)
 		return;
 	pdi_attachment_detach(&t->att);
-	pdi_budget_task_free(t->budget);
+	r->parts->task_free(t);
 	pdi_model_done(&t->model);
 	pdi_u64map_free(&t->site_cache);
 	pdi_maps_free(&t->maps);
-	pdi_chains_free(t);
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	free(t->ended_in);
@@ -55,7 +51,7 @@ void pdi_step_answer_waiters(struct pdi_step *s, bool built, int status, const c
 	}
 }
 
-static void step_free(struct pdi_step *s)
+static void step_free(const struct pdi_registry *r, struct pdi_step *s)
 {
 	/* nobody waits for a step that is gone */
 	pdi_step_answer_waiters(s, false, -ESTALE, NULL, NULL, "the step is gone");
@@ -75,17 +71,16 @@ static void step_free(struct pdi_step *s)
 	free(s->node);
 	free(s->report_json);
 	free(s->report_summary);
-	pdi_site_samples_unref(s->site_samples);
-	pdi_step_health_free(s->health);
+	r->parts->step_free(s);
 	free(s);
 }
 
 void pdi_registry_done(struct pdi_registry *r)
 {
 	for (unsigned i = 0; i < r->ntasks; i++)
-		task_free(r->tasks[i]);
+		task_free(r, r->tasks[i]);
 	for (unsigned i = 0; i < r->nsteps; i++)
-		step_free(r->steps[i]);
+		step_free(r, r->steps[i]);
 	free(r->tasks);
 	free(r->steps);
 	for (unsigned i = 0; i < r->nwatches; i++)
@@ -135,7 +130,7 @@ void pdi_registry_drop_if_empty(struct pdi_registry *r, struct pdi_step *s)
 		if (r->steps[i] == s) {
 			memmove(&r->steps[i], &r->steps[i + 1], sizeof(*r->steps) * (r->nsteps - i - 1));
 			r->nsteps--;
-			step_free(s);
+			step_free(r, s);
 			return;
 		}
 }
@@ -332,7 +327,7 @@ void pdi_registry_remove_step(struct pdi_registry *r, struct pdi_step *s)
 
 	for (i = 0; i < r->ntasks; i++) {
 		if (r->tasks[i]->step == s)
-			task_free(r->tasks[i]);
+			task_free(r, r->tasks[i]);
 		else
 			r->tasks[n++] = r->tasks[i];
 	}
@@ -349,7 +344,7 @@ void pdi_registry_remove_step(struct pdi_registry *r, struct pdi_step *s)
 		memmove(&r->steps[i], &r->steps[i + 1], sizeof(*r->steps) * (r->nsteps - i - 1));
 		r->nsteps--;
 	}
-	step_free(s);
+	step_free(r, s);
 	/* a failed allocation here leaves a running task unfindable by pid: its events are
 	 * counted as unknown until the next rebuild, nothing worse */
 	reindex(r);
@@ -377,11 +372,11 @@ uint64_t pdi_step_bytes(const struct pdi_step *s)
 	return n;
 }
 
-bool pdi_step_evictable(const struct pdi_step *s)
+bool pdi_step_evictable(const struct pdi_registry *r, const struct pdi_step *s)
 {
 	/* and the hang judge has saved its run's record (within a second of its end) */
 	return s->ended && s->announced && s->stored && !s->store_pending && !s->waiters && !pdi_step_running(s) &&
-	       pdi_step_health_settled(s);
+	       r->parts->step_settled(s);
 }
 
 unsigned pdi_registry_evict(struct pdi_registry *r, const struct pdi_cache_limits *limits)
@@ -397,7 +392,7 @@ unsigned pdi_registry_evict(struct pdi_registry *r, const struct pdi_cache_limit
 		for (unsigned i = 0; i < r->nsteps; i++) {
 			struct pdi_step *s = r->steps[i];
 
-			if (!pdi_step_evictable(s))
+			if (!pdi_step_evictable(r, s))
 				continue;
 			kept++;
 			bytes += pdi_step_bytes(s);

@@ -9,7 +9,6 @@
 
 #include "ident.h"
 #include "model.h"
-#include "step_health.h"
 #include "procmaps.h"
 #include "site.h"
 #include "tracer.h"
@@ -134,7 +133,18 @@ struct pdi_watch {
 				       * that is done (probe/ahead_attach.h) */
 };
 
+/* What the rooms above the registry keep in a task and a step (a task's overhead budget and call
+ * chains: probe/; a step's health: hang/; its earlier runs from the site: store/), freed with
+ * it, and whether what they do about a step is settled: the registry calls no room above it by
+ * name (doc/design/layout.md); upcalls.c wires these (upcalls.h). */
+struct pdi_registry_parts {
+	void (*task_free)(struct pdi_task *t);
+	void (*step_free)(struct pdi_step *s);
+	bool (*step_settled)(const struct pdi_step *s);
+};
+
 struct pdi_registry {
+	const struct pdi_registry_parts *parts;
 	struct pdi_step **steps;
 	unsigned nsteps;
 	struct pdi_watch *watches;
@@ -154,7 +164,7 @@ struct pdi_cache_limits {
 	uint64_t max_bytes;
 };
 
-void pdi_registry_init(struct pdi_registry *r, const struct pdi_model_config *cfg);
+void pdi_registry_init(struct pdi_registry *r, const struct pdi_model_config *cfg, const struct pdi_registry_parts *parts);
 void pdi_registry_done(struct pdi_registry *r);
 
 struct pdi_step *pdi_registry_find_step(struct pdi_registry *r, const char *name);
@@ -193,7 +203,7 @@ void pdi_registry_touch(struct pdi_registry *r, struct pdi_step *s);
 /* What S holds in memory, as the cache counts it: its models, sites, tasks and report. */
 uint64_t pdi_step_bytes(const struct pdi_step *s);
 /* Whether S may leave memory: ended, announced, stored, nothing of it in flight. */
-bool pdi_step_evictable(const struct pdi_step *s);
+bool pdi_step_evictable(const struct pdi_registry *r, const struct pdi_step *s);
 /* Evictable steps beyond LIMITS leave memory, least recently used first. How many left. */
 unsigned pdi_registry_evict(struct pdi_registry *r, const struct pdi_cache_limits *limits);
 

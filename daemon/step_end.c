@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus.h"
 #include "daemon.h"
 #include "log.h"
 #include "persist.h"
@@ -51,7 +50,7 @@ static void announce(struct pdi_daemon *d, struct pdi_step *s)
 {
 	s->announced = true;
 	log_info("Step %s ended", s->name);
-	pdi_bus_emit_step_ended(d, s, s->ending ? "ended" : "finished");
+	d->up->emit_step_ended(d, s, s->ending ? "ended" : "finished");
 	/* those who waited for the end hear of it when everybody else does: the step is stored */
 	pdi_step_answer_waiters(s, false, s->report_json ? 0 : -EIO, s->report_json, s->report_summary,
 				"its report could not be built (see the daemon's log)");

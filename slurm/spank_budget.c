@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "spank_pdimon.h"
+#include "spank_ctx.h"
 
 uint64_t pdimon_now_ms(void)
 {

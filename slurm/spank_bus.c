@@ -12,7 +12,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus_names.h"
-#include "spank_pdimon.h"
+#include "spank_ctx.h"
 
 
 /* sd-bus counts in CLOCK_MONOTONIC microseconds */

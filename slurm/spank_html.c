@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "spank_pdimon.h"
+#include "spank_ctx.h"
 
 #ifndef PDIMON_CLI
 #define PDIMON_CLI "/usr/bin/pdimon"

@@ -13,7 +13,8 @@
 
 #include <slurm/slurm.h>
 
-#include "spank_pdimon.h"
+#include "spank_ctx.h"
+#include "spank_local.h"
 
 /* Write TEXT to PATH whole or not at all: a full disk leaves any earlier report intact.
  * The temporary file beside PATH gets an unpredictable name and is created, never opened:

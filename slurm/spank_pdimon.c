@@ -11,13 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <slurm/slurm.h>
-
-#include "spank_pdimon.h"
+#include "spank_ctx.h"
+#include "spank_local.h"
+#include "spank_remote.h"
 
 SPANK_PLUGIN(pdimon, 1);
-
-struct pdimon_ctx pdimon_ctx = {.timeout_ms = 2000, .wait_ms = 5000, .budget_ms = 5000};
 
 static const char valid_options[] = "off, on, report=PATH, phases=pcontrol, phases=auto, size=N, "
 				    "on-hang=report|command|cancel, notify=on|off";
@@ -129,11 +127,6 @@ static void parse_plugstack(int ac, char **av)
 			slurm_error(PDI_PREFIX "unknown plugstack argument '%s' (default=on|off, bus=ADDRESS, "
 				    "cli=PATH, timeout_ms=N, wait_ms=N, budget_ms=N), ignoring", av[i]);
 	}
-}
-
-bool pdimon_skip_step(uint32_t step_id)
-{
-	return step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_EXTERN_CONT || step_id == SLURM_INTERACTIVE_STEP;
 }
 
 int slurm_spank_init(spank_t sp, int ac, char **av)

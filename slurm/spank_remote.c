@@ -13,7 +13,8 @@
 
 #include <slurm/slurm.h>
 
-#include "spank_pdimon.h"
+#include "spank_ctx.h"
+#include "spank_remote.h"
 
 /* The step's nodes, Slurm's compressed SLURM_STEP_NODELIST ("n[1-4]") as the task sees it. */
 static char *step_nodelist(spank_t sp)

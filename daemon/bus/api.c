@@ -7,8 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,20 +15,21 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "ahead_attach.h"
 #include "api.h"
 #include "daemon.h"
+#include "ingest.h"
 #include "step_end.h"
 #include "persist.h"
 #include "program.h"
 #include "report.h"
+#include "show.h"
 #include "json.h"
 #include "log.h"
 #include "site_store.h"
 #include "tracer.h"
 #include "trend_store.h"
-
-#define STEP_NAME_MAX 128
 
 static struct pdi_reply ok_text(char *text)
 {
@@ -50,19 +49,6 @@ static struct pdi_reply fail(int status, const char *fmt, ...)
 	return r;
 }
 
-static bool valid_step_name(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > STEP_NAME_MAX)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		      *s == '.' || *s == '_' || *s == '-'))
-			return false;
-	return true;
-}
-
 static const char *attach_error(int r)
 {
 	switch (r) {
@@ -73,64 +59,6 @@ static const char *attach_error(int r)
 	case -EPERM: return "permission denied";
 	default: return strerror(-r);
 	}
-}
-
-/* A step of this daemon's life, or one from the store. */
-static bool in_group(uid_t uid, gid_t gid)
-{
-	struct passwd *pw = getpwuid(uid);
-	gid_t groups[256];
-	int n = 256;
-
-	if (!pw)
-		return false;
-	if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) < 0)
-		n = 256; /* more groups than room: look through those we got */
-	for (int i = 0; i < n; i++)
-		if (groups[i] == gid)
-			return true;
-	return false;
-}
-
-struct pdi_caller pdi_caller_of(struct pdi_daemon *d, uid_t uid)
-{
-	return (struct pdi_caller){
-		.uid = uid,
-		.admin = uid == 0 || (d->slurm_uid != (uid_t)-1 && uid == d->slurm_uid) ||
-			 (d->admin_gid != (gid_t)-1 && in_group(uid, d->admin_gid)),
-	};
-}
-
-bool pdi_may_read(const struct pdi_caller *c, const struct pdi_step *s)
-{
-	return c->admin || c->uid == s->uid;
-}
-
-int pdi_api_find_readable(struct pdi_daemon *d, const struct pdi_caller *c, const char *name, struct pdi_step **ret)
-{
-	struct pdi_step *s = pdi_registry_find_step(&d->reg, name);
-	uid_t owner;
-	int r;
-
-	if (!s) {
-		if (!valid_step_name(name))
-			return -ENOENT;
-		/* whose it is, from the store's row: another user's step is never loaded */
-		r = pdi_persist_owner(d, name, &owner);
-		if (r < 0)
-			return r;
-		if (!c->admin && c->uid != owner)
-			return -EACCES;
-		r = pdi_persist_load(d, name, &s);
-		if (r < 0)
-			return r;
-		d->evict_due = true; /* it joins the cache of ended steps, within its limits */
-	} else if (!pdi_may_read(c, s)) {
-		return -EACCES;
-	}
-	pdi_registry_touch(&d->reg, s);
-	*ret = s;
-	return 0;
 }
 
 /* Whether a step called NAME exists, in memory or in the store (not loaded). 1, 0, or
@@ -146,16 +74,16 @@ static int step_exists(struct pdi_daemon *d, const char *name)
 	return r == 0 ? 1 : r == -ENOENT ? 0 : r;
 }
 
-/* The reply to a caller who asked for step NAME and got R from pdi_api_find_readable(). */
+/* The reply to a caller who asked for step NAME and got R from pdi_find_readable(). */
 static struct pdi_reply not_found(int r, const char *name)
 {
 	/* another user's step is as good as absent: its name is not theirs to learn */
 	if (r == -ENOENT || r == -EACCES || r == -EEXIST)
-		return fail(-ENOENT, "no step named '%.*s' (pdimon steps lists them)", STEP_NAME_MAX, name);
+		return fail(-ENOENT, "no step named '%.*s' (pdimon steps lists them)", PDI_STEP_NAME_MAX, name);
 	if (r == -EBUSY)
 		return fail(r, "cannot read step '%.*s' now: the database is locked by another process; try again",
-			    STEP_NAME_MAX, name);
-	return fail(r, "cannot read step '%.*s': %s", STEP_NAME_MAX, name, strerror(-r));
+			    PDI_STEP_NAME_MAX, name);
+	return fail(r, "cannot read step '%.*s': %s", PDI_STEP_NAME_MAX, name, strerror(-r));
 }
 
 /* A step named NAME exists already (or the store cannot tell): the reply, or NULL text. */
@@ -181,8 +109,8 @@ struct pdi_reply pdi_api_attach(struct pdi_daemon *d, const struct pdi_caller *c
 
 	if (c->uid != 0)
 		return fail(-EPERM, "attaching probes to processes needs root");
-	if (!valid_step_name(step))
-		return fail(-EINVAL, "invalid step name '%.64s': use 1-%d of [A-Za-z0-9._-]", step, STEP_NAME_MAX);
+	if (!pdi_step_name_valid(step))
+		return fail(-EINVAL, "invalid step name '%.64s': use 1-%d of [A-Za-z0-9._-]", step, PDI_STEP_NAME_MAX);
 	if (n == 0)
 		return fail(-EINVAL, "no pid to attach to");
 	/* check every pid first, so that a typo leaves nothing half attached */
@@ -301,8 +229,8 @@ struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c,
 
 	if (c->uid != 0)
 		return fail(-EPERM, "monitoring processes needs root");
-	if (!valid_step_name(step))
-		return fail(-EINVAL, "invalid step name '%.64s': use 1-%d of [A-Za-z0-9._-]", step, STEP_NAME_MAX);
+	if (!pdi_step_name_valid(step))
+		return fail(-EINVAL, "invalid step name '%.64s': use 1-%d of [A-Za-z0-9._-]", step, PDI_STEP_NAME_MAX);
 	struct pdi_reply taken = name_taken(d, step);
 
 	if (taken.status < 0)
@@ -666,7 +594,7 @@ struct pdi_reply pdi_api_show(struct pdi_daemon *d, const struct pdi_caller *c, 
 
 	if (!valid_format(format))
 		return fail(-EINVAL, "unknown format '%.16s': use json, text or dot", format);
-	if ((r = pdi_api_find_readable(d, c, step, &s)) < 0)
+	if ((r = pdi_find_readable(d, c, step, &s)) < 0)
 		return not_found(r, step);
 	(void)pdi_tracer_drain(d->tracer);
 	return ok_text(pdi_show_step(d, s, format));
@@ -677,7 +605,7 @@ struct pdi_reply pdi_api_show(struct pdi_daemon *d, const struct pdi_caller *c, 
 struct later_call {
 	struct pdi_later to;
 	bool report;                  /* GetReport: answers with a summary too */
-	char step[STEP_NAME_MAX + 1];
+	char step[PDI_STEP_NAME_MAX + 1];
 };
 
 static struct later_call *later_new(const struct pdi_later *to, const char *step, bool report)
@@ -780,7 +708,7 @@ struct pdi_reply pdi_api_report(struct pdi_daemon *d, const struct pdi_caller *c
 	struct pdi_step *s;
 	int r;
 
-	if ((r = pdi_api_find_readable(d, c, step, &s)) < 0)
+	if ((r = pdi_find_readable(d, c, step, &s)) < 0)
 		return not_found(r, step);
 	rep = cached_report(s, ret_summary);
 	if (rep.status < 0 || rep.text)
@@ -805,7 +733,7 @@ struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *
 
 	if (!valid_format(format))
 		return fail(-EINVAL, "unknown format '%.16s': use json, text or dot", format);
-	r = pdi_api_find_readable(d, c, step, &s);
+	r = pdi_find_readable(d, c, step, &s);
 	/* a Slurm step with no task here: gathered from its nodes, as Slurm names them */
 	if (r == -ENOENT && sscanf(step, "%" SCNu32 ".%" SCNu32 "%c", &job, &stepid, &tail) == 2) {
 		if (!(lc = later_new(later, step, false)))
@@ -815,7 +743,7 @@ struct pdi_reply pdi_api_analyze(struct pdi_daemon *d, const struct pdi_caller *
 			return (struct pdi_reply){PDI_REPLY_LATER, NULL};
 		free(lc);
 		if (r != -ENOENT)
-			return fail(r, "cannot analyse step '%.*s' from its nodes: %s", STEP_NAME_MAX, step, strerror(-r));
+			return fail(r, "cannot analyse step '%.*s' from its nodes: %s", PDI_STEP_NAME_MAX, step, strerror(-r));
 	}
 	if (r < 0)
 		return not_found(r, step);

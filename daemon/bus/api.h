@@ -6,26 +6,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct pdi_caller;
 struct pdi_daemon;
-
-struct pdi_caller {
-	uid_t uid;
-	bool admin; /* root, the SlurmUser or a member of the admin group: reads every step */
-};
 
 /* ROOT's tree is no longer watched: its processes that reached MPI_Init have joined, and its
  * step ends if that was all it waited for. While a process of the tree is still being attached
- * (probe/ahead_attach.h) the watch stays, and goes when that is done. */
+ * (probe/ahead_attach.h) the watch stays, and goes when that is done (d->up->unwatch). */
 void pdi_unwatch(struct pdi_daemon *d, pid_t root);
-/* Who UID is to pdimond: an admin (root, the SlurmUser, the admin group) reads every step. */
-struct pdi_caller pdi_caller_of(struct pdi_daemon *d, uid_t uid);
-struct pdi_step;
-bool pdi_may_read(const struct pdi_caller *c, const struct pdi_step *s);
-/* The step called NAME that C may read, into *RET: in memory, or brought back from the store
- * into the cache of ended steps, but only after the store's row says that C may read it.
- * -ENOENT (no such step), -EACCES (another user's: tell them -ENOENT), -EBUSY (the database
- * is locked by another process), -ENOMEM, -EIO. */
-int pdi_api_find_readable(struct pdi_daemon *d, const struct pdi_caller *c, const char *name, struct pdi_step **ret);
 
 /* status 0 and the answer, or a negative errno and a one-line message; text is malloc'd.
  * Status PDI_REPLY_LATER: no answer yet, it goes to the pdi_later the call was given. */

@@ -11,6 +11,7 @@
 
 #include <systemd/sd-bus.h>
 
+#include "access.h"
 #include "api.h"
 #include "bus.h"
 #include "daemon.h"

@@ -13,10 +13,13 @@
 #include "site_store.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
 #include "mpi_funcs.h"
 #include "callchain.h"
 #include "objcache.h"
+#include "show.h"
 #include "sites.h"
+#include "step_health.h"
 #include "tracer.h"
 #include "view_local.h"
 

@@ -15,7 +15,7 @@
 
 #include <systemd/sd-bus.h>
 
-#include "api.h"
+#include "access.h"
 #include "bus.h"
 #include "daemon.h"
 #include "log.h"

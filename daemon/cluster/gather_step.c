@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api.h"
+#include "access.h"
 #include "daemon.h"
 #include "gather.h"
 #include "gather_step.h"
@@ -97,7 +97,7 @@ static int local_part(struct pdi_daemon *d, const struct pdi_gather_request *q, 
 {
 	struct pdi_caller c = pdi_caller_of(d, q->uid);
 	struct pdi_step *s;
-	int r = pdi_api_find_readable(d, &c, q->name, &s);
+	int r = pdi_find_readable(d, &c, q->name, &s);
 
 	if (r == 0 && (s->job_id != q->job || s->step_id != q->step))
 		r = -ENOENT;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* hang.h -- what the hang detection keeps for the whole daemon (daemon/hang/): its numbers
- * for `pdimon status` and the site's metrics, the programs' history of quiet episodes in the
- * store, and the announcements' ways out (notify.h, actions.h). */
+ * for `pdimon status` and the site's metrics (metrics.h), and what a site or a step chooses to do
+ * about a hung step (hang.c). The rest of daemon/hang/ stands above the registry; this stands
+ * beside it (doc/design/layout.md). */
 #pragma once
 
 #include <stdbool.h>
@@ -9,10 +10,6 @@
 #include <time.h>
 
 #include "health.h"
-
-struct pdi_daemon;
-struct pdi_step;
-struct pdi_json;
 
 /* The numbers `pdimon status --json` and the metrics file carry (one definition). */
 struct pdi_hang_numbers {
@@ -39,19 +36,13 @@ struct pdi_hang {
 	bool metrics_failed;             /* its last failure was said */
 };
 
-/* An episode of HEALTH was announced LATENCY_S after it began (0 for a resumption). */
-void pdi_hang_metrics_alarm(struct pdi_daemon *d, enum pdi_health health, double latency_s);
-/* The numbers now. */
-void pdi_hang_numbers(struct pdi_daemon *d, struct pdi_hang_numbers *ret);
-/* Them as members of `pdimon status --json` into J (an object open). */
-void pdi_hang_status_json(struct pdi_daemon *d, struct pdi_json *j);
-/* Them in Prometheus's text format, malloc'd; NULL when out of memory. */
-char *pdi_hang_metrics_text(const struct pdi_hang_numbers *n);
-/* Once a tick: the metrics file written off the loop when it is due. */
-void pdi_hang_metrics_tick(struct pdi_daemon *d, uint64_t now_ns);
-
-/* The program's quiet episodes of its earlier runs, and this step's own health if a pdimond
- * before this one judged it, loaded off the loop into S's judge. */
-void pdi_hang_history_load(struct pdi_daemon *d, struct pdi_step *s);
-/* S's record and health written off the loop (at each announcement and when S ended). */
-void pdi_hang_history_save(struct pdi_daemon *d, struct pdi_step *s);
+/* What a site or a step chooses to do about a hung step (the io-watchdog precedent). */
+enum pdi_on_hang {
+	PDI_ON_HANG_DEFAULT = 0, /* a step's: the site's choice */
+	PDI_ON_HANG_REPORT,      /* say it, nothing more */
+	PDI_ON_HANG_COMMAND,     /* and run the site's on_hang_command */
+	PDI_ON_HANG_CANCEL,      /* and cancel the step after on_hang_grace_s */
+};
+extern const char *const pdi_on_hang_names[]; /* "", "report", "command", "cancel" */
+/* NAME as an action: 0 and *RET, or -EINVAL. */
+int pdi_on_hang_parse(const char *name, enum pdi_on_hang *ret);

@@ -18,7 +18,7 @@
 #include <sqlite3.h>
 
 #include "daemon.h"
-#include "hang.h"
+#include "history.h"
 #include "log.h"
 #include "step_health.h"
 #include "wire.h"

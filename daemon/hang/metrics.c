@@ -18,7 +18,7 @@
 #include "budget.h"
 #include "daemon.h"
 #include "file_replace.h"
-#include "hang.h"
+#include "metrics.h"
 #include "json.h"
 #include "log.h"
 #include "mpi_funcs.h"

@@ -13,8 +13,8 @@
 #include "mpi_funcs.h"
 #include "progress.h"
 #include "sites.h"
+#include "task_activity.h"
 #include "tracer.h"
-#include "view_local.h"
 
 #define NS 1000000000ull
 /* /proc is read once a task has been still this long: before, it is busy by definition */

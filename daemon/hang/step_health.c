@@ -11,11 +11,12 @@
 
 #include "actions.h"
 #include "budget.h"
-#include "bus.h"
 #include "daemon.h"
 #include "hang.h"
+#include "history.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
 #include "mpi_funcs.h"
 #include "notify.h"
 #include "progress.h"
@@ -27,21 +28,9 @@
 /* durations pooled for at most this many distinct states a tick; others go unexplained */
 #define MAX_KEYS 8
 
-const char *const pdi_on_hang_names[] = {"", "report", "command", "cancel"};
-
 static void clock_text(time_t t, char *buf, size_t len);
 static enum pdi_on_hang on_hang_of(const struct pdi_daemon *d, const struct pdi_step *s);
 static bool notify_of(const struct pdi_daemon *d, const struct pdi_step *s);
-
-int pdi_on_hang_parse(const char *name, enum pdi_on_hang *ret)
-{
-	for (unsigned i = PDI_ON_HANG_REPORT; i <= PDI_ON_HANG_CANCEL; i++)
-		if (!strcmp(name, pdi_on_hang_names[i])) {
-			*ret = (enum pdi_on_hang)i;
-			return 0;
-		}
-	return -EINVAL;
-}
 
 struct pdi_step_health {
 	struct pdi_health_judge judge;
@@ -363,7 +352,7 @@ static void emit_signal(struct pdi_daemon *d, struct pdi_step *s, const char *li
 	pdi_json_obj_end(&j);
 	json = pdi_json_steal(&j);
 	if (json)
-		pdi_bus_emit_step_health_changed(d, s, pdi_health_names[pdi_step_health_of(s, NULL)], json);
+		d->up->emit_step_health_changed(d, s, pdi_health_names[pdi_step_health_of(s, NULL)], json);
 	free(json);
 }
 

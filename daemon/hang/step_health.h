@@ -12,22 +12,12 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "hang.h"
 #include "health.h"
 
 struct pdi_daemon;
 struct pdi_step;
 struct pdi_json;
-
-/* What a site or a step chooses to do about a hung step (the io-watchdog precedent). */
-enum pdi_on_hang {
-	PDI_ON_HANG_DEFAULT = 0, /* a step's: the site's choice */
-	PDI_ON_HANG_REPORT,      /* say it, nothing more */
-	PDI_ON_HANG_COMMAND,     /* and run the site's on_hang_command */
-	PDI_ON_HANG_CANCEL,      /* and cancel the step after on_hang_grace_s */
-};
-extern const char *const pdi_on_hang_names[]; /* "", "report", "command", "cancel" */
-/* NAME as an action: 0 and *RET, or -EINVAL. */
-int pdi_on_hang_parse(const char *name, enum pdi_on_hang *ret);
 
 #define PDI_HEALTH_MAX_ACTIONS 16
 

@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "ahead_attach.h"
-#include "api.h"
 #include "clock.h"
 #include "daemon.h"
 #include "detach.h"
+#include "ingest.h"
 #include "log.h"
 #include "registry.h"
 #include "tracer.h"
@@ -162,7 +162,7 @@ static void ahead_done(struct pdi_job *pj, bool cancelled)
 	/* the last of its tree's attaches: a watch that ended meanwhile goes now */
 	w = pdi_registry_find_watch(&d->reg, j->root);
 	if (w && w->unwatch_due && !pdi_ahead_pending_root(d, j->root))
-		pdi_unwatch(d, j->root);
+		d->up->unwatch(d, j->root);
 	free(j->kept);
 	free(j);
 }

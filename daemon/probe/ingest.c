@@ -17,15 +17,15 @@
 #include "ahead_attach.h"
 #include "budget.h"
 #include "daemon.h"
+#include "ingest.h"
 #include "detach.h"
-#include "step_end.h"
 #include "log.h"
 #include "mpi_funcs.h"
 #include "callchain.h"
 #include "program.h"
 #include "sites.h"
 #include "tracer.h"
-#include "view_local.h"
+#include "task_activity.h"
 
 static int32_t int_arg(const struct pdi_event *e, uint8_t pos)
 {
@@ -440,7 +440,7 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 	pdi_registry_end_task(&d->reg, t);
 	log_info("Task pid %d (rank %d) of step %s ended%s%s", (int)t->pid, t->rank, t->step->name,
 		 t->ended_in ? " inside " : "", t->ended_in ? t->ended_in : "");
-	pdi_step_ended(d, t->step);
+	d->up->step_ended(d, t->step);
 }
 
 unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, int32_t *out, unsigned max)

@@ -22,7 +22,6 @@
 #include "slurm_nodes.h"
 #include "samples.h"
 #include "snapshot.h"
-#include "step_health.h"
 #include "store.h"
 #include "view_local.h"
 #include "worker.h"
@@ -250,7 +249,7 @@ static void job_done(struct pdi_job *pj, bool cancelled)
 		failf(&j->res, -ECANCELED, "pdimond is stopping");
 	}
 	/* what pdimond judged while it ran: when it first looked hung, when it was cancelled */
-	if (j->what == PDI_REPORT && j->res.status == 0 && s && pdi_step_health_amend_report(s, &j->res.text) < 0) {
+	if (j->what == PDI_REPORT && j->res.status == 0 && s && j->d->up->step_health_amend_report(s, &j->res.text) < 0) {
 		pdi_report_result_done(&j->res);
 		failf(&j->res, -ENOMEM, "out of memory");
 	}

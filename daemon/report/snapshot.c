@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon.h"
 #include "model_io.h"
 #include "mpi_funcs.h"
 #include "objcache.h"
@@ -14,7 +15,6 @@
 #include "samples.h"
 #include "snapshot.h"
 #include "stackwalk.h"
-#include "step_health.h"
 #include "view_local.h"
 
 /* ---- the skeleton of a step ---- */
@@ -155,7 +155,7 @@ int pdi_snapshot_take(struct pdi_daemon *d, struct pdi_step *s, struct pdi_snaps
 	r = skeleton_of(s, &snap->step);
 	if (r == 0)
 		r = own_view(&live, snap->step, &snap->view);
-	snap->blocked_after_ns = pdi_hang_blocked_after_ns(d, s);
+	snap->blocked_after_ns = d->up->hang_blocked_after_ns(d, s);
 	pdi_view_done(&live);
 	if (r < 0) {
 		pdi_snapshot_free(snap);

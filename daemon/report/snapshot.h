@@ -20,7 +20,7 @@ struct pdi_snapshot {
 	struct pdi_step *step; /* a skeleton of the step: name, ids, executable, call sites and
 				  the tasks' ranks (no model, no process): what sample runs of the
 				  program are matched against (samples.h) */
-	uint64_t blocked_after_ns; /* in one call this long, a task is blocked (step_health.h) */
+	uint64_t blocked_after_ns; /* in one call this long, a task is blocked (the hang judge's) */
 };
 
 /* On the loop: step S as pdi_view_local() sees it now (where each task is), copied. 0, -ENOMEM. */

@@ -9,19 +9,20 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "ingest.h"
 #include "log.h"
 #include "mpi_funcs.h"
 #include "sites.h"
-#include "step_health.h"
+#include "task_activity.h"
 #include "tracer.h"
 #include "view_local.h"
 
-/* Since when task T has been polling in MPI without progress (hang/step_health.h), 0: not. */
-static uint64_t polling_since(const struct pdi_task *t)
+/* Since when task T has been polling in MPI without progress (the hang judge's), 0: not. */
+static uint64_t polling_since(const struct pdi_daemon *d, const struct pdi_task *t)
 {
 	for (unsigned i = 0; i < t->step->ntasks; i++)
 		if (t->step->tasks[i] == t)
-			return pdi_hang_polling_since(t->step, i);
+			return d->up->hang_polling_since(t->step, i);
 	return 0;
 }
 
@@ -30,10 +31,10 @@ static uint64_t polling_since(const struct pdi_task *t)
 static void blocked_polling(struct pdi_daemon *d, struct pdi_task *t, uint64_t now, unsigned fn, struct pdi_where *w)
 {
 	uint64_t since = fn < pdi_mpi_nfuncs && (pdi_mpi_funcs[fn].cls == PDI_FC_TEST || pdi_mpi_funcs[fn].cls == PDI_FC_PROBE)
-				 ? polling_since(t)
+				 ? polling_since(d, t)
 				 : 0;
 
-	uint64_t after = pdi_hang_blocked_after_ns(d, t->step);
+	uint64_t after = d->up->hang_blocked_after_ns(d, t->step);
 
 	/* between two polls a task computes for microseconds: one that computes longer than a
 	 * wait would be blocked has left the loop (it spins in its own code) */
@@ -58,9 +59,9 @@ void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where 
 	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
 		/* inside MPI for a moment is what MPI programs do; past what the step's own history
-		 * makes plausible it is a hang suspect (hang/step_health.h) */
+		 * makes plausible it is a hang suspect (the hang judge's) */
 		w->for_ns = now > f.t_enter ? now - f.t_enter : 0;
-		w->kind = w->for_ns >= pdi_hang_blocked_after_ns(d, s) ? PDI_WHERE_BLOCKED : PDI_WHERE_IN_MPI;
+		w->kind = w->for_ns >= d->up->hang_blocked_after_ns(d, s) ? PDI_WHERE_BLOCKED : PDI_WHERE_IN_MPI;
 		w->callsite = f.callsite;
 		w->tid = tid;
 		if (pdi_site_of_inflight(t, d->objs, &f, tid, &site) == 0) {
@@ -131,11 +132,11 @@ static void peers_starve_alike(struct pdi_view *v)
 	}
 }
 
-void pdi_view_mark_hung(const struct pdi_step *s, struct pdi_view *v)
+void pdi_view_mark_hung(const struct pdi_daemon *d, const struct pdi_step *s, struct pdi_view *v)
 {
 	time_t since, now = time(NULL);
 
-	if (v->running && pdi_step_health_of(s, &since) == PDI_HEALTH_HUNG && since) {
+	if (v->running && d->up->step_health_of(s, &since) == PDI_HEALTH_HUNG && since) {
 		v->hung = true;
 		v->hung_for_ns = now > since ? (uint64_t)(now - since) * 1000000000ull : 0;
 	}
@@ -170,7 +171,7 @@ int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *re
 			vt->progress = pdi_model_visits(&t->model, pdi_state_comm((uint32_t)vt->where.site));
 	}
 	peers_starve_alike(&v);
-	pdi_view_mark_hung(s, &v);
+	pdi_view_mark_hung(d, s, &v);
 	/* last: draining and locating name new sites, and the array moves when it grows */
 	v.sites = s->sites;
 	v.nsites = s->nsites;

@@ -12,8 +12,8 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "ingest.h"
 #include "ident.h"
-#include "step_end.h"
 #include "log.h"
 #include "model_io.h"
 #include "mpi_funcs.h"
@@ -579,7 +579,7 @@ static int restore_one(void *ctx, const struct pdi_store_step *st)
 	}
 	log_info("Restored step %s: %u tasks, %u still running", s->name, s->ntasks, pdi_step_running_tasks(s));
 	if (s->ended)
-		pdi_step_ended(d, s);
+		d->up->step_ended(d, s);
 	return 0;
 }
 

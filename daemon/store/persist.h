@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 struct pdi_daemon;
 struct pdi_step;
@@ -45,6 +46,16 @@ int pdi_persist_owner(struct pdi_daemon *d, const char *name, uid_t *ret_uid);
  * report. Nothing stays in the registry on failure. -ENOENT, -EEXIST (in memory already),
  * -EBUSY, -ENOMEM. */
 int pdi_persist_load(struct pdi_daemon *d, const char *name, struct pdi_step **ret);
+
+/* A line of "pdimon steps": a step in memory, or only in the store. */
+struct pdi_step_row {
+	const char *name, *state;
+	uid_t uid;
+	uint32_t job_id, step_id, ntasks, running;
+	time_t started, ended;
+	const char *health;   /* ok, slow, hung; NULL: not known (a step only in the store) */
+	time_t health_since;  /* when it became so; 0 when ok */
+};
 
 /* The stored steps not in memory, as rows for "pdimon steps --all"; free with
  * pdi_persist_rows_free(). */

@@ -12,8 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PDI_STORE_DEFAULT_PATH "/var/lib/pdimon/pdimon.db"
-
 struct pdi_store;
 
 /* Open or create PATH (its directory too, one level, mode 0700; the file is created 0600),

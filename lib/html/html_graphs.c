@@ -16,7 +16,7 @@
 
 #include <graphviz/cgraph.h>
 
-#include "html_page.h"
+#include "html_graphs.h"
 
 #define PDI_HTML_TREE_NODES 150
 #define LABEL_CHARS 60

@@ -13,6 +13,7 @@
 #include "json.h"
 
 #define PDI_HTML_MAX_NOTES 16
+#define PDI_HTML_REPLACEMENT "\xef\xbf\xbd" /* U+FFFD: what stands for a character that is not one */
 
 struct pdi_html_page {
 	const struct pdi_html_env *env;
@@ -51,10 +52,3 @@ json_t *pdi_jobj(const json_t *o, const char *key);
 size_t pdi_html_count_ranks(const char *ranks);
 /* A label cut to MAX characters (UTF-8 aware) with "…", into BUF. */
 const char *pdi_html_shorten(const char *s, size_t max, char *buf, size_t len);
-
-/* The sections of each kind of document. */
-int pdi_html_report(struct pdi_html_page *p, const json_t *doc, char **ret);
-int pdi_html_trends(struct pdi_html_page *p, const json_t *doc, char **ret);
-/* The progress dependence graph and the prefix tree of a report, as SVG sections. */
-void pdi_html_graph_pdg(struct pdi_html_page *p, const json_t *doc);
-void pdi_html_graph_tree(struct pdi_html_page *p, const json_t *doc);

@@ -12,7 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "html_page.h"
+#include "html_graphs.h"
+#include "html_report.h"
 
 #define MAX_TASK_ROWS 64 /* past this the tasks are shown by group, as rank ranges */
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "html_page.h"
+#include "html_trends.h"
 
 #define MAX_CHARTS 24 /* sites drawn, least scalable first; the table lists all */
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "view_local.h"
+#include "task_activity.h"
 
 ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, size_t len)
 {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* spank_pdimon.h -- state shared by the contexts of the SPANK plugin (srun, slurmstepd). */
+/* spank_ctx.h -- what the contexts of the SPANK plugin (srun, slurmstepd) share: the step's
+ * settings and state (spank_ctx.c), its budget, the calls to pdimond and the HTML report. */
 #pragma once
 
 #include <limits.h>
@@ -58,13 +59,6 @@ int pdimon_bus_call(const char *method, char *why, size_t whylen, void **ret_rep
 /* The report and summary of a GetReport reply; they live as long as the reply. */
 int pdimon_bus_reply_report(void *reply, const char **ret_json, const char **ret_summary);
 void pdimon_bus_reply_free(void *reply);
-
-/* slurmstepd */
-int pdimon_remote_task_post_fork(spank_t sp);
-int pdimon_remote_exit(spank_t sp);
-/* srun */
-int pdimon_local_user_init(spank_t sp);
-int pdimon_local_exit(spank_t sp);
 
 /* srun: REPORT names an HTML page (.html, .htm); write JSON there as one, through the CLI
  * (spank_html.c). 0, or a negative errno with a one-line reason in WHY. */

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* task_activity.h -- what the node's kernel says a monitored task is doing, from /proc
+ * (task_activity.c). */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "view.h"
+#include "registry.h"
+
+/* FILE under /proc/PID/task/TID into BUF (NUL-terminated). Bytes read, or -errno. */
+ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, size_t len);
+
+/* What the node's kernel says thread TID of running task T is doing (/proc: its state,
+ * wchan, and its CPU use and run-queue wait since the last look, kept in T). */
+void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, struct pdi_task_activity *ret);
+
+/* Read the kernel's counts of running task T's MPI thread (TID when T has none yet, then always
+ * that one) into its model (pdi_model_usage_add()): when the daemon sees a phase's first call,
+ * and when it takes a view. Nothing when /proc cannot be read (the task is gone). */
+void pdi_task_usage_read(struct pdi_task *t, pid_t tid, uint64_t now_ns);

@@ -511,11 +511,6 @@ int pdi_ahead_attach_run(struct pdi_ahead_attach *a)
 	return pdi_uprobe_multi_attach_pair(a->progs, a->path, a->offsets, a->cookies, a->n, true, a->pid, a->fds);
 }
 
-pid_t pdi_ahead_attach_pid(const struct pdi_ahead_attach *a)
-{
-	return a->pid;
-}
-
 int pdi_tracer_ahead_end(struct pdi_tracer *t, struct pdi_ahead_attach *a, int result)
 {
 	int i = find_ahead(t, a->pid);

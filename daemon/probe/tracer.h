@@ -131,7 +131,6 @@ int pdi_tracer_ahead_plan(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t 
 /* Any thread: attach A's links, unless its process has exited (its pid could be another's by
  * then). 0 or a negative errno; it touches nothing but A. */
 int pdi_ahead_attach_run(struct pdi_ahead_attach *a);
-pid_t pdi_ahead_attach_pid(const struct pdi_ahead_attach *a);
 /* On the loop, RESULT being run's (-ECANCELED: it never ran): A's links go to its process's entry,
  * which pdi_tracer_attach() takes from now on (0); else the entry goes (RESULT, or -ESRCH when it
  * went meanwhile: its root stopped being watched) and whatever A attached joins the links to

@@ -233,6 +233,9 @@ static void apply_config(struct pdi_daemon *d)
 	pdi_log_level = d->verbose ? PDI_LOG_DEBUG : d->cfg.log_level;
 	resolve_accounts(d);
 	d->reg.model_cfg = d->cfg.model; /* for the tasks that start from now on */
+	/* the same directory (it cannot change while running), but the string of this configuration:
+	 * the one the registry pointed at is freed with the old configuration at a reload */
+	d->reg.runtime_dir = d->cfg.runtime_dir;
 	its.it_interval.tv_sec = d->cfg.drain_interval_ms / 1000;
 	its.it_interval.tv_nsec = (long)(d->cfg.drain_interval_ms % 1000) * 1000000;
 	its.it_value = its.it_interval;

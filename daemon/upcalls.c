@@ -5,11 +5,11 @@
  * rooms stand on floors without a circle (doc/design/layout.md). */
 #include "api.h"
 #include "budget.h"
-#include "bus.h"
 #include "callchain.h"
 #include "samples.h"
 #include "step_end.h"
 #include "step_health.h"
+#include "subscribe.h"
 #include "upcalls.h"
 
 static void task_parts_free(struct pdi_task *t)

@@ -14,6 +14,7 @@
 #include "access.h"
 #include "api.h"
 #include "bus.h"
+#include "subscribe.h"
 #include "daemon.h"
 #include "log.h"
 

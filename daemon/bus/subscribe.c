@@ -16,9 +16,10 @@
 #include <systemd/sd-bus.h>
 
 #include "access.h"
-#include "bus.h"
+#include "bus_names.h"
 #include "daemon.h"
 #include "log.h"
+#include "subscribe.h"
 
 struct subscriber {
 	char *name;          /* its unique bus name */

@@ -10,6 +10,7 @@ struct pdi_daemon;
 struct pdi_gather;
 struct pdi_gather_result;
 struct pdi_snapshot;
+struct pdi_view;
 struct pdi_wire_frame;
 
 /* On a worker: this node's part of a gather from SNAP (its live stacks taken already), or,
@@ -21,3 +22,8 @@ int pdi_gather_step_part(struct pdi_gather *g, struct pdi_snapshot *snap, int st
  * (answered and closed by the job); false: peer.c closes it (the request was refused). */
 bool pdi_gather_step_on_frame(struct pdi_daemon *d, int fd, const char *peer, const struct pdi_wire_frame *f,
 			      uint64_t t0_ns);
+
+/* The view of a gather's merged payload over NNODES nodes, with the nodes that did not
+ * answer (gather_step.c). 0, -EBADMSG or -EPROTONOSUPPORT (a payload this pdimon cannot
+ * read), -ENOMEM. */
+int pdi_view_from_gather(const struct pdi_gather_result *res, unsigned nnodes, struct pdi_view *ret);

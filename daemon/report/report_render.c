@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "render.h"
-#include "report.h"
+#include "report_render.h"
 
 void pdi_report_result_done(struct pdi_report_result *res)
 {

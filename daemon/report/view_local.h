@@ -22,7 +22,3 @@ void pdi_view_mark_hung(const struct pdi_daemon *d, const struct pdi_step *s, st
  * off the loop). The view points into S: use it before S changes. 0, or -ENOMEM. */
 int pdi_view_local(struct pdi_daemon *d, struct pdi_step *s, struct pdi_view *ret);
 
-/* The view of a gather's merged payload over NNODES nodes, with the nodes that did not
- * answer (gather_step.c). 0, -EBADMSG or -EPROTONOSUPPORT (a payload this pdimon cannot
- * read), -ENOMEM. */
-int pdi_view_from_gather(const struct pdi_gather_result *res, unsigned nnodes, struct pdi_view *ret);

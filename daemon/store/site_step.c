@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "mpi_funcs.h"
-#include "site_pg.h"
+#include "site_step.h"
 
 void pdi_site_step_free(struct pdi_site_step *s)
 {

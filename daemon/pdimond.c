@@ -233,9 +233,7 @@ static void apply_config(struct pdi_daemon *d)
 	pdi_log_level = d->verbose ? PDI_LOG_DEBUG : d->cfg.log_level;
 	resolve_accounts(d);
 	d->reg.model_cfg = d->cfg.model; /* for the tasks that start from now on */
-	/* the same directory (it cannot change while running), but the string of this configuration:
-	 * the one the registry pointed at is freed with the old configuration at a reload */
-	d->reg.runtime_dir = d->cfg.runtime_dir;
+	d->reg.runtime_dir = d->cfg.runtime_dir; /* a reload frees the string it replaces */
 	its.it_interval.tv_sec = d->cfg.drain_interval_ms / 1000;
 	its.it_interval.tv_nsec = (long)(d->cfg.drain_interval_ms % 1000) * 1000000;
 	its.it_value = its.it_interval;
@@ -504,7 +502,6 @@ int main(int argc, char **argv)
 	raise_fd_limit();
 	pdi_registry_init(&d.reg, &d.cfg.model, &pdi_registry_parts);
 	d.up = &pdi_upcalls;
-	d.reg.runtime_dir = d.cfg.runtime_dir;
 	apply_config(&d);
 	if (release_stopped) {
 		/* the unit's ExecStopPost: pdimond is gone, nothing it trapped may stay stopped */

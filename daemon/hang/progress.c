@@ -13,6 +13,7 @@
 #include "mpi_funcs.h"
 #include "progress.h"
 #include "sites.h"
+#include "stack_place.h"
 #include "task_activity.h"
 #include "tracer.h"
 
@@ -23,6 +24,9 @@
 #define IDLE_CPU_PCT 5
 /* I/O counters compare only with a look this recent (a look per tick) */
 #define IO_FRESH_NS (3 * NS)
+/* a stack that placed a still task is read again this often: it may have left the call
+ * unseen and compute now (its probes still thinned) */
+#define RELOOK_NS (3 * NS)
 
 int pdi_proc_io(pid_t pid, uint64_t *ret)
 {
@@ -101,6 +105,32 @@ static uint64_t completed_calls(const struct pdi_model *m, struct pdi_task_progr
 	return dcalls;
 }
 
+bool pdi_task_progress_in_call_by_stack(const struct pdi_task_progress *p, uint64_t calls)
+{
+	return p->look_ns && !p->looking && p->look_calls == calls && p->look_kind == PDI_PLACED_IN_CALL;
+}
+
+bool pdi_task_progress_look_pending(const struct pdi_task_progress *p, uint64_t calls)
+{
+	return (p->look_wanted || p->looking) && !(p->look_ns && p->look_calls == calls && !p->looking);
+}
+
+/* Task T, shown computing (or idle) outside MPI and still, while its probes were thinned: what
+ * its stack said (in a call: waiting), and whether to read it (again) into P. */
+static void place_by_stack(const struct pdi_model *m, struct pdi_task_progress *p, uint64_t now_ns,
+			   enum pdi_activity act, struct pdi_health_task *h)
+{
+	bool answered = p->look_ns && !p->looking && p->look_calls == m->calls;
+
+	p->look_wanted = false;
+	if (!pdi_stack_place_wanted(m, act))
+		return;
+	if (answered && p->look_kind == PDI_PLACED_IN_CALL)
+		h->motion = PDI_MOTION_WAITING;
+	if (!p->looking && (!answered || now_ns - p->look_ns >= RELOOK_NS))
+		p->look_wanted = true;
+}
+
 uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, struct pdi_task_progress *p,
 				  uint64_t now_ns, struct pdi_health_task *ret, uint64_t *ret_key)
 {
@@ -165,8 +195,13 @@ uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, stru
 		else if (h.motion == PDI_MOTION_COMPUTING && a.kind != PDI_ACT_RUNNING && a.kind != PDI_ACT_STARVED &&
 			 !(a.cpu_pct > IDLE_CPU_PCT))
 			h.motion = PDI_MOTION_IDLE;
+		if (h.motion == PDI_MOTION_COMPUTING || h.motion == PDI_MOTION_IDLE)
+			place_by_stack(m, p, now_ns, a.kind, &h);
+		else
+			p->look_wanted = false;
 	} else {
 		p->io_ns = 0;
+		p->look_wanted = false;
 	}
 	h.idle_s = (double)(now_ns - p->last_ns) / 1e9;
 	*ret = h;

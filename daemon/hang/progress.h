@@ -10,7 +10,12 @@
  * progress. I/O of the
  * main thread (bytes read or written since the last look) is progress too: a rank writing a
  * checkpoint while the others wait in a collective is working. CPU time is not (a spinning
- * rank burns it): it tells computing from sleeping. */
+ * rank burns it): it tells computing from sleeping.
+ *
+ * A task its probes show computing since its last seen call, while the overhead budget thinned
+ * them, may as well be in a call they did not see begin: its live stack, read on a worker
+ * (stack_look.h, stack_place.h: the placement the report uses), says which, and a task in a
+ * call is waiting, not computing, for the judge too. */
 #pragma once
 
 #include <stdint.h>
@@ -32,7 +37,20 @@ struct pdi_task_progress {
 	uint64_t poll_visits;  /* those sites' visits at the last look */
 	uint64_t io;           /* its main thread's rchar + wchar at the last look */
 	uint64_t io_ns;        /* when it was read (0: never, or too long ago to compare) */
+	/* its live stack, read on a worker while its thinned probes showed it computing
+	 * (stack_look.h): what it said holds while the model's calls stay LOOK_CALLS */
+	uint64_t look_calls;   /* the model's calls when the look was asked for */
+	uint64_t look_ns;      /* when (0: never) */
+	uint8_t look_kind;     /* enum pdi_stack_placed: unknown until it answers, or when it failed */
+	bool looking;          /* a walk is in flight */
+	bool look_wanted;      /* this tick asks for one */
+	char look_fn[64];      /* PDI_PLACED_IN_CALL: the MPI function on its stack */
 };
+
+/* Was task P placed in an MPI call by its stack, at its model's CALLS now? */
+bool pdi_task_progress_in_call_by_stack(const struct pdi_task_progress *p, uint64_t calls);
+/* Is a look at its stack asked for or in flight, with no answer yet for CALLS? */
+bool pdi_task_progress_look_pending(const struct pdi_task_progress *p, uint64_t calls);
 
 /* The bytes the main thread of PID has read and written (rchar + wchar of its io file, which
  * takes ptrace read access): 0, or -errno. */

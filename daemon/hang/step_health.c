@@ -22,11 +22,15 @@
 #include "progress.h"
 #include "ranges.h"
 #include "report.h"
+#include "stack_look.h"
 #include "step_health.h"
 
 #define NS 1000000000ull
 /* durations pooled for at most this many distinct states a tick; others go unexplained */
 #define MAX_KEYS 8
+/* a hang waits this long at most for the stacks of still tasks its thinned probes show
+ * computing (a walk gives up after PDI_STACK_WALK_TIMEOUT_MS) before it is told without them */
+#define LOOK_WAIT_NS (3 * NS)
 
 static void clock_text(time_t t, char *buf, size_t len);
 static enum pdi_on_hang on_hang_of(const struct pdi_daemon *d, const struct pdi_step *s);
@@ -40,6 +44,7 @@ struct pdi_step_health {
 	struct pdi_health_task *in;          /* this tick's input, reused */
 	uint64_t *keys;
 	const struct pdi_model **models;     /* this tick's running tasks' models */
+	unsigned *index;                     /* this tick's running tasks' index in the step */
 	unsigned cap;
 	uint64_t calls;                      /* completed calls that were progress */
 	time_t since;                        /* the announced episode's start, wall clock; 0 ok */
@@ -65,6 +70,7 @@ void pdi_step_health_free(struct pdi_step_health *h)
 	free(h->in);
 	free(h->keys);
 	free(h->models);
+	free(h->index);
 	free(h);
 }
 
@@ -118,14 +124,17 @@ static int reserve(struct pdi_step_health *h, unsigned n)
 		struct pdi_health_task *in = realloc(h->in, n * sizeof(*in));
 		uint64_t *keys = in ? realloc(h->keys, n * sizeof(*keys)) : NULL;
 		const struct pdi_model **models = keys ? realloc(h->models, n * sizeof(*models)) : NULL;
+		unsigned *index = models ? realloc(h->index, n * sizeof(*index)) : NULL;
 
 		if (in)
 			h->in = in;
 		if (keys)
 			h->keys = keys;
-		if (!models)
+		if (models)
+			h->models = models;
+		if (!index)
 			return -ENOMEM;
-		h->models = models;
+		h->index = index;
 		h->cap = n;
 	}
 	return 0;
@@ -215,18 +224,35 @@ void pdi_step_health_loaded(struct pdi_daemon *d, struct pdi_step *s, const stru
 	}
 }
 
+/* The MPI function task I of this tick's input waits in by its stack (stack_look.h), "" when
+ * its probes placed it. */
+static const char *stack_fn(const struct pdi_step *s, const struct pdi_step_health *h, unsigned i)
+{
+	const struct pdi_task_progress *p = &h->progress[h->index[i]];
+
+	return h->in[i].motion == PDI_MOTION_WAITING && h->keys[i] == UINT64_MAX &&
+			       pdi_task_progress_in_call_by_stack(p, s->tasks[h->index[i]]->model.calls)
+		       ? p->look_fn
+		       : "";
+}
+
 /* Where task I of this tick's input is, in words: "computing after MPI_Waitall@solver.c:212". */
 static void doing(const struct pdi_step *s, const struct pdi_step_health *h, unsigned i, char *buf, size_t len)
 {
 	const struct pdi_health_task *t = &h->in[i];
 	uint64_t key = h->keys[i];
 	const char *site = "?";
+	char stacked[96];
 
 	if (key != UINT64_MAX) {
 		uint32_t x = pdi_state_is_comp(key) ? pdi_state_prev_site(key) : pdi_state_site(key);
 
 		if (x < s->nsites && s->sites[x].name)
 			site = s->sites[x].name;
+	}
+	if (stack_fn(s, h, i)[0]) {
+		snprintf(stacked, sizeof(stacked), "%s (on its stack)", stack_fn(s, h, i));
+		site = stacked;
 	}
 	switch (t->motion) {
 	case PDI_MOTION_WAITING: snprintf(buf, len, "waiting in %s", site); break;
@@ -268,7 +294,8 @@ static void local_diagnosis(const struct pdi_daemon *d, const struct pdi_step *s
 		if (done[i] || h->in[i].motion == PDI_MOTION_FINISHED)
 			continue;
 		for (unsigned j = i; j < n; j++)
-			if (!done[j] && h->keys[j] == h->keys[i] && h->in[j].motion == h->in[i].motion) {
+			if (!done[j] && h->keys[j] == h->keys[i] && h->in[j].motion == h->in[i].motion &&
+			    !strcmp(stack_fn(s, h, j), stack_fn(s, h, i))) {
 				ranks[k++] = h->in[j].rank;
 				done[j] = true;
 			}
@@ -436,6 +463,7 @@ static unsigned sample(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step
 		for (unsigned fn = 0; t->budget && fn < pdi_mpi_nfuncs && !h->in[n].blind; fn++)
 			h->in[n].blind = t->budget->fn[fn].level == PDI_BUDGET_DETACHED &&
 					 pdi_mpi_funcs[fn].cls != PDI_FC_TEST && pdi_mpi_funcs[fn].cls != PDI_FC_PROBE;
+		h->index[n] = i;
 		h->models[n++] = &t->model;
 	}
 	/* the durations of the states of the tasks that have been still a while */
@@ -595,6 +623,21 @@ static void cancel(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_hea
 		cancel_now(d, s);
 }
 
+/* Whether a hang is to wait for the stacks of still tasks its thinned probes show computing (a
+ * task waiting in a call they did not see begin is not the one the others wait for), up to
+ * LOOK_WAIT_NS after they were asked for. */
+static bool stacks_pending(const struct pdi_step *s, const struct pdi_step_health *h, unsigned n, uint64_t now_ns)
+{
+	for (unsigned i = 0; i < n; i++) {
+		const struct pdi_task_progress *p = &h->progress[h->index[i]];
+
+		if (pdi_task_progress_look_pending(p, s->tasks[h->index[i]]->model.calls) &&
+		    (!p->look_ns || now_ns - p->look_ns < LOOK_WAIT_NS))
+			return true;
+	}
+	return false;
+}
+
 static void tick_step(struct pdi_daemon *d, struct pdi_step *s, uint64_t now_ns)
 {
 	struct pdi_step_health *h = health_of(d, s);
@@ -607,13 +650,14 @@ static void tick_step(struct pdi_daemon *d, struct pdi_step *s, uint64_t now_ns)
 	if (!h || !h->ready || reserve(h, s->ntasks + 1) < 0)
 		return;
 	n = sample(d, s, h, now_ns);
+	pdi_hang_stack_look(d, s, h->progress, s->ntasks);
 	in = (struct pdi_health_input){.now_s = d->hang.clock_s, .progress = h->calls, .tasks = h->in, .ntasks = n};
 	pdi_health_tick(&h->judge, &in, &v);
 	quiet_before = h->last.quiet_s;
 	h->last = v;
 	if (v.unjudged_new)
 		say_unjudged(d, s, h, &v);
-	if (pdi_health_news(&h->judge, &v)) {
+	if (pdi_health_news(&h->judge, &v) && !(v.health == PDI_HEALTH_HUNG && stacks_pending(s, h, n, now_ns))) {
 		diagnosis[0] = '\0';
 		if (v.health != PDI_HEALTH_OK)
 			local_diagnosis(d, s, h, n, v.critical, diagnosis, sizeof(diagnosis));
@@ -653,6 +697,12 @@ void pdi_hang_tick(struct pdi_daemon *d)
 		}
 	}
 	pdi_hang_metrics_tick(d, now_ns);
+}
+
+struct pdi_task_progress *pdi_step_health_progress(struct pdi_step *s, unsigned *ret_n)
+{
+	*ret_n = s->health ? s->health->nprogress : 0;
+	return s->health ? s->health->progress : NULL;
 }
 
 bool pdi_step_health_settled(const struct pdi_step *s)

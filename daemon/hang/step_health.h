@@ -71,6 +71,11 @@ void pdi_step_health_get_saved(const struct pdi_step *s, struct pdi_health_saved
 void pdi_step_health_loaded(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_health_record *history,
 			    const struct pdi_health_saved *own, unsigned runs);
 
+struct pdi_task_progress;
+/* What the judge keeps of each task of S (progress.h), by S's task index: *RET_N of them (NULL
+ * and 0 when S was never judged). For the answers of its looks at stacks (stack_look.h). */
+struct pdi_task_progress *pdi_step_health_progress(struct pdi_step *s, unsigned *ret_n);
+
 /* Does S's health need S in memory no longer? True when S was never judged, or once its run's
  * record was saved after it ended: only then may an ended step leave the cache (registry.c). */
 bool pdi_step_health_settled(const struct pdi_step *s);

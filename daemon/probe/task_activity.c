@@ -117,11 +117,7 @@ void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, stru
 	if (read_schedstat(t->pid, tid, &run_ns, &wait_ns) == 0) {
 		if (seen->tid == tid && seen->at_ns && now_ns > seen->at_ns && run_ns >= seen->run_ns &&
 		    wait_ns >= seen->wait_ns) {
-			uint64_t dt = now_ns - seen->at_ns;
-
-			a.over_ns = dt;
-			a.cpu_pct = (int)((run_ns - seen->run_ns) * 100 / dt);
-			a.wait_pct = (int)((wait_ns - seen->wait_ns) * 100 / dt);
+			pdi_task_activity_shares(&a, run_ns - seen->run_ns, wait_ns - seen->wait_ns, now_ns - seen->at_ns);
 			/* ready more than it runs: another process takes its CPU */
 			if (a.kind == PDI_ACT_RUNNING && a.wait_pct > 50 && a.wait_pct > a.cpu_pct)
 				a.kind = PDI_ACT_STARVED;

@@ -14,6 +14,7 @@
 #include "registry.h"
 #include "samples.h"
 #include "snapshot.h"
+#include "stack_place.h"
 #include "stackwalk.h"
 #include "view_local.h"
 
@@ -223,75 +224,21 @@ static int walk_task(const struct pdi_view *v, struct pdi_view_task *t, struct p
 	return set_stack(t, frames, n, keep, w->text);
 }
 
-/* Is frame F ("FUNC@...") a function of MPI's C interface (MPI_ or PMPI_: every language
- * binding ends in it)? Its name without the P into NAME. */
-static bool mpi_frame(const char *f, char *name, size_t len)
-{
-	const char *at = strchr(f, '@');
-
-	if (f[0] == 'P')
-		f++;
-	if (strncmp(f, "MPI_", 4))
-		return false;
-	snprintf(name, len, "%.*s", at ? (int)(at - f) : (int)strlen(f), f);
-	return true;
-}
-
-/* Is frame F in MPI's own code, below its interface: its library, run time or transports
- * (by object, or by function where debugging information names a file instead)? */
-static bool mpi_internal_frame(const char *f)
-{
-	static const char *const objs[] = {"@libmpi", "@libopen-pal", "@libopen-rte", "@libmpich", "@libpmix", "@libucp",
-					   "@libucs", "@libuct", "@libfabric", "@libpsm", "@mca_", "@libhwloc"};
-	static const char *const fns[] = {"opal_", "ompi_", "orte_", "mca_", "MPIR_", "MPID", "MPII_", "ucp_", "uct_",
-					  "ucs_", "pmix_", "PMIx_", "fi_"};
-
-	for (size_t k = 0; k < sizeof(objs) / sizeof(objs[0]); k++)
-		if (strstr(f, objs[k]))
-			return true;
-	for (size_t k = 0; k < sizeof(fns) / sizeof(fns[0]); k++)
-		if (!strncmp(f, fns[k], strlen(fns[k])))
-			return true;
-	return false;
-}
-
-/* A walk (outermost frame first) that found no frame of MPI's interface went past any MPI
- * code there was: it reached the program's own frames, not stopping inside MPI's (a walk
- * goes outwards from the innermost frame, and MPI's code is entered through its interface),
- * nor after a frame or two in the C library, nor at a return probe's trampoline (a probed
- * call returning: the probes' word, not the stack's; a signal can land right there). */
-static bool walked_past_mpi(char **frames, size_t n)
-{
-	for (size_t k = 0; k < n; k++)
-		if (!strcmp(frames[k], "[uprobes]"))
-			return false;
-	return n >= 3 && !mpi_internal_frame(frames[0]);
-}
-
 /* Task T shows as computing since its last seen call, but its probes were thinned since then
- * (unobserved.h): it may as well sit in a call they did not see begin, as ranks waiting on a
- * spinning one do (the budget thins the waits of a busy exchange just before). Its live stack
- * says which: a frame of MPI's interface on it, it is in that call, at least since the probes
- * saw in full again (one that began after would have been seen); a stack walked past any MPI
- * code without one, it computes. A walk that fails or stops short says nothing. */
+ * (unobserved.h): its live stack places it (stack_place.h). In a call, it is there at least
+ * since the probes saw in full again (one that began after would have been seen); computing,
+ * it says so; a walk that fails or stops short says nothing. */
 static int place_by_stack(struct pdi_view_task *t, uint64_t blocked_after_ns, struct pdi_objcache *objs)
 {
 	struct pdi_where *w = &t->where;
-	struct pdi_maps maps = {0};
 	uint64_t until = pdi_unobserved_blind_until(&t->model->unobserved, t->model->last_exit), since_ns;
-	char **frames, fn[64];
-	size_t n, k = 0;
-	int r;
+	struct pdi_stack_place p;
+	int r = pdi_stack_place(t->pid, objs, &p);
 
-	r = pdi_stack_walk(t->pid, t->pid, 0, objs, &maps, &frames, &n);
-	pdi_maps_free(&maps);
 	if (r < 0)
 		return r;
-	while (k < n && !mpi_frame(frames[k], fn, sizeof(fn)))
-		k++;
-	if (k == n) {
-		w->by_stack = walked_past_mpi(frames, n);
-		pdi_stack_frames_free(frames, n);
+	if (p.kind != PDI_PLACED_IN_CALL) {
+		w->by_stack = p.kind == PDI_PLACED_OUTSIDE_MPI;
 		return 0;
 	}
 	/* in a call: WHERE.FOR_NS was the time since its last seen call ended */
@@ -300,18 +247,16 @@ static int place_by_stack(struct pdi_view_task *t, uint64_t blocked_after_ns, st
 	w->kind = w->for_ns >= blocked_after_ns ? PDI_WHERE_BLOCKED : PDI_WHERE_IN_MPI;
 	w->site = -1;
 	w->by_stack = true;
-	snprintf(w->text, sizeof(w->text), "%s (on its stack: its probes did not see the call begin)", fn);
+	snprintf(w->text, sizeof(w->text), "%s (on its stack: its probes did not see the call begin)", p.fn);
 	/* the call path down to the call, as a blocked task's (walk_task) */
-	return set_stack(t, frames, n, k, w->text);
+	return set_stack(t, p.frames, p.nframes, p.call, w->text);
 }
 
-/* Shown as computing while its probes were thinned (the kernel's word on a stopped task, or one
- * in uninterruptible sleep, settles it: such a task would not stop for a walk either). */
+/* Shown as computing while its probes were thinned. */
 static bool computing_unseen(const struct pdi_view_task *t)
 {
-	return t->running && t->where.kind == PDI_WHERE_COMPUTING && !t->where.by_stack && t->model->started &&
-	       t->where.act.kind != PDI_ACT_STOPPED && t->where.act.kind != PDI_ACT_DISK &&
-	       pdi_unobserved_blind_since(&t->model->unobserved, t->model->last_exit);
+	return t->running && t->where.kind == PDI_WHERE_COMPUTING && !t->where.by_stack &&
+	       pdi_stack_place_wanted(t->model, t->where.act.kind);
 }
 
 int pdi_snapshot_walk(struct pdi_snapshot *snap)

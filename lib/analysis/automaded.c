@@ -445,10 +445,10 @@ static bool by_lost_time(const struct work *w, struct pdi_automaded *a)
 
 /* Nothing lost in the compared phases: a stall in the set-up or the tear-down, which are left
  * out of the comparison (they differ from the loop by nature), still shows as time one task
- * was held by the kernel while its peers were not, as in a step of one phase (lost_time.h).
- * The edge phase where a task was held longest becomes the finding, its phase SMM's nu
- * trained like the others'. */
-static int held_at_the_edges(struct work *w, struct pdi_automaded *a)
+ * was held by the kernel while its peers were not, or spent in one burst of computation its
+ * transition never takes otherwise, as in a step of one phase (lost_time.h). The edge phase
+ * where a task lost most so becomes the finding, its phase SMM's nu trained like the others'. */
+static int lost_at_the_edges(struct work *w, struct pdi_automaded *a)
 {
 	const struct pdi_automaded_input *in = w->in;
 	uint32_t best = UINT32_MAX;
@@ -463,7 +463,7 @@ static int held_at_the_edges(struct work *w, struct pdi_automaded *a)
 			continue;
 		if ((r = pdi_lost_time(in->models, in->weights, w->n, p, p + 1, &l)) < 0)
 			return r;
-		if (l.found && l.kind == PDI_LOST_HELD && l.total_s >= PDI_EXCESS_FLOOR_S &&
+		if (l.found && l.total_s >= PDI_EXCESS_FLOOR_S &&
 		    (best == UINT32_MAX || l.total_s > a->lost.total_s)) {
 			pdi_lost_done(&a->lost);
 			a->lost = l;
@@ -1102,7 +1102,7 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 	phase_scores(&w, &a);
 	phase_excess(&w, &a);
 	if ((r = pdi_lost_time(in->models, in->weights, w.n, w.first, w.end, &a.lost)) < 0 ||
-	    (r = held_at_the_edges(&w, &a)) < 0 ||
+	    (r = lost_at_the_edges(&w, &a)) < 0 ||
 	    (r = pdi_starved_find(in->models, in->weights, w.n, w.first, w.end, &a.starved)) < 0)
 		goto out;
 	faulty_phase(&w, &a);

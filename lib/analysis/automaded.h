@@ -39,11 +39,7 @@
 #include "starved.h"
 
 #define PDI_TOP_TRANSITIONS 5
-/* A phase that took this much longer than usual on some task, or a task that lost this much
- * against its peers (lost_time.h), is a candidate stall (s): the documented floor below which
- * the diagnosis calls a step's variation normal. Scheduling hiccups of a loaded 2-core machine
- * reach a few tenths of a second (bench/apps.py). */
-#define PDI_EXCESS_FLOOR_S 1.0
+/* PDI_EXCESS_FLOOR_S (lost_time.h): a candidate stall's least length. */
 
 struct pdi_transition_score {
 	uint64_t from, to; /* state keys */

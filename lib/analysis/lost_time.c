@@ -10,6 +10,8 @@
 
 /* a signal that is no loss: the time a task spent inside MPI calls */
 #define SIGNAL_IN_MPI (PDI_LOST_WAITING + 1)
+/* one phase: the longest single stretch of computation beyond its transition's usual */
+#define SIGNAL_BURST (PDI_LOST_WAITING + 2)
 
 const char *const pdi_lost_kind_names[] = {
 	[PDI_LOST_NONE] = "none", [PDI_LOST_COMPUTING] = "computing", [PDI_LOST_HELD] = "held",
@@ -32,11 +34,48 @@ double pdi_phase_computation_s(const struct pdi_phase *p)
 	return phase_time_s(p, true);
 }
 
+/* The longest single stretch of computation in P beyond the task's usual after the same call
+ * (s): the computation after a call site (to whichever call comes next) made at least
+ * PDI_LOST_BURST_VISITS times, one visit of which lasted seconds where the others took
+ * milliseconds (a rank spinning in its own code). Only a visit of a stall's worth is looked at;
+ * the histogram keeps the longest visit alone in its last bucket unless others came close. */
+static double burst_s(const struct pdi_phase *p)
+{
+	double burst = 0;
+
+	for (uint32_t e = 0; e < p->nedges; e++) {
+		const struct pdi_edge *x = &p->edges[e];
+		const struct pdi_hist *h = &x->hist;
+		uint64_t from = p->states[x->from].key, n = 0;
+		double longest, sum = 0;
+
+		if (!pdi_state_is_comp(from) || !h->n || h->count[h->n - 1] != 1 ||
+		    h->mean[h->n - 1] < PDI_EXCESS_FLOOR_S * 1e9)
+			continue;
+		longest = h->mean[h->n - 1];
+		/* every stretch after the same call */
+		for (uint32_t k = 0; k < p->nedges; k++) {
+			const struct pdi_edge *y = &p->edges[k];
+			uint64_t key = p->states[y->from].key;
+
+			if (pdi_state_is_comp(key) && pdi_state_prev_site(key) == pdi_state_prev_site(from)) {
+				n += y->time.n;
+				sum += y->time.mean * (double)y->time.n;
+			}
+		}
+		if (n >= PDI_LOST_BURST_VISITS)
+			burst = fmax(burst, (longest - fmax((sum - longest) / (double)(n - 1), 0.0)) / 1e9);
+	}
+	return burst;
+}
+
 /* Signal S of model M in phase P (s), NAN when unknown. */
 static double signal_of(const struct pdi_model *m, uint32_t p, int s)
 {
 	struct pdi_phase_usage u;
 
+	if (s == SIGNAL_BURST)
+		return burst_s(&m->phases[p]);
 	if (s == PDI_LOST_COMPUTING || s == SIGNAL_IN_MPI)
 		return phase_time_s(&m->phases[p], s == PDI_LOST_COMPUTING);
 	if (!pdi_model_phase_usage(m, p, &u))
@@ -200,13 +239,16 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 		memset(w.in_mpi, 0, n * w.np * sizeof(*w.in_mpi));
 	else
 		memcpy(w.in_mpi, w.x, n * w.np * sizeof(*w.in_mpi));
-	/* one phase: no usual to compare with, only the time held tells */
+	/* one phase: no usual phase to compare with: the time held tells, and a burst of computation
+	 * its transition never takes otherwise */
 	for (int s = end - first > 1 ? PDI_LOST_COMPUTING : PDI_LOST_HELD;
-	     s <= (end - first > 1 ? PDI_LOST_WAITING : PDI_LOST_HELD); s++) {
+	     s <= (end - first > 1 ? PDI_LOST_WAITING : SIGNAL_BURST); s++) {
+		if (end - first == 1 && (s == PDI_LOST_WAITING || s == SIGNAL_IN_MPI))
+			continue;
 		fill(&w, s);
 		if (!excess(&w))
 			continue;
-		l.has_usage |= s != PDI_LOST_COMPUTING;
+		l.has_usage |= s == PDI_LOST_HELD || s == PDI_LOST_WAITING;
 		for (size_t i = 0; i < n * w.np; i++) {
 			double x = w.x[i];
 
@@ -216,7 +258,7 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 				x -= fmax(0.0, w.in_mpi[i]);
 			if (!isnan(x) && x > l.by_task[i]) {
 				l.by_task[i] = x;
-				l.kinds[i] = (uint8_t)s;
+				l.kinds[i] = (uint8_t)(s == SIGNAL_BURST ? PDI_LOST_COMPUTING : s);
 			}
 		}
 	}

@@ -20,9 +20,14 @@
  * event, and its first phase is where the fault began.
  *
  * With a single phase (a program with no collective to cut phases on) nothing says what is
- * usual for a task: only the time held counts there (no healthy task is held for seconds,
- * while computation differs between ranks by construction). So it is in the set-up and the
- * tear-down, which AutomaDeD leaves out of its comparison (automaded.c, held_at_the_edges). */
+ * usual for a task: its total computation differs between ranks by construction, so only the
+ * time held counts there (no healthy task is held for seconds), and a burst of computation: one
+ * stretch after a call site, where the task computed at least PDI_LOST_BURST_VISITS times,
+ * that lasted a stall's worth beyond its other stretches after that call (a rank spinning in
+ * its own code), beyond its peers' own bursts. So it is in the set-up and the tear-down, which
+ * AutomaDeD leaves out of its comparison (automaded.c, lost_at_the_edges): where a code whose
+ * phases stop being cut early (the budget thinned the collectives they are counted on) does
+ * most of its work. */
 #pragma once
 
 #include <stdbool.h>
@@ -67,6 +72,13 @@ struct pdi_lost {
 #define PDI_LOST_MIN_PHASES 6
 /* Another task that lost this share of the peak in the same phase is named beside it. */
 #define PDI_LOST_ALSO_SHARE 0.5
+/* A phase that took this much longer than usual on some task, or a task that lost this much
+ * against its peers, is a candidate stall (s): the documented floor below which the diagnosis
+ * (automaded.h) calls a step's variation normal. Scheduling hiccups of a loaded 2-core machine
+ * reach a few tenths of a second (bench/apps.py). */
+#define PDI_EXCESS_FLOOR_S 1.0
+/* A burst (one phase) needs this many stretches after the same call: the others say its usual. */
+#define PDI_LOST_BURST_VISITS 5
 /* The spread below which the phases' noise is taken as this (s): a few scheduler ticks. */
 #define PDI_LOST_NOISE_FLOOR_S 0.05
 

@@ -29,6 +29,17 @@ const char *const pdi_activity_names[] = {
 	[PDI_ACT_UNKNOWN] = "unknown", [PDI_ACT_SLEEPING] = "sleeping", [PDI_ACT_RUNNING] = "running",
 	[PDI_ACT_STARVED] = "starved", [PDI_ACT_STOPPED] = "stopped", [PDI_ACT_DISK] = "uninterruptible"};
 
+void pdi_task_activity_shares(struct pdi_task_activity *a, uint64_t run_ns, uint64_t wait_ns, uint64_t interval_ns)
+{
+	uint64_t over = run_ns + wait_ns > interval_ns ? run_ns + wait_ns : interval_ns;
+
+	if (!over)
+		return;
+	a->over_ns = over;
+	a->cpu_pct = (int)(run_ns * 100 / over);
+	a->wait_pct = (int)(wait_ns * 100 / over);
+}
+
 void pdi_view_done(struct pdi_view *v)
 {
 	for (unsigned i = 0; v->tasks && i < v->ntasks; i++) {

@@ -38,8 +38,17 @@ struct pdi_task_activity {
 	char wchan[64];   /* the kernel function it sleeps in, "" when none or unknown */
 	int cpu_pct;      /* its CPU use over the last look, -1 when unknown */
 	int wait_pct;     /* time ready but not running over the last look, -1 when unknown */
-	uint64_t over_ns; /* how long the last look was (0: one sample only) */
+	uint64_t over_ns; /* the time the last look's shares are of (0: one sample only) */
 };
+
+/* A thread's shares of the time from its kernel counts (/proc/.../schedstat): RUN_NS on a CPU
+ * and WAIT_NS ready in a run queue, added since a look INTERVAL_NS ago, into A's cpu_pct,
+ * wait_pct and over_ns. The kernel adds a run-queue wait to its count when the wait ends (the
+ * thread gets its CPU), in one lump: a wait that began before the earlier look arrives after
+ * it, and the counts then cover more than the interval. A thread is running, ready or asleep
+ * at any instant, so they cover at least RUN_NS + WAIT_NS: the shares are of that, when longer
+ * than the interval (so neither passes 100%). */
+void pdi_task_activity_shares(struct pdi_task_activity *a, uint64_t run_ns, uint64_t wait_ns, uint64_t interval_ns);
 
 /* Where one task is now, or was when it ended: the one definition (the analysis groups and
  * orders tasks by it, every rendering prints it). */

@@ -8,19 +8,26 @@ and the end of the hang is said once. The user's side is the job's own output (m
 carries the tasks' stderr); nobody asks pdimon. The false-alarm rate is raised to one per
 step-hour so that the test is short: the thresholds are the same model's.
 
+HangBudget: the judge of a step whose probes the overhead budget thinned (max_overhead_pct low):
+a rank spins for good outside MPI while the others wait for it in an MPI_Allreduce that their
+sampled probes mostly did not see begin. The judge places such ranks by their live stacks, as
+the report does, so the hang is told with the spinning rank alone as least progressed.
+
 Run as: test_hang.py HangFaults.test_debugger_stop_and_restart
+        test_hang.py HangBudget.test_thinned_waiters_placed_by_stack
 """
 import ctypes
 import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import unittest
 
-from harness import PDIMON, Daemon, SystemBus, find_ranks, kill_tree, mpirun, wait_for
+from harness import BUILD, PDIMON, Daemon, SystemBus, find_ranks, kill_tree, mpirun, wait_for
 
 RANKS = 4
 libc = ctypes.CDLL(None, use_errno=True)
@@ -47,22 +54,20 @@ class Lines:
         return "\n".join(self.lines)
 
 
-class HangFaults(unittest.TestCase):
+class DaemonAndJob(unittest.TestCase):
+    """A pdimond on a private bus with a database of its own (settings from settings()), and the
+    job a test starts (self.job), killed at the end."""
+
+    def settings(self):
+        return ()
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="pdimon-hang-")
         os.chmod(self.tmp, 0o755)
         self.bus = SystemBus(self.tmp)
         self.db = os.path.join(self.tmp, "pdimon.db")
-        self.metrics = os.path.join(self.tmp, "pdimon.prom")
-        self.ran = os.path.join(self.tmp, "on-hang.ran")
-        command = os.path.join(self.tmp, "on-hang")
-        with open(command, "w") as f:
-            f.write(f'#!/bin/sh\necho "$1 $2 $PDIMON_STEP $PDIMON_HEALTH $PDIMON_SINCE" >> {self.ran}\n')
-        os.chmod(command, 0o755)
-        self.settings = ("hang_timeout_ms=0", "hang_false_alarm_rate=1", "checkpoint_s=1", "on_hang=command",
-                         f"on_hang_command={command}", f"metrics_path={self.metrics}", "metrics_interval_s=1")
-        self.d = Daemon(*self.settings, bus=self.bus, database=self.db)
         self.job = None
+        self.d = Daemon(*self.settings(), bus=self.bus, database=self.db)
 
     def tearDown(self):
         try:
@@ -72,6 +77,18 @@ class HangFaults(unittest.TestCase):
             if self.d:
                 self.d.stop()
             self.bus.stop()
+
+
+class HangFaults(DaemonAndJob):
+    def settings(self):
+        self.metrics = os.path.join(self.tmp, "pdimon.prom")
+        self.ran = os.path.join(self.tmp, "on-hang.ran")
+        command = os.path.join(self.tmp, "on-hang")
+        with open(command, "w") as f:
+            f.write(f'#!/bin/sh\necho "$1 $2 $PDIMON_STEP $PDIMON_HEALTH $PDIMON_SINCE" >> {self.ran}\n')
+        os.chmod(command, 0o755)
+        return ("hang_timeout_ms=0", "hang_false_alarm_rate=1", "checkpoint_s=1", "on_hang=command",
+                f"on_hang_command={command}", f"metrics_path={self.metrics}", "metrics_interval_s=1")
 
     def health(self, step):
         return {s["step"]: s for s in json.loads(self.d.pdimon("steps", "--json").stdout)}[step]
@@ -140,7 +157,7 @@ class HangFaults(unittest.TestCase):
 
         # pdimond restarts in the middle of the hang: the new one takes it over, says nothing new
         self.d.stop()
-        self.d = Daemon(*self.settings, bus=self.bus, database=self.db)
+        self.d = Daemon(*self.settings(), bus=self.bus, database=self.db)
         wait_for(lambda: "not announced again" in self.d.read_log(), 60, "the hang taken over:\n" + self.d.read_log())
         self.assertEqual(self.health("w")["health"], "hung")
         self.assertEqual(self.health("w")["health_since"], h["health_since"])
@@ -167,6 +184,59 @@ class HangFaults(unittest.TestCase):
                 return f.read()
         except FileNotFoundError:
             return ""
+
+
+class HangBudget(DaemonAndJob):
+    """Asserts what the design guarantees under noise: the hang is told, and the rank named least
+    progressed is the spinning one alone (never a rank waiting in a call its probes missed)."""
+    AGENT = os.path.join(BUILD, "tests/faults/libpdimon-spin-agent.so")  # bench/apps/spin_agent.c
+    SPIN_SIGNAL = signal.SIGRTMIN + 7
+
+    def settings(self):
+        # a budget so low that the loop's MPI_Allreduce (a few hundred a second) is sampled
+        return ("hang_timeout_ms=0", "hang_false_alarm_rate=1", "max_overhead_pct=0.02", "log_level=debug")
+
+    def test_thinned_waiters_placed_by_stack(self):
+        self.assertTrue(os.path.exists(self.AGENT), f"{self.AGENT}: build tests/faults first")
+        cmd = mpirun("openmpi", RANKS, "waits", 600)
+        cmd[1:1] = ["-x", "LD_PRELOAD", "-x", "PDIMON_SPIN_MS"]
+        self.job = subprocess.Popen([PDIMON, "run", "--step", "thin", "--", *cmd], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                    env=dict(self.d.env, LD_PRELOAD=self.AGENT, PDIMON_SPIN_MS="-1",
+                                             WAITS_SLICE="sleep"))
+        out = Lines(self.job.stderr)
+        find_ranks("waits.openmpi", RANKS, self.job.pid)
+
+        def sampled():
+            tasks = self.d.show("thin")["tasks"]
+            marks = [[u for u in t["unobserved"] if u["function"] == "MPI_Allreduce" and u["to_ns"] is None]
+                     for t in tasks]
+            return len(tasks) == RANKS and all(m and m[-1]["level"] == "sampled" for m in marks) and (tasks, marks)
+        tasks, marks = wait_for(sampled, 120, "the budget to sample every rank's MPI_Allreduce:\n" +
+                                self.d.read_log()[-3000:])
+        # sampled probes are on in a part of each second only: spun while they are off (no call
+        # seen for a while), the others enter the Allreduce that waits for it unseen, most likely
+        seen = {"calls": None, "at": 0.0}
+
+        def probes_off():
+            calls, now = sum(t["calls"] for t in self.d.show("thin")["tasks"]), time.monotonic()
+            if calls != seen["calls"]:
+                seen.update(calls=calls, at=now)
+            return now - seen["at"] >= 0.2
+        wait_for(probes_off, 60, "a stretch where the sampled probes are off", longest_pause=0.02)
+        spinner = next(t for t in tasks if t["rank"] == 2)
+        # the agent spins in its signal handler once the main thread is in the program's own code
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.assertEqual(libc.syscall(234, spinner["pid"], spinner["pid"], int(self.SPIN_SIGNAL)), 0)  # tgkill
+        wait_for(lambda: out.count("looks hung since"), 180, "the hung line on the job's output:\n" + out.text() +
+                 "\n" + self.d.read_log()[-3000:])
+        line = next(x for x in out.lines if "looks hung since" in x)
+        print(line, file=sys.stderr)
+        self.assertRegex(line, r"least progressed \[2\] on \S+, computing", line)
+        self.assertEqual(out.count("looks hung since"), 1, out.text())
+        # the judge read the spinning rank's stack on a worker: its last seen call was made while
+        # its probes were thinned, so they alone could not tell it from one waiting unseen
+        self.assertRegex(self.d.read_log(), r"rank 2, still and shown computing by its thinned probes, is outside MPI by its stack")
 
 
 if __name__ == "__main__":

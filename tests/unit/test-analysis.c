@@ -27,6 +27,9 @@ struct ring_opts {
 	int stop_phase;   /* 3 s inside MPI_Waitall in iteration 10, for every task (they wait for the
 			     stopped one); -1: none */
 	bool stopped;     /* ... and this task is the one stopped: held, neither running nor runnable */
+	bool spinning;    /* spins 3 s in its own code before the Barrier of iteration 10 of
+			     SPIN_PHASE (its peers wait for it in the Barrier) */
+	int spin_phase;   /* (a program phase > 0; 0: none) */
 	int slow_from, slow_to; /* phases with interference on one task's CPU; -1: none */
 	bool slowed;      /* this task is that one: computes 60% longer and gets less CPU; the others
 			     wait longer in the Barrier */
@@ -97,6 +100,8 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 					gap *= 30;
 				if (s == BARRIER && p == o->noise_phase)
 					gap *= 25; /* every task: the machine, not the program */
+				if (s == BARRIER && o->spin_phase > 0 && p == o->spin_phase && i == 10)
+					o->spinning ? (void)(gap += 3e9) : (void)(in_mpi += 3000000000ull);
 				if (s == BARRIER && slow)
 					o->slowed ? (void)(gap *= o->slow_factor > 0 ? o->slow_factor : 1.6)
 						  : (void)(in_mpi += 12000000);
@@ -657,6 +662,18 @@ Test(analysis, a_task_stopped_in_the_tear_down_is_named_there)
 
 	stopped.stopped = true;
 	expect_verdict(&all, 2, &stopped, 8, 1, PDI_LOST_HELD, "stopped in the tear-down");
+}
+
+/* A task spinning 3 s in its own code in the tear-down: no usual phase to compare it with, but
+ * the stretch after the Waitall took 3 s where its 39 others took 20 ms: named there. */
+Test(analysis, a_task_spinning_in_the_tear_down_is_named_there)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1, .slow_to = -1,
+				.usage = true, .spin_phase = 7};
+	struct ring_opts spinning = all;
+
+	spinning.spinning = true;
+	expect_verdict(&all, 1, &spinning, 8, 1, PDI_LOST_COMPUTING, "spinning in the tear-down");
 }
 
 /* Interference on one task's CPU for three phases: found where it began, on that task. */

@@ -221,3 +221,22 @@ Test(view, what_a_task_is_doing_in_words)
 	cr_expect_str_eq(buf, "waiting in MPI_Allreduce (on its stack: its probes did not see the call begin) for at least "
 			      "20 s, 29% CPU");
 }
+
+/* A thread's shares of the time from its kernel counts: a run-queue wait is counted when it
+ * ends, in one lump, so a look may see more waiting than time passed since the one before
+ * ("waiting for one 215% of the time"); the shares are then of the time the counts cover. */
+Test(view, cpu_shares_never_pass_the_time_the_counts_cover)
+{
+	struct pdi_task_activity a = {.cpu_pct = -1, .wait_pct = -1};
+
+	/* half running, a quarter ready, a quarter asleep over 1 s */
+	pdi_task_activity_shares(&a, 500000000, 250000000, 1000000000);
+	cr_expect(a.cpu_pct == 50 && a.wait_pct == 25 && a.over_ns == 1000000000, "%d %d", a.cpu_pct, a.wait_pct);
+	/* 2.15 s of waiting that ended in this 1 s look, 0.1 s run: of 2.25 s */
+	pdi_task_activity_shares(&a, 100000000, 2150000000ull, 1000000000);
+	cr_expect(a.cpu_pct == 4 && a.wait_pct == 95 && a.over_ns == 2250000000ull, "%d %d", a.cpu_pct, a.wait_pct);
+	cr_expect_leq(a.cpu_pct + a.wait_pct, 100);
+	/* nothing to divide by: left as it was */
+	pdi_task_activity_shares(&a, 0, 0, 0);
+	cr_expect(a.cpu_pct == 4 && a.wait_pct == 95);
+}

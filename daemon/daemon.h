@@ -21,6 +21,7 @@ struct pdi_store;
 struct pdi_peer;
 struct pdi_gather;
 struct pdi_workers;
+struct ahead_job;
 struct pdi_subscribers;
 struct pdi_site_store;
 typedef struct sd_bus sd_bus;
@@ -60,6 +61,9 @@ struct pdi_upcalls {
 	uint64_t (*hang_polling_since)(const struct pdi_step *s, unsigned i);
 	enum pdi_health (*step_health_of)(const struct pdi_step *s, time_t *ret_since);
 	int (*step_health_amend_report)(const struct pdi_step *s, char **json);
+	/* bus/api.h's pdi_unwatch(), for the start-up attaches (probe/ahead_attach.c): a watch that
+	 * ended while a process of its tree was being attached goes when the last such attach is done */
+	void (*unwatch)(struct pdi_daemon *d, pid_t root);
 };
 
 struct pdi_daemon {
@@ -94,6 +98,11 @@ struct pdi_daemon {
 	struct pdi_peer *peer;     /* NULL: no peer listener (peer_port = 0, or the port is taken) */
 	struct pdi_gather *gather; /* a step's tree gather (gather.h); NULL without the listener */
 	struct pdi_workers *workers; /* slow work off the loop (worker.h) */
+	/* probes of starting processes attached off the loop (probe/ahead_attach.h) */
+	struct pdi_workers *ahead_workers;
+	struct ahead_job *ahead_jobs; /* attaches in flight, with what their processes sent meanwhile */
+	unsigned ahead_events;        /* events and frames records kept by them, all together */
+	unsigned ahead_frames;        /* of which frames records */
 	bool evict_due;            /* a step joined the cache of ended steps: check its limits */
 	struct pdi_subscribers *subscribers; /* who hears the step signals (bus/subscribe.c) */
 	/* the overhead budget (probe/budget.h) */

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ahead_attach.h"
 #include "budget.h"
 #include "bus.h"
 #include "daemon.h"
@@ -137,7 +138,9 @@ static int setup_loop(struct pdi_daemon *d)
 	if ((r = pdi_budget_open(d)) < 0)
 		return r;
 	if ((r = pdi_workers_new("work", PDI_WORKER_THREADS, PDI_WORKER_QUEUE, &d->workers)) < 0 ||
-	    (r = add_fd(d, pdi_workers_fd(d->workers), PDI_SRC(PDI_SRC_WORKERS, 0))) < 0)
+	    (r = add_fd(d, pdi_workers_fd(d->workers), PDI_SRC(PDI_SRC_WORKERS, 0))) < 0 ||
+	    (r = pdi_ahead_open(d)) < 0 ||
+	    (r = add_fd(d, pdi_workers_fd(d->ahead_workers), PDI_SRC(PDI_SRC_WORKERS, 1))) < 0)
 		return r;
 	if (pdi_persist_lane_fd(d) >= 0 && (r = add_fd(d, pdi_persist_lane_fd(d), PDI_SRC(PDI_SRC_STORE, 0))) < 0)
 		return r;
@@ -195,6 +198,7 @@ static void on_timer(struct pdi_daemon *d)
 		log_warning("Cannot read the drain timer: %m");
 	(void)pdi_tracer_drain(d->tracer);
 	pdi_ingest_note_lost(d);
+	pdi_ahead_close_dropped(d); /* links of processes attached ahead that never joined */
 	pdi_hang_tick(d); /* once a second: the live steps' health (hang/step_health.h) */
 	pdi_log_ratelimit_flush(); /* what the rate limits held back, once their interval is over */
 	pdi_site_store_tick(d);
@@ -319,7 +323,7 @@ static int run_loop(struct pdi_daemon *d)
 				pdi_peer_on_conn(d->peer, PDI_SRC_INDEX(u));
 				break;
 			case PDI_SRC_WORKERS:
-				(void)pdi_workers_dispatch(d->workers);
+				(void)pdi_workers_dispatch(PDI_SRC_INDEX(u) ? d->ahead_workers : d->workers);
 				break;
 			case PDI_SRC_STORE:
 				pdi_persist_dispatch(d);
@@ -354,7 +358,9 @@ static int run_loop(struct pdi_daemon *d)
 
 static void daemon_done(struct pdi_daemon *d)
 {
-	/* first: the jobs queued and running finish (each is bounded) and hand their results in:
+	/* first: the attaches of starting processes, whose joins may hand the other workers jobs */
+	pdi_ahead_close(d);
+	/* then the jobs queued and running finish (each is bounded) and hand their results in:
 	 * the reports of steps that ended, the answers to callers */
 	if (d->workers)
 		pdi_workers_wait_idle(d->workers);

@@ -129,6 +129,8 @@ struct pdi_watch {
 	struct pdi_ident ident;       /* the root, pinned: a reused pid is not it */
 	struct pdi_step *step;
 	int rank;                     /* the rank the launcher gave, -1 to read it from the environment */
+	bool unwatch_due;             /* ended while a process of its tree was attached: it goes when
+				       * that is done (probe/ahead_attach.h) */
 };
 
 /* What the rooms above the registry keep in a task and a step (a task's overhead budget and call

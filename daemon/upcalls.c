@@ -3,6 +3,7 @@
  * in its tasks and steps, the end of a step for the ingest and the store, the bus's signals for
  * the step's end and its health, the hang judge's answers for the step's view and report. A room calls one above it only through these, so that the
  * rooms stand on floors without a circle (doc/design/layout.md). */
+#include "api.h"
 #include "budget.h"
 #include "callchain.h"
 #include "samples.h"
@@ -37,4 +38,5 @@ const struct pdi_upcalls pdi_upcalls = {
 	.hang_polling_since = pdi_hang_polling_since,
 	.step_health_of = pdi_step_health_of,
 	.step_health_amend_report = pdi_step_health_amend_report,
+	.unwatch = pdi_unwatch,
 };

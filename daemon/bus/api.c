@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "ahead_attach.h"
 #include "api.h"
 #include "daemon.h"
 #include "ingest.h"
@@ -198,7 +199,7 @@ static void reap_exited(struct pdi_daemon *d, struct pdi_step *s)
 	}
 }
 
-static void unwatch(struct pdi_daemon *d, pid_t root)
+void pdi_unwatch(struct pdi_daemon *d, pid_t root)
 {
 	struct pdi_watch *w;
 	struct pdi_step *s;
@@ -206,6 +207,11 @@ static void unwatch(struct pdi_daemon *d, pid_t root)
 	/* the tree's processes that reached MPI_Init join first, even those that ended already */
 	(void)pdi_tracer_drain(d->tracer);
 	w = pdi_registry_find_watch(&d->reg, root);
+	/* and those whose probes are still being attached, when they are: the watch goes then */
+	if (w && pdi_ahead_pending_root(d, root)) {
+		w->unwatch_due = true;
+		return;
+	}
 	s = w ? w->step : NULL;
 	pdi_tracer_unwatch(d->tracer, root);
 	pdi_registry_remove_watch(&d->reg, root);
@@ -264,7 +270,7 @@ struct pdi_reply pdi_api_unwatch(struct pdi_daemon *d, const struct pdi_caller *
 	s = w->step;
 	/* its tasks' exits still in the pipeline are seen by their pidfds */
 	(void)pdi_tracer_drain(d->tracer);
-	unwatch(d, pid);
+	pdi_unwatch(d, pid);
 	/* the command of pdimon run is over: it returns once the step's end is stored */
 	if ((to = malloc(sizeof(*to)))) {
 		*to = *later;
@@ -569,7 +575,7 @@ struct pdi_reply pdi_api_end_step(struct pdi_daemon *d, const struct pdi_caller 
 	s->ending = true;
 	for (unsigned i = d->reg.nwatches; i-- > 0;)
 		if (d->reg.watches[i].step == s)
-			unwatch(d, d->reg.watches[i].root);
+			pdi_unwatch(d, d->reg.watches[i].root);
 	reap_exited(d, s);
 	pdi_step_ended(d, s);
 	return ok_text(strdup("{}"));

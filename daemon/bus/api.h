@@ -9,6 +9,11 @@
 struct pdi_caller;
 struct pdi_daemon;
 
+/* ROOT's tree is no longer watched: its processes that reached MPI_Init have joined, and its
+ * step ends if that was all it waited for. While a process of the tree is still being attached
+ * (probe/ahead_attach.h) the watch stays, and goes when that is done (d->up->unwatch). */
+void pdi_unwatch(struct pdi_daemon *d, pid_t root);
+
 /* status 0 and the answer, or a negative errno and a one-line message; text is malloc'd.
  * Status PDI_REPLY_LATER: no answer yet, it goes to the pdi_later the call was given. */
 struct pdi_reply {

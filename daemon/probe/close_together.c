@@ -64,6 +64,24 @@ void pdi_links_close_together(int *fds, unsigned nfds, struct bpf_link **links, 
 	close_batch(batch, n);
 }
 
+void pdi_links_keep_pair(int **list, unsigned *n, int fds[2])
+{
+	for (unsigned k = 0; k < 2; k++) {
+		int *v;
+
+		if (fds[k] < 0)
+			continue;
+		v = realloc(*list, sizeof(*v) * (*n + 1));
+		if (!v) {
+			close(fds[k]);
+		} else {
+			*list = v;
+			(*list)[(*n)++] = fds[k];
+		}
+		fds[k] = -1;
+	}
+}
+
 void pdi_links_close_pair(int fds[2])
 {
 	for (unsigned k = 0; k < 2; k++)

@@ -10,6 +10,9 @@ struct bpf_link;
  * skipped), each on a thread of its own, and return when all are closed. What no thread could
  * be made for is closed on the caller's. Blocks: never on pdimond's loop. */
 void pdi_links_close_together(int *fds, unsigned nfds, struct bpf_link **links, unsigned nlinks);
+/* An entry and return pair of link fds FDS (-1 skipped) join the malloc'd array *LIST of *N fds
+ * to close later (off the loop), and are -1 after; closed at once when memory is short. */
+void pdi_links_keep_pair(int **list, unsigned *n, int fds[2]);
 /* Close an entry and return pair of uprobe_multi link fds (-1 skipped), one after the other,
  * on the caller's time; both are -1 after. */
 void pdi_links_close_pair(int fds[2]);

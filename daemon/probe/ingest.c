@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ahead_attach.h"
 #include "budget.h"
 #include "daemon.h"
 #include "ingest.h"
@@ -275,29 +276,6 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 	pdi_ident_release(&id);
 }
 
-/* A process of a watched tree executed a program: its probes now, if we know where they go. */
-static void on_exec(struct pdi_daemon *d, const struct pdi_event *e)
-{
-	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
-	uint64_t begin;
-	int r;
-
-	/* the root still the process registered: the tree checked now is its (join_refusal()) */
-	if (!w || !pdi_ident_alive(&w->ident))
-		return;
-	begin = pdi_now_ns();
-	r = pdi_tracer_attach_ahead(d->tracer, (pid_t)e->pid, (pid_t)e->args[0], pdi_ns_to_ticks(e->args[3]),
-				    pdi_proc_rank((pid_t)e->pid));
-	/* how late the loop saw the exec, and what the attach itself cost (bench/startup.py) */
-	if (r == 0)
-		log_debug("pid %u: probes attached as it started, %.1f ms after its exec (seen after %.1f ms, "
-			  "attached in %.1f ms)", e->pid, (double)(pdi_now_ns() - e->t_enter) / 1e6,
-			  (double)(begin - e->t_enter) / 1e6, (double)(pdi_now_ns() - begin) / 1e6);
-	else if (r != -ENOENT && r != -ESRCH)
-		log_debug("pid %u: cannot attach its probes as it starts (%s): it waits at MPI_Init", e->pid,
-			  strerror(-r));
-}
-
 void pdi_join_stopped(void *daemon, pid_t root, const struct pdi_ident *id)
 {
 	struct pdi_daemon *d = daemon;
@@ -314,6 +292,8 @@ void pdi_ingest_frames(void *daemon, const struct pdi_frames *f)
 
 	if (t)
 		pdi_chains_on_frames(d, t, f);
+	else
+		(void)pdi_ahead_keep_frames(d, f); /* its process joins when its probes are attached */
 }
 
 int pdi_ingest_event(void *daemon, const struct pdi_event *e)
@@ -322,18 +302,22 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	struct pdi_task *t;
 
 	if (e->kind == PDI_EV_INIT) {
-		on_init_trap(d, e);
+		/* its probes are being attached ahead, or will be now: it joins when they are */
+		if (!pdi_ahead_keep(d, e) && !pdi_ahead_on_held_init(d, e))
+			on_init_trap(d, e);
 		return 0;
 	}
 	if (e->kind == PDI_EV_EXEC) {
-		on_exec(d, e);
+		pdi_ahead_on_exec(d, e);
 		return 0;
 	}
 	if (e->fn >= pdi_mpi_nfuncs)
 		return 0;
 	t = pdi_registry_find_task(&d->reg, (pid_t)e->pid);
 	if (!t) {
-		d->unknown_events++;
+		/* a process running on with its links attached ahead, not committed yet: kept */
+		if (!pdi_ahead_keep(d, e))
+			d->unknown_events++;
 		return 0;
 	}
 	t->events++;

@@ -69,20 +69,7 @@ static uint16_t new_gen(struct pdi_fn_probes *p)
  * short they are closed here, on the caller's time. */
 static void retire(struct pdi_attachment *a, int fds[2])
 {
-	for (unsigned k = 0; k < 2; k++) {
-		int *v;
-
-		if (fds[k] < 0)
-			continue;
-		v = realloc(a->retired, sizeof(*v) * (a->nretired + 1));
-		if (!v) {
-			close(fds[k]);
-		} else {
-			a->retired = v;
-			a->retired[a->nretired++] = fds[k];
-		}
-		fds[k] = -1;
-	}
+	pdi_links_keep_pair(&a->retired, &a->nretired, fds);
 }
 
 /* A set of C for function FN (-1: every function that stays in the shared links), with the

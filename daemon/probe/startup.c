@@ -20,7 +20,11 @@
  *
  * Each trapped library's offsets and placement are computed when it is trapped, and a link
  * of pdimond's own (pid filter: pdimond, which never maps it) keeps every probe's uprobe
- * registered: the first attach to a library otherwise pays for creating them. */
+ * registered: the first attach to a library otherwise pays for creating them.
+ *
+ * The attach itself runs off the loop (ahead_attach.c): planned here on the loop, the entry kept
+ * as "attaching", attached by pdi_ahead_attach_run() on a worker, committed here on the loop by
+ * pdi_tracer_ahead_end(). */
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -44,6 +48,7 @@
 #include "objopen.h"
 #include "probe_targets.h"
 #include "tracer_impl.h"
+#include "uprobe_multi.h"
 
 #define AHEAD_MAX 4096   /* processes attached ahead and not yet joined */
 #define LEARNED_MAX 256  /* executables remembered */
@@ -199,11 +204,25 @@ static int find_ahead(const struct pdi_tracer *t, pid_t pid)
 	return -1;
 }
 
+/* Link fds FDS (-1 skipped) join those the daemon closes off the loop, and are -1 after. */
+static void drop_links(struct pdi_tracer *t, int fds[2])
+{
+	pdi_links_keep_pair(&t->dropped_fds, &t->ndropped_fds, fds);
+}
+
 static void drop_ahead(struct pdi_tracer *t, unsigned i)
 {
-	pdi_links_close_pair(t->ahead[i].fds);
+	drop_links(t, t->ahead[i].fds);
 	pdi_ident_release(&t->ahead[i].ident);
 	t->ahead[i] = t->ahead[--t->nahead];
+}
+
+void pdi_tracer_take_dropped(struct pdi_tracer *t, int **ret_fds, unsigned *ret_n)
+{
+	*ret_fds = t->dropped_fds;
+	*ret_n = t->ndropped_fds;
+	t->dropped_fds = NULL;
+	t->ndropped_fds = 0;
 }
 
 static bool exited(int pidfd)
@@ -221,7 +240,8 @@ static void sweep(struct pdi_tracer *t)
 	uint64_t now = pdi_now_ns();
 
 	for (unsigned i = t->nahead; i-- > 0;)
-		if (now - t->ahead[i].attached_ns > AHEAD_KEEP_NS && exited(t->ahead[i].ident.pidfd))
+		if (!t->ahead[i].attaching && now - t->ahead[i].attached_ns > AHEAD_KEEP_NS &&
+		    exited(t->ahead[i].ident.pidfd))
 			drop_ahead(t, i);
 }
 
@@ -382,25 +402,80 @@ static bool in_tree(pid_t pid, pid_t root)
 	return false;
 }
 
-int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t start_ticks, int rank)
+/* An attach ahead of MPI_Init, planned on the loop, run on any thread: a copy of all it needs. */
+struct pdi_ahead_attach {
+	pid_t pid;
+	uint64_t serial;          /* its entry's */
+	int pidfd;                /* the process, an fd of its own */
+	int lib_fd;               /* the trapped library, an fd of its own */
+	char path[32];            /* "/proc/self/fd/LIB_FD" */
+	int progs[2];             /* the tracer's entry and return programs */
+	unsigned n;
+	uint64_t offsets[PDI_MAX_PROBES], cookies[PDI_MAX_PROBES];
+	int fds[2];               /* entry, return: -1 until attached */
+};
+
+static void ahead_attach_free(struct pdi_ahead_attach *a)
+{
+	if (a->pidfd >= 0)
+		close(a->pidfd);
+	if (a->lib_fd >= 0)
+		close(a->lib_fd);
+	free(a);
+}
+
+/* The attach of entry E, on library L's targets PT; NULL when out of fds or memory. */
+static struct pdi_ahead_attach *ahead_attach_new(struct pdi_tracer *t, const struct pdi_ahead *e,
+						 const struct pdi_trapped_lib *l, const struct pdi_probe_targets *pt)
+{
+	struct pdi_ahead_attach *a = malloc(sizeof(*a));
+
+	if (!a)
+		return NULL;
+	*a = (struct pdi_ahead_attach){.pid = e->ident.pid, .serial = e->serial, .n = pt->n, .fds = {-1, -1},
+				       .progs = {bpf_program__fd(t->skel->progs.mpi_enter),
+						 bpf_program__fd(t->skel->progs.mpi_exit)}};
+	a->pidfd = fcntl(e->ident.pidfd, F_DUPFD_CLOEXEC, 3);
+	a->lib_fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 3);
+	if (a->pidfd < 0 || a->lib_fd < 0) {
+		ahead_attach_free(a);
+		return NULL;
+	}
+	snprintf(a->path, sizeof(a->path), "/proc/self/fd/%d", a->lib_fd);
+	memcpy(a->offsets, pt->offsets, sizeof(a->offsets[0]) * pt->n);
+	memcpy(a->cookies, pt->cookies, sizeof(a->cookies[0]) * pt->n);
+	return a;
+}
+
+int pdi_tracer_ahead_plan(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t start_ticks, int rank, int lib,
+			  struct pdi_ahead_attach **ret)
 {
 	const struct pdi_probe_targets *pt;
-	struct pdi_ahead a = {.root = root, .rank = rank, .fds = {-1, -1}};
+	struct pdi_ahead e = {.root = root, .rank = rank, .fds = {-1, -1}, .attaching = true};
+	struct pdi_ahead_attach *a = NULL;
 	struct pdi_trapped_lib *l;
 	dev_t dev;
 	ino_t ino;
-	int lib, r;
+	int r;
 
 	if (!t->multi)
 		return -EOPNOTSUPP;
 	sweep(t);
-	/* a process that executes again keeps its probes: the pid filter is the process's */
+	if (lib >= (int)t->ntrapped)
+		return -EINVAL;
+	/* a process that executes again keeps its probes: the pid filter is the process's; one held
+	 * at the MPI_Init of another library than its links' (its program's last run mapped that
+	 * one) gets links on the library it maps */
 	r = find_ahead(t, pid);
-	if (r >= 0)
+	if (r >= 0 && (lib < 0 || t->ahead[r].lib == (unsigned)lib || t->ahead[r].attaching)) {
+		*ret = NULL;
 		return 0;
-	if ((r = exe_identity(pid, &dev, &ino)) < 0)
+	}
+	if (r >= 0)
+		drop_ahead(t, (unsigned)r);
+	if (lib < 0 && (r = exe_identity(pid, &dev, &ino)) < 0)
 		return r;
-	if ((lib = lib_of_program(t, pid, dev, ino)) < 0)
+	if (lib < 0 && (lib = lib_of_program(t, pid, dev, ino)) < 0)
 		return -ENOENT;
 	l = &t->trapped[lib];
 	pt = pdi_tracer_targets_of(t, NULL, l->dev, l->ino); /* computed when it was trapped */
@@ -408,23 +483,56 @@ int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_
 		return -ENOENT;
 	if (t->nahead == AHEAD_MAX)
 		return -ENOSPC;
-	a.lib = (unsigned)lib;
+	e.lib = (unsigned)lib;
+	e.serial = ++t->ahead_serial;
 	/* the process that executed, pinned: it may have exited by the time it joins */
-	if ((r = pdi_ident_pin(pid, &a.ident)) < 0)
+	if ((r = pdi_ident_pin(pid, &e.ident)) < 0)
 		return r;
-	if (a.ident.start_ticks != start_ticks || !in_tree(pid, root))
+	if (e.ident.start_ticks != start_ticks || !in_tree(pid, root))
 		r = -ESRCH;
 	else if (!t->ahead && !(t->ahead = calloc(AHEAD_MAX, sizeof(*t->ahead))))
 		r = -ENOMEM;
-	else
-		r = pdi_tracer_attach_offsets(t, pid, l->path, pt->offsets, pt->cookies, pt->n, true, a.fds);
+	else if (!(a = ahead_attach_new(t, &e, l, pt)))
+		r = -ENOMEM;
 	if (r < 0) {
-		pdi_ident_release(&a.ident);
+		pdi_ident_release(&e.ident);
 		return r;
 	}
-	a.attached_ns = pdi_now_ns();
-	t->ahead[t->nahead++] = a;
+	e.attached_ns = pdi_now_ns();
+	t->ahead[t->nahead++] = e;
+	*ret = a;
 	return 0;
+}
+
+int pdi_ahead_attach_run(struct pdi_ahead_attach *a)
+{
+	if (exited(a->pidfd))
+		return -ESRCH;
+	return pdi_uprobe_multi_attach_pair(a->progs, a->path, a->offsets, a->cookies, a->n, true, a->pid, a->fds);
+}
+
+int pdi_tracer_ahead_end(struct pdi_tracer *t, struct pdi_ahead_attach *a, int result)
+{
+	int i = find_ahead(t, a->pid);
+
+	if (i >= 0 && t->ahead[i].serial != a->serial)
+		i = -1;
+	if (result == 0 && i < 0)
+		result = -ESRCH;
+	if (result == 0) {
+		struct pdi_ahead *e = &t->ahead[i];
+
+		e->fds[0] = a->fds[0];
+		e->fds[1] = a->fds[1];
+		e->attaching = false;
+		e->attached_ns = pdi_now_ns();
+	} else {
+		drop_links(t, a->fds);
+		if (i >= 0)
+			drop_ahead(t, (unsigned)i);
+	}
+	ahead_attach_free(a);
+	return result;
 }
 
 /* The links attached ahead for t->ahead[I] into FDS; the entry goes. */
@@ -444,6 +552,9 @@ int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_tar
 	if (i < 0)
 		return -ENOENT;
 	a = &t->ahead[i];
+	/* its links are being attached: its join waits for them (pdi_tracer_ahead_end()) */
+	if (a->attaching)
+		return -EBUSY;
 	/* on the very library it maps */
 	if (t->trapped[a->lib].dev != pt->dev || t->trapped[a->lib].ino != pt->ino) {
 		drop_ahead(t, (unsigned)i);
@@ -464,7 +575,7 @@ int pdi_startup_take_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_tick
 	const struct pdi_trapped_lib *l;
 	struct pdi_ahead *a;
 
-	if (i < 0)
+	if (i < 0 || t->ahead[i].attaching)
 		return -ESRCH;
 	a = &t->ahead[i];
 	l = &t->trapped[a->lib];
@@ -488,7 +599,8 @@ int pdi_tracer_ahead_ident(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks
 {
 	int i = find_ahead(t, pid), fd;
 
-	if (i < 0 || t->ahead[i].ident.start_ticks != start_ticks || !exited(t->ahead[i].ident.pidfd))
+	if (i < 0 || t->ahead[i].attaching || t->ahead[i].ident.start_ticks != start_ticks ||
+	    !exited(t->ahead[i].ident.pidfd))
 		return -ESRCH;
 	fd = fcntl(t->ahead[i].ident.pidfd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
@@ -520,6 +632,8 @@ void pdi_startup_free(struct pdi_tracer *t)
 
 	while (t->nahead > 0)
 		drop_ahead(t, t->nahead - 1);
+	pdi_links_close_together(t->dropped_fds, t->ndropped_fds, NULL, 0);
+	free(t->dropped_fds);
 	free(t->ahead);
 	free(t->learned);
 	bpf_link__destroy(t->exec_link);

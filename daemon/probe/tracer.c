@@ -263,8 +263,9 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 	pt->obj = NULL;
 	if (t->multi && (r = pdi_startup_take(t, pid, pt, a.multi_fds)) == 0) {
 		a.ahead = true;
-	} else if (r == -ESRCH) {
-		/* exited meanwhile: pdi_tracer_attach_exited() takes its links */
+	} else if (r == -ESRCH || r == -EBUSY) {
+		/* exited meanwhile: pdi_tracer_attach_exited() takes its links; or they are being
+		 * attached (a second set would see every call twice) */
 		pdi_attachment_detach(&a);
 		goto out;
 	} else if (t->multi) {

@@ -61,7 +61,8 @@ struct pdi_attachment {
 };
 
 /* Attach entry and return probes on every probed MPI function PID maps.
- * -ESRCH: no such process; -ENOENT: it maps no MPI library. Nothing is left attached on failure. */
+ * -ESRCH: no such process; -ENOENT: it maps no MPI library; -EBUSY: its probes are being attached
+ * ahead (pdi_tracer_ahead_plan()). Nothing is left attached on failure. */
 int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid,
 		      struct pdi_attachment *ret);
 /* As pdi_tracer_attach() for PID, started at START_TICKS, which has exited already: it ran on
@@ -100,7 +101,7 @@ int pdi_tracer_check(struct pdi_objcache *objs, pid_t pid);
 
 /* Trap MPI_Init in the MPI libraries matching these glob patterns, for all processes:
  * a process in a watched tree stops there until the daemon attached, unless its probes were
- * attached ahead (pdi_tracer_attach_ahead()). Returns the number of libraries trapped. */
+ * attached ahead (pdi_tracer_ahead_plan()). Returns the number of libraries trapped. */
 int pdi_tracer_trap_init(struct pdi_tracer *t, struct pdi_objcache *objs, char *const *globs,
 			 unsigned nglobs);
 /* Remove every MPI_Init trap: no process stops for pdimond any more (at shutdown, first). */
@@ -109,13 +110,36 @@ int pdi_tracer_watch(struct pdi_tracer *t, pid_t pid);
 /* PID's tree is no longer watched; what was attached ahead for it and not taken goes. */
 void pdi_tracer_unwatch(struct pdi_tracer *t, pid_t pid);
 
-/* PID, of the tree watched at ROOT, started at START_TICKS (clock ticks since boot), executed a
- * program (PDI_EV_EXEC), with RANK in its environment (-1: none): attach its probes now to
- * the trapped library that program's processes mapped before, so that MPI_Init need not stop
- * it; pdi_tracer_attach() takes them. 0; -ENOENT when its program was never seen to map a
- * trapped library (it is stopped at MPI_Init as before); -ESRCH when PID is gone or is no
- * longer of ROOT's tree; -ENOSPC when too many wait. */
-int pdi_tracer_attach_ahead(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t start_ticks, int rank);
+/* Probes attached ahead of MPI_Init, in three steps so that the kernel's attach runs off the loop
+ * (it waits for dup_mmap_sem while other processes fork and map: tens of ms to a second):
+ *   1. plan (loop): PID, of the tree watched at ROOT, started at START_TICKS (clock ticks since
+ *      boot), executed a program (PDI_EV_EXEC), with RANK in its environment (-1: none). It is
+ *      pinned and kept as "attaching" to the trapped library its program's processes mapped
+ *      before (or its program links), and the attach into *RET, or NULL there when it has links
+ *      or an attach already (it executed again: the pid filter is the process's). -ENOENT when
+ *      its program was never seen to map a trapped library (it is stopped at MPI_Init as
+ *      before); -ESRCH when PID is gone or is no longer of ROOT's tree; -ENOSPC when too many wait.
+ *      LIB: the trapped library (PDI_EV_INIT's args[4]) when the process is held at its MPI_Init
+ *      (it joins with these links when attached; links it had on another library go), -1 at its
+ *      exec.
+ *   2. pdi_ahead_attach_run() (any thread: a worker);
+ *   3. pdi_tracer_ahead_end() (loop).
+ * While attaching, pdi_tracer_attach() refuses PID (-EBUSY): its MPI_Init waits for step 3. */
+struct pdi_ahead_attach;
+int pdi_tracer_ahead_plan(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t start_ticks, int rank, int lib,
+			  struct pdi_ahead_attach **ret);
+/* Any thread: attach A's links, unless its process has exited (its pid could be another's by
+ * then). 0 or a negative errno; it touches nothing but A. */
+int pdi_ahead_attach_run(struct pdi_ahead_attach *a);
+/* On the loop, RESULT being run's (-ECANCELED: it never ran): A's links go to its process's entry,
+ * which pdi_tracer_attach() takes from now on (0); else the entry goes (RESULT, or -ESRCH when it
+ * went meanwhile: its root stopped being watched) and whatever A attached joins the links to
+ * close (pdi_tracer_take_dropped()). Frees A. */
+int pdi_tracer_ahead_end(struct pdi_tracer *t, struct pdi_ahead_attach *a, int result);
+/* The links of processes attached ahead that will never join, taken by the caller to close off
+ * the loop (a close waits for an RCU grace period): a malloc'd array in *RET_FDS of *RET_N fds;
+ * NULL and 0 when none. */
+void pdi_tracer_take_dropped(struct pdi_tracer *t, int **ret_fds, unsigned *ret_n);
 /* PID, started at START_TICKS, attached ahead and exited since, as it was pinned at its exec
  * (a pidfd of the caller's own, to release), and the rank its environment said then (-1: none):
  * a short program can run to its end before the daemon handles its MPI_Init, and still joins.

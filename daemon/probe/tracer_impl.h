@@ -39,7 +39,9 @@ struct pdi_ahead {
 	int rank;                  /* from its environment at its exec, -1 when unknown */
 	uint64_t attached_ns;      /* when its links were attached (CLOCK_MONOTONIC) */
 	unsigned lib;              /* into trapped[] */
-	int fds[2];                /* entry and return uprobe_multi links */
+	int fds[2];                /* entry and return uprobe_multi links; -1 while attaching */
+	bool attaching;            /* its links are being attached off the loop (pdi_ahead_attach) */
+	uint64_t serial;           /* which attach is its: the pid may have had another entry since */
 };
 
 /* The trapped library an executable's processes map (they did last time, or the program links
@@ -81,6 +83,9 @@ struct pdi_tracer {
 	unsigned nlearned;
 	uint64_t needed_since_ns; /* programs read for what they link, since (startup.c) */
 	unsigned needed_read;
+	uint64_t ahead_serial;    /* the last attach ahead planned */
+	int *dropped_fds;         /* links of entries dropped, for the daemon to close off the loop */
+	unsigned ndropped_fds;
 };
 
 /* The object part of the probe targets (pdi_probe_targets_of()) of object O, the file (DEV,
@@ -91,8 +96,8 @@ const struct pdi_probe_targets *pdi_tracer_targets_of(struct pdi_tracer *t, stru
 /* startup.c */
 void pdi_startup_free(struct pdi_tracer *t);
 /* PID is attaching to the object PT located: the links attached ahead for it into FDS when they
- * are on that very object (0), else -ENOENT (and any it had are closed), or -ESRCH when it has
- * exited since (they stay, for pdi_startup_take_exited()). */
+ * are on that very object (0), else -ENOENT (and any it had are closed), -ESRCH when it has
+ * exited since (they stay, for pdi_startup_take_exited()), or -EBUSY while they are attached. */
 int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_targets *pt, int fds[2]);
 /* PID, started at START_TICKS, exited before it could be attached (its maps are gone), but links
  * were attached ahead for it: its library's targets into PT (no datatypes: they are read from the

@@ -227,6 +227,17 @@ class Daemon:
             raise AssertionError(f"pdimond exited with {self.proc.returncode}:\n{self.read_log()}")
         return "ready as" in self.read_log()
 
+    def bpf_links(self):
+        """How many BPF links pdimond holds (its own, and every task's probes)."""
+        fds = f"/proc/{self.proc.pid}/fd"
+        n = 0
+        for f in os.listdir(fds):
+            try:
+                n += os.readlink(os.path.join(fds, f)) == "anon_inode:bpf_link"
+            except OSError:
+                pass
+        return n
+
     def read_log(self):
         with open(self.log_path) as f:
             return f.read()

@@ -56,17 +56,6 @@ class Budget(DaemonTest):
     def test_polling_burst_degraded_then_restored_mpich(self):
         self.check_burst("mpich")
 
-    def bpf_links(self):
-        """How many BPF links pdimond holds (its own, and every task's probes)."""
-        fds = f"/proc/{self.d.proc.pid}/fd"
-        n = 0
-        for f in os.listdir(fds):
-            try:
-                n += os.readlink(os.path.join(fds, f)) == "anon_inode:bpf_link"
-            except OSError:
-                pass
-        return n
-
     def test_ranks_killed_while_probes_change(self):
         """The budget attaches a task's new probes on a worker and switches to them on the loop:
         ranks killed in a polling burst, as their probes change, leave no link open (each change
@@ -74,7 +63,7 @@ class Budget(DaemonTest):
         the sanitizer build, neither leaks nor touches freed memory."""
         # pdimond's own links (MPI_Init traps, the trapped libraries' probes kept registered, the
         # exec and thread-exit programs) are made before it is ready; every other is a task's
-        before = self.bpf_links()
+        before = self.d.bpf_links()
         p = self.spawn([PDIMON, "run", "--step", "killed", "--", *mpirun("openmpi", 2, "poll", "phases", 0, 60, 0)])
         ranks = find_ranks("poll.openmpi", 2, p.pid)
         # killed as the budget changes their probes: the slot it degrades them in
@@ -85,7 +74,7 @@ class Budget(DaemonTest):
         kill_tree(p)
         wait_for(lambda: all(t["state"] == "ended" for t in self.d.show("killed")["tasks"]), 60,
                  "the killed ranks' tasks to end")
-        wait_for(lambda: self.bpf_links() == before, 60,
+        wait_for(lambda: self.d.bpf_links() == before, 60,
                  f"pdimond's BPF links back to {before} (the killed ranks' closed)")
         self.assertTrue(self.d.status()["events"] > 0)
         self.assertNotIn("cannot switch", self.d.read_log())

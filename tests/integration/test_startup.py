@@ -12,6 +12,7 @@ could handle their MPI_Init.
 Run one case as: test_startup.py Startup.test_attached_at_exec_openmpi
 """
 import contextlib
+import ctypes
 import os
 import re
 import signal
@@ -19,9 +20,46 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import BUILD, PDIMON, DaemonTest, wait_for
+from harness import BUILD, PDIMON, DaemonTest, _ancestors, kill_tree, wait_for
 
 RANKS = 2
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+_libc.ptrace.restype = ctypes.c_long
+PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+
+
+class StoppedThreads:
+    """pdimond's threads named NAME held in a ptrace stop (the rest of pdimond runs on), those
+    made meanwhile too at each stop_new(), until the block ends."""
+
+    def __init__(self, pid, name):
+        self.pid, self.name, self.tids = pid, name, []
+
+    def stop_new(self):
+        for tid in map(int, os.listdir(f"/proc/{self.pid}/task")):
+            try:
+                with open(f"/proc/{self.pid}/task/{tid}/comm") as f:
+                    if f.read().strip() != self.name or tid in self.tids:
+                        continue
+            except OSError:
+                continue
+            if _libc.ptrace(PTRACE_SEIZE, tid, None, None) != 0:
+                raise OSError(ctypes.get_errno(), f"cannot trace thread {tid} of pdimond")
+            self.tids.append(tid)
+            _libc.ptrace(PTRACE_INTERRUPT, tid, None, None)
+            os.waitpid(tid, 0x40000000)  # __WALL: until it is stopped
+        return self.tids
+
+    def __enter__(self):
+        if not self.stop_new():
+            raise AssertionError(f"pdimond has no thread {self.name}")
+        return self
+
+    def __exit__(self, *exc):
+        for tid in self.tids:
+            _libc.ptrace(PTRACE_DETACH, tid, None, None)
 
 
 def startup_cmd(impl):
@@ -89,6 +127,93 @@ class Startup(DaemonTest):
                 120, "the ranks' probes attached as they started")
             yield go, ranks
             self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
+
+    def start(self, step, go):
+        env = dict(self.d.env, PDI_STARTUP_WAIT=go)
+        p = subprocess.Popen([PDIMON, "run", "--step", step, "--", *startup_cmd("openmpi")], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.children.append(p)
+        return p
+
+    def ranks_of(self, p):
+        pids = []
+        for d in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if os.path.basename(os.readlink(f"/proc/{d}/exe")) == "startup.openmpi" and \
+                        p.pid in _ancestors(int(d)):
+                    pids.append(int(d))
+            except OSError:
+                pass
+        return pids if len(pids) == RANKS else None
+
+    def test_attach_races_its_process(self):
+        """The attach at exec runs on a worker of the pool "startup", and is committed on the loop.
+        With that pool held in a ptrace stop, a rank reaches MPI_Init before its probes are
+        attached: its MPI_Init waits (held) until the attach is done, then it joins with every call
+        counted once, none twice. Ranks killed while their attach is queued leave no link open,
+        and their step ends."""
+        before = self.d.bpf_links()
+        # the pool's threads exist once it attached a step's ranks
+        with self.waiting_ranks("warm", "openmpi") as (go, _):
+            open(go, "w").close()
+        self.calls("warm")
+        with tempfile.TemporaryDirectory() as tmp:
+            go = os.path.join(tmp, "go")
+            open(go, "w").close()  # straight to MPI_Init
+            offset = len(self.d.read_log())
+            with StoppedThreads(self.d.proc.pid, "pdi-startup") as stopped:
+                p = self.start("raced", go)
+                raced = wait_for(lambda: stopped.stop_new() and re.findall(
+                    r"pid (\d+) reached MPI_Init while its probes were attached", self.d.read_log()[offset:]),
+                    120, "a rank's MPI_Init while its probes are attached")
+            self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
+        log = self.d.read_log()[offset:]
+        ranks = self.calls("raced")
+        for pid in raced:
+            self.assertIn(int(pid), [pid for pid, _ in ranks.values()])
+            self.assertRegex(log, rf"pid {pid}: probes attached as it started")
+            self.assertRegex(log, rf"pid {pid} (held at MPI_Init|joined at MPI_Init, not held)")
+        # killed as their attach waits for a worker: it finds them gone and attaches nothing (or, a
+        # thread made meanwhile having taken one, the links go when the step's watch does); the
+        # watch, ended by pdimon run meanwhile without waiting for them, goes once they are done
+        with tempfile.TemporaryDirectory() as tmp:
+            offset = len(self.d.read_log())
+            with StoppedThreads(self.d.proc.pid, "pdi-startup") as stopped:
+                p = self.start("killed", os.path.join(tmp, "go"))  # no go: they wait before MPI_Init
+                pids = wait_for(lambda: stopped.stop_new() and self.ranks_of(p), 120, "the ranks to start")
+                wait_for(lambda: stopped.stop_new() and all(
+                    re.search(rf"pid {r}: probes being attached as it starts", self.d.read_log()[offset:])
+                    for r in pids), 120, "their attaches queued")
+                for r in pids:
+                    os.kill(r, signal.SIGKILL)
+                p.wait(timeout=120)
+        wait_for(lambda: all(re.search(rf"pid {r}: (cannot attach its probes as it starts \(No such process\)|"
+                                       rf"probes attached as it started)", self.d.read_log()[offset:])
+                             for r in pids), 60, "the queued attaches done")
+        wait_for(lambda: self.d.show("killed")["state"] == "ended", 60, "the killed step to end")
+        wait_for(lambda: self.d.bpf_links() == before, 60, f"pdimond's BPF links back to {before}")
+        self.assertTrue(self.d.status())
+
+    def check_dlopen(self, impl, library):
+        """A program that loads MPI with dlopen cannot be attached as it starts: held at MPI_Init,
+        its probes are attached on a worker (on the library its trap is in), and it joins with
+        every call, once."""
+        mpirun = startup_cmd(impl)[:-1]
+        step = f"dlopen-{impl}"
+        offset = len(self.d.read_log())
+        p = self.spawn([PDIMON, "run", "--step", step, "--", *mpirun, os.path.join(BUILD, "tests/mpi/dlinit"), library])
+        self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
+        log = self.d.read_log()[offset:]
+        s = self.d.show(step)
+        self.assertEqual(sorted(t["rank"] for t in s["tasks"]), list(range(RANKS)))
+        for t in s["tasks"]:
+            self.assertEqual((t["calls"], t["events_lost"]), (3, 0), f"rank {t['rank']}")  # Init, Barrier, Finalize
+            self.assertRegex(log, rf"pid {t['pid']}: probes being attached as it waits at MPI_Init")
+            self.assertRegex(log, rf"pid {t['pid']} held at MPI_Init for")
+
+    def test_dlopen_held_attached_on_a_worker(self):
+        self.check_dlopen("openmpi", "libmpi.so.40")
+        self.check_dlopen("mpich", "libmpich.so.12")
 
     def test_attached_at_exec_openmpi(self):
         self.check("openmpi")

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* ahead_attach.c -- a starting process's probes attached on a worker: planned on the loop,
+ * attached on the pool "startup", committed in done() on the loop, where the events its process
+ * sent meanwhile are handled (see ahead_attach.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ahead_attach.h"
+#include "clock.h"
+#include "daemon.h"
+#include "detach.h"
+#include "ingest.h"
+#include "log.h"
+#include "registry.h"
+#include "tracer.h"
+#include "worker.h"
+
+/* Attaches at once: each waits mostly for the kernel's dup_mmap_sem, which one attach holds at a
+ * time, so more would only queue there. A pool of their own: a 64-rank step's attaches must not
+ * hold the stack walks and reports of the shared pool behind them, nor wait behind those. */
+#define AHEAD_THREADS 4
+#define AHEAD_QUEUED 1024
+/* Records kept for processes whose probes are being attached, all together (170 bytes each): a
+ * process runs on with its links in place before done() commits them, a few ms at most. Of
+ * them, stacks of calls whose chain BPF could not finish (4 KiB each: one per process at its
+ * MPI_Init, see doc/design/call-sites.md): past their bound a chain stays unresolved, and counted
+ * so by the task's call sites. */
+#define AHEAD_EVENTS_MAX 16384
+#define AHEAD_FRAMES_MAX 256
+
+/* An event, or a frames record, of a process whose probes are being attached. */
+struct kept {
+	struct pdi_frames *frames; /* malloc'd; NULL: EVENT */
+	struct pdi_event event;
+};
+
+struct ahead_job {
+	struct pdi_job job;
+	struct pdi_daemon *d;          /* done() only: the loop's */
+	struct ahead_job *next;        /* the attaches in flight (d->ahead_jobs) */
+	struct pdi_ahead_attach *a;
+	pid_t pid, root;
+	int result;                    /* of the attach */
+	uint64_t exec_ns, seen_ns, attach_ns; /* its exec, when the loop saw it; the attach's length */
+	bool held;                     /* planned at its MPI_Init trap, not at its exec (exec_ns: the trap's) */
+	bool has_init;                 /* its MPI_Init came before done(): INIT */
+	struct pdi_event init;
+	struct kept *kept;             /* its later events and frames records, in order */
+	unsigned nkept, cap;
+	uint64_t dropped, dropped_from, dropped_to; /* events past the bound, and their times */
+	uint64_t frames_dropped;       /* frames records past theirs */
+};
+
+static struct ahead_job *find_job(struct pdi_daemon *d, pid_t pid)
+{
+	for (struct ahead_job *j = d->ahead_jobs; j; j = j->next)
+		if (j->pid == pid)
+			return j;
+	return NULL;
+}
+
+static void unlink_job(struct pdi_daemon *d, struct ahead_job *j)
+{
+	for (struct ahead_job **p = &d->ahead_jobs; *p; p = &(*p)->next)
+		if (*p == j) {
+			*p = j->next;
+			return;
+		}
+}
+
+bool pdi_ahead_pending_root(struct pdi_daemon *d, pid_t root)
+{
+	for (struct ahead_job *j = d->ahead_jobs; j; j = j->next)
+		if (j->root == root)
+			return true;
+	return false;
+}
+
+int pdi_ahead_open(struct pdi_daemon *d)
+{
+	return pdi_workers_new("startup", AHEAD_THREADS, AHEAD_QUEUED, &d->ahead_workers);
+}
+
+void pdi_ahead_close_dropped(struct pdi_daemon *d)
+{
+	int *fds;
+	unsigned n;
+
+	if (!d->tracer)
+		return; /* pdimond never started (shutdown after a failed start) */
+	pdi_tracer_take_dropped(d->tracer, &fds, &n);
+	if (fds)
+		pdi_detach_fds_later(d->workers, fds, n, NULL);
+}
+
+/* On a worker: the uprobe_multi attach, on the job's copies only. */
+static void ahead_run(struct pdi_job *pj)
+{
+	struct ahead_job *j = pdi_job_of(pj, struct ahead_job, job);
+
+	j->attach_ns = pdi_now_ns();
+	j->result = pdi_ahead_attach_run(j->a);
+	j->attach_ns = pdi_now_ns() - j->attach_ns;
+}
+
+/* The records J kept, handled as if they came now, in order (its task exists if its MPI_Init
+ * joined it). */
+static void replay(struct pdi_daemon *d, struct ahead_job *j)
+{
+	struct pdi_task *t;
+
+	if (j->has_init)
+		(void)pdi_ingest_event(d, &j->init);
+	for (unsigned i = 0; i < j->nkept; i++) {
+		struct kept *k = &j->kept[i];
+
+		if (k->frames) {
+			pdi_ingest_frames(d, k->frames);
+			free(k->frames);
+			d->ahead_frames--;
+		} else {
+			(void)pdi_ingest_event(d, &k->event);
+		}
+	}
+	d->ahead_events -= j->nkept;
+	if (j->frames_dropped)
+		log_warning_limited(AHEAD_FRAMES_MAX, "pid %d: %" PRIu64 " call chains left unresolved while its probes "
+				    "were attached (more than %d stacks kept for starting processes)", (int)j->pid,
+				    j->frames_dropped, AHEAD_FRAMES_MAX);
+	if (!j->dropped)
+		return;
+	t = pdi_registry_find_task(&d->reg, j->pid);
+	if (t)
+		(void)pdi_unobserved_add(&t->model.unobserved, PDI_UNOBSERVED_ALL, PDI_UNOBS_LOST, j->dropped_from,
+					 j->dropped_to);
+	log_warning_limited(AHEAD_EVENTS_MAX, "pid %d: %" PRIu64 " calls lost while its probes were attached "
+			    "(more than %d kept for starting processes)", (int)j->pid, j->dropped, AHEAD_EVENTS_MAX);
+}
+
+static void ahead_done(struct pdi_job *pj, bool cancelled)
+{
+	struct ahead_job *j = pdi_job_of(pj, struct ahead_job, job);
+	struct pdi_daemon *d = j->d;
+	struct pdi_watch *w;
+	int r;
+
+	unlink_job(d, j);
+	r = pdi_tracer_ahead_end(d->tracer, j->a, cancelled ? -ECANCELED : j->result);
+	/* how late the loop saw the exec, and what the attach itself cost (bench/startup.py) */
+	if (r == 0)
+		log_debug("pid %d: probes attached %s, %.1f ms after its %s (seen after %.1f ms, attached in %.1f ms "
+			  "on a worker)", (int)j->pid, j->held ? "while it waits at MPI_Init" : "as it started",
+			  (double)(pdi_now_ns() - j->exec_ns) / 1e6, j->held ? "trap" : "exec",
+			  (double)(j->seen_ns - j->exec_ns) / 1e6, (double)j->attach_ns / 1e6);
+	else
+		log_debug("pid %d: cannot attach its probes as it starts (%s): it waits at MPI_Init", (int)j->pid,
+			  strerror(-r));
+	pdi_ahead_close_dropped(d);
+	replay(d, j);
+	/* the last of its tree's attaches: a watch that ended meanwhile goes now */
+	w = pdi_registry_find_watch(&d->reg, j->root);
+	if (w && w->unwatch_due && !pdi_ahead_pending_root(d, j->root))
+		d->up->unwatch(d, j->root);
+	free(j->kept);
+	free(j);
+}
+
+/* The probes of E's process (an exec, or the MPI_Init trap that holds it: INIT) on a worker, on
+ * trapped library LIB (-1: the one its program maps). Whether an attach is in flight for it now. */
+static bool start_attach(struct pdi_daemon *d, const struct pdi_event *e, int lib, bool init)
+{
+	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
+	struct pdi_ahead_attach *a;
+	struct ahead_job *j;
+	int r;
+
+	/* the root still the process registered: the tree checked now is its (join_refusal()) */
+	if (!w || w->unwatch_due || !pdi_ident_alive(&w->ident))
+		return false;
+	r = pdi_tracer_ahead_plan(d->tracer, (pid_t)e->pid, (pid_t)e->args[0], pdi_ns_to_ticks(e->args[3]),
+				  pdi_proc_rank((pid_t)e->pid), lib, &a);
+	if (r < 0 || !a) {
+		if (r < 0 && r != -ENOENT && r != -ESRCH)
+			log_debug("pid %u: cannot attach its probes as it starts (%s): it waits at MPI_Init", e->pid,
+				  strerror(-r));
+		return false;
+	}
+	j = calloc(1, sizeof(*j));
+	if (j) {
+		*j = (struct ahead_job){.job = {.run = ahead_run, .done = ahead_done}, .d = d, .a = a,
+					.pid = (pid_t)e->pid, .root = (pid_t)e->args[0], .exec_ns = e->t_enter,
+					.seen_ns = pdi_now_ns(), .held = init, .has_init = init};
+		if (init)
+			j->init = *e;
+		r = pdi_workers_submit(d->ahead_workers, &j->job);
+	}
+	if (!j || r < 0) {
+		/* it is attached when it joins, on the loop, as before */
+		(void)pdi_tracer_ahead_end(d->tracer, a, j ? r : -ENOMEM);
+		pdi_ahead_close_dropped(d);
+		free(j);
+		return false;
+	}
+	j->next = d->ahead_jobs;
+	d->ahead_jobs = j;
+	log_debug("pid %u: probes being attached as it %s, %.1f ms after %s", e->pid, init ? "waits at MPI_Init" : "starts",
+		  (double)(j->seen_ns - j->exec_ns) / 1e6, init ? "its trap" : "its exec");
+	return true;
+}
+
+void pdi_ahead_on_exec(struct pdi_daemon *d, const struct pdi_event *e)
+{
+	(void)start_attach(d, e, -1, false);
+}
+
+bool pdi_ahead_on_held_init(struct pdi_daemon *d, const struct pdi_event *e)
+{
+	/* not stopped, or attached ahead on that library (start_attach() finds nothing to do): its
+	 * links are in place, it joins now */
+	return !(e->flags & PDI_EVF_NOT_HELD) && start_attach(d, e, (int)e->args[4], true);
+}
+
+/* A place for one more record at the end of J's, or NULL past the bound. */
+static struct kept *keep_slot(struct pdi_daemon *d, struct ahead_job *j)
+{
+	if (d->ahead_events >= AHEAD_EVENTS_MAX)
+		return NULL;
+	if (j->nkept == j->cap) {
+		unsigned cap = j->cap ? 2 * j->cap : 64;
+		struct kept *v = realloc(j->kept, sizeof(*v) * cap);
+
+		if (!v)
+			return NULL;
+		j->kept = v;
+		j->cap = cap;
+	}
+	d->ahead_events++;
+	return &j->kept[j->nkept++];
+}
+
+/* E kept in J's records, in order; past the bound counted and its time noted. */
+static void keep_event(struct pdi_daemon *d, struct ahead_job *j, const struct pdi_event *e)
+{
+	struct kept *k = keep_slot(d, j);
+
+	if (k) {
+		*k = (struct kept){.event = *e};
+		return;
+	}
+	if (!j->dropped++)
+		j->dropped_from = e->t_enter;
+	j->dropped_to = e->t_exit > e->t_enter ? e->t_exit : e->t_enter;
+}
+
+bool pdi_ahead_keep_frames(struct pdi_daemon *d, const struct pdi_frames *f)
+{
+	struct ahead_job *j = d->ahead_jobs ? find_job(d, (pid_t)f->pid) : NULL;
+	struct pdi_frames *copy;
+	struct kept *k;
+
+	if (!j)
+		return false;
+	copy = d->ahead_frames < AHEAD_FRAMES_MAX ? malloc(sizeof(*copy)) : NULL;
+	k = copy ? keep_slot(d, j) : NULL;
+	if (!k) {
+		free(copy);
+		j->frames_dropped++;
+		return true;
+	}
+	memcpy(copy, f, sizeof(*copy));
+	*k = (struct kept){.frames = copy};
+	d->ahead_frames++;
+	return true;
+}
+
+bool pdi_ahead_keep(struct pdi_daemon *d, const struct pdi_event *e)
+{
+	struct ahead_job *j = d->ahead_jobs ? find_job(d, (pid_t)e->pid) : NULL;
+
+	if (!j)
+		return false;
+	if (e->kind == PDI_EV_INIT && !j->has_init) {
+		/* held there (or run on, its links in place before done()): it joins in done() */
+		j->has_init = true;
+		j->init = *e;
+		log_debug("pid %u reached MPI_Init while its probes were attached: it joins when they are", e->pid);
+	} else {
+		keep_event(d, j, e);
+	}
+	return true;
+}
+
+void pdi_ahead_close(struct pdi_daemon *d)
+{
+	if (d->ahead_workers)
+		pdi_workers_wait_idle(d->ahead_workers);
+	pdi_workers_free(d->ahead_workers);
+	d->ahead_workers = NULL;
+	pdi_ahead_close_dropped(d);
+}

@@ -365,7 +365,8 @@ class Probe(unittest.TestCase):
     # 4: ... or with no restart: the unit's ExecStopPost (pdimond --release-stopped) continues it
     def test_trapped_released_by_stop_post(self):
         d, p, pid = self.trap_while_stopped()
-        r = subprocess.run([os.path.join(BUILD, "daemon/pdimond"), "--config", "/dev/null", "--release-stopped"],
+        r = subprocess.run([os.path.join(BUILD, "daemon/pdimond"), "--config", "/dev/null",
+                            "--set", f"runtime_dir={d.runtime_dir}", "--release-stopped"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
         out, err = self.finish(d, p, f"pid {pid}, stopped (state {proc_state(pid)}) after pdimond --release-stopped")

@@ -212,10 +212,15 @@ class Daemon:
         self.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.bus.address)
         self.log_path = os.path.join(self.dir, "pdimond.log")
         self.database = database or os.path.join(self.dir, "pdimon.db")
+        # the records of trapped processes beside the database, so that a pdimond restarted on
+        # the same database finds them, and no other test's pdimond (another suite may run at
+        # once) continues what this one left stopped
+        self.runtime_dir = os.path.join(os.path.dirname(os.path.abspath(self.database)), "run")
         # a short hang timeout: tests wait for blocked tasks, not for the site default
         # no peer port: a one-node daemon of a test serves no gather, and binds nothing
         args = [PDIMOND, "--foreground", "--config", config, "--set", f"database={self.database}",
-                "--set", f"hang_timeout_ms={HANG_MS}", "--set", "peer_port=0"]
+                "--set", f"runtime_dir={self.runtime_dir}", "--set", f"hang_timeout_ms={HANG_MS}",
+                "--set", "peer_port=0"]
         for s in settings:
             args += ["--set", s]
         self.log = open(self.log_path, "w")

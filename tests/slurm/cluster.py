@@ -733,7 +733,8 @@ class SlurmCluster:
         log = self.node_dir(node, "pdimond.log")
         fmt = dict(node=node, addr=self.addrs[node], munge=self.munge_socket, dir=self.node_dir(node))
         while True:
-            settings = ["database=" + self.node_dir(node, "pdimon.db"), "hang_timeout_ms=300"]
+            settings = ["database=" + self.node_dir(node, "pdimon.db"), "runtime_dir=" + self.node_dir(node, "run"),
+                        "hang_timeout_ms=300"]
             if self._gather_settings["node_name"]:
                 settings.append("node_name=" + node)
             if self._gather_settings["munge_socket"]:

@@ -54,7 +54,7 @@ struct pdi_upcalls {
 	void (*emit_step_ended)(struct pdi_daemon *d, const struct pdi_step *s, const char *state);
 	void (*emit_step_health_changed)(struct pdi_daemon *d, const struct pdi_step *s, const char *health,
 					 const char *verdict_json);
-	/* the hang judge's (hang/step_health.h), for the step's view and report below it: how long
+	/* the hang judge's (hang/step_health.h, hang/health_state.h), for the step's view and report below it: how long
 	 * a call is before it is blocked, since when a task polls, the step's health, and the
 	 * report with the step's health in it */
 	uint64_t (*hang_blocked_after_ns)(const struct pdi_daemon *d, const struct pdi_step *s);

@@ -6,6 +6,7 @@
 #include "api.h"
 #include "budget.h"
 #include "callchain.h"
+#include "health_state.h"
 #include "samples.h"
 #include "step_end.h"
 #include "step_health.h"

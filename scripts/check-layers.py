@@ -27,6 +27,10 @@ FLOORS = [
     ("store", ["store/"]),
     ("access", ["access"]),
     ("view", ["report/", "cluster/"]),
+    # inside hang/: the judge's state under its ways out, the judge on top (a new file too)
+    ("hang state", ["hang/progress", "hang/health_state"]),
+    ("hang ways", ["hang/history", "hang/metrics", "hang/notify", "hang/stack_look"]),
+    ("hang actions", ["hang/actions"]),
     ("hang", ["hang/"]),
     ("end", ["step_end"]),
     ("bus", ["bus/"]),
@@ -127,6 +131,8 @@ FAULTS = [
     ("log.c", '#include "registry.h"\n', "daemon/log.c (base) includes registry.h (state)"),
     ("log.h", "struct pdi_registry;\nvoid pdi_registry_done(struct pdi_registry *r);\n",
      "daemon/log.h declares pdi_registry_done, which daemon/registry.c defines"),
+    ("hang/history.c", '#include "step_health.h"\n',
+     "daemon/hang/history.c (hang ways) includes step_health.h (hang)"),
 ]
 
 

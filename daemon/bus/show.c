@@ -19,7 +19,7 @@
 #include "objcache.h"
 #include "show.h"
 #include "sites.h"
-#include "step_health.h"
+#include "health_state.h"
 #include "tracer.h"
 #include "view_local.h"
 

@@ -22,7 +22,8 @@
 #include "actions.h"
 #include "daemon.h"
 #include "log.h"
-#include "step_health.h"
+#include "health_state.h"
+#include "history.h"
 #include "worker.h"
 
 extern char **environ;
@@ -113,6 +114,22 @@ static void job_run(struct pdi_job *pj)
 		;
 }
 
+/* What this file did about S's health (WHAT, OK, in words) into its log; a cancel, done or
+ * not, is saved at once, so that the store knows whether the step was cancelled. */
+static void acted(struct pdi_daemon *d, struct pdi_step *s, const char *what, bool ok, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void acted(struct pdi_daemon *d, struct pdi_step *s, const char *what, bool ok, const char *fmt, ...)
+{
+	char detail[sizeof(((struct pdi_health_action *)0)->detail)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	if (pdi_step_health_acted(s, what, ok, "%s", detail) && !strcmp(what, "cancel"))
+		pdi_hang_history_save(d, s);
+}
+
 static void job_done(struct pdi_job *pj, bool cancelled)
 {
 	struct spawn_job *j = pdi_job_of(pj, struct spawn_job, job);
@@ -135,8 +152,8 @@ static void job_done(struct pdi_job *pj, bool cancelled)
 	else
 		log_warning("Step %s: %s %s: %s", j->step, j->what, j->argv[0], result);
 	if (s && s->started == j->started)
-		pdi_step_health_acted(j->d, s, j->what, ok, "%s %s %s: %s", j->argv[0], j->argv[1],
-				      j->argv[2] ? j->argv[2] : "", result);
+		acted(j->d, s, j->what, ok, "%s %s %s: %s", j->argv[0], j->argv[1],
+		      j->argv[2] ? j->argv[2] : "", result);
 	job_free(j);
 }
 
@@ -160,7 +177,7 @@ static void submit(struct pdi_daemon *d, struct pdi_step *s, struct spawn_job *j
 
 	if (r < 0) {
 		log_warning_errno(r, "Step %s: cannot start %s %s: %m", s->name, j->what, j->argv[0]);
-		pdi_step_health_acted(d, s, j->what, false, "%s: not started: %s", j->argv[0], strerror(-r));
+		acted(d, s, j->what, false, "%s: not started: %s", j->argv[0], strerror(-r));
 		job_free(j);
 	}
 }
@@ -190,7 +207,7 @@ void pdi_hang_run_command(struct pdi_daemon *d, struct pdi_step *s, const char *
 
 	if (!d->cfg.on_hang_command) {
 		log_warning_limited(0, "Step %s: on-hang=command, but no on_hang_command is set: only reported", s->name);
-		pdi_step_health_acted(d, s, "command", false, "no on_hang_command is set");
+		acted(d, s, "command", false, "no on_hang_command is set");
 		return;
 	}
 	(void)pdi_step_health_of(s, &since);
@@ -226,7 +243,7 @@ static void terminate_tasks(struct pdi_daemon *d, struct pdi_step *s)
 	}
 	log_warning("Step %s cancelled: hung past its grace; SIGTERM to %u task%s%s", s->name, n, n == 1 ? "" : "s",
 		    failed ? " (some had exited)" : "");
-	pdi_step_health_acted(d, s, "cancel", n > 0, "SIGTERM to %u task%s", n, n == 1 ? "" : "s");
+	acted(d, s, "cancel", n > 0, "SIGTERM to %u task%s", n, n == 1 ? "" : "s");
 }
 
 void pdi_hang_cancel(struct pdi_daemon *d, struct pdi_step *s, const char *line)

@@ -20,7 +20,6 @@
 #include "daemon.h"
 #include "history.h"
 #include "log.h"
-#include "step_health.h"
 #include "wire.h"
 #include "worker.h"
 
@@ -42,6 +41,7 @@ struct history_job {
 	struct pdi_job job;
 	struct pdi_daemon *d;
 	bool save;
+	pdi_hang_loaded_fn loaded;      /* load: whom the answer goes to */
 	char *database, *step, *executable;
 	int64_t started, ended;
 	uint64_t seq;
@@ -203,12 +203,12 @@ static void job_done(struct pdi_job *pj, bool cancelled)
 				    j->why);
 	/* the step may be gone, or be another one by now */
 	if (!j->save && s && s->started == j->started)
-		pdi_step_health_loaded(j->d, s, cancelled ? NULL : &j->history, j->has_own && !cancelled ? &j->saved : NULL,
-				       j->runs);
+		j->loaded(j->d, s, cancelled ? NULL : &j->history, j->has_own && !cancelled ? &j->saved : NULL,
+			  j->runs);
 	job_free(j);
 }
 
-static struct history_job *job_new(struct pdi_daemon *d, struct pdi_step *s, bool save)
+static struct history_job *job_new(struct pdi_daemon *d, struct pdi_step *s, bool save, pdi_hang_loaded_fn loaded)
 {
 	struct history_job *j = calloc(1, sizeof(*j));
 
@@ -217,6 +217,7 @@ static struct history_job *job_new(struct pdi_daemon *d, struct pdi_step *s, boo
 	j->job = (struct pdi_job){.run = job_run, .done = job_done};
 	j->d = d;
 	j->save = save;
+	j->loaded = loaded;
 	j->started = s->started;
 	j->ended = s->ended;
 	j->retention_days = d->cfg.retention_days;
@@ -238,19 +239,19 @@ static void submit(struct pdi_daemon *d, struct pdi_step *s, struct history_job 
 		log_warning_errno_limited(0, r, "Step %s: cannot %s its hang history, ignoring: %m", s->name,
 					  j && j->save ? "save" : "load");
 		if (j && !j->save)
-			pdi_step_health_loaded(d, s, NULL, NULL, 0);
+			j->loaded(d, s, NULL, NULL, 0);
 		if (j)
 			job_free(j);
 	}
 }
 
-void pdi_hang_history_load(struct pdi_daemon *d, struct pdi_step *s)
+void pdi_hang_history_load(struct pdi_daemon *d, struct pdi_step *s, pdi_hang_loaded_fn loaded)
 {
 	if (!d->store || !d->cfg.database || !d->workers) {
-		pdi_step_health_loaded(d, s, NULL, NULL, 0);
+		loaded(d, s, NULL, NULL, 0);
 		return;
 	}
-	submit(d, s, job_new(d, s, false));
+	submit(d, s, job_new(d, s, false, loaded));
 }
 
 void pdi_hang_history_save(struct pdi_daemon *d, struct pdi_step *s)
@@ -259,7 +260,7 @@ void pdi_hang_history_save(struct pdi_daemon *d, struct pdi_step *s)
 
 	if (!d->store || !d->cfg.database || !d->workers)
 		return;
-	j = job_new(d, s, true);
+	j = job_new(d, s, true, NULL);
 	if (j) {
 		j->seq = ++d->hang.history_seq;
 		pdi_step_health_get_saved(s, &j->saved);

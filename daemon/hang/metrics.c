@@ -22,7 +22,7 @@
 #include "json.h"
 #include "log.h"
 #include "mpi_funcs.h"
-#include "step_health.h"
+#include "health_state.h"
 #include "tracer.h"
 #include "worker.h"
 

@@ -27,7 +27,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "notify.h"
-#include "step_health.h"
+#include "health_state.h"
 #include "worker.h"
 
 #define LINE_MAX_ 1024 /* well under PIPE_BUF: one atomic write */
@@ -135,7 +135,7 @@ static void job_done(struct pdi_job *pj, bool cancelled)
 		log_warning_limited(0, "Step %s: could not tell its user through rank %d's standard error: %s", j->step,
 				    j->rank, j->why);
 	if (s && s->started == j->started)
-		pdi_step_health_acted(j->d, s, "notified", j->how && !cancelled, "rank %d's standard error%s%s%s", j->rank,
+		pdi_step_health_acted(s, "notified", j->how && !cancelled, "rank %d's standard error%s%s%s", j->rank,
 				      j->how ? " (" : ": ", j->how ? j->how : j->why, j->how ? ")" : "");
 	if (s && s->started == j->started && j->then && !cancelled)
 		j->then(j->d, s);

@@ -14,7 +14,7 @@
 #include "snapshot.h"
 #include "stack_look.h"
 #include "stack_place.h"
-#include "step_health.h"
+#include "health_state.h"
 #include "worker.h"
 
 /* One task to look at: which (by its step's index, pinned by its pid) and what its stack said. */

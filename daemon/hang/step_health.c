@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* step_health.c -- the live steps judged once a second, and what pdimond does when one of
- * them hangs, slows down or moves again (step_health.h). */
+ * them hangs, slows down or moves again (step_health.h); what it keeps of each is its state
+ * (health_state.h), which its ways out (actions, notify, history, metrics) report back to. */
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -13,6 +14,7 @@
 #include "budget.h"
 #include "daemon.h"
 #include "hang.h"
+#include "health_state.h"
 #include "history.h"
 #include "json.h"
 #include "log.h"
@@ -35,44 +37,8 @@
 static void clock_text(time_t t, char *buf, size_t len);
 static enum pdi_on_hang on_hang_of(const struct pdi_daemon *d, const struct pdi_step *s);
 static bool notify_of(const struct pdi_daemon *d, const struct pdi_step *s);
-
-struct pdi_step_health {
-	struct pdi_health_judge judge;
-	struct pdi_health_verdict last;
-	struct pdi_task_progress *progress; /* by the step's task index */
-	unsigned nprogress;
-	struct pdi_health_task *in;          /* this tick's input, reused */
-	uint64_t *keys;
-	const struct pdi_model **models;     /* this tick's running tasks' models */
-	unsigned *index;                     /* this tick's running tasks' index in the step */
-	unsigned cap;
-	uint64_t calls;                      /* completed calls that were progress */
-	time_t since;                        /* the announced episode's start, wall clock; 0 ok */
-	time_t first_hung, cancelled;
-	uint64_t cancel_at_ns;               /* on-hang=cancel: when the grace is over; 0 none */
-	char line[600];                      /* the last line announced */
-	bool ready;                          /* the store answered: judged from now on */
-	bool saved_end;                      /* its record was saved once it ended */
-	bool rerun;                          /* the step ran again under its name: nothing to take over */
-	bool confirming;                     /* a suspected hang is being judged on the step's view */
-	double recheck_quiet_s;              /* a hang the view did not confirm is suspected again
-						once this node's quiet reaches this */
-	char suspected[500];                 /* this node's own diagnosis of the suspected hang */
-	struct pdi_health_action actions[PDI_HEALTH_MAX_ACTIONS];
-	unsigned nactions, dropped_actions;
-};
-
-void pdi_step_health_free(struct pdi_step_health *h)
-{
-	if (!h)
-		return;
-	free(h->progress);
-	free(h->in);
-	free(h->keys);
-	free(h->models);
-	free(h->index);
-	free(h);
-}
+static void history_loaded(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_health_record *history,
+			   const struct pdi_health_saved *own, unsigned runs);
 
 /* The judge's parameters from the daemon's settings. */
 static struct pdi_health_params params_of(const struct pdi_config *c)
@@ -104,7 +70,7 @@ static struct pdi_step_health *health_of(struct pdi_daemon *d, struct pdi_step *
 	p = params_of(&d->cfg);
 	pdi_health_init(&s->health->judge, &p);
 	s->health->rerun = rerun;
-	pdi_hang_history_load(d, s);
+	pdi_hang_history_load(d, s, history_loaded);
 	return s->health;
 }
 
@@ -140,59 +106,11 @@ static int reserve(struct pdi_step_health *h, unsigned n)
 	return 0;
 }
 
-static void action(struct pdi_step_health *h, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void action(struct pdi_step_health *h, const char *what, const char *fmt, ...)
-{
-	struct pdi_health_action *a;
-	va_list ap;
-
-	if (h->nactions == PDI_HEALTH_MAX_ACTIONS) {
-		/* the first ones tell how it began, the last one how it ends */
-		h->dropped_actions++;
-		h->nactions--;
-	}
-	a = &h->actions[h->nactions++];
-	a->at = time(NULL);
-	snprintf(a->what, sizeof(a->what), "%s", what);
-	va_start(ap, fmt);
-	(void)vsnprintf(a->detail, sizeof(a->detail), fmt, ap);
-	va_end(ap);
-}
-
-void pdi_step_health_acted(struct pdi_daemon *d, struct pdi_step *s, const char *what, bool ok, const char *fmt, ...)
-{
-	struct pdi_step_health *h = s->health;
-	char detail[sizeof(h->actions[0].detail)];
-	va_list ap;
-
-	if (!h)
-		return;
-	va_start(ap, fmt);
-	(void)vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	action(h, what, "%s%s", ok ? "" : "failed: ", detail);
-	if (!strcmp(what, "cancel") && !ok)
-		h->cancelled = 0; /* it did not happen after all */
-	if (!strcmp(what, "cancel"))
-		pdi_hang_history_save(d, s);
-}
-
-void pdi_step_health_get_saved(const struct pdi_step *s, struct pdi_health_saved *ret)
-{
-	const struct pdi_step_health *h = s->health;
-
-	*ret = (struct pdi_health_saved){0};
-	if (!h)
-		return;
-	ret->run = h->judge.run;
-	ret->health = h->judge.announced;
-	ret->since = h->since;
-	ret->first_hung = h->first_hung;
-	ret->cancelled = h->cancelled;
-}
-
-void pdi_step_health_loaded(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_health_record *history,
-			    const struct pdi_health_saved *own, unsigned runs)
+/* The store's answer (pdi_hang_loaded_fn, history.h): the program's HISTORY over RUNS earlier
+ * runs, and OWN, S's own health as a pdimond before this one left it (NULL: none). S is judged
+ * from then on. */
+static void history_loaded(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_health_record *history,
+			   const struct pdi_health_saved *own, unsigned runs)
 {
 	struct pdi_step_health *h = s->health;
 
@@ -218,7 +136,7 @@ void pdi_step_health_loaded(struct pdi_daemon *d, struct pdi_step *s, const stru
 		clock_text(h->since, at, sizeof(at));
 		log_info("Step %s: looked %s since %s before pdimond restarted; not announced again", s->name,
 			 pdi_health_names[own->health], at);
-		action(h, "restored", "looked %s since %s before pdimond restarted", pdi_health_names[own->health], at);
+		pdi_step_health_log_action(h, "restored", "looked %s since %s before pdimond restarted", pdi_health_names[own->health], at);
 		if (own->health == PDI_HEALTH_HUNG && on_hang_of(d, s) == PDI_ON_HANG_CANCEL && !h->cancelled)
 			h->cancel_at_ns = pdi_now_ns() + (uint64_t)d->cfg.on_hang_grace_s * NS;
 	}
@@ -400,7 +318,7 @@ static void announce(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_h
 		log_warning("Step %s", line + 5);
 	pdi_hang_metrics_alarm(d, v->health, v->health == PDI_HEALTH_OK ? 0 : (double)now - (double)since);
 	snprintf(h->line, sizeof(h->line), "%s", line);
-	action(h, v->health == PDI_HEALTH_OK ? "resumed" : "announced", "%s", line);
+	pdi_step_health_log_action(h, v->health == PDI_HEALTH_OK ? "resumed" : "announced", "%s", line);
 	pdi_health_commit(&h->judge, v);
 	h->since = v->health == PDI_HEALTH_OK ? 0 : since;
 	if (v->health == PDI_HEALTH_HUNG && !h->first_hung)
@@ -415,7 +333,7 @@ static void announce(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step_h
 			pdi_hang_run_command(d, s, line);
 		if (wanted == PDI_ON_HANG_CANCEL && !h->cancel_at_ns) {
 			h->cancel_at_ns = now_ns + (uint64_t)d->cfg.on_hang_grace_s * NS;
-			action(h, "cancel", "the step will be cancelled in %u s if it does not move", d->cfg.on_hang_grace_s);
+			pdi_step_health_log_action(h, "cancel", "the step will be cancelled in %u s if it does not move", d->cfg.on_hang_grace_s);
 		}
 	} else {
 		h->cancel_at_ns = 0;
@@ -441,7 +359,7 @@ static void say_unjudged(struct pdi_daemon *d, struct pdi_step *s, struct pdi_st
 			continue;
 		snprintf(why, sizeof(why), reasons[i].why, rank);
 		log_info("Step %s: %s", s->name, why);
-		action(h, "unjudged", "%s", why);
+		pdi_step_health_log_action(h, "unjudged", "%s", why);
 	}
 	(void)d;
 }
@@ -699,33 +617,6 @@ void pdi_hang_tick(struct pdi_daemon *d)
 	pdi_hang_metrics_tick(d, now_ns);
 }
 
-struct pdi_task_progress *pdi_step_health_progress(struct pdi_step *s, unsigned *ret_n)
-{
-	*ret_n = s->health ? s->health->nprogress : 0;
-	return s->health ? s->health->progress : NULL;
-}
-
-bool pdi_step_health_settled(const struct pdi_step *s)
-{
-	return !s->health || s->health->saved_end;
-}
-
-uint64_t pdi_hang_polling_since(const struct pdi_step *s, unsigned i)
-{
-	const struct pdi_step_health *h = s->health;
-
-	if (!h || i >= h->nprogress || !h->progress[i].npoll_sites)
-		return 0;
-	return h->progress[i].last_ns;
-}
-
-enum pdi_health pdi_step_health_of(const struct pdi_step *s, time_t *ret_since)
-{
-	if (ret_since)
-		*ret_since = s->health ? s->health->since : 0;
-	return s->health ? s->health->judge.announced : PDI_HEALTH_OK;
-}
-
 uint64_t pdi_hang_blocked_after_ns(const struct pdi_daemon *d, const struct pdi_step *s)
 {
 	const struct pdi_step_health *h = s->health;
@@ -742,77 +633,3 @@ uint64_t pdi_hang_blocked_after_ns(const struct pdi_daemon *d, const struct pdi_
 	return (uint64_t)(t.quiet_s * 1e9);
 }
 
-void pdi_hang_counts(const struct pdi_daemon *d, unsigned ret_by_health[3])
-{
-	ret_by_health[0] = ret_by_health[1] = ret_by_health[2] = 0;
-	for (unsigned i = 0; i < d->reg.nsteps; i++)
-		if (pdi_step_running(d->reg.steps[i]))
-			ret_by_health[pdi_step_health_of(d->reg.steps[i], NULL)]++;
-}
-
-int pdi_step_health_amend_report(const struct pdi_step *s, char **json)
-{
-	char *end = *json ? strrchr(*json, '}') : NULL, *health, *out;
-	struct pdi_json j;
-
-	if (!s->health || !end)
-		return 0;
-	pdi_json_init(&j);
-	pdi_json_obj_begin(&j);
-	pdi_step_health_json(s, &j);
-	pdi_json_obj_end(&j);
-	health = pdi_json_steal(&j);
-	if (!health)
-		return -ENOMEM;
-	/* {...} + "health":{...} from the second object, without its braces */
-	if (asprintf(&out, "%.*s%s%.*s}", (int)(end - *json), *json, end[-1] == '{' ? "" : ",", (int)strlen(health) - 2,
-		     health + 1) < 0) {
-		free(health);
-		return -ENOMEM;
-	}
-	free(health);
-	free(*json);
-	*json = out;
-	return 0;
-}
-
-void pdi_step_health_json(const struct pdi_step *s, struct pdi_json *j)
-{
-	const struct pdi_step_health *h = s->health;
-
-	pdi_json_key(j, "health");
-	pdi_json_obj_begin(j);
-	pdi_json_kv_str(j, "health", pdi_health_names[pdi_step_health_of(s, NULL)]);
-	if (h && h->since)
-		pdi_json_kv_int(j, "since", h->since);
-	if (h && h->first_hung)
-		pdi_json_kv_int(j, "first_judged_hung", h->first_hung);
-	if (h && h->cancelled)
-		pdi_json_kv_int(j, "cancelled", h->cancelled);
-	if (h) {
-		struct pdi_health_record all;
-		double longest = 0;
-
-		pdi_health_record(&h->judge, &all);
-		for (unsigned k = 0; k < PDI_QUIET_KINDS; k++)
-			if (pdi_quiet_record_longest(&all.kind[k]) > longest)
-				longest = pdi_quiet_record_longest(&all.kind[k]);
-		pdi_json_kv_double(j, "quiet_s", h->last.quiet_s);
-		pdi_json_kv_double(j, "longest_healthy_quiet_s", longest);
-		pdi_json_kv_double(j, "hung_after_s", h->last.threshold_s);
-		pdi_json_kv_double(j, "false_alarms_per_step_hour", h->judge.params.quiet.rate_per_hour);
-		pdi_json_key(j, "actions");
-		pdi_json_arr_begin(j);
-		for (unsigned i = 0; i < h->nactions; i++) {
-			pdi_json_obj_begin(j);
-			pdi_json_kv_int(j, "at", h->actions[i].at);
-			pdi_json_kv_str(j, "action", h->actions[i].what);
-			pdi_json_kv_str(j, "detail", h->actions[i].detail);
-			pdi_json_obj_end(j);
-		}
-		pdi_json_arr_end(j);
-		if (h->dropped_actions)
-			pdi_json_kv_uint(j, "actions_dropped", h->dropped_actions);
-	}
-	pdi_json_obj_end(j);
-}

@@ -18,11 +18,11 @@
 #include "budget.h"
 #include "daemon.h"
 #include "file_replace.h"
-#include "metrics.h"
+#include "health_state.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
 #include "mpi_funcs.h"
-#include "health_state.h"
 #include "tracer.h"
 #include "worker.h"
 

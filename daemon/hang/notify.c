@@ -25,9 +25,9 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "health_state.h"
 #include "log.h"
 #include "notify.h"
-#include "health_state.h"
 #include "worker.h"
 
 #define LINE_MAX_ 1024 /* well under PIPE_BUF: one atomic write */
@@ -136,7 +136,7 @@ static void job_done(struct pdi_job *pj, bool cancelled)
 				    j->rank, j->why);
 	if (s && s->started == j->started)
 		pdi_step_health_acted(s, "notified", j->how && !cancelled, "rank %d's standard error%s%s%s", j->rank,
-				      j->how ? " (" : ": ", j->how ? j->how : j->why, j->how ? ")" : "");
+				  j->how ? " (" : ": ", j->how ? j->how : j->why, j->how ? ")" : "");
 	if (s && s->started == j->started && j->then && !cancelled)
 		j->then(j->d, s);
 	close(j->pidfd);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "health_state.h"
 #include "log.h"
 #include "objcache.h"
 #include "progress.h"
@@ -14,7 +15,6 @@
 #include "snapshot.h"
 #include "stack_look.h"
 #include "stack_place.h"
-#include "health_state.h"
 #include "worker.h"
 
 /* One task to look at: which (by its step's index, pinned by its pid) and what its stack said. */

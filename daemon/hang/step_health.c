@@ -106,9 +106,8 @@ static int reserve(struct pdi_step_health *h, unsigned n)
 	return 0;
 }
 
-/* The store's answer (pdi_hang_loaded_fn, history.h): the program's HISTORY over RUNS earlier
- * runs, and OWN, S's own health as a pdimond before this one left it (NULL: none). S is judged
- * from then on. */
+/* The store's answer for S (a pdi_hang_loaded_fn, history.h): S is judged from then on, and
+ * what a pdimond before this one announced of it stands. */
 static void history_loaded(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_health_record *history,
 			   const struct pdi_health_saved *own, unsigned runs)
 {

@@ -35,6 +35,7 @@ struct pdi_workers {
 	pthread_cond_t work;       /* a job was queued, or the pool stops */
 	struct fifo queued, finished;
 	bool stopping;
+	bool at_loop_priority;     /* its threads keep the loop's nice value */
 	int efd;
 	uint64_t completed;
 };
@@ -94,7 +95,7 @@ static void *thread_main(void *p)
 	free(p);
 	errno = 0;
 	prio = getpriority(PRIO_PROCESS, (id_t)gettid());
-	if (errno == 0)
+	if (errno == 0 && !w->at_loop_priority)
 		(void)setpriority(PRIO_PROCESS, (id_t)gettid(), prio - PDI_LOOP_NICE);
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
@@ -120,6 +121,11 @@ static void *thread_main(void *p)
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
+}
+
+void pdi_workers_at_loop_priority(struct pdi_workers *w)
+{
+	w->at_loop_priority = true;
 }
 
 int pdi_workers_new(const char *name, unsigned max_threads, unsigned max_queued, struct pdi_workers **ret)

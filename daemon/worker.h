@@ -58,6 +58,11 @@ int pdi_workers_new(const char *name, unsigned max_threads, unsigned max_queued,
  * remaining done() is called on the calling thread (the loop), and the pool is freed. NULL ok. */
 void pdi_workers_free(struct pdi_workers *w);
 
+/* The threads of W keep the loop's nice value rather than take it back up: for work that the
+ * probed processes wait on as they would on the loop (a starting step's attaches, which hold its
+ * ranks at MPI_Init: probe/ahead_attach.c), not background work. Before the first submission. */
+void pdi_workers_at_loop_priority(struct pdi_workers *w);
+
 /* Readable (EPOLLIN) when done() callbacks wait: the loop then calls pdi_workers_dispatch(). */
 int pdi_workers_fd(const struct pdi_workers *w);
 

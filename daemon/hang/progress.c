@@ -42,19 +42,6 @@ int pdi_proc_io(pid_t pid, uint64_t *ret)
 	return 0;
 }
 
-int pdi_proc_tracer(pid_t pid, pid_t *ret)
-{
-	char buf[2048], *p;
-	ssize_t n = pdi_task_proc_read(pid, pid, "status", buf, sizeof(buf));
-
-	if (n <= 0)
-		return n < 0 ? (int)n : -EBADMSG;
-	if (!(p = strstr(buf, "\nTracerPid:")))
-		return -EBADMSG;
-	*ret = (pid_t)strtol(p + 11, NULL, 10);
-	return 0;
-}
-
 static bool is_polling_fn(unsigned fn)
 {
 	return fn < pdi_mpi_nfuncs && (pdi_mpi_funcs[fn].cls == PDI_FC_TEST || pdi_mpi_funcs[fn].cls == PDI_FC_PROBE);
@@ -190,7 +177,7 @@ uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, stru
 		pdi_task_activity_read(t, t->pid, now_ns, &a);
 		if (a.kind == PDI_ACT_STOPPED)
 			/* stopped by a signal, or held by a debugger (not pdimond's own stack walk) */
-			h.motion = pdi_proc_tracer(t->pid, &tracer) == 0 && tracer && tracer != getpid() ? PDI_MOTION_TRACED
+			h.motion = pdi_task_tracer(t->pid, t->pid, &tracer) == 0 && tracer && tracer != getpid() ? PDI_MOTION_TRACED
 													  : PDI_MOTION_STOPPED;
 		else if (h.motion == PDI_MOTION_COMPUTING && a.kind != PDI_ACT_RUNNING && a.kind != PDI_ACT_STARVED &&
 			 !(a.cpu_pct > IDLE_CPU_PCT))

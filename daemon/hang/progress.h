@@ -55,8 +55,6 @@ bool pdi_task_progress_look_pending(const struct pdi_task_progress *p, uint64_t 
 /* The bytes the main thread of PID has read and written (rchar + wchar of its io file, which
  * takes ptrace read access): 0, or -errno. */
 int pdi_proc_io(pid_t pid, uint64_t *ret);
-/* The pid of the debugger that traces PID (TracerPid), 0 when none: 0, or -errno. */
-int pdi_proc_tracer(pid_t pid, pid_t *ret);
 
 /* Task T at NOW_NS: its progress tracked in P, and what the judge takes from it in RET (its
  * state's durations pooled with its step's other tasks by the caller: RET->state is left

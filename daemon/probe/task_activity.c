@@ -76,15 +76,27 @@ static char stat_state(const char *stat)
  * state: a walk that ended in between has left no tracer (0), never another one. The walk traces
  * from a thread of its own, and TracerPid names that thread, not pdimond's main one: any thread
  * of ours is us. */
+int pdi_task_tracer(pid_t pid, pid_t tid, pid_t *ret)
+{
+	char buf[2048];
+	const char *p;
+	ssize_t n = pdi_task_proc_read(pid, tid, "status", buf, sizeof(buf));
+
+	if (n <= 0)
+		return n < 0 ? (int)n : -EBADMSG;
+	if (!(p = strstr(buf, "\nTracerPid:")))
+		return -EBADMSG;
+	*ret = (pid_t)strtol(p + 11, NULL, 10);
+	return 0;
+}
+
 static bool traced_by_another(pid_t pid, pid_t tid)
 {
-	char buf[2048], path[64];
-	const char *p;
+	char path[64];
 	pid_t tracer;
 
-	if (pdi_task_proc_read(pid, tid, "status", buf, sizeof(buf)) <= 0 || !(p = strstr(buf, "\nTracerPid:")))
+	if (pdi_task_tracer(pid, tid, &tracer) < 0)
 		return false;
-	tracer = (pid_t)strtol(p + 11, NULL, 10);
 	if (tracer <= 0 || tracer == getpid())
 		return false;
 	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tracer);

@@ -12,6 +12,9 @@
 /* FILE under /proc/PID/task/TID into BUF (NUL-terminated). Bytes read, or -errno. */
 ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, size_t len);
 
+/* The pid of the thread that traces thread TID of PID (TracerPid), 0 when none: 0, or -errno. */
+int pdi_task_tracer(pid_t pid, pid_t tid, pid_t *ret);
+
 /* What the node's kernel says thread TID of running task T is doing (/proc: its state,
  * wchan, and its CPU use and run-queue wait since the last look, kept in T). */
 void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, struct pdi_task_activity *ret);

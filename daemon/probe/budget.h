@@ -5,8 +5,10 @@
  * costs on this node, calibrate.h). When it would pass the budget, the hottest function is
  * degraded one step at a time: its return probe dropped (nonblocking calls only), then
  * probed in time slices of 1/2 ... 1/32 of every second, then detached (re-measured in one
- * slice every 4 s). When its rate falls, it is restored to the fullest level that fits. Each change is marked
- * in the task's model (unobserved.h). See doc/design/overhead-budget.md. */
+ * slice every 4 s). When its rate falls, it is restored to the fullest level that fits. The
+ * running tasks of a step on this node keep one level per function, the most degraded any of
+ * them needs, so that they are seen alike and their models stay comparable. Each change is
+ * marked in the task's model (unobserved.h). See doc/design/overhead-budget.md. */
 #pragma once
 
 #include <stdbool.h>
@@ -23,9 +25,12 @@ struct pdi_task;
 
 /* One function of one task. */
 struct pdi_budget_fn {
-	uint8_t level;          /* 0 full, 1 entry only, 2-6 slices of 1/2-1/32, 7 detached */
+	uint8_t level;          /* 0 full, 1 entry only, 2-6 slices of 1/2-1/32, 7 detached: the
+				   level of the step's running tasks on this node, the most degraded
+				   any of them needs */
+	uint8_t need;           /* the level this task's own cost needs */
 	uint8_t kind;           /* its entry instruction: enum pdi_insn_kind */
-	uint16_t stable;        /* periods since its level last changed */
+	uint16_t stable;        /* periods since its need last changed */
 	uint64_t hits;          /* calls seen this period */
 	uint64_t observed_ns;   /* time its probes were on this period */
 	uint64_t on_from_ns;    /* when its probes last came on: an attach on a worker lands within a
@@ -38,6 +43,7 @@ struct pdi_budget_task {
 	double cost;              /* estimated share of the task's time its probes take */
 	uint64_t period_start_ns; /* calls made before it belong to a period already measured */
 	bool changing;            /* its probes are being changed on a worker (budget_change.h) */
+	uint64_t step_synced_ns;  /* the slot its levels were last made its step's (budget.c) */
 };
 
 /* The budget timer (a timerfd the loop polls), or -1 when the budget is off. */

@@ -363,6 +363,7 @@ static void json_budget(struct pdi_daemon *d, struct pdi_json *j, const struct p
 	pdi_json_obj_begin(j);
 	pdi_json_kv_double(j, "max_overhead_pct", d->cfg.max_overhead_pct);
 	pdi_json_kv_double(j, "cost_pct", b->cost * 100);
+	pdi_json_kv_double(j, "cpu_share", b->cpu_share); /* its hits cost it 1/cpu_share more */
 	pdi_json_key(j, "degraded");
 	pdi_json_arr_begin(j);
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)

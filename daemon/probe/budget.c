@@ -26,6 +26,7 @@
 #include "mpi_funcs.h"
 #include "probe_change.h"
 #include "probe_targets.h"
+#include "task_activity.h"
 #include "tracer.h"
 
 #define PERIOD_NS 1000000000ull
@@ -86,9 +87,42 @@ static double hit_cost(const struct pdi_daemon *d, const struct pdi_budget_fn *f
 	return shared + (entry_only ? c->entry_only_stepped : c->full_stepped);
 }
 
-static double contribution(const struct pdi_daemon *d, const struct pdi_budget_fn *f, unsigned fn, unsigned level)
+/* The share of its time FN at LEVEL takes from a task of B: its hits at what each costs, over the
+ * share of the CPU the task's thread gets (it pays its hits out of the CPU it has). */
+static double contribution(const struct pdi_daemon *d, const struct pdi_budget_task *b, unsigned fn, unsigned level)
 {
-	return f->rate * hit_cost(d, f, fn, level) * 1e-9 / (double)(1u << pdi_budget_duty_log2(level));
+	const struct pdi_budget_fn *f = &b->fn[fn];
+
+	return f->rate * hit_cost(d, f, fn, level) * 1e-9 / (double)(1u << pdi_budget_duty_log2(level)) / b->cpu_share;
+}
+
+/* Runnable time a look must have seen for its share to mean something: a thread that slept
+ * through it says nothing about what a hit costs it when it runs. */
+#define SHARE_MIN_READY_NS 50000000ull
+
+double pdi_budget_cpu_share(double last, uint64_t run, uint64_t wait)
+{
+	double share;
+
+	if (run + wait < SHARE_MIN_READY_NS)
+		return last;
+	share = ((double)run / (double)(run + wait) + last) / 2;
+	return share < 1.0 / PDI_BUDGET_SHARE_BOUND ? 1.0 / PDI_BUDGET_SHARE_BOUND : share > 1 ? 1 : share;
+}
+
+/* At each period: the share of its ready time T's MPI thread ran in the last one (schedstat). */
+static void measure_cpu_share(struct pdi_task *t)
+{
+	struct pdi_budget_task *b = t->budget;
+	pid_t tid = t->usage_tid ? t->usage_tid : t->pid;
+	uint64_t run, wait;
+
+	if (pdi_task_schedstat(t->pid, tid, &run, &wait) < 0)
+		return;
+	if (b->run_ns && run >= b->run_ns && wait >= b->wait_ns)
+		b->cpu_share = pdi_budget_cpu_share(b->cpu_share, run - b->run_ns, wait - b->wait_ns);
+	b->run_ns = run;
+	b->wait_ns = wait;
 }
 
 #define LIBRARIES_COUNTED 8 /* distinct MPI libraries a node probes at once, at most counted */
@@ -151,7 +185,7 @@ static double task_cost(struct pdi_daemon *d, const struct pdi_budget_task *b, b
 	}
 
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
-		c += contribution(d, &b->fn[fn], fn, needed ? needed_level(&b->fn[fn]) : b->fn[fn].level);
+		c += contribution(d, b, fn, needed ? needed_level(&b->fn[fn]) : b->fn[fn].level);
 	return c;
 }
 
@@ -179,7 +213,7 @@ static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, uns
 		      uint64_t now)
 {
 	struct pdi_budget_fn *f = &t->budget->fn[fn];
-	double full = contribution(d, f, fn, 0);
+	double full = contribution(d, t->budget, fn, 0);
 	char a[32], b[32], why[64] = "";
 
 	if (by != t)
@@ -228,7 +262,7 @@ static void degrade(struct pdi_daemon *d, struct pdi_task *t)
 
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 			unsigned l = needed_level(&b->fn[fn]);
-			double c = contribution(d, &b->fn[fn], fn, l);
+			double c = contribution(d, b, fn, l);
 
 			/* one that costs under 1% of the budget cannot bring the task within it: thinning
 			 * it would only lose its calls (an overestimated rate elsewhere must not detach
@@ -262,9 +296,9 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t)
 
 		if (f->need == 0 || f->stable < RESTORE_AFTER)
 			continue;
-		now_c = contribution(d, f, fn, needed_level(f));
+		now_c = contribution(d, b, fn, needed_level(f));
 		for (unsigned l = 0; l < f->need; l = next_level(fn, l, +1)) {
-			double c = base - now_c + contribution(d, f, fn, l);
+			double c = base - now_c + contribution(d, b, fn, l);
 
 			if (c > max / 2)
 				continue;
@@ -421,6 +455,7 @@ int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t)
 	}
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
 		b->fn[fn].kind = PDI_INSN_EMULATED;
+	b->cpu_share = 1; /* until measured: a core of its own */
 	/* a function with a single-stepped probe (of its two symbols) pays that */
 	for (unsigned i = 0; i < pt->n; i++)
 		if (pt->kinds[i] == PDI_INSN_STEPPED)
@@ -465,8 +500,10 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 		if (t->state != PDI_TASK_RUNNING || !b)
 			continue;
 		any = true;
-		if (new_period)
+		if (new_period) {
 			b->period_start_ns = now;
+			measure_cpu_share(t);
+		}
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 			struct pdi_budget_fn *f = &b->fn[fn];
 

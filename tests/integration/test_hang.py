@@ -237,6 +237,11 @@ class HangBudget(DaemonAndJob):
         # the judge read the spinning rank's stack on a worker: its last seen call was made while
         # its probes were thinned, so they alone could not tell it from one waiting unseen
         self.assertRegex(self.d.read_log(), r"rank 2, still and shown computing by its thinned probes, is outside MPI by its stack")
+        # and what it said is kept with rank 2's model, for the ended step's diagnosis
+        # (model/stack_seen.h): the report shows it
+        rep = json.loads(self.d.pdimon("report", "thin", "--json").stdout)
+        seen = next(t for t in rep["tasks"] if t["rank"] == 2)["stack_seen"]
+        self.assertIn("computing outside MPI", [x["doing"] for x in seen], seen)
 
 
 if __name__ == "__main__":

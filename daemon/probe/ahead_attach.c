@@ -11,7 +11,6 @@
 #include "clock.h"
 #include "daemon.h"
 #include "detach.h"
-#include "ingest.h"
 #include "log.h"
 #include "registry.h"
 #include "tracer.h"
@@ -119,16 +118,16 @@ static void replay(struct pdi_daemon *d, struct ahead_job *j)
 	struct pdi_task *t;
 
 	if (j->has_init)
-		(void)pdi_ingest_event(d, &j->init);
+		(void)pdi_tracer_replay_event(d->tracer, &j->init);
 	for (unsigned i = 0; i < j->nkept; i++) {
 		struct kept *k = &j->kept[i];
 
 		if (k->frames) {
-			pdi_ingest_frames(d, k->frames);
+			pdi_tracer_replay_frames(d->tracer, k->frames);
 			free(k->frames);
 			d->ahead_frames--;
 		} else {
-			(void)pdi_ingest_event(d, &k->event);
+			(void)pdi_tracer_replay_event(d->tracer, &k->event);
 		}
 	}
 	d->ahead_events -= j->nkept;

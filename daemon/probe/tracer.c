@@ -62,6 +62,17 @@ static int handle_sample(void *ctx, void *data, size_t size)
 	return t->on_event(t->ctx, &e);
 }
 
+int pdi_tracer_replay_event(struct pdi_tracer *t, const struct pdi_event *e)
+{
+	return t->on_event(t->ctx, e);
+}
+
+void pdi_tracer_replay_frames(struct pdi_tracer *t, const struct pdi_frames *f)
+{
+	if (t->on_frames)
+		t->on_frames(t->ctx, f);
+}
+
 int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event, void *ctx,
 		   struct pdi_tracer **ret)
 {

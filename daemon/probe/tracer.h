@@ -148,6 +148,11 @@ int pdi_tracer_ahead_ident(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks
 			   int *ret_rank);
 
 int pdi_tracer_epoll_fd(struct pdi_tracer *t);
+/* A record kept aside while its process attached (ahead_attach.c), handed now to the handler
+ * the ring buffer's records go to: one path for every record, whenever it is handled. */
+int pdi_tracer_replay_event(struct pdi_tracer *t, const struct pdi_event *e);
+void pdi_tracer_replay_frames(struct pdi_tracer *t, const struct pdi_frames *f);
+
 /* Hand every pending event to on_event. Returns the number handled or negative errno. */
 int pdi_tracer_drain(struct pdi_tracer *t);
 /* Empty the ring buffer without handing its events on: those of pdimond's own probes. */

@@ -197,7 +197,9 @@ class Startup(DaemonTest):
     def check_dlopen(self, impl, library):
         """A program that loads MPI with dlopen cannot be attached as it starts: held at MPI_Init,
         its probes are attached on a worker (on the library its trap is in), and it joins with
-        every call, once."""
+        every call, once. A rank that starts after a sibling's trap taught pdimond which library
+        the program maps is attached as it starts instead (mpiexec may start it late on a busy
+        node); the first rank to start never is."""
         mpirun = startup_cmd(impl)[:-1]
         step = f"dlopen-{impl}"
         offset = len(self.d.read_log())
@@ -206,10 +208,15 @@ class Startup(DaemonTest):
         log = self.d.read_log()[offset:]
         s = self.d.show(step)
         self.assertEqual(sorted(t["rank"] for t in s["tasks"]), list(range(RANKS)))
+        held = 0
         for t in s["tasks"]:
             self.assertEqual((t["calls"], t["events_lost"]), (3, 0), f"rank {t['rank']}")  # Init, Barrier, Finalize
-            self.assertRegex(log, rf"pid {t['pid']}: probes being attached as it waits at MPI_Init")
-            self.assertRegex(log, rf"pid {t['pid']} held at MPI_Init for")
+            if re.search(rf"pid {t['pid']}: probes being attached as it waits at MPI_Init", log):
+                self.assertRegex(log, rf"pid {t['pid']} held at MPI_Init for")
+                held += 1
+            else:  # taught by a sibling: attached as it started (held, maybe, until that was done)
+                self.assertRegex(log, rf"pid {t['pid']}: probes attached as it started")
+        self.assertGreater(held, 0, f"no rank of {step} was held at MPI_Init:\n{log}")
 
     def test_dlopen_held_attached_on_a_worker(self):
         self.check_dlopen("openmpi", "libmpi.so.40")

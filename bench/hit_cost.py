@@ -11,8 +11,10 @@ ns per call added over the unprobed run of the same round, before, after and wit
 kind of instruction each entry probe sits on (probe-floor --list), and pdimond's own CPU time
 per event it took (the daemon's share of a call: on a node whose cores the job fills, the job
 pays it too). With --baseline BUILD, a second pdimond from another build takes the same calls
-in the same rounds (variant "baseline"), and the two daemons' CPU per event are printed side by
-side with their ratio.
+in the same rounds (variant "baseline"): its ns per call added are printed beside this build's, and
+the two daemons' CPU per event side by side with their ratio. With sysctl kernel.bpf_stats_enabled=1,
+the run time of each BPF program per run (entry and return apart) is printed for the floor and each
+pdimond: where the per-call difference lies, apart from the trap both pay.
 """
 import argparse
 import os
@@ -21,11 +23,12 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import (end_run, BUILD, PROBE_FLOOR, BenchError, Daemon, cpu_seconds, find_procs, median, read_line,
-                      spawn, wait_exit, wait_for)
+from benchlib import (end_run, BUILD, PROBE_FLOOR, BenchError, Daemon, bpf_prog_stats, bpf_stats_enabled, cpu_seconds,
+                      find_procs, median, read_line, spawn, wait_exit, wait_for)
 
 VARIANTS = ("unprobed", "at_start", "placed", "pdimond")
 NFUNCS = 17  # the functions hitcost.c times, each CALLS times
+PROGS = {"floor": ("empty_enter", "empty_exit"), "pdimond": ("mpi_enter", "mpi_exit")}
 MPIRUN = {"openmpi": ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", "1"],
           "mpich": ["mpirun.mpich", "-np", "1"]}
 
@@ -41,6 +44,7 @@ def run_once(impl, variant, calls, kinds, daemon, tag):
         pid = find_procs(os.path.basename(exe), 1, job.pid)[0]
         if variant in ("pdimond", "baseline"):
             before, cpu0 = daemon.status()["events"], cpu_seconds(daemon.proc.pid)
+            bpf0 = bpf_prog_stats(daemon.proc.pid)
             daemon.pdimon("attach", "--step", tag, "--pid", pid)
         elif variant != "unprobed":
             flags = ["--at-start"] if variant == "at_start" else []
@@ -64,9 +68,22 @@ def run_once(impl, variant, calls, kinds, daemon, tag):
             n = wait_for(lambda: (lambda e: e if e >= NFUNCS * calls else None)(daemon.status()["events"] - before),
                          60, f"pdimond to take the {NFUNCS * calls} calls")
             res["daemon_ns_per_event"] = (cpu_seconds(daemon.proc.pid) - cpu0) * 1e9 / n
+            res.update(prog_ns(bpf0, bpf_prog_stats(daemon.proc.pid), PROGS["pdimond"]))
+        elif floor:
+            res.update(prog_ns({}, bpf_prog_stats(floor.pid), PROGS["floor"]))
         return res
     finally:
         end_run(floor, job, tmp)
+
+
+def prog_ns(before, after, names):
+    """{"bpf NAME": ns per run} of the BPF programs NAMES between two bpf_prog_stats() readings."""
+    out = {}
+    for n in names:
+        (t0, c0), (t1, c1) = before.get(n, (0, 0)), after.get(n, (0, 0))
+        if c1 > c0 and t1 > t0:
+            out[f"bpf {n}"] = (t1 - t0) / (c1 - c0)
+    return out
 
 
 def main():
@@ -99,7 +116,7 @@ def main():
               f"{args.rounds} interleaved rounds, {args.calls} calls each)")
         print(f"  {'function':<16} {'unprobed_ns':>11} {'before_ns':>10} {'after_ns':>9} {'after/before':>12}"
               f" {'pdimond_ns':>10} {'pdimond/after':>13}  entry instruction before -> after")
-        for fn in res["unprobed"][0]:
+        for fn in (f for f in res["unprobed"][0] if f != "daemon_ns_per_event"):
             base = median([r[fn] for r in res["unprobed"]])
             added = {v: median([b[fn] - a[fn] for a, b in zip(res["unprobed"], res[v])]) for v in VARIANTS[1:]}
             before, after, mon = added["at_start"], added["placed"], added["pdimond"]
@@ -107,6 +124,22 @@ def main():
             mratio = mon / after if after > 0 else float("nan")
             print(f"  {fn:<16} {base:>11.1f} {before:>10.1f} {after:>9.1f} {ratio:>12.2f} {mon:>10.1f} {mratio:>13.2f}"
                   f"  {kinds.get('at_start', {}).get(fn, '?')} -> {kinds.get('placed', {}).get(fn, '?')}")
+        if args.baseline:
+            print(f"  ns per call added, this build's pdimond / baseline's ({args.baseline}), per function:")
+            for fn in (f for f in res["unprobed"][0] if f != "daemon_ns_per_event"):
+                mon, bas = (median([b[fn] - a[fn] for a, b in zip(res["unprobed"], res[v])]) for v in ("pdimond",
+                                                                                                       "baseline"))
+                after = median([b[fn] - a[fn] for a, b in zip(res["unprobed"], res["placed"])])
+                print(f"    {fn:<16} {mon:>8.1f} / {bas:>8.1f} ns;  / floor: {mon / after:.2f} / {bas / after:.2f}"
+                      if after > 0 else f"    {fn:<16} {mon:>8.1f} / {bas:>8.1f} ns")
+        if bpf_stats_enabled():
+            row = []
+            for v, progs in (("placed", PROGS["floor"]), ("pdimond", PROGS["pdimond"]), ("baseline", PROGS["pdimond"])):
+                vals = [median([r[f"bpf {p}"] for r in res.get(v, []) if f"bpf {p}" in r] or [float("nan")])
+                        for p in progs]
+                if v in res:
+                    row.append(f"{'floor' if v == 'placed' else v} {vals[0]:.0f} + {vals[1]:.0f}")
+            print(f"  BPF run time per run, entry + return (kernel.bpf_stats_enabled, medians): {', '.join(row)} ns")
         daemon_ns = median([r["daemon_ns_per_event"] for r in res["pdimond"]])
         print(f"  pdimond's own CPU per event: {daemon_ns:.0f} ns (median of {args.rounds}); "
               f"{calibration}")

@@ -9,7 +9,8 @@ Each round runs, interleaved, in a fresh temporary directory:
 and, unless --no-floor, "floor": the same command with bench/probe-floor's do-nothing programs
 attached to the 4 ranks as soon as they map their MPI library (before the timed run loop).
 With --baseline BUILD, also "baseline": under a pdimond (default budget) of another build, e.g.
-main's, to compare a change side by side.
+main's, to compare a change side by side; with --baseline-off that pdimond has the budget off too,
+and its time added per call is set against the floor's as the nobudget variant's is.
 The two pdimonds serve all rounds. Prints LAMMPS's "Loop time" medians, the slowdown ratios
 (median of per-round ratios to the unmonitored run; target <= 1.03 for pdimond), the time added
 per call against the floor's with the budget off (target <= 1.10x the floor's) and the
@@ -124,6 +125,7 @@ def main():
     ap.add_argument("--no-floor", action="store_true", help="leave out the empty-probe variant")
     ap.add_argument("--record", metavar="FILE", help="record one monitored run into FILE, nothing else")
     ap.add_argument("--baseline", metavar="BUILD", help="also under the pdimond of this build directory")
+    ap.add_argument("--baseline-off", action="store_true", help="that pdimond with max_overhead_pct=off")
     args = ap.parse_args()
     if not shutil.which("lmp") or not os.path.exists(INPUT):
         sys.exit(f"lammps: needs lmp and {INPUT}")
@@ -139,11 +141,13 @@ def main():
     try:
         daemons["nobudget"] = Daemon("max_overhead_pct=off")
         if args.baseline:
-            daemons["baseline"] = Daemon(build=os.path.abspath(args.baseline))
+            daemons["baseline"] = Daemon(*(["max_overhead_pct=off"] if args.baseline_off else []),
+                                         build=os.path.abspath(args.baseline))
         print(f"lammps: {args.rounds} rounds of crack on {NRANKS} ranks, interleaved {', '.join(variants)}",
               flush=True)
-        before = {v: daemons[v].status() for v in ("pdimond", "nobudget")}
-        cpu0 = {v: cpu_seconds(daemons[v].proc.pid) for v in ("pdimond", "nobudget")}
+        watched = [v for v in ("pdimond", "nobudget", "baseline") if v in daemons]
+        before = {v: daemons[v].status() for v in watched}
+        cpu0 = {v: cpu_seconds(daemons[v].proc.pid) for v in watched}
         for r in range(args.rounds):
             row = []
             for v in variants:
@@ -151,8 +155,8 @@ def main():
                 res[v].append(loop)
                 row.append(f"{v} {loop:.3f}")
             print(f"  round {r + 1}: loop time s: " + ", ".join(row), flush=True)
-        status = {v: daemons[v].status() for v in ("pdimond", "nobudget")}
-        cpu = {v: cpu_seconds(daemons[v].proc.pid) - cpu0[v] for v in ("pdimond", "nobudget")}
+        status = {v: daemons[v].status() for v in watched}
+        cpu = {v: cpu_seconds(daemons[v].proc.pid) - cpu0[v] for v in watched}
         costs = daemon.calibration()
         changes = daemon.budget_changes()
     finally:
@@ -171,13 +175,16 @@ def main():
     for v in variants[1:]:
         slow = median([b / a for a, b in zip(res["unmonitored"], res[v])])
         added[v] = median([b - a for a, b in zip(res["unmonitored"], res[v])])
-        target = " (target <= 1.03)" if v in ("pdimond", "baseline") else ""
+        target = " (target <= 1.03)" if v == "pdimond" or (v == "baseline" and not args.baseline_off) else ""
         print(f"slowdown {v}={slow:.3f}{target}, added {added[v]:.3f} s per run, "
               f"{added[v] * 1e9 / per_rank_run:.0f} ns per call per rank")
     if "floor" in added and added["floor"] > 0:
         print(f"added per call, pdimond with the budget off / floor = {added['nobudget'] / added['floor']:.3f} "
               f"(target <= 1.10)")
-    for v in ("pdimond", "nobudget"):
+        if args.baseline_off:
+            print(f"added per call, baseline pdimond with the budget off / floor = "
+                  f"{added['baseline'] / added['floor']:.3f}")
+    for v in watched:
         ev = status[v]['events'] - before[v]['events']
         print(f"{v} status: events={ev} events_lost={status[v]['events_lost']}, daemon CPU {cpu[v]:.2f} s "
               f"({cpu[v] * 1e9 / max(ev, 1):.0f} ns per event)")

@@ -107,7 +107,7 @@ static pid_t idle_child(void)
 }
 
 /* The median over ROUNDS of FN's CPU time per call. The ring is emptied every round: past
- * wakeup_bytes of backlog every submit would wake the consumer (several us each), a cost the
+ * behind_bytes of backlog every submit would wake the consumer (several us each), a cost the
  * budget would then count for every call. */
 static double median_calls(struct pdi_tracer *t, void (*fn)(void))
 {

@@ -89,7 +89,7 @@ int pdi_task_tracer(pid_t pid, pid_t tid, pid_t *ret)
 	return 0;
 }
 
-static bool traced_by_another(pid_t pid, pid_t tid)
+bool pdi_task_traced_by_another(pid_t pid, pid_t tid)
 {
 	char path[64];
 	pid_t tracer;
@@ -117,7 +117,7 @@ void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, stru
 	}
 	switch (stat_state(buf)) {
 	case 'T': a.kind = PDI_ACT_STOPPED; break;
-	case 't': a.kind = traced_by_another(t->pid, tid) ? PDI_ACT_STOPPED : PDI_ACT_UNKNOWN; break;
+	case 't': a.kind = pdi_task_traced_by_another(t->pid, tid) ? PDI_ACT_STOPPED : PDI_ACT_UNKNOWN; break;
 	case 'D': a.kind = PDI_ACT_DISK; break;
 	case 'R': a.kind = PDI_ACT_RUNNING; break;
 	case 'S': case 'I': a.kind = PDI_ACT_SLEEPING; break;

@@ -3,6 +3,7 @@
  * (task_activity.c). */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -18,6 +19,11 @@ int pdi_task_schedstat(pid_t pid, pid_t tid, uint64_t *ret_run, uint64_t *ret_wa
 
 /* The pid of the thread that traces thread TID of PID (TracerPid), 0 when none: 0, or -errno. */
 int pdi_task_tracer(pid_t pid, pid_t tid, pid_t *ret);
+
+/* Whether thread TID of PID is traced by another than pdimond (a debugger): its tracer is
+ * no thread of ours (a stack walk traces from a worker thread). The one rule for "held by a
+ * debugger". False when /proc cannot be read. */
+bool pdi_task_traced_by_another(pid_t pid, pid_t tid);
 
 /* What the node's kernel says thread TID of running task T is doing (/proc: its state,
  * wchan, and its CPU use and run-queue wait since the last look, kept in T). */

@@ -97,6 +97,10 @@ int pdi_tracer_new(const struct pdi_tracer_options *opts, pdi_event_fn on_event,
 	if (r < 0)
 		goto fail;
 	t->skel->rodata->wakeup_bytes = opts->wakeup_bytes;
+	/* behind by an eighth of the ring: every record wakes pdimond (mpitrace.bpf.c, wakeup_flag) */
+	t->skel->rodata->behind_bytes = opts->ring_bytes / 8;
+	if (t->skel->rodata->behind_bytes < opts->wakeup_bytes)
+		t->skel->rodata->behind_bytes = opts->wakeup_bytes;
 	t->multi = pdi_uprobe_multi_supported();
 	if (t->multi) {
 		bpf_program__set_expected_attach_type(t->skel->progs.mpi_enter, PDI_BPF_TRACE_UPROBE_MULTI);

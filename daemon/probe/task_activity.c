@@ -36,8 +36,7 @@ ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, si
 	return n;
 }
 
-/* Time on a CPU and time runnable but waiting for one, ns so far: /proc/.../schedstat. */
-static int read_schedstat(pid_t pid, pid_t tid, uint64_t *ret_run, uint64_t *ret_wait)
+int pdi_task_schedstat(pid_t pid, pid_t tid, uint64_t *ret_run, uint64_t *ret_wait)
 {
 	char buf[128];
 	uint64_t run, wait;
@@ -58,7 +57,7 @@ void pdi_task_usage_read(struct pdi_task *t, pid_t tid, uint64_t now_ns)
 		return;
 	if (!t->usage_tid)
 		t->usage_tid = tid > 0 ? tid : t->pid;
-	if (read_schedstat(t->pid, t->usage_tid, &u.cpu_ns, &u.wait_ns) == 0)
+	if (pdi_task_schedstat(t->pid, t->usage_tid, &u.cpu_ns, &u.wait_ns) == 0)
 		pdi_model_usage_add(&t->model, &u);
 }
 
@@ -126,7 +125,7 @@ void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, stru
 	}
 	if (pdi_task_proc_read(t->pid, tid, "wchan", buf, sizeof(buf)) > 0 && strcmp(buf, "0"))
 		snprintf(a.wchan, sizeof(a.wchan), "%.*s", (int)sizeof(a.wchan) - 1, buf);
-	if (read_schedstat(t->pid, tid, &run_ns, &wait_ns) == 0) {
+	if (pdi_task_schedstat(t->pid, tid, &run_ns, &wait_ns) == 0) {
 		if (seen->tid == tid && seen->at_ns && now_ns > seen->at_ns && run_ns >= seen->run_ns &&
 		    wait_ns >= seen->wait_ns) {
 			pdi_task_activity_shares(&a, run_ns - seen->run_ns, wait_ns - seen->wait_ns, now_ns - seen->at_ns);

@@ -13,6 +13,10 @@
 /* FILE under /proc/PID/task/TID into BUF (NUL-terminated). Bytes read, or -errno. */
 ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, size_t len);
 
+/* Time thread TID of PID spent on a CPU and runnable but waiting for one, ns so far
+ * (/proc/.../schedstat). 0, or -ENODATA (gone, or no schedstat). */
+int pdi_task_schedstat(pid_t pid, pid_t tid, uint64_t *ret_run, uint64_t *ret_wait);
+
 /* The pid of the thread that traces thread TID of PID (TracerPid), 0 when none: 0, or -errno. */
 int pdi_task_tracer(pid_t pid, pid_t tid, pid_t *ret);
 

@@ -685,7 +685,8 @@ int pdi_analysis_build(const struct pdi_view *s, const struct pdi_analysis_sampl
 		add_limit(a, "ranks %s are inside MPI calls their probes did not see begin (found on their live stacks): "
 			     "the call sites are unknown, and how long they have been there is a lower bound", ranks);
 	if (ranks_where(s, observed_in_part, ranks, sizeof(ranks)))
-		add_limit(a, "ranks %s were probed in part to keep them within max_overhead_pct (their \"unobserved\" "
+		add_limit(a, "ranks %s were probed in part to keep them, or a rank of their step on the same node, within "
+			     "max_overhead_pct (their \"unobserved\" "
 			     "intervals): calls of the functions named there are missing from their models for that "
 			     "time, so transitions around them, and where a rank was inside them, may be unseen", ranks);
 	if (!strcmp(a->kind, "hang") && (r = least_progressed(a)) < 0)

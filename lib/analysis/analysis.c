@@ -585,8 +585,10 @@ void pdi_analysis_phase_text(const struct pdi_analysis *a, uint32_t p, char *buf
 /* The stacks' verdict (stack_evidence.h), where AutomaDeD's leaves room: it found nothing
  * abnormal, or blamed the rank the stacks single out among others. It never overrides an
  * abnormal verdict that names other ranks (the kernel's own evidence of a held rank among
- * them), nor speaks of a hang (PDI's) or of set-up and tear-down, where one rank computing
- * while the others wait is the rule. */
+ * them), nor speaks of a hang (PDI's). In set-up and tear-down, where one rank computing while
+ * others wait is common, every peer must have been seen waiting. (A look needs probes the
+ * budget thinned, so a high call rate just before: rare before a code's first loop; and when
+ * phases stop being cut, a set-up phase may hold most of the run, as meep's did.) */
 static int stack_verdict(struct pdi_analysis *a)
 {
 	const struct pdi_stack_evidence *e = &a->stack;
@@ -596,7 +598,7 @@ static int stack_verdict(struct pdi_analysis *a)
 
 	pdi_stack_evidence(a->view, &a->stack);
 	if (!e->found || !strcmp(a->kind, "hang") || e->phase >= a->nphases ||
-	    a->phases[e->phase].kind != PDI_PHASE_STEADY)
+	    (a->phases[e->phase].kind != PDI_PHASE_STEADY && e->waiting + 1 < a->view->ntasks))
 		return 0;
 	if (a->abnormal) {
 		if (!(ranks = pdi_analysis_ranks_alloc(a)))

@@ -73,8 +73,8 @@ struct pdi_analysis {
 					task where it grew most (s): what a person would call the stall */
 
 	/* the hang judge's looks at live stacks during the step (stack_evidence.h): a rank seen
-	 * computing while its peers were seen waiting, in a steady phase, is the verdict when
-	 * AutomaDeD found nothing abnormal, or blamed it among others */
+	 * computing while its peers were seen waiting (all of them in set-up or tear-down) is the
+	 * verdict when AutomaDeD found nothing abnormal, or blamed it among others */
 	struct pdi_stack_evidence stack;
 	bool by_stack;               /* the verdict is the stacks': phase stack.phase, rank stack.rank */
 

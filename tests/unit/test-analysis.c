@@ -818,7 +818,8 @@ Test(analysis, a_rank_seen_computing_while_its_peers_waited_is_named)
 }
 
 /* What the looks must show before they name a rank: it alone computing, at least half of its
- * peers waiting then, in the steady state; and they never overrule a verdict naming another. */
+ * peers waiting then (all of them in set-up and tear-down); and they never overrule a verdict
+ * naming another. */
 Test(analysis, looks_that_single_no_rank_out_name_none)
 {
 	static const struct {
@@ -830,7 +831,9 @@ Test(analysis, looks_that_single_no_rank_out_name_none)
 	} looks[] = {
 		{"two ranks computing at once", {2, 3}, {0, 1, -1}, 4, false},
 		{"one peer of three waiting", {2, -1}, {0, -1, -1}, 4, false},
-		{"in the set-up", {2, -1}, {0, 1, 3}, 0, false},
+		{"two peers of three waiting in the set-up", {2, -1}, {0, 1, -1}, 0, false},
+		{"all three peers waiting in the set-up", {2, -1}, {0, 1, 3}, 0, true},
+		{"two peers of three waiting in the steady state", {2, -1}, {0, 1, -1}, 5, true},
 		{"all three peers waiting", {2, -1}, {0, 1, 3}, 5, true},
 	};
 

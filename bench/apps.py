@@ -45,6 +45,10 @@ says abnormal (a hang always does).
                rank; both ranks of a deadlock, which are least progressed together)
                against verdict.least_progressed
   quiet        fault-free runs: diagnosis.abnormal is false ("nothing abnormal found")
+A fault that did not fire (the application ended before the planned point; a spin the agent
+never began) leaves nothing to be right about: such a run is counted in the "unfired" column
+and left out of the percentages; the "all runs" columns count it as a miss for phase, task and
+alone, as the scorer did before it told them apart (figures comparable with earlier reports).
 
 Each run's directory under --out keeps what scoring it needs (run.json: the plan, the truth,
 `pdimon show --json` and `analyze --json`) and the run's pdimond database (pdimon.db), so that
@@ -93,6 +97,7 @@ HOG_GROUP = "own"  # --hog-group: the session (scheduling group) the interferenc
 HOG_IN_JOB = 'f=$1; hog=$2; kind=$3; secs=$4; shift 4; ' \
              '(read cpu < "$f" && exec taskset -c "$cpu" "$hog" "$kind" "$secs") & exec "$@"'
 METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet"]
+AS_BEFORE = ["phase", "task", "alone"]  # also over every run, a fault that did not fire a miss
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,8 +107,11 @@ class Usual:
     """An application's usual run from its ranks' MPI_Init on, as measured here: WALL_S seconds
     (about the longest seen: what deadlines allow for; a load average near 60 stretched the
     full inputs of meep, MPB and HPCC to 150-290 s) and CPU_S seconds of CPU summed over its
-    ranks (below the least seen, at load averages of 10 and 60: its work, which the faults are
-    placed in)."""
+    ranks: its work, which the faults are placed in. A rank waiting in Open MPI polls, so a
+    loaded machine makes the same work cost more CPU (meep's full input: 5.2 CPU-s at a load
+    of 4, 12-22 at 11-57); CPU_S is 0.8 of the least whole run seen (fault-free runs at loads
+    4-60), so that a fault planned at 65% of it still comes before the end on an idle machine
+    (at 18 and 16 CPU-s, meep's and HPCC's stops never fired at a load of 4)."""
 
     def __init__(self, wall_s, cpu_s):
         self.wall_s, self.cpu_s = wall_s, cpu_s
@@ -131,7 +139,7 @@ def gromacs(d, short):
     steps = 500 if short else 1000
     return mpirun_openmpi("gmx_mpi", "mdrun", "-quiet", "-s", "md.tpr", "-ntomp", "1", "-nb", "cpu", "-notunepme",
                           "-nsteps", str(steps), "-deffnm", "run"), \
-        Usual(12, 2.6) if short else Usual(60, 5)
+        Usual(12, 2.6) if short else Usual(60, 2.6)
 
 
 HPCC_INPUT = """HPLinpack benchmark input file
@@ -178,7 +186,7 @@ def hpcc(d, short):
     row -- phases that differ by nature."""
     with open(os.path.join(d, "hpccinf.txt"), "w") as f:
         f.write(HPCC_INPUT.format(n=500 if short else 1000))
-    return mpirun_openmpi("hpcc"), Usual(20, 2.9) if short else Usual(70, 16)
+    return mpirun_openmpi("hpcc"), Usual(20, 2.9) if short else Usual(70, 4.0)
 
 
 def meep(d, short):
@@ -191,7 +199,7 @@ def meep(d, short):
                 "  (component Ez) (center -7 0))))\n"
                 "(set! pml-layers (list (make pml (thickness 1.0))))\n"
                 f"(set! resolution {10 if short else 20})\n(run-until {150 if short else 200})\n")
-    return mpirun_openmpi("meep", "waveguide.ctl"), Usual(8, 2.6) if short else Usual(70, 18)
+    return mpirun_openmpi("meep", "waveguide.ctl"), Usual(8, 2.6) if short else Usual(70, 4.1)
 
 
 def mpb(d, short):
@@ -204,7 +212,7 @@ def mpb(d, short):
                 "  (material (make dielectric (epsilon 12))))))\n"
                 "(set! geometry-lattice (make lattice (size 1 1 no-size)))\n"
                 f"(set! resolution {32 if short else 64})\n(run-tm)\n(run-te)\n")
-    return mpirun_openmpi("mpb-mpi", "rods.ctl"), Usual(10, 1.8) if short else Usual(70, 15)
+    return mpirun_openmpi("mpb-mpi", "rods.ctl"), Usual(10, 1.8) if short else Usual(70, 14.9)
 
 
 NWCHEM_INPUT = """start {name}
@@ -242,7 +250,7 @@ HALO_ITERS = (12000, 4000)  # full, short
 def halo(d, short):
     """Our own 2-D halo exchange (tests/mpi/halo.c), Open MPI."""
     return mpirun_openmpi(os.path.join(harness.MPI_DIR, "halo.openmpi"), str(HALO_ITERS[short])), \
-        Usual(15, 3.0) if short else Usual(70, 8)
+        Usual(15, 3.0) if short else Usual(70, 6.4)
 
 
 APPS = {"gromacs": gromacs, "hpcc": hpcc, "meep": meep, "mpb": mpb, "nwchem": nwchem, "halo": halo}
@@ -581,10 +589,8 @@ def score(plan, truth, doc, show, end):
         s["quiet"] = doc != {} and not diag.get("abnormal", True)
         return s, f"abnormal={diag.get('abnormal')} method={diag.get('method')} phase={diag.get('faulty_phase')} " \
                   f"ranks={diag.get('faulty_ranks')} confidence={diag.get('confidence_words')} z={diag.get('noise_z')}"
-    if truth is None:
-        s.update(phase=False, task=False, alone=False, top5=False)
-        if plan.fault in HANGS:
-            s["lp_recall"] = False
+    s["fired"] = truth is not None
+    if truth is None:  # scored apart: no ground truth to be right or wrong about
         return s, f"no ground truth: the fault did not fire ({end})"
     a = campaign.read_analysis(doc)
     rank = truth["rank"]
@@ -617,11 +623,27 @@ def score(plan, truth, doc, show, end):
 
 
 class Tally(campaign.Tally):
+    """Percentages over the runs whose fault fired; unfired counts the others (a fault planned
+    after the application's end, a spin the agent never began), which pct_all counts as misses
+    as the scorer did before it told them apart."""
+
     def __init__(self):
         self.runs = 0
+        self.unfired = 0
         self.n = {m: 0 for m in METRICS}
         self.sums = {m: 0.0 for m in METRICS}
         self.hits = {m: 0 for m in METRICS}
+
+    def add(self, s):
+        if s.get("fired") is False:
+            self.runs += 1
+            self.unfired += 1
+            return
+        super().add({m: v for m, v in s.items() if m in METRICS})
+
+    def pct_all(self, m):
+        n = self.n[m] + self.unfired
+        return 100.0 * self.sums[m] / n if self.n[m] or (self.unfired and m in AS_BEFORE) else None
 
 
 def fmt(v):
@@ -629,12 +651,14 @@ def fmt(v):
 
 
 def table(tallies, out):
-    print(f"{'app / fault':<22} {'runs':>4} {'phase%':>6} {'task%':>6} {'alone%':>6} {'top5%':>6} {'LPrec%':>6} "
-          f"{'LPprec%':>7} {'quiet%':>6}", file=out)
+    print(f"{'app / fault':<22} {'runs':>4} {'unfired':>7} {'phase%':>6} {'task%':>6} {'alone%':>6} {'top5%':>6} "
+          f"{'LPrec%':>6} {'LPprec%':>7} {'quiet%':>6} | all runs: {'phase%':>6} {'task%':>6} {'alone%':>6}",
+          file=out)
     for key in sorted(tallies):
         t = tallies[key]
-        print(f"{key:<22} {t.runs:>4} " + " ".join(f"{fmt(t.pct(m)):>6}" for m in METRICS[:5]) +
-              f" {fmt(t.pct('lp_precision')):>7} {fmt(t.pct('quiet')):>6}", file=out)
+        print(f"{key:<22} {t.runs:>4} {t.unfired:>7} " + " ".join(f"{fmt(t.pct(m)):>6}" for m in METRICS[:5]) +
+              f" {fmt(t.pct('lp_precision')):>7} {fmt(t.pct('quiet')):>6} |           " +
+              " ".join(f"{fmt(t.pct_all(m)):>6}" for m in AS_BEFORE), file=out)
 
 
 def fault_class(f):
@@ -676,8 +700,11 @@ def tally(by_key, by_class, overall, app, fault, s):
 
 
 def print_run(plan, s, end, seconds):
+    if s.get("fired") is False:
+        print(f"  {plan}: fault did not fire ({end}, {seconds:.0f} s)", flush=True)
+        return
     print(f"  {plan}: " + " ".join(f"{m}={v:.2f}" if isinstance(v, float) else f"{m}={int(bool(v))}"
-                                   for m, v in s.items() if v is not None) + f" ({end}, {seconds:.0f} s)", flush=True)
+                                   for m, v in s.items() if v is not None and m in METRICS) + f" ({end}, {seconds:.0f} s)", flush=True)
 
 
 def rescore(args, apps, faults):

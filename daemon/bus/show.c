@@ -363,6 +363,7 @@ static void json_budget(struct pdi_daemon *d, struct pdi_json *j, const struct p
 	pdi_json_obj_begin(j);
 	pdi_json_kv_double(j, "max_overhead_pct", d->cfg.max_overhead_pct);
 	pdi_json_kv_double(j, "cost_pct", b->cost * 100);
+	pdi_json_kv_double(j, "cpu_share", b->cpu_share); /* its hits cost it 1/cpu_share more */
 	pdi_json_key(j, "degraded");
 	pdi_json_arr_begin(j);
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
@@ -370,6 +371,8 @@ static void json_budget(struct pdi_daemon *d, struct pdi_json *j, const struct p
 			pdi_json_obj_begin(j);
 			pdi_json_kv_str(j, "function", pdi_mpi_funcs[fn].name);
 			pdi_json_kv_str(j, "level", pdi_budget_level_name(b->fn[fn].level, buf, sizeof(buf)));
+			/* the level is its step's on this node; what this task's own cost needs */
+			pdi_json_kv_str(j, "needs", pdi_budget_level_name(b->fn[fn].need, buf, sizeof(buf)));
 			pdi_json_kv_double(j, "rate_per_s", b->fn[fn].rate);
 			pdi_json_obj_end(j);
 		}

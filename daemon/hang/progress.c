@@ -166,7 +166,6 @@ uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, stru
 	if (now_ns - p->last_ns >= LOOK_AFTER_NS && h.motion != PDI_MOTION_FINISHED) {
 		struct pdi_task_activity a;
 		uint64_t io;
-		pid_t tracer = 0;
 
 		if (pdi_proc_io(t->pid, &io) == 0) {
 			if (p->io_ns && now_ns - p->io_ns <= IO_FRESH_NS && io > p->io)
@@ -177,8 +176,7 @@ uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, stru
 		pdi_task_activity_read(t, t->pid, now_ns, &a);
 		if (a.kind == PDI_ACT_STOPPED)
 			/* stopped by a signal, or held by a debugger (not pdimond's own stack walk) */
-			h.motion = pdi_task_tracer(t->pid, t->pid, &tracer) == 0 && tracer && tracer != getpid() ? PDI_MOTION_TRACED
-													  : PDI_MOTION_STOPPED;
+			h.motion = pdi_task_traced_by_another(t->pid, t->pid) ? PDI_MOTION_TRACED : PDI_MOTION_STOPPED;
 		else if (h.motion == PDI_MOTION_COMPUTING && a.kind != PDI_ACT_RUNNING && a.kind != PDI_ACT_STARVED &&
 			 !(a.cpu_pct > IDLE_CPU_PCT))
 			h.motion = PDI_MOTION_IDLE;

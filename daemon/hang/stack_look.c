@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "health_state.h"
 #include "log.h"
+#include "mpi_funcs.h"
 #include "objcache.h"
 #include "progress.h"
 #include "registry.h"
@@ -24,6 +25,7 @@ struct look {
 	int err;
 	enum pdi_stack_placed kind;
 	char fn[64];
+	uint64_t t; /* when the walk ran (CLOCK_MONOTONIC) */
 };
 
 struct look_job {
@@ -45,6 +47,7 @@ static void look_run(struct pdi_job *pj)
 		struct look *l = &j->looks[i];
 		struct pdi_stack_place p;
 
+		l->t = pdi_now_ns();
 		l->err = r < 0 ? r : pdi_stack_place(l->pid, objs, &p);
 		if (l->err < 0)
 			continue;
@@ -54,6 +57,16 @@ static void look_run(struct pdi_job *pj)
 		pdi_stack_place_done(&p);
 	}
 	pdi_objcache_free(objs);
+}
+
+/* What L found, kept with task T's model for the ended step's diagnosis (stack_seen.h): a
+ * place, not an unknown. */
+static void keep(struct pdi_task *t, const struct look *l)
+{
+	int fn = l->kind == PDI_PLACED_IN_CALL ? pdi_mpi_func_find(l->fn) : PDI_STACK_SEEN_OUTSIDE;
+
+	if (l->err == 0 && l->kind != PDI_PLACED_UNKNOWN && fn >= 0)
+		pdi_stack_seen_add(&t->model.stack_seen, (uint16_t)fn, l->t);
 }
 
 /* The answer for L into P: unknown when the walk failed or never ran. */
@@ -79,6 +92,8 @@ static void look_done(struct pdi_job *pj, bool cancelled)
 		if (l->index >= n || l->index >= s->ntasks || s->tasks[l->index]->pid != l->pid)
 			continue;
 		answer(&progress[l->index], l, !cancelled);
+		if (!cancelled)
+			keep(s->tasks[l->index], l);
 		log_debug("Step %s: rank %d, still and shown computing by its thinned probes, is %s%s by its stack%s%s",
 			  s->name, s->tasks[l->index]->rank,
 			  progress[l->index].look_kind == PDI_PLACED_IN_CALL	  ? "in "

@@ -26,6 +26,7 @@
 #include "mpi_funcs.h"
 #include "probe_change.h"
 #include "probe_targets.h"
+#include "task_activity.h"
 #include "tracer.h"
 
 #define PERIOD_NS 1000000000ull
@@ -86,9 +87,42 @@ static double hit_cost(const struct pdi_daemon *d, const struct pdi_budget_fn *f
 	return shared + (entry_only ? c->entry_only_stepped : c->full_stepped);
 }
 
-static double contribution(const struct pdi_daemon *d, const struct pdi_budget_fn *f, unsigned fn, unsigned level)
+/* The share of its time FN at LEVEL takes from a task of B: its hits at what each costs, over the
+ * share of the CPU the task's thread gets (it pays its hits out of the CPU it has). */
+static double contribution(const struct pdi_daemon *d, const struct pdi_budget_task *b, unsigned fn, unsigned level)
 {
-	return f->rate * hit_cost(d, f, fn, level) * 1e-9 / (double)(1u << pdi_budget_duty_log2(level));
+	const struct pdi_budget_fn *f = &b->fn[fn];
+
+	return f->rate * hit_cost(d, f, fn, level) * 1e-9 / (double)(1u << pdi_budget_duty_log2(level)) / b->cpu_share;
+}
+
+/* Runnable time a look must have seen for its share to mean something: a thread that slept
+ * through it says nothing about what a hit costs it when it runs. */
+#define SHARE_MIN_READY_NS 50000000ull
+
+double pdi_budget_cpu_share(double last, uint64_t run, uint64_t wait)
+{
+	double share;
+
+	if (run + wait < SHARE_MIN_READY_NS)
+		return last;
+	share = ((double)run / (double)(run + wait) + last) / 2;
+	return share < 1.0 / PDI_BUDGET_SHARE_BOUND ? 1.0 / PDI_BUDGET_SHARE_BOUND : share > 1 ? 1 : share;
+}
+
+/* At each period: the share of its ready time T's MPI thread ran in the last one (schedstat). */
+static void measure_cpu_share(struct pdi_task *t)
+{
+	struct pdi_budget_task *b = t->budget;
+	pid_t tid = t->usage_tid ? t->usage_tid : t->pid;
+	uint64_t run, wait;
+
+	if (pdi_task_schedstat(t->pid, tid, &run, &wait) < 0)
+		return;
+	if (b->run_ns && run >= b->run_ns && wait >= b->wait_ns)
+		b->cpu_share = pdi_budget_cpu_share(b->cpu_share, run - b->run_ns, wait - b->wait_ns);
+	b->run_ns = run;
+	b->wait_ns = wait;
 }
 
 #define LIBRARIES_COUNTED 8 /* distinct MPI libraries a node probes at once, at most counted */
@@ -130,10 +164,17 @@ static unsigned others_on_library(const struct pdi_daemon *d)
 	return most;
 }
 
-/* The share of B's time its probes take. Every decision starts from a task's cost, so the node's
- * figures that change while tasks run (the tasks sharing a library, pdimond's CPU per call) are
- * brought up to date here, once per slot. */
-static double task_cost(struct pdi_daemon *d, const struct pdi_budget_task *b)
+/* The level F's task would have it at: its step's, or more where its own cost needs more. */
+static unsigned needed_level(const struct pdi_budget_fn *f)
+{
+	return f->need > f->level ? f->need : f->level;
+}
+
+/* The share of B's time its probes take, at its functions' levels (or NEEDED, at the levels its
+ * own cost needs where more). Every decision starts from a task's cost, so the node's figures
+ * that change while tasks run (the tasks sharing a library, pdimond's CPU per call) are brought
+ * up to date here, once per slot. */
+static double task_cost(struct pdi_daemon *d, const struct pdi_budget_task *b, bool needed)
 {
 	double c = 0;
 
@@ -144,7 +185,7 @@ static double task_cost(struct pdi_daemon *d, const struct pdi_budget_task *b)
 	}
 
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
-		c += contribution(d, &b->fn[fn], fn, b->fn[fn].level);
+		c += contribution(d, b, fn, needed ? needed_level(&b->fn[fn]) : b->fn[fn].level);
 	return c;
 }
 
@@ -166,19 +207,22 @@ static enum pdi_probe_mode mode_in_slot(unsigned fn, unsigned level, uint64_t sl
 	return entry_only_ok(fn) ? PDI_PROBE_ENTRY_ONLY : PDI_PROBE_FULL;
 }
 
-/* FN of T goes from its level to LEVEL at NOW: said in the log and marked in the model. */
-static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, unsigned level, uint64_t now)
+/* FN of T goes from its level to LEVEL at NOW, as BY (a task of its step) needs: said in the log
+ * and marked in the model. */
+static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, unsigned level, const struct pdi_task *by,
+		      uint64_t now)
 {
 	struct pdi_budget_fn *f = &t->budget->fn[fn];
-	double full = contribution(d, f, fn, 0);
-	char a[32], b[32];
+	double full = contribution(d, t->budget, fn, 0);
+	char a[32], b[32], why[64] = "";
 
+	if (by != t)
+		snprintf(why, sizeof(why), ", as rank %d of its step needs", by->rank);
 	log_info("pid %d (rank %d) of step %s: %s %s -> %s: %.0f calls/s, fully probed %.1f%% of its time "
-		 "(max_overhead_pct %g)", (int)t->pid, t->rank, t->step->name, pdi_mpi_funcs[fn].name,
+		 "(max_overhead_pct %g)%s", (int)t->pid, t->rank, t->step->name, pdi_mpi_funcs[fn].name,
 		 pdi_budget_level_name(f->level, a, sizeof(a)), pdi_budget_level_name(level, b, sizeof(b)), f->rate,
-		 full * 100, d->cfg.max_overhead_pct);
+		 full * 100, d->cfg.max_overhead_pct, why);
 	f->level = (uint8_t)level;
-	f->stable = 0;
 	if (level == 0)
 		pdi_unobserved_end(&t->model.unobserved, (uint16_t)fn, now);
 	else
@@ -190,6 +234,13 @@ static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, uns
 					   (uint32_t)(full * 1e6 < 4e9 ? full * 1e6 : 4e9), now);
 }
 
+/* What T's own cost needs for FN becomes LEVEL. */
+static void set_need(struct pdi_budget_fn *f, unsigned level)
+{
+	f->need = (uint8_t)level;
+	f->stable = 0;
+}
+
 /* Is T's list of replaced links still to close at its bound? Then its probes only go off until
  * the closes catch up: a sampled function misses slices its mark already allows for, and nothing
  * is restored. The list then holds at most the bound plus two links per function. */
@@ -198,39 +249,43 @@ static bool closes_behind(const struct pdi_task *t)
 	return t->att.nretired >= RETIRED_MAX;
 }
 
-/* Over budget: one step down for the function that costs most, until it fits. */
-static void degrade(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
+/* Over budget: one step down for the function that costs most, until it fits. The task's need
+ * says so; its level, and its step's other tasks', follow in step_sync() (one mark per slot). */
+static void degrade(struct pdi_daemon *d, struct pdi_task *t)
 {
 	struct pdi_budget_task *b = t->budget;
 	double max = d->cfg.max_overhead_pct / 100;
 
-	for (unsigned iter = 0; iter < 8 * pdi_mpi_nfuncs && (b->cost = task_cost(d, b)) > max; iter++) {
+	for (unsigned iter = 0; iter < 8 * pdi_mpi_nfuncs && task_cost(d, b, true) > max; iter++) {
 		unsigned worst = pdi_mpi_nfuncs;
 		double wc = 0;
 
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
-			double c = contribution(d, &b->fn[fn], fn, b->fn[fn].level);
+			unsigned l = needed_level(&b->fn[fn]);
+			double c = contribution(d, b, fn, l);
 
 			/* one that costs under 1% of the budget cannot bring the task within it: thinning
 			 * it would only lose its calls (an overestimated rate elsewhere must not detach
 			 * every probe of the task) */
-			if (b->fn[fn].level < PDI_BUDGET_DETACHED && c > wc && c >= max / 100) {
+			if (l < PDI_BUDGET_DETACHED && c > wc && c >= max / 100) {
 				wc = c;
 				worst = fn;
 			}
 		}
 		if (worst == pdi_mpi_nfuncs)
 			break;
-		set_level(d, t, worst, next_level(worst, b->fn[worst].level, +1), now);
+		set_need(&b->fn[worst], next_level(worst, needed_level(&b->fn[worst]), +1));
 	}
 }
 
-/* Under budget: one function that kept its level goes back to the fullest level that leaves
- * the task at half its budget, the cheapest such step first. */
-static void restore(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
+/* Under budget: one function whose need the task kept two periods needs no more than the fullest
+ * level that leaves the task at half its budget (its other functions at their step's levels),
+ * the cheapest such step first. Its level follows in step_sync(), once no other task of the step
+ * needs more. */
+static void restore(struct pdi_daemon *d, struct pdi_task *t)
 {
 	struct pdi_budget_task *b = t->budget;
-	double max = d->cfg.max_overhead_pct / 100, base = task_cost(d, b), best_cost = 0;
+	double max = d->cfg.max_overhead_pct / 100, base = task_cost(d, b, true), best_cost = 0;
 	unsigned best = pdi_mpi_nfuncs, best_level = 0;
 
 	if (closes_behind(t))
@@ -239,11 +294,11 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 		struct pdi_budget_fn *f = &b->fn[fn];
 		double now_c;
 
-		if (f->level == 0 || f->stable < RESTORE_AFTER)
+		if (f->need == 0 || f->stable < RESTORE_AFTER)
 			continue;
-		now_c = contribution(d, f, fn, f->level);
-		for (unsigned l = 0; l < f->level; l = next_level(fn, l, +1)) {
-			double c = base - now_c + contribution(d, f, fn, l);
+		now_c = contribution(d, b, fn, needed_level(f));
+		for (unsigned l = 0; l < f->need; l = next_level(fn, l, +1)) {
+			double c = base - now_c + contribution(d, b, fn, l);
 
 			if (c > max / 2)
 				continue;
@@ -256,7 +311,42 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 		}
 	}
 	if (best < pdi_mpi_nfuncs)
-		set_level(d, t, best, best_level, now);
+		set_need(&b->fn[best], best_level);
+}
+
+/* The running tasks of T's step on this node (those the budget holds) take one level per
+ * function, the most any of them needs: they are compared with each other (AutomaDeD's
+ * clusters, PDI's order, phases cut at the same collectives), and a task seen differently
+ * would differ for that reason alone. Once per slot for a step (STEP_SYNCED_NS), in one pass
+ * over its tasks and functions. */
+static void step_sync(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
+{
+	const struct pdi_step *s = t->step;
+
+	if (t->budget->step_synced_ns == now)
+		return;
+	for (unsigned i = 0; i < s->ntasks; i++)
+		if (s->tasks[i]->state == PDI_TASK_RUNNING && s->tasks[i]->budget)
+			s->tasks[i]->budget->step_synced_ns = now;
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
+		const struct pdi_task *by = t;
+		unsigned want = 0;
+
+		for (unsigned i = 0; i < s->ntasks; i++) {
+			const struct pdi_task *u = s->tasks[i];
+
+			if (u->state == PDI_TASK_RUNNING && u->budget && u->budget->fn[fn].need > want) {
+				want = u->budget->fn[fn].need;
+				by = u;
+			}
+		}
+		for (unsigned i = 0; i < s->ntasks; i++) {
+			struct pdi_task *u = s->tasks[i];
+
+			if (u->state == PDI_TASK_RUNNING && u->budget && u->budget->fn[fn].level != want)
+				set_level(d, u, fn, want, want ? by : u, now);
+		}
+	}
 }
 
 /* Without uprobe_multi: each function's perf links replaced in place, on the loop (old kernels). */
@@ -334,6 +424,23 @@ void pdi_budget_close(struct pdi_daemon *d)
 	d->budget_fd = -1;
 }
 
+/* T joins its step at NOW with the levels its step's running tasks have (its probes follow at the
+ * next slot), so that it is seen as they are from its start. */
+static void step_join(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
+{
+	const struct pdi_step *s = t->step;
+
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		const struct pdi_task *u = s->tasks[i];
+
+		if (u == t || u->state != PDI_TASK_RUNNING || !u->budget)
+			continue;
+		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
+			if (u->budget->fn[fn].level > t->budget->fn[fn].level)
+				set_level(d, t, fn, u->budget->fn[fn].level, u, now);
+	}
+}
+
 int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t)
 {
 	struct pdi_budget_task *b;
@@ -348,12 +455,14 @@ int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t)
 	}
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
 		b->fn[fn].kind = PDI_INSN_EMULATED;
+	b->cpu_share = 1; /* until measured: a core of its own */
 	/* a function with a single-stepped probe (of its two symbols) pays that */
 	for (unsigned i = 0; i < pt->n; i++)
 		if (pt->kinds[i] == PDI_INSN_STEPPED)
 			b->fn[PDI_COOKIE_FN(pt->cookies[i])].kind = PDI_INSN_STEPPED;
 	b->period_start_ns = pdi_now_ns();
 	t->budget = b;
+	step_join(d, t, b->period_start_ns);
 	arm(d, true);
 	return 0;
 }
@@ -391,8 +500,10 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 		if (t->state != PDI_TASK_RUNNING || !b)
 			continue;
 		any = true;
-		if (new_period)
+		if (new_period) {
 			b->period_start_ns = now;
+			measure_cpu_share(t);
+		}
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 			struct pdi_budget_fn *f = &b->fn[fn];
 
@@ -413,10 +524,18 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 					f->stable++;
 			}
 		}
-		degrade(d, t, now);
+		degrade(d, t);
 		if (new_period)
-			restore(d, t, now);
-		b->cost = task_cost(d, b);
+			restore(d, t);
+	}
+	/* then every step's tasks take its levels, and their probes follow */
+	for (unsigned i = 0; i < d->reg.ntasks; i++) {
+		struct pdi_task *t = d->reg.tasks[i];
+
+		if (t->state != PDI_TASK_RUNNING || !t->budget)
+			continue;
+		step_sync(d, t, now);
+		t->budget->cost = task_cost(d, t->budget, false);
 		apply(d, t, slot, period);
 	}
 	if (!any)

@@ -2,11 +2,14 @@
 /* budget.h -- the overhead budget: no task pays its probes more than max_overhead_pct.
  *
  * Each task's cost is the sum over its probed functions of (calls per second) x (what a hit
- * costs on this node, calibrate.h). When it would pass the budget, the hottest function is
+ * costs on this node, calibrate.h), over the share of the CPU its MPI thread gets while ready
+ * (bounded: a rank waiting for its core pays its hits out of less CPU). When it would pass the budget, the hottest function is
  * degraded one step at a time: its return probe dropped (nonblocking calls only), then
  * probed in time slices of 1/2 ... 1/32 of every second, then detached (re-measured in one
- * slice every 4 s). When its rate falls, it is restored to the fullest level that fits. Each change is marked
- * in the task's model (unobserved.h). See doc/design/overhead-budget.md. */
+ * slice every 4 s). When its rate falls, it is restored to the fullest level that fits. The
+ * running tasks of a step on this node keep one level per function, the most degraded any of
+ * them needs, so that they are seen alike and their models stay comparable. Each change is
+ * marked in the task's model (unobserved.h). See doc/design/overhead-budget.md. */
 #pragma once
 
 #include <stdbool.h>
@@ -20,12 +23,16 @@ struct pdi_task;
 
 #define PDI_BUDGET_SLOTS 32u    /* a period is cut in this many slots */
 #define PDI_BUDGET_DETACHED 7   /* the last level */
+#define PDI_BUDGET_SHARE_BOUND 4 /* a hit costs a task at most this many times its CPU cost */
 
 /* One function of one task. */
 struct pdi_budget_fn {
-	uint8_t level;          /* 0 full, 1 entry only, 2-6 slices of 1/2-1/32, 7 detached */
+	uint8_t level;          /* 0 full, 1 entry only, 2-6 slices of 1/2-1/32, 7 detached: the
+				   level of the step's running tasks on this node, the most degraded
+				   any of them needs */
+	uint8_t need;           /* the level this task's own cost needs */
 	uint8_t kind;           /* its entry instruction: enum pdi_insn_kind */
-	uint16_t stable;        /* periods since its level last changed */
+	uint16_t stable;        /* periods since its need last changed */
 	uint64_t hits;          /* calls seen this period */
 	uint64_t observed_ns;   /* time its probes were on this period */
 	uint64_t on_from_ns;    /* when its probes last came on: an attach on a worker lands within a
@@ -38,6 +45,10 @@ struct pdi_budget_task {
 	double cost;              /* estimated share of the task's time its probes take */
 	uint64_t period_start_ns; /* calls made before it belong to a period already measured */
 	bool changing;            /* its probes are being changed on a worker (budget_change.h) */
+	double cpu_share;         /* the share of its ready time its MPI thread runs, smoothed, at
+				     least 1 / PDI_BUDGET_SHARE_BOUND: a hit costs it that much more */
+	uint64_t run_ns, wait_ns; /* its schedstat at the last look */
+	uint64_t step_synced_ns;  /* the slot its levels were last made its step's (budget.c) */
 };
 
 /* The budget timer (a timerfd the loop polls), or -1 when the budget is off. */
@@ -63,6 +74,11 @@ static inline void pdi_budget_task_free(struct pdi_budget_task *b)
 		free(b->fn);
 	free(b);
 }
+
+/* The next CPU share of a task from the last one and a look at its thread that found it RUN ns on
+ * a CPU and WAIT ns waiting for one since the look before (schedstat): averaged with the last,
+ * bounded below by 1 / PDI_BUDGET_SHARE_BOUND; a thread that hardly was ready leaves it. */
+double pdi_budget_cpu_share(double last, uint64_t run, uint64_t wait);
 
 /* Share of its time (1/2^duty_log2) a function at LEVEL is probed; 0 for full-time levels. */
 unsigned pdi_budget_duty_log2(unsigned level);

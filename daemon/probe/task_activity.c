@@ -36,8 +36,7 @@ ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, si
 	return n;
 }
 
-/* Time on a CPU and time runnable but waiting for one, ns so far: /proc/.../schedstat. */
-static int read_schedstat(pid_t pid, pid_t tid, uint64_t *ret_run, uint64_t *ret_wait)
+int pdi_task_schedstat(pid_t pid, pid_t tid, uint64_t *ret_run, uint64_t *ret_wait)
 {
 	char buf[128];
 	uint64_t run, wait;
@@ -58,7 +57,7 @@ void pdi_task_usage_read(struct pdi_task *t, pid_t tid, uint64_t now_ns)
 		return;
 	if (!t->usage_tid)
 		t->usage_tid = tid > 0 ? tid : t->pid;
-	if (read_schedstat(t->pid, t->usage_tid, &u.cpu_ns, &u.wait_ns) == 0)
+	if (pdi_task_schedstat(t->pid, t->usage_tid, &u.cpu_ns, &u.wait_ns) == 0)
 		pdi_model_usage_add(&t->model, &u);
 }
 
@@ -90,7 +89,7 @@ int pdi_task_tracer(pid_t pid, pid_t tid, pid_t *ret)
 	return 0;
 }
 
-static bool traced_by_another(pid_t pid, pid_t tid)
+bool pdi_task_traced_by_another(pid_t pid, pid_t tid)
 {
 	char path[64];
 	pid_t tracer;
@@ -118,7 +117,7 @@ void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, stru
 	}
 	switch (stat_state(buf)) {
 	case 'T': a.kind = PDI_ACT_STOPPED; break;
-	case 't': a.kind = traced_by_another(t->pid, tid) ? PDI_ACT_STOPPED : PDI_ACT_UNKNOWN; break;
+	case 't': a.kind = pdi_task_traced_by_another(t->pid, tid) ? PDI_ACT_STOPPED : PDI_ACT_UNKNOWN; break;
 	case 'D': a.kind = PDI_ACT_DISK; break;
 	case 'R': a.kind = PDI_ACT_RUNNING; break;
 	case 'S': case 'I': a.kind = PDI_ACT_SLEEPING; break;
@@ -126,7 +125,7 @@ void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, stru
 	}
 	if (pdi_task_proc_read(t->pid, tid, "wchan", buf, sizeof(buf)) > 0 && strcmp(buf, "0"))
 		snprintf(a.wchan, sizeof(a.wchan), "%.*s", (int)sizeof(a.wchan) - 1, buf);
-	if (read_schedstat(t->pid, tid, &run_ns, &wait_ns) == 0) {
+	if (pdi_task_schedstat(t->pid, tid, &run_ns, &wait_ns) == 0) {
 		if (seen->tid == tid && seen->at_ns && now_ns > seen->at_ns && run_ns >= seen->run_ns &&
 		    wait_ns >= seen->wait_ns) {
 			pdi_task_activity_shares(&a, run_ns - seen->run_ns, wait_ns - seen->wait_ns, now_ns - seen->at_ns);

@@ -582,6 +582,40 @@ void pdi_analysis_phase_text(const struct pdi_analysis *a, uint32_t p, char *buf
 
 /* STAT's view: the tasks' current call paths merged, ordered by progress: the live stacks of
  * blocked tasks, the calling function and call site of the others. */
+/* The stacks' verdict (stack_evidence.h), where AutomaDeD's leaves room: it found nothing
+ * abnormal, or blamed the rank the stacks single out among others. It never overrides an
+ * abnormal verdict that names other ranks (the kernel's own evidence of a held rank among
+ * them), nor speaks of a hang (PDI's). In set-up and tear-down, where one rank computing while
+ * others wait is common, every peer must have been seen waiting. (A look needs probes the
+ * budget thinned, so a high call rate just before: rare before a code's first loop; and when
+ * phases stop being cut, a set-up phase may hold most of the run, as meep's did.) */
+static int stack_verdict(struct pdi_analysis *a)
+{
+	const struct pdi_stack_evidence *e = &a->stack;
+	int *ranks;
+	size_t n;
+	bool among = false;
+
+	pdi_stack_evidence(a->view, &a->stack);
+	if (!e->found || !strcmp(a->kind, "hang") || e->phase >= a->nphases ||
+	    (a->phases[e->phase].kind != PDI_PHASE_STEADY && e->waiting + 1 < a->view->ntasks))
+		return 0;
+	if (a->abnormal) {
+		if (!(ranks = pdi_analysis_ranks_alloc(a)))
+			return -ENOMEM;
+		n = pdi_analysis_faulty_ranks(a, ranks);
+		for (size_t i = 0; i < n; i++)
+			among |= ranks[i] == e->rank;
+		free(ranks);
+		if (!among || n == 1)
+			return 0;
+	}
+	a->by_stack = true;
+	a->abnormal = true;
+	a->confidence = "medium";
+	return 0;
+}
+
 static int prefix_tree(struct pdi_analysis *a)
 {
 	const struct pdi_view *s = a->view;
@@ -651,12 +685,14 @@ int pdi_analysis_build(const struct pdi_view *s, const struct pdi_analysis_sampl
 		add_limit(a, "ranks %s are inside MPI calls their probes did not see begin (found on their live stacks): "
 			     "the call sites are unknown, and how long they have been there is a lower bound", ranks);
 	if (ranks_where(s, observed_in_part, ranks, sizeof(ranks)))
-		add_limit(a, "ranks %s were probed in part to keep them within max_overhead_pct (their \"unobserved\" "
+		add_limit(a, "ranks %s were probed in part to keep them, or a rank of their step on the same node, within "
+			     "max_overhead_pct (their \"unobserved\" "
 			     "intervals): calls of the functions named there are missing from their models for that "
 			     "time, so transitions around them, and where a rank was inside them, may be unseen", ranks);
 	if (!strcmp(a->kind, "hang") && (r = least_progressed(a)) < 0)
 		goto fail;
-	if ((r = automaded(samples, a)) < 0 || (r = phase_windows(a)) < 0 || (r = prefix_tree(a)) < 0)
+	if ((r = automaded(samples, a)) < 0 || (r = phase_windows(a)) < 0 || (r = stack_verdict(a)) < 0 ||
+	    (r = prefix_tree(a)) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -742,6 +778,10 @@ size_t pdi_analysis_faulty_ranks(const struct pdi_analysis *a, int *ranks)
 	const struct pdi_automaded *am = &a->am;
 	size_t n = 0, in_cluster = 0;
 
+	if (a->by_stack) {
+		ranks[0] = a->stack.rank;
+		return 1;
+	}
 	if (!a->has_automaded)
 		return 0;
 	if (am->by_lost) {

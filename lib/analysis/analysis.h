@@ -13,6 +13,7 @@
 #include "automaded.h"
 #include "eqclass.h"
 #include "pdi.h"
+#include "stack_evidence.h"
 #include "view.h"
 
 /* Earlier normal runs of the step's program, loaded by the caller (the daemon's store):
@@ -70,6 +71,12 @@ struct pdi_analysis {
 	const char *confidence;      /* in words: "none", "low", "medium", "high" */
 	double excess_s;             /* the time the faulty phase took beyond its usual length, on the
 					task where it grew most (s): what a person would call the stall */
+
+	/* the hang judge's looks at live stacks during the step (stack_evidence.h): a rank seen
+	 * computing while its peers were seen waiting (all of them in set-up or tear-down) is the
+	 * verdict when AutomaDeD found nothing abnormal, or blamed it among others */
+	struct pdi_stack_evidence stack;
+	bool by_stack;               /* the verdict is the stacks': phase stack.phase, rank stack.rank */
 
 	struct pdi_ptree *tree;      /* NULL when it could not be built */
 

@@ -13,6 +13,7 @@
 
 #include "timedist.h"
 #include "u64map.h"
+#include "stack_seen.h"
 #include "unobserved.h"
 
 #define PDI_STATE_COMP (1ull << 63)
@@ -186,6 +187,8 @@ struct pdi_model {
 
 	/* what the overhead budget kept the probes from seeing (unobserved.h) */
 	struct pdi_unobserved_log unobserved;
+	/* what its live stack said while the probes were thinned (stack_seen.h) */
+	struct pdi_stack_seen_log stack_seen;
 
 	struct pdi_usage usage_now; /* the latest reading: where the current phase's share ends */
 };

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* model_io.c -- encoding a task's model into a portable blob and rebuilding it from one.
  *
- * Payload of format 5, after the header described in model_io.h:
+ * Payload of format 6, after the header described in model_io.h:
  *
  *	u16 nfns, then nfns x (u8 length, name)      MPI functions the blob refers to
  *	u64 calls, dropped_states, dropped_edges, dropped_requests, folded_phase_cuts,
@@ -21,7 +21,11 @@
  *	what the overhead budget left unobserved (unobserved.h):
  *	u32 n, then n x (u64 t_start, t_end; u16 fn (blob index, 0xffff: all); u8 level, duty_log2;
  *	    u32 rate, cost_ppm), then u64 stretched
+ *	what its live stack said (stack_seen.h):
+ *	u32 n, then n x (u64 t_first, t_last; u16 fn (blob index, 0xffff: outside MPI); u16 looks),
+ *	    then u64 dropped
  *
+ * Format 5 (read only) lacks what the live stack said: read as nothing.
  * Format 4 (read only) lacks the slots flag: its phases are on collectives.
  * Format 3 (read only) lacks the kernel's counts (usage_now, the phases' usage): read as
  * unknown. Formats 1 and 2 (read only) lack clock_offset_ns, merged_phases and first_collective, and
@@ -48,6 +52,7 @@
 #define PHASE_MIN_SIZE 32
 #define REQUEST_SIZE 22
 #define UNOBSERVED_SIZE 28
+#define STACK_SEEN_SIZE 20
 #define FLAG_STARTED 1
 #define FLAG_SAW_PCONTROL 2
 #define FLAG_SLOTS 4 /* format 5 on */
@@ -67,7 +72,9 @@ _Static_assert(sizeof(struct pdi_phase) == 128, "struct pdi_phase changed: encod
 _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
 /* count_doubt_ns and count_doubt_seen are not encoded: derived from the unobserved log; nor is
  * cfg: the decoder's caller gives it */
-_Static_assert(sizeof(struct pdi_model) == 288, "struct pdi_model changed: encode the new field");
+_Static_assert(sizeof(struct pdi_model) == 288 + sizeof(struct pdi_stack_seen_log),
+	       "struct pdi_model changed: encode the new field");
+_Static_assert(sizeof(struct pdi_stack_seen) == 24, "struct pdi_stack_seen changed: encode the new field");
 _Static_assert(sizeof(struct pdi_unobserved) == 32, "struct pdi_unobserved changed: encode the new field");
 #endif
 
@@ -135,6 +142,9 @@ static int fn_table_build(struct fn_table *t, const struct pdi_model *m)
 			return r;
 	for (uint32_t i = 0; i < m->unobserved.n; i++)
 		if (m->unobserved.v[i].fn != PDI_UNOBSERVED_ALL && (r = fn_use(t, m->unobserved.v[i].fn)) < 0)
+			return r;
+	for (uint32_t i = 0; i < m->stack_seen.n; i++)
+		if (m->stack_seen.v[i].fn != PDI_STACK_SEEN_OUTSIDE && (r = fn_use(t, m->stack_seen.v[i].fn)) < 0)
 			return r;
 	return 0;
 }
@@ -259,6 +269,22 @@ static void enc_unobserved(struct pdi_wire_writer *w, const struct pdi_model *m,
 	pdi_wire_put_u64(w, l->stretched);
 }
 
+static void enc_stack_seen(struct pdi_wire_writer *w, const struct pdi_model *m, const struct fn_table *t)
+{
+	const struct pdi_stack_seen_log *l = &m->stack_seen;
+
+	pdi_wire_put_u32(w, l->n);
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct pdi_stack_seen *x = &l->v[i];
+
+		pdi_wire_put_u64(w, x->t_first);
+		pdi_wire_put_u64(w, x->t_last);
+		pdi_wire_put_u16(w, x->fn == PDI_STACK_SEEN_OUTSIDE ? PDI_STACK_SEEN_OUTSIDE : (uint16_t)(t->ref[x->fn] - 1));
+		pdi_wire_put_u16(w, x->looks);
+	}
+	pdi_wire_put_u64(w, l->dropped);
+}
+
 static void seal(uint8_t *p, size_t len)
 {
 	memcpy(p, PDI_MODEL_MAGIC, 4);
@@ -286,6 +312,7 @@ int pdi_model_encode(const struct pdi_model *m, void **ret_buf, size_t *ret_len)
 		enc_phase(&w, &m->phases[i]);
 	enc_requests(&w, m, &t);
 	enc_unobserved(&w, m, &t);
+	enc_stack_seen(&w, m, &t);
 	if ((r = w.err) < 0)
 		goto out;
 	seal(w.buf, w.len);
@@ -653,6 +680,35 @@ static int dec_unobserved(struct dec *d, struct pdi_model *m)
 	return 0;
 }
 
+static int dec_stack_seen(struct dec *d, struct pdi_model *m)
+{
+	struct pdi_stack_seen_log *l = &m->stack_seen;
+	uint32_t n = r_u32(&d->r);
+
+	if (!r_fits(&d->r, n, STACK_SEEN_SIZE) || n > PDI_STACK_SEEN_MAX)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < n; i++) {
+		struct pdi_stack_seen *x = &l->v[i];
+		uint16_t fn;
+
+		x->t_first = r_u64(&d->r);
+		x->t_last = r_u64(&d->r);
+		fn = r_u16(&d->r);
+		if (fn == PDI_STACK_SEEN_OUTSIDE)
+			x->fn = fn;
+		else if (fn >= d->nfns)
+			return -EBADMSG;
+		else
+			x->fn = d->fns[fn];
+		x->looks = r_u16(&d->r);
+		if (d->r.bad)
+			return -EBADMSG;
+		l->n = i + 1;
+	}
+	l->dropped = r_u64(&d->r);
+	return 0;
+}
+
 /* What the model code charges to its budget: every array's capacity and every map's table
  * (grow_array() and map_put() in model.c; the period sample is not charged). */
 static size_t model_bytes(const struct pdi_model *m)
@@ -693,7 +749,7 @@ static int dec_model(struct dec *d, struct pdi_model *m)
 
 	if ((e = dec_fn_table(d)) < 0 || (e = dec_scalars(d, m)) < 0 || (e = dec_coll_fns(d, m)) < 0 ||
 	    (e = dec_phases(d, m)) < 0 || (e = dec_requests(d, m)) < 0 ||
-	    (d->version >= 2 && (e = dec_unobserved(d, m)) < 0))
+	    (d->version >= 2 && (e = dec_unobserved(d, m)) < 0) || (d->version >= 6 && (e = dec_stack_seen(d, m)) < 0))
 		return e;
 	if (d->r.bad || d->r.left)
 		return -EBADMSG;

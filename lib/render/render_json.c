@@ -350,6 +350,15 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 				}
 		}
 		pdi_json_arr_end(j);
+	} else if (a->by_stack) {
+		pdi_stack_evidence_text(&a->stack, doing, sizeof(doing));
+		pdi_json_kv_str(j, "method", "stack");
+		pdi_json_kv_str(j, "effect", "temporary");
+		pdi_json_kv_int(j, "faulty_phase", a->stack.phase);
+		json_faulty_window(j, a, a->stack.phase);
+		json_rank_list(j, "faulty_ranks", &a->stack.rank, 1);
+		pdi_json_kv_str(j, "confidence_words", a->confidence);
+		pdi_json_kv_str(j, "doing", doing);
 	} else if (a->has_automaded) {
 		n = pdi_analysis_faulty_ranks(a, ranks);
 		pdi_json_kv_str(j, "method", "automaded");
@@ -406,6 +415,7 @@ static void json_task(struct pdi_json *j, const struct pdi_view_task *t)
 	pdi_json_kv_uint(j, "events_lost", t->lost);
 	pdi_json_kv_bool(j, "incomplete", pdi_view_task_incomplete(t));
 	pdi_unobserved_json(&m->unobserved, j, pdi_mpi_func_name); /* the overhead budget's marks */
+	pdi_stack_seen_json(&m->stack_seen, j, pdi_mpi_func_name); /* and what the live stack said then */
 	pdi_json_obj_end(j);
 }
 

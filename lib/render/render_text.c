@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "mpi_funcs.h"
 #include "ranges.h"
 #include "prefix_tree.h"
 #include "render.h"
@@ -49,6 +50,19 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	}
 }
 
+/* The stacks' verdict (stack_evidence.h), when it is the step's. */
+static void summary_stack(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	char when[200], doing[300];
+
+	if (!a->by_stack)
+		return;
+	pdi_analysis_phase_text(a, a->stack.phase, when, sizeof(when));
+	pdi_stack_evidence_text(&a->stack, doing, sizeof(doing));
+	pdi_json_printf(j, "pdimon: rank %d stalled the others in phase %u%s%s%s: %s (confidence %s)\n", a->stack.rank,
+			a->stack.phase, when[0] ? " (" : "", when, when[0] ? ")" : "", doing, a->confidence);
+}
+
 static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_view *s = a->view;
@@ -65,7 +79,10 @@ static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)
 			calls += s->tasks[i].model->calls;
 		pdi_json_printf(j, "pdimon: step %s: all %u tasks completed (%" PRIu64 " MPI calls)%s\n", s->name,
 				s->ntasks, calls, a->abnormal ? "" : "; nothing abnormal found");
-		summary_automaded(j, a);
+		if (a->by_stack)
+			summary_stack(j, a);
+		else
+			summary_automaded(j, a);
 		return;
 	}
 	if (!strcmp(a->kind, "hang"))
@@ -103,7 +120,10 @@ static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_ranges_format(a->groups[0].ranks, a->groups[0].n, ranks, sizeof(ranks));
 		pdi_json_printf(j, "pdimon: suspect %s: the others wait in MPI while it is outside MPI\n", ranks);
 	}
-	summary_automaded(j, a);
+	if (a->by_stack)
+		summary_stack(j, a);
+	else
+		summary_automaded(j, a);
 }
 
 char *pdi_render_summary(const struct pdi_analysis *a)
@@ -170,6 +190,33 @@ static void text_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 				 1, "theta rise");
 }
 
+/* What the hang judge's looks at live stacks found during the step (model/stack_seen.h). */
+static void text_stack_seen(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_view *s = a->view;
+	bool any = false;
+
+	for (unsigned i = 0; i < s->ntasks; i++) {
+		const struct pdi_view_task *t = &s->tasks[i];
+		const struct pdi_stack_seen_log *l = &t->model->stack_seen;
+
+		for (uint32_t k = 0; k < l->n; k++) {
+			char doing[96], at[64] = "";
+
+			if (!any)
+				pdi_json_printf(j, "\nLive stacks read while the probes were thinned:\n");
+			any = true;
+			pdi_stack_seen_text(&l->v[k], pdi_mpi_func_name, doing, sizeof(doing));
+			if (t->wall_offset_ns && s->started)
+				snprintf(at, sizeof(at), " %.1f s - %.1f s after start,",
+					 (double)((int64_t)l->v[k].t_first + t->wall_offset_ns - s->started * 1000000000ll) / 1e9,
+					 (double)((int64_t)l->v[k].t_last + t->wall_offset_ns - s->started * 1000000000ll) / 1e9);
+			pdi_json_printf(j, "  rank %d:%s %s (%u look%s)\n", t->rank, at, doing, l->v[k].looks,
+					l->v[k].looks == 1 ? "" : "s");
+		}
+	}
+}
+
 char *pdi_render_text(const struct pdi_analysis *a)
 {
 	struct pdi_json j;
@@ -189,6 +236,7 @@ char *pdi_render_text(const struct pdi_analysis *a)
 	}
 	if (a->has_automaded)
 		text_automaded(&j, a);
+	text_stack_seen(&j, a);
 	if (a->tree) {
 		pdi_json_printf(&j, "\nWhere the tasks are (prefix tree, least progressed first):\n");
 		(void)pdi_ptree_render_text(a->tree, &j);

@@ -56,6 +56,26 @@ class Budget(DaemonTest):
     def test_polling_burst_degraded_then_restored_mpich(self):
         self.check_burst("mpich")
 
+    def test_step_ranks_share_levels(self):
+        """Only rank 0 polls flat out; rank 1 polls once a millisecond, far within its budget. Both
+        get the same level for the polling calls, from the same slot on, and back together: the
+        ranks of a step are seen alike, so their models stay comparable."""
+        r = self.d.pdimon("run", "--step", "lopsided", "--", *mpirun("openmpi", 2, "poll", "lopsided", 1, 2, 5),
+                          check=False, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        log = self.d.read_log()
+        tasks = {t["rank"]: t for t in self.d.show("lopsided")["tasks"]}
+        self.assertEqual(sorted(tasks), [0, 1])
+        marks = {rank: [(u["function"], u["level"], u["observed_share"], u["from_ns"]) for u in t["unobserved"]
+                        if u["function"] in ("MPI_Test", "MPI_Iprobe")] for rank, t in tasks.items()}
+        self.assertTrue(marks[0], f"rank 0's polling calls were not degraded: {tasks[0]['unobserved']}")
+        self.maxDiff = None
+        self.assertEqual(marks[1], marks[0], "rank 1 is seen as rank 0 is, from the same slots")
+        # rank 1 was degraded for rank 0's sake (it said so), and restored with it
+        pid = tasks[1]["pid"]
+        self.assertRegex(log, rf"pid {pid} .*: MPI_(Test|Iprobe) full -> .*, as rank 0 of its step needs")
+        self.assertRegex(log, rf"pid {pid} .*: MPI_(Test|Iprobe) [a-z0-9/ ]+ -> full")
+
     def test_ranks_killed_while_probes_change(self):
         """The budget attaches a task's new probes on a worker and switches to them on the loop:
         ranks killed in a polling burst, as their probes change, leave no link open (each change

@@ -12,9 +12,12 @@ HangBudget: the judge of a step whose probes the overhead budget thinned (max_ov
 a rank spins for good outside MPI while the others wait for it in an MPI_Allreduce that their
 sampled probes mostly did not see begin. The judge places such ranks by their live stacks, as
 the report does, so the hang is told with the spinning rank alone as least progressed.
+HangDetached: the same with MPI_Allreduce detached, so that the waiting ranks' entries are not
+seen and their stacks place them.
 
 Run as: test_hang.py HangFaults.test_debugger_stop_and_restart
         test_hang.py HangBudget.test_thinned_waiters_placed_by_stack
+        test_hang.py HangDetached.test_detached_waiters_placed_by_stack
 """
 import ctypes
 import json
@@ -196,7 +199,9 @@ class HangBudget(DaemonAndJob):
         # a budget so low that the loop's MPI_Allreduce (a few hundred a second) is sampled
         return ("hang_timeout_ms=0", "hang_false_alarm_rate=1", "max_overhead_pct=0.02", "log_level=debug")
 
-    def test_thinned_waiters_placed_by_stack(self):
+    def spin_while_unseen(self, level, quiet_s):
+        """Rank 2 of the waits loop spins for good once the budget has every rank's MPI_Allreduce
+        at LEVEL and no call was seen for QUIET_S (the probes are off); returns the hung line."""
         self.assertTrue(os.path.exists(self.AGENT), f"{self.AGENT}: build tests/faults first")
         cmd = mpirun("openmpi", RANKS, "waits", 600)
         cmd[1:1] = ["-x", "LD_PRELOAD", "-x", "PDIMON_SPIN_MS"]
@@ -207,23 +212,23 @@ class HangBudget(DaemonAndJob):
         out = Lines(self.job.stderr)
         find_ranks("waits.openmpi", RANKS, self.job.pid)
 
-        def sampled():
+        def thinned():
             tasks = self.d.show("thin")["tasks"]
             marks = [[u for u in t["unobserved"] if u["function"] == "MPI_Allreduce" and u["to_ns"] is None]
                      for t in tasks]
-            return len(tasks) == RANKS and all(m and m[-1]["level"] == "sampled" for m in marks) and (tasks, marks)
-        tasks, marks = wait_for(sampled, 120, "the budget to sample every rank's MPI_Allreduce:\n" +
-                                self.d.read_log()[-3000:])
-        # sampled probes are on in a part of each second only: spun while they are off (no call
-        # seen for a while), the others enter the Allreduce that waits for it unseen, most likely
+            return len(tasks) == RANKS and all(m and m[-1]["level"] == level for m in marks) and tasks
+        tasks = wait_for(thinned, 120, f"the budget to make every rank's MPI_Allreduce {level}:\n" +
+                         self.d.read_log()[-3000:])
+        # the probes are on in a part of the time only: spun while they are off (no call seen
+        # for a while), the others enter the Allreduce that waits for it unseen, most likely
         seen = {"calls": None, "at": 0.0}
 
         def probes_off():
             calls, now = sum(t["calls"] for t in self.d.show("thin")["tasks"]), time.monotonic()
             if calls != seen["calls"]:
                 seen.update(calls=calls, at=now)
-            return now - seen["at"] >= 0.2
-        wait_for(probes_off, 60, "a stretch where the sampled probes are off", longest_pause=0.02)
+            return now - seen["at"] >= quiet_s
+        wait_for(probes_off, 60, "a stretch where the probes are off", longest_pause=0.02)
         spinner = next(t for t in tasks if t["rank"] == 2)
         # the agent spins in its signal handler once the main thread is in the program's own code
         libc = ctypes.CDLL(None, use_errno=True)
@@ -237,6 +242,35 @@ class HangBudget(DaemonAndJob):
         # the judge read the spinning rank's stack on a worker: its last seen call was made while
         # its probes were thinned, so they alone could not tell it from one waiting unseen
         self.assertRegex(self.d.read_log(), r"rank 2, still and shown computing by its thinned probes, is outside MPI by its stack")
+        return line
+
+    def test_thinned_waiters_placed_by_stack(self):
+        self.spin_while_unseen("sampled", 0.2)
+        # and what it said is kept with rank 2's model, for the ended step's diagnosis
+        # (model/stack_seen.h): the report shows it
+        rep = json.loads(self.d.pdimon("report", "thin", "--json").stdout)
+        seen = next(t for t in rep["tasks"] if t["rank"] == 2)["stack_seen"]
+        self.assertIn("computing outside MPI", [x["doing"] for x in seen], seen)
+
+
+class HangDetached(HangBudget):
+    """The waiting ranks placed by their stacks: a budget so low that the loop's MPI_Allreduce is
+    detached on every rank (no call seen but in one re-measuring slot of 1/32 s every 4 s), so
+    the ranks that wait for the spinning one entered their call unseen: their stacks are read
+    and place them in it. (With the sampled budget above, their entries were seen in every run.)
+    A slot opening in the few ms between the spin and their entries would see them: about 1 run
+    in 1000."""
+
+    def settings(self):
+        return ("hang_timeout_ms=0", "hang_false_alarm_rate=1", "max_overhead_pct=0.0005", "log_level=debug")
+
+    def test_thinned_waiters_placed_by_stack(self):
+        self.skipTest("HangBudget's own")
+
+    def test_detached_waiters_placed_by_stack(self):
+        self.spin_while_unseen("detached", 0.3)
+        self.assertRegex(self.d.read_log(), r"rank [013], still and shown computing by its thinned probes, is in "
+                                            r"MPI_Allreduce by its stack")
 
 
 if __name__ == "__main__":

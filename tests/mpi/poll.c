@@ -4,6 +4,8 @@
  *
  * Usage: poll phases QUIET_S BURST_S QUIET_S   a quiet phase (a ring exchange every 10 ms),
  *                                              a polling burst, a quiet phase again
+ *        poll lopsided QUIET_S BURST_S QUIET_S  the same, but in the burst only rank 0 polls
+ *                                              flat out; the others poll once a millisecond
  *        poll work ITERS SLICE                 ITERS slices of computation (SLICE inner steps
  *                                              each), a Test and an Iprobe after each
  * Each rank's polling waits on a receive its left neighbour completes only at the end of its
@@ -42,9 +44,11 @@ static void quiet(double seconds, int rank, int size)
 	}
 }
 
-/* Poll for SECONDS (when > 0) or ITERS slices; returns the polls made. */
+/* Poll for SECONDS (when > 0) or ITERS slices of SLICE steps (a millisecond's sleep when SLICE
+ * is 0); returns the polls made. */
 static long poll_phase(double seconds, long iters, long slice, int rank, int size)
 {
+	const struct timespec ms = {.tv_nsec = 1000 * 1000};
 	double end = MPI_Wtime() + seconds;
 	MPI_Request req;
 	int in = 0, out = rank, flag = 0, probed;
@@ -52,7 +56,10 @@ static long poll_phase(double seconds, long iters, long slice, int rank, int siz
 
 	MPI_Irecv(&in, 1, MPI_INT, (rank + size - 1) % size, 2, MPI_COMM_WORLD, &req);
 	while (seconds > 0 ? MPI_Wtime() < end : n < iters) {
-		compute(slice);
+		if (slice)
+			compute(slice);
+		else
+			nanosleep(&ms, NULL);
 		MPI_Iprobe(MPI_ANY_SOURCE, 3, MPI_COMM_WORLD, &probed, MPI_STATUS_IGNORE);
 		if (!flag)
 			MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
@@ -73,11 +80,11 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (argc == 5 && !strcmp(argv[1], "phases")) {
+	if (argc == 5 && (!strcmp(argv[1], "phases") || !strcmp(argv[1], "lopsided"))) {
 		quiet(atof(argv[2]), rank, size);
 		MPI_Barrier(MPI_COMM_WORLD);
 		t0 = MPI_Wtime();
-		polls = poll_phase(atof(argv[3]), 0, 200, rank, size);
+		polls = poll_phase(atof(argv[3]), 0, rank == 0 || !strcmp(argv[1], "phases") ? 200 : 0, rank, size);
 		t1 = MPI_Wtime();
 		MPI_Barrier(MPI_COMM_WORLD);
 		quiet(atof(argv[4]), rank, size);
@@ -89,7 +96,7 @@ int main(int argc, char **argv)
 		MPI_Barrier(MPI_COMM_WORLD);
 	} else {
 		if (rank == 0)
-			fprintf(stderr, "usage: poll phases QUIET_S BURST_S QUIET_S | poll work ITERS SLICE\n");
+			fprintf(stderr, "usage: poll phases|lopsided QUIET_S BURST_S QUIET_S | poll work ITERS SLICE\n");
 		MPI_Finalize();
 		return 2;
 	}

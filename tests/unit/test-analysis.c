@@ -764,3 +764,115 @@ Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
 		free(b);
 	}
 }
+
+/* Task I of B seen by its live stack in FN ("" outside MPI) in the middle of phase P of its
+ * model, LOOKS looks 3 s apart. */
+static void seen(struct built *b, unsigned i, const char *fn, uint32_t p, unsigned looks)
+{
+	struct pdi_model *m = &b->models[i];
+	uint64_t t = (m->phases[p].t_start + m->phases[p].t_end) / 2;
+
+	for (unsigned k = 0; k < looks; k++)
+		pdi_stack_seen_add(&m->stack_seen, *fn ? (uint16_t)pdi_mpi_func_find(fn) : PDI_STACK_SEEN_OUTSIDE,
+				   t + k * 3000000000ull);
+}
+
+/* meep, a rank spinning 4 s outside MPI while the budget sampled every rank's calls: the ended
+ * step's models show the same long stretch on every rank and AutomaDeD finds nothing; the looks
+ * at live stacks during the step saw rank 2 computing while the others waited in MPI_Waitall. */
+Test(analysis, a_rank_seen_computing_while_its_peers_waited_is_named)
+{
+	const struct view_case *c = &cases[0]; /* 4 tasks, 8 phases, clean */
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	int ranks[MAX_TASKS];
+	char *json, *text;
+
+	cr_assert_not_null(b);
+	build(c, b);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_assert(!a.abnormal && !a.by_stack, "the clean run is quiet");
+	pdi_analysis_done(&a);
+	seen(b, 2, "", 4, 2);
+	seen(b, 0, "MPI_Waitall", 4, 2);
+	seen(b, 1, "MPI_Waitall", 4, 1);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect(a.abnormal && a.by_stack);
+	cr_expect_eq(a.stack.phase, 4);
+	cr_expect_eq(a.stack.waiting, 2);
+	cr_expect(pdi_analysis_faulty_ranks(&a, ranks) == 1 && ranks[0] == 2);
+	json = pdi_render_json(&a);
+	text = pdi_render_text(&a);
+	cr_assert(json && text);
+	cr_expect(strstr(json, "\"method\":\"stack\"") && strstr(json, "\"faulty_phase\":4") &&
+			  strstr(json, "\"stack_seen\":[{\"doing\":\"computing outside MPI\""),
+		  "%s", json);
+	cr_expect(strstr(text, "rank 2 stalled the others in phase 4") && strstr(text, "rank 0 in MPI_Waitall") &&
+			  strstr(text, "Live stacks read while the probes were thinned"),
+		  "%s", text);
+	free(json);
+	free(text);
+	pdi_analysis_done(&a);
+	unbuild(c, b);
+	free(b);
+}
+
+/* What the looks must show before they name a rank: it alone computing, at least half of its
+ * peers waiting then (all of them in set-up and tear-down); and they never overrule a verdict
+ * naming another. */
+Test(analysis, looks_that_single_no_rank_out_name_none)
+{
+	static const struct {
+		const char *what;
+		int computing[2];      /* ranks seen outside MPI, -1: none */
+		int waiting[3];
+		uint32_t phase;
+		bool named;
+	} looks[] = {
+		{"two ranks computing at once", {2, 3}, {0, 1, -1}, 4, false},
+		{"one peer of three waiting", {2, -1}, {0, -1, -1}, 4, false},
+		{"two peers of three waiting in the set-up", {2, -1}, {0, 1, -1}, 0, false},
+		{"all three peers waiting in the set-up", {2, -1}, {0, 1, 3}, 0, true},
+		{"two peers of three waiting in the steady state", {2, -1}, {0, 1, -1}, 5, true},
+		{"all three peers waiting", {2, -1}, {0, 1, 3}, 5, true},
+	};
+
+	for (size_t k = 0; k < sizeof(looks) / sizeof(looks[0]); k++) {
+		const struct view_case *c = &cases[0];
+		struct built *b = malloc(sizeof(*b));
+		struct pdi_analysis a;
+
+		cr_assert_not_null(b);
+		build(c, b);
+		for (unsigned i = 0; i < 2; i++)
+			if (looks[k].computing[i] >= 0)
+				seen(b, (unsigned)looks[k].computing[i], "", looks[k].phase, 1);
+		for (unsigned i = 0; i < 3; i++)
+			if (looks[k].waiting[i] >= 0)
+				seen(b, (unsigned)looks[k].waiting[i], "MPI_Allreduce", looks[k].phase, 1);
+		cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+		cr_expect_eq(a.by_stack, looks[k].named, "%s", looks[k].what);
+		cr_expect_eq(a.abnormal, looks[k].named, "%s", looks[k].what);
+		pdi_analysis_done(&a);
+		unbuild(c, b);
+		free(b);
+	}
+	{
+		const struct view_case *c = &cases[1]; /* rank 2 stalled in phase 5: AutomaDeD names it */
+		struct built *b = malloc(sizeof(*b));
+		struct pdi_analysis a;
+		int ranks[MAX_TASKS];
+
+		cr_assert_not_null(b);
+		build(c, b);
+		seen(b, 0, "", 3, 1);
+		seen(b, 1, "MPI_Waitall", 3, 1);
+		seen(b, 3, "MPI_Waitall", 3, 1);
+		cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+		cr_expect(a.abnormal && !a.by_stack && a.stack.found);
+		cr_expect(pdi_analysis_faulty_ranks(&a, ranks) == 1 && ranks[0] == 2);
+		pdi_analysis_done(&a);
+		unbuild(c, b);
+		free(b);
+	}
+}

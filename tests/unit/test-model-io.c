@@ -206,6 +206,9 @@ static void assert_same_model(const struct pdi_model *a, const struct pdi_model 
 	cr_assert_eq(a->dropped_edges, b->dropped_edges);
 	cr_assert_eq(a->dropped_requests, b->dropped_requests);
 	cr_assert_eq(a->folded_phase_cuts, b->folded_phase_cuts);
+	cr_assert_eq(a->stack_seen.n, b->stack_seen.n);
+	cr_assert_eq(a->stack_seen.dropped, b->stack_seen.dropped);
+	cr_assert(memcmp(a->stack_seen.v, b->stack_seen.v, a->stack_seen.n * sizeof(a->stack_seen.v[0])) == 0);
 }
 
 struct blob {
@@ -283,6 +286,32 @@ Test(model_io, empty_model)
 	cr_assert_eq(d.nphases, 0);
 	cr_assert_null(d.phases);
 	cr_assert_eq(d.bytes, 0);
+	pdi_model_done(&d);
+	pdi_model_done(&m);
+}
+
+/* What the live stack said comes back, episodes merged and the oldest dropped past the bound. */
+Test(model_io, what_the_stack_said)
+{
+	struct pdi_model m, d;
+	uint16_t allreduce = (uint16_t)pdi_mpi_func_find("MPI_Allreduce");
+
+	pdi_model_init(&m, NULL);
+	pdi_stack_seen_add(&m.stack_seen, PDI_STACK_SEEN_OUTSIDE, 1000000000);
+	pdi_stack_seen_add(&m.stack_seen, PDI_STACK_SEEN_OUTSIDE, 4000000000); /* the same episode */
+	pdi_stack_seen_add(&m.stack_seen, allreduce, 5000000000);
+	cr_assert_eq(m.stack_seen.n, 2);
+	cr_assert_eq(m.stack_seen.v[0].looks, 2);
+	cr_assert_eq(m.stack_seen.v[0].t_last, 4000000000);
+	round_trip(&m, &d);
+	cr_assert_eq(d.stack_seen.v[1].fn, allreduce);
+	pdi_model_done(&d);
+	for (uint64_t i = 0; i < PDI_STACK_SEEN_MAX; i++)
+		pdi_stack_seen_add(&m.stack_seen, i % 2 ? allreduce : PDI_STACK_SEEN_OUTSIDE, 6000000000 + i * 10000000000);
+	cr_assert_eq(m.stack_seen.n, PDI_STACK_SEEN_MAX);
+	cr_assert_eq(m.stack_seen.dropped, 2);
+	cr_assert_eq(m.stack_seen.v[0].t_first, 6000000000, "the oldest went first");
+	round_trip(&m, &d);
 	pdi_model_done(&d);
 	pdi_model_done(&m);
 }

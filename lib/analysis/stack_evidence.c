@@ -15,9 +15,9 @@ static int64_t wall(const struct pdi_view_task *t, uint64_t ns)
 static bool overlaps(const struct pdi_view_task *a, const struct pdi_stack_seen *x, const struct pdi_view_task *b,
 		     const struct pdi_stack_seen *y)
 {
-	const int64_t tol = (int64_t)PDI_STACK_EVIDENCE_TOLERANCE_NS;
+	const int64_t tol = (int64_t)PDI_STACK_EVIDENCE_TOLERANCE_NS, after = (int64_t)PDI_STACK_EVIDENCE_AFTER_NS;
 
-	return wall(b, y->t_first) <= wall(a, x->t_last) + tol && wall(b, y->t_last) + tol >= wall(a, x->t_first);
+	return wall(b, y->t_first) <= wall(a, x->t_last) + after && wall(b, y->t_last) + tol >= wall(a, x->t_first);
 }
 
 /* The phase of model M whose window holds T: the last that began by then. */

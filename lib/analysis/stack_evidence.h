@@ -14,6 +14,9 @@
 #include "view.h"
 
 #define PDI_STACK_EVIDENCE_TOLERANCE_NS 1500000000ull /* looks of one tick land within this */
+/* a rank still and computing is looked at again 3 s later while it stays so: a peer's look
+ * until then falls in the same stretch unless the rank moved meanwhile */
+#define PDI_STACK_EVIDENCE_AFTER_NS 3000000000ull
 
 struct pdi_stack_evidence {
 	bool found;

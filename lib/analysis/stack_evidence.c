@@ -15,9 +15,9 @@ static int64_t wall(const struct pdi_view_task *t, uint64_t ns)
 static bool overlaps(const struct pdi_view_task *a, const struct pdi_stack_seen *x, const struct pdi_view_task *b,
 		     const struct pdi_stack_seen *y)
 {
-	const int64_t tol = (int64_t)PDI_STACK_EVIDENCE_TOLERANCE_NS;
+	const int64_t tol = (int64_t)PDI_STACK_EVIDENCE_TOLERANCE_NS, after = (int64_t)PDI_STACK_EVIDENCE_AFTER_NS;
 
-	return wall(b, y->t_first) <= wall(a, x->t_last) + tol && wall(b, y->t_last) + tol >= wall(a, x->t_first);
+	return wall(b, y->t_first) <= wall(a, x->t_last) + after && wall(b, y->t_last) + tol >= wall(a, x->t_first);
 }
 
 /* The phase of model M whose window holds T: the last that began by then. */
@@ -32,7 +32,7 @@ static uint32_t phase_at(const struct pdi_model *m, uint64_t t)
 }
 
 /* Whether record X of task I (computing) was seen while peers waited: how many, into *RET. */
-static bool peers_waited(const struct pdi_view *v, unsigned i, const struct pdi_stack_seen *x,
+static bool peers_waited(const struct pdi_view *v, unsigned i, const struct pdi_stack_seen *x, bool any_peer,
 			 struct pdi_stack_evidence *ret)
 {
 	const struct pdi_view_task *a = &v->tasks[i];
@@ -62,7 +62,7 @@ static bool peers_waited(const struct pdi_view *v, unsigned i, const struct pdi_
 			peer_fn = fn;
 		}
 	}
-	if (!waiting || 2 * waiting < v->ntasks - 1)
+	if (!waiting || (!any_peer && 2 * waiting < v->ntasks - 1))
 		return false;
 	*ret = (struct pdi_stack_evidence){.found = true, .task = i, .rank = a->rank,
 					   .phase = phase_at(a->model, x->t_first), .t_first = x->t_first,
@@ -70,7 +70,7 @@ static bool peers_waited(const struct pdi_view *v, unsigned i, const struct pdi_
 	return true;
 }
 
-void pdi_stack_evidence(const struct pdi_view *v, struct pdi_stack_evidence *ret)
+void pdi_stack_evidence(const struct pdi_view *v, bool any_peer, struct pdi_stack_evidence *ret)
 {
 	struct pdi_stack_evidence best = {0}, e;
 
@@ -78,7 +78,7 @@ void pdi_stack_evidence(const struct pdi_view *v, struct pdi_stack_evidence *ret
 		const struct pdi_stack_seen_log *l = &v->tasks[i].model->stack_seen;
 
 		for (uint32_t k = 0; k < l->n; k++) {
-			if (l->v[k].fn != PDI_STACK_SEEN_OUTSIDE || !peers_waited(v, i, &l->v[k], &e))
+			if (l->v[k].fn != PDI_STACK_SEEN_OUTSIDE || !peers_waited(v, i, &l->v[k], any_peer, &e))
 				continue;
 			if (best.found && best.task != i) {
 				*ret = (struct pdi_stack_evidence){0}; /* two ranks: the looks single none out */

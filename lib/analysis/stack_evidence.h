@@ -14,6 +14,9 @@
 #include "view.h"
 
 #define PDI_STACK_EVIDENCE_TOLERANCE_NS 1500000000ull /* looks of one tick land within this */
+/* a rank still and computing is looked at again 3 s later while it stays so: a peer's look
+ * until then falls in the same stretch unless the rank moved meanwhile */
+#define PDI_STACK_EVIDENCE_AFTER_NS 3000000000ull
 
 struct pdi_stack_evidence {
 	bool found;
@@ -27,9 +30,10 @@ struct pdi_stack_evidence {
 };
 
 /* The one rank V's stack looks show computing while at least half of its peers (and one)
- * were seen waiting inside MPI and no other rank was seen computing then, into *RET (found
- * false when none, or when two ranks would qualify: the looks do not single one out). */
-void pdi_stack_evidence(const struct pdi_view *v, struct pdi_stack_evidence *ret);
+ * were seen waiting inside MPI -- any one peer when ANY_PEER -- and no other rank was seen
+ * computing then, into *RET (found false when none, or when two ranks would qualify: the
+ * looks do not single one out). */
+void pdi_stack_evidence(const struct pdi_view *v, bool any_peer, struct pdi_stack_evidence *ret);
 
 /* E in words into BUF: "rank 2 was computing outside MPI on its live stack (2 looks over 3.0 s)
  * while 3 peers waited inside MPI (rank 0 in MPI_Waitsome)". */

@@ -858,6 +858,26 @@ Test(analysis, looks_that_single_no_rank_out_name_none)
 		free(b);
 	}
 	{
+		/* one peer of three seen waiting: enough only where AutomaDeD's phase stood out and its
+		 * task did not (any_peer) */
+		const struct view_case *c = &cases[0];
+		struct built *b = malloc(sizeof(*b));
+		struct pdi_stack_evidence e;
+
+		cr_assert_not_null(b);
+		build(c, b);
+		seen(b, 1, "", 5, 1);
+		seen(b, 3, "MPI_Test", 5, 1);
+		b->models[3].stack_seen.v[0].t_first += 2100000000; /* HPCC's: 2.1 s after rank 1's look */
+		b->models[3].stack_seen.v[0].t_last += 2100000000;
+		pdi_stack_evidence(&b->v, false, &e);
+		cr_expect(!e.found);
+		pdi_stack_evidence(&b->v, true, &e);
+		cr_expect(e.found && e.rank == 1 && e.phase == 5 && e.waiting == 1 && e.peer_rank == 3);
+		unbuild(c, b);
+		free(b);
+	}
+	{
 		const struct view_case *c = &cases[1]; /* rank 2 stalled in phase 5: AutomaDeD names it */
 		struct built *b = malloc(sizeof(*b));
 		struct pdi_analysis a;

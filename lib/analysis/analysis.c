@@ -580,8 +580,6 @@ void pdi_analysis_phase_text(const struct pdi_analysis *a, uint32_t p, char *buf
 		 w->kind == PDI_PHASE_SETUP ? "set-up" : w->kind == PDI_PHASE_TEARDOWN ? "tear-down" : "steady state");
 }
 
-/* STAT's view: the tasks' current call paths merged, ordered by progress: the live stacks of
- * blocked tasks, the calling function and call site of the others. */
 /* The stacks' verdict (stack_evidence.h), where AutomaDeD's leaves room: it found nothing
  * abnormal, or blamed the rank the stacks single out among others. It never overrides an
  * abnormal verdict that names other ranks (the kernel's own evidence of a held rank among
@@ -625,6 +623,8 @@ static int stack_verdict(struct pdi_analysis *a)
 	return 0;
 }
 
+/* STAT's view: the tasks' current call paths merged, ordered by progress: the live stacks of
+ * blocked tasks, the calling function and call site of the others. */
 static int prefix_tree(struct pdi_analysis *a)
 {
 	const struct pdi_view *s = a->view;

@@ -6,7 +6,7 @@
 #include "mpi_funcs.h"
 #include "stack_evidence.h"
 
-/* Record R of task T on a clock all tasks share: the time of day when T's is known. */
+/* Time NS of task T on a clock all tasks share: the time of day when T's offset is known. */
 static int64_t wall(const struct pdi_view_task *t, uint64_t ns)
 {
 	return (int64_t)ns + t->wall_offset_ns;

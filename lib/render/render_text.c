@@ -50,13 +50,15 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	}
 }
 
-/* The stacks' verdict (stack_evidence.h), when it is the step's. */
-static void summary_stack(struct pdi_json *j, const struct pdi_analysis *a)
+/* The step's verdict: the stacks' (stack_evidence.h) when it is theirs, AutomaDeD's otherwise. */
+static void summary_verdict(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	char when[200], doing[300];
 
-	if (!a->by_stack)
+	if (!a->by_stack) {
+		summary_automaded(j, a);
 		return;
+	}
 	pdi_analysis_phase_text(a, a->stack.phase, when, sizeof(when));
 	pdi_stack_evidence_text(&a->stack, doing, sizeof(doing));
 	pdi_json_printf(j, "pdimon: rank %d stalled the others in phase %u%s%s%s: %s (confidence %s)\n", a->stack.rank,
@@ -79,10 +81,7 @@ static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)
 			calls += s->tasks[i].model->calls;
 		pdi_json_printf(j, "pdimon: step %s: all %u tasks completed (%" PRIu64 " MPI calls)%s\n", s->name,
 				s->ntasks, calls, a->abnormal ? "" : "; nothing abnormal found");
-		if (a->by_stack)
-			summary_stack(j, a);
-		else
-			summary_automaded(j, a);
+		summary_verdict(j, a);
 		return;
 	}
 	if (!strcmp(a->kind, "hang"))
@@ -120,10 +119,7 @@ static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_ranges_format(a->groups[0].ranks, a->groups[0].n, ranks, sizeof(ranks));
 		pdi_json_printf(j, "pdimon: suspect %s: the others wait in MPI while it is outside MPI\n", ranks);
 	}
-	if (a->by_stack)
-		summary_stack(j, a);
-	else
-		summary_automaded(j, a);
+	summary_verdict(j, a);
 }
 
 char *pdi_render_summary(const struct pdi_analysis *a)

@@ -11,7 +11,8 @@ attached to the 4 ranks as soon as they map their MPI library (before the timed 
 With --baseline BUILD, also "baseline": under a pdimond (default budget) of another build, e.g.
 main's, to compare a change side by side; with --baseline-off that pdimond has the budget off too,
 and its time added per call is set against the floor's as the nobudget variant's is.
-The two pdimonds serve all rounds. Prints LAMMPS's "Loop time" medians, the slowdown ratios
+The two pdimonds serve all rounds: round 1 is each one's cold run (a pdimond learns the levels
+its budget needed per program), the later rounds warm, and both are printed apart. Prints LAMMPS's "Loop time" medians, the slowdown ratios
 (median of per-round ratios to the unmonitored run; target <= 1.03 for pdimond), the time added
 per call against the floor's with the budget off (target <= 1.10x the floor's) and the
 daemons' events and events_lost (from `pdimon status --json`) at the end.
@@ -178,6 +179,13 @@ def main():
         target = " (target <= 1.03)" if v == "pdimond" or (v == "baseline" and not args.baseline_off) else ""
         print(f"slowdown {v}={slow:.3f}{target}, added {added[v]:.3f} s per run, "
               f"{added[v] * 1e9 / per_rank_run:.0f} ns per call per rank")
+    # the budget learns each program's levels (budget_programs): its first run after pdimond
+    # started pays what the later ones do not, and is said apart
+    for v in ("pdimond", "nobudget", "baseline"):
+        if v in res and args.rounds > 1:
+            ratios = [b / a for a, b in zip(res["unmonitored"], res[v])]
+            print(f"{v}: cold (round 1, its pdimond's first run) {ratios[0]:.3f}, warm (rounds 2-{args.rounds}, "
+                  f"median) {median(ratios[1:]):.3f}")
     if "floor" in added and added["floor"] > 0:
         print(f"added per call, pdimond with the budget off / floor = {added['nobudget'] / added['floor']:.3f} "
               f"(target <= 1.10)")

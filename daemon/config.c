@@ -75,6 +75,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.object_cache_mib = (unsigned)(PDI_OBJCACHE_MAX_BYTES >> 20),
 		.call_site_hops = true,
 		.max_overhead_pct = 3,
+		.budget_programs = 256,
 	};
 	for (unsigned i = 0; i < ELEMENTSOF(default_libraries); i++)
 		c->init_libraries[c->ninit_libraries++] = strdup(default_libraries[i]);
@@ -299,6 +300,8 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 		c->max_overhead_pct = x;
 		return 0;
 	}
+	if (!strcmp(key, "budget_programs"))
+		return set_uint(value, 0, 65536, &c->budget_programs);
 	if (!strcmp(key, "probe_placement")) {
 		/* "emulated": past single-stepped first instructions where safe (probe/entry_place.h) */
 		if (strcmp(value, "emulated") && strcmp(value, "function-start"))
@@ -477,6 +480,7 @@ void pdi_config_keep_fixed(struct pdi_config *new, struct pdi_config *old, void 
 	KEEP_VALUE(new, old, object_cache_max, "object_cache_max", note, ctx);
 	KEEP_VALUE(new, old, object_cache_mib, "object_cache_mib", note, ctx);
 	KEEP_VALUE(new, old, probe_at_start, "probe_placement", note, ctx);
+	KEEP_VALUE(new, old, budget_programs, "budget_programs", note, ctx);
 	/* the MPI libraries whose MPI_Init is trapped: trapped once, at the start */
 	for (unsigned i = 0; !libs && i < new->ninit_libraries; i++)
 		libs = strcmp(new->init_libraries[i], old->init_libraries[i]) != 0;

@@ -59,6 +59,7 @@ struct pdi_config {
 	unsigned object_cache_mib;            /* and the sum of their file sizes */
 	bool probe_at_start;                  /* entry probes on functions' first byte, never moved */
 	double max_overhead_pct;              /* the most a task's probes may cost it; 0: no budget */
+	unsigned budget_programs;             /* programs whose budget levels are remembered; 0: none */
 	struct pdi_model_config model;
 };
 

@@ -24,6 +24,7 @@ struct pdi_workers;
 struct ahead_job;
 struct pdi_subscribers;
 struct pdi_site_store;
+struct pdi_budget_learned;
 typedef struct sd_bus sd_bus;
 
 /* epoll_event.data.u64: what became ready, and which one (a task's index). */
@@ -112,6 +113,7 @@ struct pdi_daemon {
 	uint64_t budget_epoch_ns, budget_last_ns;
 	unsigned budget_closing;            /* its jobs closing replaced links (probe/detach.h) */
 	unsigned budget_changing;           /* its jobs attaching new links (probe/budget_change.h) */
+	struct pdi_budget_learned *budget_learned; /* levels per program (probe/budget_learn.h); NULL: off */
 	struct pdi_site_store *site; /* the site's PostgreSQL; NULL when none (site_store.h) */
 	struct pdi_hang hang;         /* hang detection, daemon-wide (hang/hang.h) */
 };

@@ -374,6 +374,8 @@ static void json_budget(struct pdi_daemon *d, struct pdi_json *j, const struct p
 			/* the level is its step's on this node; what this task's own cost needs */
 			pdi_json_kv_str(j, "needs", pdi_budget_level_name(b->fn[fn].need, buf, sizeof(buf)));
 			pdi_json_kv_double(j, "rate_per_s", b->fn[fn].rate);
+			/* the level earlier runs of its program left, not changed since (budget_learn.h) */
+			pdi_json_kv_bool(j, "from_earlier_runs", b->fn[fn].learned);
 			pdi_json_obj_end(j);
 		}
 	pdi_json_arr_end(j);

@@ -28,11 +28,17 @@
 #include "probe_targets.h"
 #include "task_activity.h"
 #include "tracer.h"
+#include "u64map.h"
 
 #define PERIOD_NS 1000000000ull
 #define SLOT_NS (PERIOD_NS / PDI_BUDGET_SLOTS)
 #define DETACHED_EVERY 4 /* a detached function is re-measured in one slot every 4 periods */
 #define RESTORE_AFTER 2  /* periods at one level before it is restored */
+/* periods a level learned from earlier runs is held before it is restored: a run's first seconds
+ * are often its set-up (LAMMPS reads its input for 0.3 s, with no MPI_Send), where a sampled
+ * function's slices see no call; restored after two periods, it was degraded again a slot after
+ * the loop began, at full cost meanwhile and a probe change each way */
+#define LEARNED_HOLD 4
 /* Jobs closing replaced links at once (each close waits for an RCU grace period; concurrent
  * ones share it), and replaced links a task may hold before its probes only go off. */
 #define CLOSING_JOBS 4
@@ -110,7 +116,10 @@ double pdi_budget_cpu_share(double last, uint64_t run, uint64_t wait)
 	return share < 1.0 / PDI_BUDGET_SHARE_BOUND ? 1.0 / PDI_BUDGET_SHARE_BOUND : share > 1 ? 1 : share;
 }
 
-/* At each period: the share of its ready time T's MPI thread ran in the last one (schedstat). */
+/* At each period, and at each slot until its first look that means something: the share of its
+ * ready time T's MPI thread ran since the last look (schedstat). That first look is taken whole:
+ * until then the task counts as having a core of its own, which on a loaded node underrates its
+ * hits for most of a short run (a LAMMPS run of 2 s here was half over before the budget acted). */
 static void measure_cpu_share(struct pdi_task *t)
 {
 	struct pdi_budget_task *b = t->budget;
@@ -119,8 +128,14 @@ static void measure_cpu_share(struct pdi_task *t)
 
 	if (pdi_task_schedstat(t->pid, tid, &run, &wait) < 0)
 		return;
-	if (b->run_ns && run >= b->run_ns && wait >= b->wait_ns)
-		b->cpu_share = pdi_budget_cpu_share(b->cpu_share, run - b->run_ns, wait - b->wait_ns);
+	if (b->run_ns && run >= b->run_ns && wait >= b->wait_ns) {
+		uint64_t dr = run - b->run_ns, dw = wait - b->wait_ns;
+
+		if (!b->share_seen && dr + dw < SHARE_MIN_READY_NS)
+			return; /* not yet: the next slot looks at a longer stretch */
+		b->cpu_share = pdi_budget_cpu_share(b->share_seen ? b->cpu_share : (double)dr / (double)(dr + dw), dr, dw);
+		b->share_seen = true;
+	}
 	b->run_ns = run;
 	b->wait_ns = wait;
 }
@@ -207,8 +222,8 @@ static enum pdi_probe_mode mode_in_slot(unsigned fn, unsigned level, uint64_t sl
 	return entry_only_ok(fn) ? PDI_PROBE_ENTRY_ONLY : PDI_PROBE_FULL;
 }
 
-/* FN of T goes from its level to LEVEL at NOW, as BY (a task of its step) needs: said in the log
- * and marked in the model. */
+/* FN of T goes from its level to LEVEL at NOW, as BY (a task of its step; NULL: earlier runs of its
+ * program) needs: said in the log and marked in the model. */
 static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, unsigned level, const struct pdi_task *by,
 		      uint64_t now)
 {
@@ -216,13 +231,16 @@ static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, uns
 	double full = contribution(d, t->budget, fn, 0);
 	char a[32], b[32], why[64] = "";
 
-	if (by != t)
+	if (!by)
+		snprintf(why, sizeof(why), ", as earlier runs of its program needed");
+	else if (by != t)
 		snprintf(why, sizeof(why), ", as rank %d of its step needs", by->rank);
 	log_info("pid %d (rank %d) of step %s: %s %s -> %s: %.0f calls/s, fully probed %.1f%% of its time "
 		 "(max_overhead_pct %g)%s", (int)t->pid, t->rank, t->step->name, pdi_mpi_funcs[fn].name,
 		 pdi_budget_level_name(f->level, a, sizeof(a)), pdi_budget_level_name(level, b, sizeof(b)), f->rate,
 		 full * 100, d->cfg.max_overhead_pct, why);
 	f->level = (uint8_t)level;
+	f->learned = !by;
 	if (level == 0)
 		pdi_unobserved_end(&t->model.unobserved, (uint16_t)fn, now);
 	else
@@ -234,11 +252,14 @@ static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, uns
 					   (uint32_t)(full * 1e6 < 4e9 ? full * 1e6 : 4e9), now);
 }
 
-/* What T's own cost needs for FN becomes LEVEL. */
+/* What T's own cost, as measured in this run, needs for FN becomes LEVEL. */
 static void set_need(struct pdi_budget_fn *f, unsigned level)
 {
 	f->need = (uint8_t)level;
 	f->stable = 0;
+	f->need_learned = false;
+	if (level > f->peak)
+		f->peak = (uint8_t)level;
 }
 
 /* Is T's list of replaced links still to close at its bound? Then its probes only go off until
@@ -294,7 +315,8 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t)
 		struct pdi_budget_fn *f = &b->fn[fn];
 		double now_c;
 
-		if (f->need == 0 || f->stable < RESTORE_AFTER)
+		/* a level learned from earlier runs stays until a rate of this run says otherwise */
+		if (f->need == 0 || f->stable < (f->need_learned ? LEARNED_HOLD : RESTORE_AFTER) || !f->rated)
 			continue;
 		now_c = contribution(d, b, fn, needed_level(f));
 		for (unsigned l = 0; l < f->need; l = next_level(fn, l, +1)) {
@@ -408,6 +430,8 @@ int pdi_budget_open(struct pdi_daemon *d)
 	d->budget_fd = -1;
 	if (d->cfg.max_overhead_pct <= 0)
 		return 0;
+	if (d->cfg.budget_programs && pdi_budget_learned_new(d->cfg.budget_programs, pdi_mpi_nfuncs, &d->budget_learned) < 0)
+		return -ENOMEM;
 	d->budget_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (d->budget_fd < 0)
 		return -errno;
@@ -422,6 +446,8 @@ void pdi_budget_close(struct pdi_daemon *d)
 	if (d->budget_fd >= 0)
 		close(d->budget_fd);
 	d->budget_fd = -1;
+	pdi_budget_learned_free(d->budget_learned);
+	d->budget_learned = NULL;
 }
 
 /* T joins its step at NOW with the levels its step's running tasks have (its probes follow at the
@@ -438,6 +464,41 @@ static void step_join(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
 			if (u->budget->fn[fn].level > t->budget->fn[fn].level)
 				set_level(d, t, fn, u->budget->fn[fn].level, u, now);
+	}
+}
+
+/* Has T's step a running task the budget holds, other than T? */
+static bool step_has_others(const struct pdi_task *t)
+{
+	for (unsigned i = 0; i < t->step->ntasks; i++) {
+		const struct pdi_task *u = t->step->tasks[i];
+
+		if (u != t && u->state == PDI_TASK_RUNNING && u->budget)
+			return true;
+	}
+	return false;
+}
+
+/* T, the first running task of its step, starts at NOW at the levels earlier runs of its program
+ * needed: its own need says so (a short run is over before it could measure its way down), and the
+ * usual rule restores each once this run's rate of it is measured and low. */
+static void learned_start(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
+{
+	struct pdi_budget_task *b = t->budget;
+	const uint8_t *levels = pdi_budget_learned_find(d->budget_learned, &b->prog);
+
+	for (unsigned fn = 0; levels && fn < pdi_mpi_nfuncs; fn++) {
+		unsigned l = levels[fn] > PDI_BUDGET_DETACHED ? PDI_BUDGET_DETACHED : levels[fn];
+
+		if (l == 1 && !entry_only_ok(fn))
+			l = next_level(fn, 0, +1);
+		if (!l)
+			continue;
+		/* not set_need(): not this run's measure, and forgotten if this run's rate restores it */
+		b->fn[fn].need = (uint8_t)l;
+		b->fn[fn].stable = 0;
+		b->fn[fn].need_learned = true;
+		set_level(d, t, fn, l, NULL, now);
 	}
 }
 
@@ -462,6 +523,9 @@ int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t)
 			b->fn[PDI_COOKIE_FN(pt->cookies[i])].kind = PDI_INSN_STEPPED;
 	b->period_start_ns = pdi_now_ns();
 	t->budget = b;
+	b->prog_known = d->budget_learned && pdi_program_key_of(t->pid, &b->prog) == 0;
+	if (b->prog_known && !step_has_others(t))
+		learned_start(d, t, b->period_start_ns);
 	step_join(d, t, b->period_start_ns);
 	arm(d, true);
 	return 0;
@@ -469,13 +533,20 @@ int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t)
 
 void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t)
 {
+	struct pdi_budget_task *b = t->budget;
 	uint64_t now = pdi_now_ns();
+	uint8_t peaks[PDI_LINK_GEN_FUNCS];
 
-	(void)d;
-	if (!t->budget)
+	if (!b)
 		return;
-	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 		pdi_unobserved_end(&t->model.unobserved, (uint16_t)fn, now);
+		peaks[fn] = b->fn[fn].need_learned && b->fn[fn].need > b->fn[fn].peak ? b->fn[fn].need : b->fn[fn].peak;
+	}
+	/* what this run needed, and a learned level it kept to its end, is what the program's next
+	 * run starts at; a learned level this run's rates restored is forgotten */
+	if (b->prog_known && pdi_budget_learned_note(d->budget_learned, &b->prog, pdi_hash_str(t->step->name), peaks) < 0)
+		log_warning_limited(0, "Cannot remember the budget levels of %s: out of memory", t->step->name);
 	pdi_budget_task_free(t->budget);
 	t->budget = NULL;
 }
@@ -500,10 +571,10 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 		if (t->state != PDI_TASK_RUNNING || !b)
 			continue;
 		any = true;
-		if (new_period) {
+		if (new_period)
 			b->period_start_ns = now;
+		if (new_period || !b->share_seen)
 			measure_cpu_share(t);
-		}
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 			struct pdi_budget_fn *f = &b->fn[fn];
 
@@ -515,10 +586,13 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 
 				if (r > f->rate)
 					f->rate = r;
+				f->rated = true;
 			}
 			if (new_period) {
-				if (f->observed_ns >= SLOT_NS / 2)
+				if (f->observed_ns >= SLOT_NS / 2) {
 					f->rate = (double)f->hits * 1e9 / (double)f->observed_ns;
+					f->rated = true;
+				}
 				f->hits = f->observed_ns = 0;
 				if (f->stable < UINT16_MAX)
 					f->stable++;

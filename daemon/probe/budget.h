@@ -8,7 +8,8 @@
  * probed in time slices of 1/2 ... 1/32 of every second, then detached (re-measured in one
  * slice every 4 s). When its rate falls, it is restored to the fullest level that fits. The
  * running tasks of a step on this node keep one level per function, the most degraded any of
- * them needs, so that they are seen alike and their models stay comparable. Each change is
+ * them needs, so that they are seen alike and their models stay comparable. The first task of a
+ * step starts at the levels earlier runs of its program needed (budget_learn.h). Each change is
  * marked in the task's model (unobserved.h). See doc/design/overhead-budget.md. */
 #pragma once
 
@@ -16,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "budget_learn.h"
 #include "calibrate.h"
 
 struct pdi_daemon;
@@ -38,6 +40,11 @@ struct pdi_budget_fn {
 	uint64_t on_from_ns;    /* when its probes last came on: an attach on a worker lands within a
 				   slot, and only the time they were on counts (budget_change.c) */
 	double rate;            /* calls per second, from the last period it was seen in */
+	bool rated;             /* RATE was measured (a level learned from earlier runs comes first) */
+	bool learned;           /* its level is the one earlier runs of the program left (budget_learn.h) */
+	bool need_learned;      /* its need is that level, held LEARNED_HOLD periods (budget.c) */
+	uint8_t peak;           /* the most degraded need its rates in this run gave it: with a learned
+				   need kept to its end, what the program's next run starts at */
 };
 
 struct pdi_budget_task {
@@ -48,7 +55,10 @@ struct pdi_budget_task {
 	double cpu_share;         /* the share of its ready time its MPI thread runs, smoothed, at
 				     least 1 / PDI_BUDGET_SHARE_BOUND: a hit costs it that much more */
 	uint64_t run_ns, wait_ns; /* its schedstat at the last look */
+	bool share_seen;          /* CPU_SHARE was measured once (before: 1, a core of its own) */
 	uint64_t step_synced_ns;  /* the slot its levels were last made its step's (budget.c) */
+	struct pdi_program_key prog; /* its program, for the levels learned per program */
+	bool prog_known;
 };
 
 /* The budget timer (a timerfd the loop polls), or -1 when the budget is off. */

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "detach.h"
+#include "log.h"
 #include "mpi_funcs.h"
 #include "tracer.h"
 #include "worker.h"
@@ -39,7 +41,12 @@ static void close_all(struct detach_job *j)
 
 static void detach_run(struct pdi_job *pj)
 {
-	close_all(pdi_job_of(pj, struct detach_job, job));
+	struct detach_job *j = pdi_job_of(pj, struct detach_job, job);
+	unsigned n = j->nlinks + j->nfds;
+	uint64_t t0 = pdi_now_ns();
+
+	close_all(j);
+	log_debug("%u probe links closed in %.1f ms on a worker", n, (double)(pdi_now_ns() - t0) / 1e6);
 }
 
 static void detach_done(struct pdi_job *pj, bool cancelled)

@@ -88,6 +88,32 @@ class Budget(DaemonTest):
                 self.assertEqual([m for m in marks[1] if m[0] == fn], [m for m in marks[0] if m[0] == fn],
                                  f"{fn} restored at the same instant")
 
+    def test_levels_learned_per_program(self):
+        """A program whose polling calls had to be degraded starts its next step at those levels:
+        its first task from its join (the mark begins before any rate of this run is measured,
+        rate 0), the step's other tasks as their step's; the log says where the level came from."""
+        for step in ("learn-1", "learn-2"):
+            r = self.d.pdimon("run", "--step", step, "--", *mpirun("openmpi", 2, "poll", "phases", 0, 2, 0),
+                              check=False, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        log = self.d.read_log()
+        first = {t["pid"] for t in self.d.show("learn-1")["tasks"]}
+        tasks = self.d.show("learn-2")["tasks"]
+        self.assertEqual(len(tasks), 2)
+        self.assertFalse([p for p in first if re.search(rf"pid {p} .*as earlier runs of its program needed", log)],
+                         "the first step had nothing to learn from")
+        learned = [t for t in tasks if re.search(rf"pid {t['pid']} .*: MPI_(Test|Iprobe) full -> [a-z0-9/ ]+: 0 "
+                                                 r"calls/s.*, as earlier runs of its program needed", log)]
+        self.assertEqual(len(learned), 1, "the step's first task starts at the program's levels")
+        for t in tasks:
+            marks = [u for u in t["unobserved"] if u["function"] in ("MPI_Test", "MPI_Iprobe")]
+            self.assertTrue(marks, f"rank {t['rank']}: {t['unobserved']}")
+            # from the start: before this run measured a rate (the first task's), or as its step's
+            self.assertTrue(any(u["rate_per_s"] == 0 for u in marks) or t is not learned[0],
+                            f"rank {t['rank']}: {marks}")
+        self.assertRegex(log, rf"pid {next(t['pid'] for t in tasks if t is not learned[0])} .*: "
+                              r"MPI_(Test|Iprobe) full -> .*, as rank \d+ of its step needs")
+
     def test_ranks_killed_while_probes_change(self):
         """The budget attaches a task's new probes on a worker and switches to them on the loop:
         ranks killed in a polling burst, as their probes change, leave no link open (each change

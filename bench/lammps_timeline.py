@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# lammps_timeline.py -- where a monitored LAMMPS crack run's time goes: the budget's level changes per rank, its link swaps, pdimond's CPU.
+"""lammps_timeline.py -- where a monitored LAMMPS crack run's time goes.
+
+Runs LAMMPS crack on 4 ranks (as bench/lammps.py does) RUNS times one after the other under one
+pdimond of its own (default budget, log_level=debug, extra --set SETTING as given), and prints for
+each run a timeline, in seconds since the run was started:
+  - LAMMPS's own lines that mark its phases (setup, the start of the timed loop, "Loop time");
+  - every budget level change, per rank ("rank 0 MPI_Send full -> sampled 1/2");
+  - per 0.25 s: the probe changes attached on workers and the links closed on workers, and
+    pdimond's CPU time by thread (the loop "pdimond", the pools' threads by their names);
+and a summary: totals of attaches, closes and pdimond CPU during the run, and the loop time.
+The first run after pdimond starts is the cold one; the later ones are warm. Run it under
+`flock -x /work/locks/heavy.lock` for figures that mean something.
+"""
+import argparse
+import collections
+import os
+import re
+import subprocess
+import tempfile
+import threading
+import time
+
+from benchlib import BenchError, Daemon, end_run, spawn
+from lammps import LOOP, lammps_cmd
+
+BUCKET = 0.25
+LEVEL = re.compile(r"pid (\d+) \(rank (-?\d+)\) of step \S+: (MPI_\w+) ([a-z0-9/ ]+) -> ([a-z0-9/ ]+): ([0-9]+) calls/s"
+                   r"(.*as rank (-?\d+) of its step needs)?")
+ATTACHED = re.compile(r"new probes attached in (?P<ms>[0-9.]+) ms")
+CLOSED = re.compile(r"(?P<links>\d+) probe links closed in (?P<ms>[0-9.]+) ms")
+LAMMPS_MARKS = ("Setting up Verlet run", "Step ", "Loop time", "Total wall time")
+
+
+def thread_cpu(pid):
+    """{thread name: CPU seconds} of the threads of PID (threads of one name summed)."""
+    out = collections.Counter()
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                s = f.read()
+        except OSError:
+            continue
+        name = s[s.index("(") + 1:s.rindex(")")]
+        v = s.rsplit(")", 1)[1].split()
+        out[re.sub(r"[-_]?\d+$", "", name)] += (int(v[11]) + int(v[12])) / tick
+    return out
+
+
+class Recorder:
+    """Stamps new log lines of the daemon, LAMMPS's output lines and pdimond's CPU by thread."""
+
+    def __init__(self, daemon):
+        self.daemon = daemon
+        self.t0 = time.monotonic()
+        self.lines = []   # (t, "log"|"lmp", text)
+        self.cpu = []     # (t, Counter)
+        self.stop = threading.Event()
+        self.log = open(daemon.log_path)
+        self.log.seek(0, os.SEEK_END)
+
+    def now(self):
+        return time.monotonic() - self.t0
+
+    def poll(self):
+        while not self.stop.is_set():
+            for line in self.log.readlines():
+                self.lines.append((self.now(), "log", line.rstrip()))
+            self.cpu.append((self.now(), thread_cpu(self.daemon.proc.pid)))
+            time.sleep(0.05)
+        for line in self.log.readlines():
+            self.lines.append((self.now(), "log", line.rstrip()))
+        self.cpu.append((self.now(), thread_cpu(self.daemon.proc.pid)))
+
+    def read_job(self, stream):
+        for line in iter(stream.readline, b""):
+            self.lines.append((self.now(), "lmp", line.decode(errors="replace").rstrip()))
+
+
+def one_run(daemon, tag):
+    tmp = tempfile.mkdtemp(prefix="pdimon-timeline-")
+    rec = Recorder(daemon)
+    poller = threading.Thread(target=rec.poll)
+    poller.start()
+    job = None
+    try:
+        job = spawn(daemon.pdimon_args("run", "--step", tag, "--") + lammps_cmd(), stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, cwd=tmp, env=daemon.env)
+        reader = threading.Thread(target=rec.read_job, args=(job.stdout,))
+        reader.start()
+        job.wait(timeout=900)
+        reader.join()
+        time.sleep(1.0)  # closes still running on workers after the step ends show in the log
+    finally:
+        rec.stop.set()
+        poller.join()
+        rec.log.close()
+        end_run(None, job, tmp)
+    return rec
+
+
+class Swaps:
+    """The probe changes of one kind (attached, or closed, on workers): per bucket, in all, and the
+    ms the log says they took."""
+
+    def __init__(self, pattern):
+        self.pattern = pattern
+        self.per_bucket = collections.Counter()
+        self.n = self.links = 0
+        self.ms = 0.0
+
+    def take(self, t, text):
+        m = self.pattern.search(text)
+        if m:
+            self.per_bucket[int(t / BUCKET)] += 1
+            self.n += 1
+            self.ms += float(m.group("ms"))
+            self.links += int(m.groupdict().get("links") or 0)
+        return m
+
+
+def cpu_rows(samples):
+    """pdimond's CPU by thread name per bucket, [(bucket, Counter)], and in all."""
+    prev = samples[0][1] if samples else collections.Counter()
+    cur_bucket, acc, total, rows = 0, collections.Counter(), collections.Counter(), []
+    for t, c in samples[1:]:
+        b = int(t / BUCKET)
+        if b != cur_bucket:
+            rows.append((cur_bucket, acc))
+            cur_bucket, acc = b, collections.Counter()
+        for k in c:
+            d = c[k] - prev.get(k, 0)
+            if d > 0:
+                acc[k] += d
+                total[k] += d
+        prev = c
+    rows.append((cur_bucket, acc))
+    return rows, total
+
+
+def report(rec, title):
+    print(f"== {title}")
+    attached, closed = Swaps(ATTACHED), Swaps(CLOSED)
+    loop_time, changes = None, 0
+    for t, src, text in rec.lines:
+        if src == "lmp":
+            m = LOOP.search(text)
+            if m:
+                loop_time = float(m.group(1))
+            if text.startswith("Step "):
+                print(f"{t:7.2f}  lammps   (thermo header: the timed loop begins)")
+            elif text.startswith(LAMMPS_MARKS):
+                print(f"{t:7.2f}  lammps   {text[:90]}")
+            continue
+        m = LEVEL.search(text)
+        if m:
+            changes += 1
+            by = f" (for rank {m.group(8)})" if m.group(8) else ""
+            print(f"{t:7.2f}  rank {m.group(2)}   {m.group(3)} {m.group(4)} -> {m.group(5)} at {m.group(6)}/s{by}")
+        elif not attached.take(t, text):
+            closed.take(t, text)
+    print(f"{'t':>7}  {'attach':>6} {'close':>6}  pdimond CPU ms by thread")
+    rows, total = cpu_rows(rec.cpu)
+    for b, acc in rows:
+        if acc or attached.per_bucket[b] or closed.per_bucket[b]:
+            cpu = ", ".join(f"{k} {v * 1000:.0f}" for k, v in sorted(acc.items()))
+            print(f"{b * BUCKET:7.2f}  {attached.per_bucket[b]:>6} {closed.per_bucket[b]:>6}  {cpu}")
+    print(f"summary: loop time {loop_time} s; level changes {changes}; probe changes attached on workers "
+          f"{attached.n} ({attached.ms:.0f} ms of attaching); close jobs {closed.n} ({closed.links} links, "
+          f"{closed.ms:.0f} ms of closing); pdimond CPU during the run "
+          + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(total.items())), flush=True)
+    return loop_time
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=2, help="runs one after the other (the first is cold)")
+    ap.add_argument("--set", action="append", default=[], metavar="SETTING", help="a pdimond setting")
+    ap.add_argument("--build", help="the build directory of the pdimond to use")
+    args = ap.parse_args()
+    kw = {"build": os.path.abspath(args.build)} if args.build else {}
+    daemon = Daemon("log_level=debug", *args.set, **kw)
+    try:
+        for r in range(args.runs):
+            report(one_run(daemon, f"timeline-{os.getpid()}-{r}"), f"run {r + 1} ({'cold' if r == 0 else 'warm'})")
+    finally:
+        rc = daemon.stop()
+    if rc != 0:
+        raise BenchError(f"pdimond exited with {rc}")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (BenchError, OSError, subprocess.SubprocessError) as e:
+        raise SystemExit(f"lammps_timeline: {e}")

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* budget_learn.c -- the overhead budget's levels learned per program (see budget_learn.h). A
+ * linear table: it is searched once per task begin and once per task end, against at most a few
+ * hundred programs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "budget_learn.h"
+
+struct entry {
+	struct pdi_program_key key;
+	uint64_t step;     /* the step that last noted it */
+	uint64_t used;     /* the table's clock at its last find or note: the least recent goes first */
+	uint8_t *levels;
+};
+
+struct pdi_budget_learned {
+	struct entry *v;
+	unsigned n, max, nfuncs;
+	uint64_t clock;
+};
+
+int pdi_budget_learned_new(unsigned max, unsigned nfuncs, struct pdi_budget_learned **ret)
+{
+	struct pdi_budget_learned *l;
+
+	if (!max || !nfuncs)
+		return -EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (!l || !(l->v = calloc(max, sizeof(*l->v)))) {
+		free(l);
+		return -ENOMEM;
+	}
+	l->max = max;
+	l->nfuncs = nfuncs;
+	*ret = l;
+	return 0;
+}
+
+void pdi_budget_learned_free(struct pdi_budget_learned *l)
+{
+	if (!l)
+		return;
+	for (unsigned i = 0; i < l->n; i++)
+		free(l->v[i].levels);
+	free(l->v);
+	free(l);
+}
+
+int pdi_program_key_of(pid_t pid, struct pdi_program_key *ret)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &st) < 0)
+		return -errno;
+	*ret = (struct pdi_program_key){.dev = st.st_dev, .ino = st.st_ino, .size = (uint64_t)st.st_size,
+					.mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
+						    (uint64_t)st.st_mtim.tv_nsec};
+	return 0;
+}
+
+static struct entry *find(struct pdi_budget_learned *l, const struct pdi_program_key *k)
+{
+	for (unsigned i = 0; i < l->n; i++)
+		if (!memcmp(&l->v[i].key, k, sizeof(*k)))
+			return &l->v[i];
+	return NULL;
+}
+
+const uint8_t *pdi_budget_learned_find(struct pdi_budget_learned *l, const struct pdi_program_key *k)
+{
+	struct entry *e = l ? find(l, k) : NULL;
+
+	if (!e)
+		return NULL;
+	e->used = ++l->clock;
+	return e->levels;
+}
+
+/* A slot for a new entry: a free one, else the least recently used one's (its levels kept for
+ * reuse). */
+static struct entry *make_room(struct pdi_budget_learned *l)
+{
+	struct entry *lru;
+
+	if (l->n < l->max)
+		return &l->v[l->n];
+	lru = &l->v[0];
+	for (unsigned i = 1; i < l->n; i++)
+		if (l->v[i].used < lru->used)
+			lru = &l->v[i];
+	return lru;
+}
+
+int pdi_budget_learned_note(struct pdi_budget_learned *l, const struct pdi_program_key *k, uint64_t step,
+			    const uint8_t *levels)
+{
+	struct entry *e = find(l, k);
+	bool any = false;
+
+	for (unsigned fn = 0; fn < l->nfuncs; fn++)
+		any |= levels[fn] != 0;
+	if (!e) {
+		if (!any)
+			return 0;
+		e = make_room(l);
+		if (!e->levels && !(e->levels = malloc(l->nfuncs)))
+			return -ENOMEM;
+		if (e == &l->v[l->n])
+			l->n++;
+		e->key = *k;
+		e->step = step + 1; /* not STEP: replaced below */
+	}
+	if (e->step != step)
+		memcpy(e->levels, levels, l->nfuncs);
+	else
+		for (unsigned fn = 0; fn < l->nfuncs; fn++)
+			if (levels[fn] > e->levels[fn])
+				e->levels[fn] = levels[fn];
+	e->step = step;
+	e->used = ++l->clock;
+	return 0;
+}
+
+unsigned pdi_budget_learned_count(const struct pdi_budget_learned *l)
+{
+	return l ? l->n : 0;
+}

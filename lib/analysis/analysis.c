@@ -753,6 +753,12 @@ void pdi_analysis_missing_ranks(const struct pdi_analysis *a, char *buf, size_t 
 	free(seen);
 }
 
+/* The model of class C: its first member's. */
+static const struct pdi_model *class_model(const struct pdi_analysis *a, size_t c)
+{
+	return a->view->tasks[a->classes.classes[c].members[0]].model;
+}
+
 static size_t class_ranks(const struct pdi_analysis *a, size_t c, int *ranks)
 {
 	const struct pdi_eqclass *k = &a->classes.classes[c];
@@ -794,10 +800,12 @@ size_t pdi_analysis_faulty_ranks(const struct pdi_analysis *a, int *ranks)
 	if (!a->has_automaded)
 		return 0;
 	if (am->by_lost) {
-		/* the task that lost the time, and any that lost nearly as much in the same phase */
+		/* the task that lost the time, and any that lost nearly as much in the same phase
+		 * by itself, not to the CPU the first one took from it */
 		for (size_t c = 0; c < a->classes.n; c++)
 			if (c == am->lost.task ||
-			    pdi_lost_of(&am->lost, c, am->lost.peak, NULL) >= PDI_LOST_ALSO_SHARE * am->lost.peak_s)
+			    (pdi_lost_of(&am->lost, c, am->lost.peak, NULL) >= PDI_LOST_ALSO_SHARE * am->lost.peak_s &&
+			     !pdi_lost_cpu_taken(&am->lost, c, class_model(a, am->lost.task), class_model(a, c))))
 				n += class_ranks(a, c, ranks + n);
 		qsort(ranks, n, sizeof(*ranks), cmp_int);
 		return n;

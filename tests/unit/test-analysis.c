@@ -765,6 +765,48 @@ Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
 	}
 }
 
+/* A rank spinning 3 s in its own code on a full node takes CPU from a rank it shares a CPU with,
+ * whose computation stretches by 2.4 s: that rank lost time too, but to the spinner (60% of a
+ * CPU against its usual 80%, waiting for one the rest of the time), so the spinner is named
+ * alone (NWChem, issue 9). The same stretch at more than its usual share is its own: both. */
+Test(analysis, a_rank_that_lost_cpu_to_a_spinner_is_not_named_beside_it)
+{
+	const struct view_case *c = &cases[0]; /* 4 tasks, 8 phases */
+	const double neighbour_share[] = {0.6, 0.9}; /* the usual share: 0.8 */
+
+	for (size_t k = 0; k < 2; k++) {
+		struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = 5,
+					.slow_to = 5, .usage = true, .spin_phase = 5, .share = 0.8};
+		struct ring_opts spinner = all, neighbour = all;
+		struct built *b = malloc(sizeof(*b));
+		struct pdi_analysis a;
+		int ranks[MAX_TASKS];
+		size_t n;
+
+		spinner.spinning = true;
+		neighbour.slowed = true;
+		neighbour.slow_factor = 4;
+		neighbour.slow_share = neighbour_share[k];
+		cr_assert_not_null(b);
+		build_with(c, b, &all, 1, &spinner);
+		pdi_model_done(&b->models[0]);
+		ring_model_with(&b->models[0], 0, c->phases, &neighbour);
+		cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+		n = pdi_analysis_faulty_ranks(&a, ranks);
+		cr_expect(a.am.by_lost && a.am.lost.kind == PDI_LOST_COMPUTING && a.am.faulty_phase == 6,
+			  "share %g: phase %u, by lost %d (%s)", neighbour_share[k], a.am.faulty_phase, a.am.by_lost,
+			  pdi_lost_kind_names[a.am.lost.kind]);
+		if (k == 0)
+			cr_expect(n == 1 && ranks[0] == 1, "the spinner alone: %zu ranks, first %d", n, n ? ranks[0] : -1);
+		else
+			cr_expect(n == 2 && ranks[0] == 0 && ranks[1] == 1, "both: %zu ranks, first %d", n,
+				  n ? ranks[0] : -1);
+		pdi_analysis_done(&a);
+		unbuild(c, b);
+		free(b);
+	}
+}
+
 /* Task I of B seen by its live stack in FN ("" outside MPI) in the middle of phase P of its
  * model, LOOKS looks 3 s apart. */
 static void seen(struct built *b, unsigned i, const char *fn, uint32_t p, unsigned looks)

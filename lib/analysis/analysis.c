@@ -583,10 +583,11 @@ void pdi_analysis_phase_text(const struct pdi_analysis *a, uint32_t p, char *buf
 /* The stacks' verdict (stack_evidence.h), where AutomaDeD's leaves room: it found nothing
  * abnormal, or blamed the rank the stacks single out among others. It never overrides an
  * abnormal verdict that names other ranks (the kernel's own evidence of a held rank among
- * them), nor speaks of a hang (PDI's). In set-up and tear-down, where one rank computing while
- * others wait is common, every peer must have been seen waiting. (A look needs probes the
- * budget thinned, so a high call rate just before: rare before a code's first loop; and when
- * phases stop being cut, a set-up phase may hold most of the run, as meep's did.) */
+ * them), nor speaks of a hang (PDI's). Every peer must have been seen waiting; where one peer
+ * suffices (below), not in set-up and tear-down, where one rank computing while others wait
+ * is common. (A look needs probes the budget thinned, so a high call rate just before: rare
+ * before a code's first loop; and when phases stop being cut, a set-up phase may hold most of
+ * the run, as meep's did.) */
 static int stack_verdict(struct pdi_analysis *a)
 {
 	const struct pdi_stack_evidence *e = &a->stack;

@@ -62,7 +62,9 @@ static bool peers_waited(const struct pdi_view *v, unsigned i, const struct pdi_
 			peer_fn = fn;
 		}
 	}
-	if (!waiting || (!any_peer && 2 * waiting < v->ntasks - 1))
+	/* a peer no look saw then may have been computing as well (a healthy meep, issue 9: rank 1
+	 * seen computing, ranks 0 and 3 waiting, rank 2 not looked at) */
+	if (!waiting || (!any_peer && waiting + 1 < v->ntasks))
 		return false;
 	*ret = (struct pdi_stack_evidence){.found = true, .task = i, .rank = a->rank,
 					   .phase = phase_at(a->model, x->t_first), .t_first = x->t_first,

@@ -838,10 +838,11 @@ Test(analysis, a_rank_seen_computing_while_its_peers_waited_is_named)
 	seen(b, 2, "", 4, 2);
 	seen(b, 0, "MPI_Waitall", 4, 2);
 	seen(b, 1, "MPI_Waitall", 4, 1);
+	seen(b, 3, "MPI_Waitall", 4, 1);
 	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
 	cr_expect(a.abnormal && a.by_stack);
 	cr_expect_eq(a.stack.phase, 4);
-	cr_expect_eq(a.stack.waiting, 2);
+	cr_expect_eq(a.stack.waiting, 3);
 	cr_expect(pdi_analysis_faulty_ranks(&a, ranks) == 1 && ranks[0] == 2);
 	json = pdi_render_json(&a);
 	text = pdi_render_text(&a);
@@ -875,7 +876,7 @@ Test(analysis, looks_that_single_no_rank_out_name_none)
 		{"one peer of three waiting", {2, -1}, {0, -1, -1}, 4, false},
 		{"two peers of three waiting in the set-up", {2, -1}, {0, 1, -1}, 0, false},
 		{"all three peers waiting in the set-up", {2, -1}, {0, 1, 3}, 0, true},
-		{"two peers of three waiting in the steady state", {2, -1}, {0, 1, -1}, 5, true},
+		{"two peers of three waiting in the steady state, the third not seen", {2, -1}, {0, 1, -1}, 5, false},
 		{"all three peers waiting", {2, -1}, {0, 1, 3}, 5, true},
 	};
 
@@ -929,6 +930,7 @@ Test(analysis, looks_that_single_no_rank_out_name_none)
 		build(c, b);
 		seen(b, 0, "", 3, 1);
 		seen(b, 1, "MPI_Waitall", 3, 1);
+		seen(b, 2, "MPI_Waitall", 3, 1);
 		seen(b, 3, "MPI_Waitall", 3, 1);
 		cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
 		cr_expect(a.abnormal && !a.by_stack && a.stack.found);

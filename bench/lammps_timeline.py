@@ -9,6 +9,8 @@ each run a timeline, in seconds since the run was started:
   - every budget level change, per rank ("rank 0 MPI_Send full -> sampled 1/2");
   - per 0.25 s: the probe changes attached on workers and the links closed on workers, and
     pdimond's CPU time by thread (the loop "pdimond", the pools' threads by their names);
+  - with sysctl kernel.bpf_stats_enabled=1, the traps at probed functions' entries (runs of the
+    entry program, also on links no longer or not yet current) against the calls pdimond took in;
 and a summary: totals of attaches, closes and pdimond CPU during the run, and the loop time.
 The first run after pdimond starts is the cold one; the later ones are warm. Run it under
 `flock -x /work/locks/heavy.lock` for figures that mean something.
@@ -22,7 +24,7 @@ import tempfile
 import threading
 import time
 
-from benchlib import BenchError, Daemon, end_run, spawn
+from benchlib import BenchError, Daemon, bpf_prog_stats, bpf_stats_enabled, end_run, spawn
 from lammps import LOOP, lammps_cmd
 
 BUCKET = 0.25
@@ -83,8 +85,16 @@ class Recorder:
             self.lines.append((self.now(), "lmp", line.decode(errors="replace").rstrip()))
 
 
+def traps(daemon):
+    """(entry program runs, events): the first counts every trap at a probed function's entry,
+    current link or not (kernel.bpf_stats_enabled), the second the calls pdimond took in."""
+    runs = bpf_prog_stats(daemon.proc.pid).get("mpi_enter", (0, 0))[1] if bpf_stats_enabled() else 0
+    return runs, daemon.status()["events"]
+
+
 def one_run(daemon, tag):
     tmp = tempfile.mkdtemp(prefix="pdimon-timeline-")
+    before = traps(daemon)
     rec = Recorder(daemon)
     poller = threading.Thread(target=rec.poll)
     poller.start()
@@ -102,6 +112,8 @@ def one_run(daemon, tag):
         poller.join()
         rec.log.close()
         end_run(None, job, tmp)
+    after = traps(daemon)
+    rec.entry_runs, rec.events = after[0] - before[0], after[1] - before[1]
     return rec
 
 
@@ -175,6 +187,9 @@ def report(rec, title):
           f"{attached.n} ({attached.ms:.0f} ms of attaching); close jobs {closed.n} ({closed.links} links, "
           f"{closed.ms:.0f} ms of closing); pdimond CPU during the run "
           + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(total.items())), flush=True)
+    if getattr(rec, "entry_runs", 0):
+        print(f"traps at function entries {rec.entry_runs} (BPF entry program runs, current links or not), "
+              f"calls taken in {rec.events}", flush=True)
     return loop_time
 
 

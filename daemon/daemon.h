@@ -103,6 +103,7 @@ struct pdi_daemon {
 	struct ahead_job *ahead_jobs; /* attaches in flight, with what their processes sent meanwhile */
 	unsigned ahead_events;        /* events and frames records kept by them, all together */
 	unsigned ahead_frames;        /* of which frames records */
+	pid_t warmed_pid;             /* its objects just read on a worker: its MPI_Init joins now */
 	bool evict_due;            /* a step joined the cache of ended steps: check its limits */
 	struct pdi_subscribers *subscribers; /* who hears the step signals (bus/subscribe.c) */
 	/* the overhead budget (probe/budget.h) */

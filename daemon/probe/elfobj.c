@@ -667,3 +667,15 @@ Dwarf_CFI *pdi_elfobj_cfi(struct pdi_elfobj *o)
 	}
 	return o->cfi;
 }
+
+void pdi_elfobj_preload(struct pdi_elfobj *o)
+{
+	Dwarf *dw = get_dwarf(o);
+	Dwarf_Aranges *ar;
+	size_t n;
+
+	/* libdw keeps the index in DW: dwarf_addrdie() finds it there */
+	if (dw)
+		(void)dwarf_getaranges(dw, &ar, &n);
+	(void)pdi_elfobj_cfi(o);
+}

@@ -57,6 +57,12 @@ struct pdi_srcloc {
  * pdi_srcloc are truncated. Returns 0 or negative errno. */
 int pdi_elfobj_describe(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret);
 
+/* Load now what pdi_elfobj_describe() and pdi_elfobj_cfi() would load on first use (the DWARF,
+ * its address index, the frame information), so that a worker pays for it rather than the
+ * loop at a call site's first call (objwarm.h). Each compile unit's line table still loads
+ * when a site in it is first described. */
+void pdi_elfobj_preload(struct pdi_elfobj *o);
+
 /* The object's call frame information (.eh_frame, present in stripped objects too), loaded on
  * first use and owned by the object; NULL if it has none. */
 Dwarf_CFI *pdi_elfobj_cfi(struct pdi_elfobj *o);

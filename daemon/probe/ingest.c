@@ -303,7 +303,7 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 
 	if (e->kind == PDI_EV_INIT) {
 		/* its probes are being attached ahead, or will be now: it joins when they are */
-		if (!pdi_ahead_keep(d, e) && !pdi_ahead_on_held_init(d, e))
+		if (!pdi_ahead_keep(d, e) && !pdi_ahead_on_held_init(d, e) && !pdi_ahead_warm_first(d, e))
 			on_init_trap(d, e);
 		return 0;
 	}

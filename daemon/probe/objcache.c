@@ -126,11 +126,13 @@ static int evict_oldest(struct pdi_objcache *c)
 	return rehash(c, c->cap);
 }
 
-static int open_mapped(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj **ret)
+int pdi_objcache_open(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj **ret)
 {
 	char name[96];
 	int fd, r;
 
+	if (!m->path)
+		return -EINVAL;
 	/* pid 0: a file of the daemon's own mount namespace, such as a library to trap */
 	if (pid <= 0)
 		r = pdi_objopen_path(m->path, m->ino, &fd);
@@ -169,38 +171,62 @@ static int put(struct pdi_objcache *c, const struct pdi_mapping *m, struct pdi_e
 	return 0;
 }
 
-int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m,
-		     struct pdi_elfobj **ret)
+bool pdi_objcache_holds(const struct pdi_objcache *c, const struct pdi_mapping *m)
 {
-	struct pdi_elfobj *o;
-	struct entry *e;
+	return lookup(c->slots, c->cap, m->dev, m->ino)->used;
+}
+
+int pdi_objcache_adopt(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m, int opened,
+		       struct pdi_elfobj *o, struct pdi_elfobj **ret)
+{
+	struct entry *e = lookup(c->slots, c->cap, m->dev, m->ino);
 	int r;
 
-	if (!m->path)
-		return -EINVAL;
-	e = lookup(c->slots, c->cap, m->dev, m->ino);
-	if (e->used)
-		e->last_use = ++c->clock;
-	if (e->used && e->refused)
-		return e->refused;
 	if (e->used) {
-		*ret = e->obj;
+		/* opened twice (on a worker while the loop opened it too): the cache's copy stays */
+		pdi_elfobj_free(o);
+		e->last_use = ++c->clock;
+		if (e->refused)
+			return e->refused;
+		if (ret)
+			*ret = e->obj;
 		return 0;
 	}
-	r = open_mapped(pid, m, &o);
-	if (r < 0) {
-		if (refusal_lasts(r) && put(c, m, NULL, r) == 0 && r != -ENOEXEC)
+	if (opened < 0) {
+		if (refusal_lasts(opened) && put(c, m, NULL, opened) == 0 && opened != -ENOEXEC)
 			log_warning_limited((uint64_t)pid, "pid %d maps %s: %s, not reading it", (int)pid, m->path,
-					    pdi_objopen_strerror(r));
-		return r;
+					    pdi_objopen_strerror(opened));
+		return opened;
 	}
 	r = put(c, m, o, 0);
 	if (r < 0) {
 		pdi_elfobj_free(o);
 		return r;
 	}
-	*ret = o;
+	if (ret)
+		*ret = o;
 	return 0;
+}
+
+int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m,
+		     struct pdi_elfobj **ret)
+{
+	struct pdi_elfobj *o = NULL;
+	struct entry *e;
+	int r;
+
+	if (!m->path)
+		return -EINVAL;
+	e = lookup(c->slots, c->cap, m->dev, m->ino);
+	if (e->used) {
+		e->last_use = ++c->clock;
+		if (e->refused)
+			return e->refused;
+		*ret = e->obj;
+		return 0;
+	}
+	r = pdi_objcache_open(pid, m, &o);
+	return pdi_objcache_adopt(c, pid, m, r, r < 0 ? NULL : o, ret);
 }
 
 /* Maps are in address order, so the executable (mapped low) is tried before any library; among

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* objwarm.c -- a joining process's objects opened and indexed on a worker (see objwarm.h). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "elfobj.h"
+#include "objcache.h"
+#include "objwarm.h"
+#include "procmaps.h"
+
+struct pdi_objwarm {
+	pid_t pid;
+	struct pdi_maps todo;        /* the mappings to read, one per file, paths the job's own */
+	int *opened;                 /* per mapping: pdi_objcache_open()'s result */
+	struct pdi_elfobj **objs;    /* and the object when it is 0 */
+};
+
+static bool listed(const struct pdi_maps *v, const struct pdi_mapping *m)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (v->v[i].dev == m->dev && v->v[i].ino == m->ino)
+			return true;
+	return false;
+}
+
+static void warm_free(struct pdi_objwarm *w)
+{
+	for (size_t i = 0; w->objs && i < w->todo.n; i++)
+		pdi_elfobj_free(w->objs[i]);
+	free(w->objs);
+	free(w->opened);
+	pdi_maps_free(&w->todo);
+	free(w);
+}
+
+int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, struct pdi_objwarm **ret)
+{
+	struct pdi_maps maps = {0};
+	struct pdi_objwarm *w = NULL;
+	int r = pdi_maps_read(pid, &maps);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < maps.n; i++) {
+		struct pdi_mapping *m = &maps.v[i];
+
+		if (!m->exec || !m->path || pdi_objcache_holds(c, m))
+			continue;
+		if (!w && !(w = calloc(1, sizeof(*w)))) {
+			r = -ENOMEM;
+			break;
+		}
+		if (listed(&w->todo, m))
+			continue;
+		if (!(w->todo.n % 16)) {
+			struct pdi_mapping *v = realloc(w->todo.v, sizeof(*v) * (w->todo.n + 16));
+
+			if (!v) {
+				r = -ENOMEM;
+				break;
+			}
+			w->todo.v = v;
+		}
+		/* the mapping moves to the job with its path: MAPS frees the rest */
+		w->todo.v[w->todo.n++] = *m;
+		m->path = NULL;
+	}
+	pdi_maps_free(&maps);
+	if (r == 0 && w) {
+		w->pid = pid;
+		w->opened = calloc(w->todo.n, sizeof(*w->opened));
+		w->objs = calloc(w->todo.n, sizeof(*w->objs));
+		if (!w->opened || !w->objs)
+			r = -ENOMEM;
+		for (size_t i = 0; r == 0 && i < w->todo.n; i++)
+			w->opened[i] = -ECANCELED; /* until run: a job cancelled at shutdown reads nothing */
+	}
+	if (r < 0) {
+		if (w)
+			warm_free(w);
+		return r;
+	}
+	*ret = w;
+	return 0;
+}
+
+bool pdi_objwarm_covers(const struct pdi_objwarm *a, const struct pdi_objwarm *b)
+{
+	for (size_t i = 0; i < b->todo.n; i++)
+		if (!listed(&a->todo, &b->todo.v[i]))
+			return false;
+	return true;
+}
+
+void pdi_objwarm_run(struct pdi_objwarm *w)
+{
+	for (size_t i = 0; i < w->todo.n; i++) {
+		w->opened[i] = pdi_objcache_open(w->pid, &w->todo.v[i], &w->objs[i]);
+		if (w->opened[i] == 0)
+			pdi_elfobj_preload(w->objs[i]);
+		else
+			w->objs[i] = NULL;
+	}
+}
+
+unsigned pdi_objwarm_commit(struct pdi_objcache *c, struct pdi_objwarm *w)
+{
+	unsigned n = 0;
+
+	if (!w)
+		return 0;
+	for (size_t i = 0; i < w->todo.n; i++) {
+		n += w->opened[i] == 0;
+		/* the cache takes the object, or frees it */
+		(void)pdi_objcache_adopt(c, w->pid, &w->todo.v[i], w->opened[i], w->objs[i], NULL);
+		w->objs[i] = NULL;
+	}
+	warm_free(w);
+	return n;
+}

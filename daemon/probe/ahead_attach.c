@@ -43,6 +43,8 @@ struct ahead_job {
 	struct pdi_ahead_attach *a;    /* the attach; NULL: a join waiting for WARM alone */
 	struct pdi_objwarm *warm;      /* objects its join reads, read first (objwarm.h); or NULL */
 	bool warmed;                   /* its join waits for WARM, or for a leader's */
+	int rank;                      /* if WARMED: its rank and maps, read at its MPI_Init */
+	struct pdi_maps maps;
 	struct ahead_job *followers;   /* joins waiting for WARM too, not submitted (their next_follower) */
 	struct ahead_job *next_follower;
 	pid_t pid, root;
@@ -127,9 +129,14 @@ static void replay(struct pdi_daemon *d, struct ahead_job *j)
 
 	if (j->has_init) {
 		/* its objects read: it joins now, whatever the cache let go since */
-		d->warmed_pid = j->warmed ? j->pid : 0;
+		if (j->warmed)
+			d->joining = (struct pdi_joining){.pid = j->pid, .rank = j->rank, .maps = j->maps};
 		(void)pdi_tracer_replay_event(d->tracer, &j->init);
-		d->warmed_pid = 0;
+		if (j->warmed) {
+			pdi_maps_free(&d->joining.maps); /* unless its task took them */
+			d->joining = (struct pdi_joining){0};
+			j->maps = (struct pdi_maps){0};
+		}
 	}
 	for (unsigned i = 0; i < j->nkept; i++) {
 		struct kept *k = &j->kept[i];
@@ -202,31 +209,39 @@ static void ahead_done(struct pdi_job *pj, bool cancelled)
 		j->followers = f->next_follower;
 		ahead_done(&f->job, cancelled);
 	}
+	pdi_maps_free(&j->maps);
 	free(j->kept);
 	free(j);
 }
 
-/* A job for E's process: attach A and/or read WARM on a worker; INIT: E is its MPI_Init trap,
- * which joins it in done(). Whether it was submitted (if not, A and WARM are still the caller's). */
-static bool submit(struct pdi_daemon *d, const struct pdi_event *e, struct pdi_ahead_attach *a,
-		   struct pdi_objwarm *warm, bool init)
+/* A job for E's process (INIT: E is its MPI_Init trap, which joins it in done()), to be given
+ * its attach or its objects to read, or to follow another job. */
+static struct ahead_job *new_job(struct pdi_daemon *d, const struct pdi_event *e, bool init)
 {
 	struct ahead_job *j = calloc(1, sizeof(*j));
 
 	if (!j)
-		return false;
-	*j = (struct ahead_job){.job = {.run = ahead_run, .done = ahead_done}, .d = d, .a = a, .warm = warm,
-				.pid = (pid_t)e->pid, .root = (pid_t)e->args[0], .exec_ns = e->t_enter,
-				.seen_ns = pdi_now_ns(), .held = init && !(e->flags & PDI_EVF_NOT_HELD),
-				.has_init = init, .warmed = warm};
+		return NULL;
+	*j = (struct ahead_job){.job = {.run = ahead_run, .done = ahead_done}, .d = d, .pid = (pid_t)e->pid,
+				.root = (pid_t)e->args[0], .exec_ns = e->t_enter, .seen_ns = pdi_now_ns(),
+				.held = init && !(e->flags & PDI_EVF_NOT_HELD), .has_init = init};
 	if (init)
 		j->init = *e;
-	if (pdi_workers_submit(d->ahead_workers, &j->job) < 0) {
-		free(j);
-		return false;
-	}
+	return j;
+}
+
+/* J in flight: its process's records are kept until its done(). */
+static void track(struct pdi_daemon *d, struct ahead_job *j)
+{
 	j->next = d->ahead_jobs;
 	d->ahead_jobs = j;
+}
+
+static bool submit(struct pdi_daemon *d, struct ahead_job *j)
+{
+	if (pdi_workers_submit(d->ahead_workers, &j->job) < 0)
+		return false;
+	track(d, j);
 	return true;
 }
 
@@ -244,6 +259,7 @@ static bool watch_open(struct pdi_daemon *d, const struct pdi_event *e)
 static bool start_attach(struct pdi_daemon *d, const struct pdi_event *e, int lib, bool init)
 {
 	struct pdi_ahead_attach *a;
+	struct ahead_job *j;
 	int r;
 
 	if (!watch_open(d, e))
@@ -256,10 +272,14 @@ static bool start_attach(struct pdi_daemon *d, const struct pdi_event *e, int li
 				  strerror(-r));
 		return false;
 	}
-	if (!submit(d, e, a, NULL, init)) {
+	j = new_job(d, e, init);
+	if (j)
+		j->a = a;
+	if (!j || !submit(d, j)) {
 		/* it is attached when it joins, on the loop, as before */
 		(void)pdi_tracer_ahead_end(d->tracer, a, -ENOMEM);
 		pdi_ahead_close_dropped(d);
+		free(j);
 		return false;
 	}
 	log_debug("pid %u: probes being attached as it %s, %.1f ms after %s", e->pid, init ? "waits at MPI_Init" : "starts",
@@ -276,41 +296,41 @@ static struct ahead_job *warm_leader(struct pdi_daemon *d, const struct pdi_objw
 	return NULL;
 }
 
-/* E's process joins when LEADER's objects are read (its done() runs this one's). */
-static bool follow(struct pdi_daemon *d, const struct pdi_event *e, struct ahead_job *leader)
+bool pdi_ahead_warm_first(struct pdi_daemon *d, const struct pdi_event *e, int rank)
 {
-	struct ahead_job *j = calloc(1, sizeof(*j));
-
-	if (!j)
-		return false;
-	*j = (struct ahead_job){.job = {.run = ahead_run, .done = ahead_done}, .d = d, .pid = (pid_t)e->pid,
-				.root = (pid_t)e->args[0], .exec_ns = e->t_enter, .seen_ns = pdi_now_ns(),
-				.held = !(e->flags & PDI_EVF_NOT_HELD), .has_init = true, .warmed = true, .init = *e};
-	j->next = d->ahead_jobs;
-	d->ahead_jobs = j;
-	j->next_follower = leader->followers;
-	leader->followers = j;
-	return true;
-}
-
-bool pdi_ahead_warm_first(struct pdi_daemon *d, const struct pdi_event *e)
-{
+	struct pdi_maps maps = {0};
 	struct pdi_objwarm *warm = NULL;
-	struct ahead_job *leader;
-	bool waits;
+	struct ahead_job *j = NULL, *leader;
 
-	if ((pid_t)e->pid == d->warmed_pid || !watch_open(d, e) || pdi_objwarm_plan(d->objs, (pid_t)e->pid, &warm) < 0 ||
-	    !warm)
+	if ((pid_t)e->pid == d->joining.pid || !watch_open(d, e) || pdi_maps_read((pid_t)e->pid, &maps) < 0)
 		return false;
+	if (pdi_objwarm_plan(d->objs, (pid_t)e->pid, &maps, &warm) < 0 || !warm || !(j = new_job(d, e, true))) {
+		(void)pdi_objwarm_commit(d->objs, warm); /* nothing read: frees it */
+		pdi_maps_free(&maps);
+		return false;
+	}
+	j->warmed = true;
+	j->rank = rank;
+	j->maps = maps;
 	/* a step's ranks reach MPI_Init together: one reads, the others wait for it (64 ranks must
 	 * not read the same objects 64 times over, on 4 threads, while held) */
 	leader = warm_leader(d, warm);
-	waits = leader ? follow(d, e, leader) : submit(d, e, NULL, warm, true);
-	if (!waits || leader)
-		(void)pdi_objwarm_commit(d->objs, warm); /* nothing read: frees it */
-	if (waits)
-		log_debug("pid %u reached MPI_Init: the objects it maps are read on a worker, then it joins", e->pid);
-	return waits;
+	if (leader) {
+		(void)pdi_objwarm_commit(d->objs, warm);
+		track(d, j);
+		j->next_follower = leader->followers;
+		leader->followers = j;
+	} else {
+		j->warm = warm;
+		if (!submit(d, j)) {
+			(void)pdi_objwarm_commit(d->objs, warm);
+			pdi_maps_free(&j->maps);
+			free(j);
+			return false;
+		}
+	}
+	log_debug("pid %u reached MPI_Init: the objects it maps are read on a worker, then it joins", e->pid);
+	return true;
 }
 
 void pdi_ahead_on_exec(struct pdi_daemon *d, const struct pdi_event *e)

@@ -2,6 +2,7 @@
 /* objwarm.c -- a joining process's objects opened and indexed on a worker (see objwarm.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "elfobj.h"
 #include "objcache.h"
@@ -33,16 +34,13 @@ static void warm_free(struct pdi_objwarm *w)
 	free(w);
 }
 
-int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, struct pdi_objwarm **ret)
+int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *maps, struct pdi_objwarm **ret)
 {
-	struct pdi_maps maps = {0};
 	struct pdi_objwarm *w = NULL;
-	int r = pdi_maps_read(pid, &maps);
+	int r = 0;
 
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < maps.n; i++) {
-		struct pdi_mapping *m = &maps.v[i];
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct pdi_mapping *m = &maps->v[i];
 
 		if (!m->exec || !m->path || pdi_objcache_holds(c, m))
 			continue;
@@ -61,11 +59,13 @@ int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, struct pdi_objwarm **ret
 			}
 			w->todo.v = v;
 		}
-		/* the mapping moves to the job with its path: MAPS frees the rest */
-		w->todo.v[w->todo.n++] = *m;
-		m->path = NULL;
+		w->todo.v[w->todo.n] = *m;
+		if (!(w->todo.v[w->todo.n].path = strdup(m->path))) {
+			r = -ENOMEM;
+			break;
+		}
+		w->todo.n++;
 	}
-	pdi_maps_free(&maps);
 	if (r == 0 && w) {
 		w->pid = pid;
 		w->opened = calloc(w->todo.n, sizeof(*w->opened));

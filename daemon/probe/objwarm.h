@@ -13,12 +13,13 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+struct pdi_maps;
 struct pdi_objcache;
 struct pdi_objwarm;
 
-/* On the loop: the executable file mappings of PID that cache C lacks, copied for a worker.
- * 0 and *RET NULL when there are none (nothing to wait for), or negative errno. */
-int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, struct pdi_objwarm **ret);
+/* On the loop: the executable file mappings in MAPS (of process PID) that cache C lacks, copied
+ * for a worker. 0 and *RET NULL when there are none (nothing to wait for), or negative errno. */
+int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *maps, struct pdi_objwarm **ret);
 /* Does A read every object B lists? Reads only what plan wrote (a worker may be running A). */
 bool pdi_objwarm_covers(const struct pdi_objwarm *a, const struct pdi_objwarm *b);
 /* On a worker: open and index them, touching W only. */

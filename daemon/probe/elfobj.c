@@ -668,9 +668,9 @@ Dwarf_CFI *pdi_elfobj_cfi(struct pdi_elfobj *o)
 	return o->cfi;
 }
 
-void pdi_elfobj_preload(struct pdi_elfobj *o)
+void pdi_elfobj_preload(struct pdi_elfobj *o, bool lines)
 {
-	Dwarf *dw = get_dwarf(o);
+	Dwarf *dw = lines ? get_dwarf(o) : NULL;
 	Dwarf_Aranges *ar;
 	size_t n;
 

@@ -3,6 +3,7 @@
  * function symbols, file offset <-> address translation, and source lines. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct pdi_elfobj;
@@ -57,11 +58,11 @@ struct pdi_srcloc {
  * pdi_srcloc are truncated. Returns 0 or negative errno. */
 int pdi_elfobj_describe(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret);
 
-/* Load now what pdi_elfobj_describe() and pdi_elfobj_cfi() would load on first use (the DWARF,
- * its address index, the frame information), so that a worker pays for it rather than the
- * loop at a call site's first call (objwarm.h). Each compile unit's line table still loads
- * when a site in it is first described. */
-void pdi_elfobj_preload(struct pdi_elfobj *o);
+/* Load now what pdi_elfobj_cfi() and, with LINES, pdi_elfobj_describe() would load on first use
+ * (the frame information; the DWARF and its address index), so that a worker pays for it rather
+ * than the loop at a call site's first call (objwarm.h). Each compile unit's line table still
+ * loads when a site in it is first described. */
+void pdi_elfobj_preload(struct pdi_elfobj *o, bool lines);
 
 /* The object's call frame information (.eh_frame, present in stripped objects too), loaded on
  * first use and owned by the object; NULL if it has none. */

@@ -183,7 +183,8 @@ int pdi_objcache_adopt(struct pdi_objcache *c, pid_t pid, const struct pdi_mappi
 	int r;
 
 	if (e->used) {
-		/* opened twice (on a worker while the loop opened it too): the cache's copy stays */
+		/* held already (or opened twice: on a worker while the loop opened it too): the cache's
+		 * copy stays */
 		pdi_elfobj_free(o);
 		e->last_use = ++c->clock;
 		if (e->refused)
@@ -212,20 +213,12 @@ int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping
 		     struct pdi_elfobj **ret)
 {
 	struct pdi_elfobj *o = NULL;
-	struct entry *e;
-	int r;
+	int r = 0;
 
 	if (!m->path)
 		return -EINVAL;
-	e = lookup(c->slots, c->cap, m->dev, m->ino);
-	if (e->used) {
-		e->last_use = ++c->clock;
-		if (e->refused)
-			return e->refused;
-		*ret = e->obj;
-		return 0;
-	}
-	r = pdi_objcache_open(pid, m, &o);
+	if (!pdi_objcache_holds(c, m))
+		r = pdi_objcache_open(pid, m, &o);
 	return pdi_objcache_adopt(c, pid, m, r, r < 0 ? NULL : o, ret);
 }
 

@@ -61,7 +61,8 @@ void pdi_objcache_set_limits(struct pdi_objcache *c, size_t max_objects, uint64_
 
 void pdi_objcache_stats(const struct pdi_objcache *c, struct pdi_objcache_stats *ret)
 {
-	*ret = (struct pdi_objcache_stats){.objects = c->n, .bytes = c->bytes, .evicted = c->evicted};
+	*ret = (struct pdi_objcache_stats){.objects = c->n, .bytes = c->bytes, .evicted = c->evicted,
+					   .max_objects = c->max_objects, .max_bytes = c->max_bytes};
 }
 
 void pdi_objcache_free(struct pdi_objcache *c)

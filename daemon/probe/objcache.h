@@ -19,6 +19,8 @@ struct pdi_objcache_stats {
 	size_t objects;    /* held now, refusals included */
 	uint64_t bytes;    /* their file sizes */
 	uint64_t evicted;  /* closed to stay within the limits, since start */
+	size_t max_objects; /* the limits (pdi_objcache_set_limits()) */
+	uint64_t max_bytes;
 };
 
 int pdi_objcache_new(struct pdi_objcache **ret);

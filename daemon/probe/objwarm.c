@@ -13,6 +13,7 @@
 
 struct pdi_objwarm {
 	pid_t pid;
+	uint64_t max_bytes;          /* what the cache keeps: no more is read */
 	struct pdi_maps todo;        /* the mappings to read, one per file, paths the job's own */
 	int *opened;                 /* per mapping: pdi_objcache_open()'s result */
 	struct pdi_elfobj **objs;    /* and the object when it is 0 */
@@ -39,9 +40,12 @@ static void warm_free(struct pdi_objwarm *w)
 int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *maps, struct pdi_objwarm **ret)
 {
 	struct pdi_objwarm *w = NULL;
+	struct pdi_objcache_stats st;
 	int r = 0;
 
-	for (size_t i = 0; i < maps->n; i++) {
+	/* a process decides how many files it maps: no more are read than the cache keeps */
+	pdi_objcache_stats(c, &st);
+	for (size_t i = 0; i < maps->n && (!w || w->todo.n < st.max_objects); i++) {
 		const struct pdi_mapping *m = &maps->v[i];
 
 		if (!m->exec || !m->path || pdi_objcache_holds(c, m))
@@ -70,6 +74,7 @@ int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *m
 	}
 	if (r == 0 && w) {
 		w->pid = pid;
+		w->max_bytes = st.max_bytes;
 		w->opened = calloc(w->todo.n, sizeof(*w->opened));
 		w->objs = calloc(w->todo.n, sizeof(*w->objs));
 		if (!w->opened || !w->objs)
@@ -99,13 +104,18 @@ void pdi_objwarm_run(struct pdi_objwarm *w)
 	char exe[64];
 	struct stat st;
 	bool have_exe;
+	uint64_t bytes = 0;
 
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)w->pid);
 	have_exe = stat(exe, &st) == 0;
 	for (size_t i = 0; i < w->todo.n; i++) {
 		const struct pdi_mapping *m = &w->todo.v[i];
 
+		if (bytes >= w->max_bytes)
+			break; /* the rest, if the join needs them, are opened then */
 		w->opened[i] = pdi_objcache_open(w->pid, m, &w->objs[i]);
+		if (w->opened[i] == 0)
+			bytes += pdi_elfobj_file_size(w->objs[i]);
 		/* the DWARF of the executable only, where the program's call sites mostly are: reading
 		 * every library's (their debug files when installed) took 6-7 times as long as opening
 		 * them all, for libraries whose lines are never asked for */

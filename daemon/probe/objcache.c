@@ -28,7 +28,15 @@ struct entry {
 	uint64_t last_use;      /* the cache's clock at its last use: the oldest goes first */
 };
 
+/* Files a worker could not read for a reason that may pass (objwarm.h): not worth a worker's
+ * trip at every join, but opened again when a join or a site needs them. */
+#define UNREAD_KEPT 16
+
 struct pdi_objcache {
+	struct {
+		uint64_t dev, ino;
+	} unread[UNREAD_KEPT];
+	unsigned next_unread;
 	struct entry *slots; /* open addressing, linear probing; capacity a power of two */
 	size_t cap, n;
 	size_t max_objects;
@@ -174,6 +182,9 @@ static int put(struct pdi_objcache *c, const struct pdi_mapping *m, struct pdi_e
 
 bool pdi_objcache_holds(const struct pdi_objcache *c, const struct pdi_mapping *m)
 {
+	for (unsigned i = 0; i < UNREAD_KEPT; i++)
+		if (c->unread[i].ino == m->ino && c->unread[i].dev == m->dev && m->ino)
+			return true;
 	return lookup(c->slots, c->cap, m->dev, m->ino)->used;
 }
 
@@ -193,6 +204,12 @@ int pdi_objcache_adopt(struct pdi_objcache *c, pid_t pid, const struct pdi_mappi
 		if (ret)
 			*ret = e->obj;
 		return 0;
+	}
+	if (opened < 0 && !refusal_lasts(opened) && !ret) {
+		/* a worker's (pdi_objcache_get() passes RET) */
+		c->unread[c->next_unread].dev = m->dev;
+		c->unread[c->next_unread].ino = m->ino;
+		c->next_unread = (c->next_unread + 1) % UNREAD_KEPT;
 	}
 	if (opened < 0) {
 		if (refusal_lasts(opened) && put(c, m, NULL, opened) == 0 && opened != -ENOEXEC)

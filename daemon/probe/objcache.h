@@ -40,15 +40,17 @@ void pdi_objcache_free(struct pdi_objcache *c);
 int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m,
 		     struct pdi_elfobj **ret);
 
-/* Whether the cache holds the object behind mapping M (or its refusal): a hash lookup, for
- * the loop to tell what a worker should read first (objwarm.h). */
+/* Whether the cache holds the object behind mapping M (or its refusal), or a worker lately
+ * failed to read it: a hash lookup, for the loop to tell what a worker should read first
+ * (objwarm.h). */
 bool pdi_objcache_holds(const struct pdi_objcache *c, const struct pdi_mapping *m);
 /* The object behind mapping M of process PID opened and indexed as pdi_objcache_get() opens it,
  * without the cache: touches nothing shared, so a worker may call it. -EINVAL if M maps no file. */
 int pdi_objcache_open(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj **ret);
 /* On the loop: hand the cache what pdi_objcache_open(PID, M) returned (OPENED, and O if it is
  * 0), as pdi_objcache_get() would have kept it: O is taken (freed if the cache holds M already),
- * a lasting refusal remembered. *RET (if RET) the cache's object for M. */
+ * a lasting refusal remembered. *RET (if RET) the cache's object for M; without RET (a worker's
+ * read) another failure is remembered too, for pdi_objcache_holds() only. */
 int pdi_objcache_adopt(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m, int opened,
 		       struct pdi_elfobj *o, struct pdi_elfobj **ret);
 

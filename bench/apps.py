@@ -57,7 +57,8 @@ database analyses its ended step again. Hangs are scored from their recorded ana
 the kernel said of a stuck task is gone once the job is); --reanalyze skips them.
 
 Usage: apps.py [--apps gromacs,hpcc,meep,mpb,nwchem,halo] [--faults none,stop,...] [--seeds N]
-               [--first-seed S] [--short] [--hog-group own|job] [--floor SPEC|FILE] [--out DIR]
+               [--first-seed S] [--short] [--hog-group own|job] [--budget PCT] [--floor SPEC|FILE]
+               [--out DIR]
        apps.py --reanalyze DIR [--apps ...] [--faults ...]
 --short sizes every input for a run of a few seconds (the CI subset); the full inputs run
 20-60 s each at 4 ranks on this 2-core machine. Run as root, under the heavy lock (shared).
@@ -92,6 +93,7 @@ SPUN = {"spin", "hang-spin", "hang-io"}  # the agent's signal: the fault began w
 STALLFS = os.path.join(BUILD, "tests/faults/pdimon-stallfs")
 INTERFERENCE_S = 6.0
 HOG_GROUP = "own"  # --hog-group: the session (scheduling group) the interference runs in
+BUDGET = None  # --budget PCT: pdimond's max_overhead_pct (None: its default)
 # --hog-group job: the job's session leader starts the hog when the injector names the CPU in
 # the FIFO ($1); then it becomes the job's command
 HOG_IN_JOB = 'f=$1; hog=$2; kind=$3; secs=$4; shift 4; ' \
@@ -459,7 +461,7 @@ class Stallfs:
 def run_one(plan, cmd, workdir, usual, short, runlog):
     name = f"app-{os.getpid()}-{plan.app}-{plan.fault}-{plan.seed}"
     bus = campaign.new_bus()
-    d = harness.Daemon(bus=bus)
+    d = harness.Daemon(*([f"max_overhead_pct={BUDGET}"] if BUDGET is not None else []), bus=bus)
     p, inj, end, doc, show, fs = None, None, "timeout", None, None, None
     truth_file = os.path.join(workdir, "deadlock.truth")
     try:
@@ -581,14 +583,27 @@ def stuck_all(rep, stuck_ns):
 # ---------------------------------------------------------------------------------------------
 # scoring
 
+def stack_looks(doc):
+    """How many times the hang judge read a live stack during the step, per rank: [rank, looks]
+    for each rank with at least one (the tasks' stack_seen records, pdimon(1))."""
+    out = []
+    for t in (doc or {}).get("tasks") or []:
+        n = sum(r.get("looks", 0) for r in t.get("stack_seen") or [])
+        if n:
+            out.append([t.get("rank"), n])
+    return out
+
+
 def score(plan, truth, doc, show, end):
     s = {m: None for m in METRICS}
     doc = doc or {}
     diag = doc.get("diagnosis") or {}
+    looks = f" stack_looks={stack_looks(doc)}"
     if plan.fault == "none":
         s["quiet"] = doc != {} and not diag.get("abnormal", True)
         return s, f"abnormal={diag.get('abnormal')} method={diag.get('method')} phase={diag.get('faulty_phase')} " \
-                  f"ranks={diag.get('faulty_ranks')} confidence={diag.get('confidence_words')} z={diag.get('noise_z')}"
+                  f"ranks={diag.get('faulty_ranks')} confidence={diag.get('confidence_words')} " \
+                  f"z={diag.get('noise_z')}{looks}"
     s["fired"] = truth is not None
     if truth is None:  # scored apart: no ground truth to be right or wrong about
         return s, f"no ground truth: the fault did not fire ({end})"
@@ -618,7 +633,7 @@ def score(plan, truth, doc, show, end):
     line = (f"truth: rank={rank} phase={tphase}{' lp=' + str(sorted(lp_truth)) if lp_truth else ''} | end={end} "
             f"reported: verdict={a['verdict']} method={diag.get('method')} phase={a['faulty_phase']} ranks={ranks} "
             f"lp={a['lp']} abnormal={diag.get('abnormal')} confidence={diag.get('confidence_words')} "
-            f"z={diag.get('noise_z')}{' doing: ' + doing if doing else ''}")
+            f"z={diag.get('noise_z')}{looks}{' doing: ' + doing if doing else ''}")
     return s, line
 
 
@@ -699,7 +714,9 @@ def tally(by_key, by_class, overall, app, fault, s):
         t.add(s)
 
 
-def print_run(plan, s, end, seconds):
+def print_run(plan, s, end, seconds, doc=None):
+    looks = sum(n for _r, n in stack_looks(doc))
+    end += f", {looks} stack looks" if looks else ""
     if s.get("fired") is False:
         print(f"  {plan}: fault did not fire ({end}, {seconds:.0f} s)", flush=True)
         return
@@ -729,7 +746,7 @@ def rescore(args, apps, faults):
                 json.dump(doc, f)
         s, line = score(plan, rec["truth"], doc, rec.get("show"), rec["end"])
         campaign.log(runlog, f"{plan} | {line}")
-        print_run(plan, s, rec["end"], 0)
+        print_run(plan, s, rec["end"], 0, doc)
         loads.append(rec.get("load", 0.0))
         tally(by_key, by_class, overall, app, fault, s)
     if not overall.runs:
@@ -750,11 +767,14 @@ def main():
                     help="the session the cpu/mem interference runs in: its own (default) or the job's")
     ap.add_argument("--floor", default="", help="METRIC=PCT or CLASS.METRIC=PCT (CLASS: stall, hang, "
                                                 "interference, none), comma-separated or a file")
+    ap.add_argument("--budget", type=float, default=None, metavar="PCT",
+                    help="pdimond's max_overhead_pct for the runs (default: pdimond's own); a tiny one thins the "
+                         "probes so that the hang judge reads still tasks' stacks")
     ap.add_argument("--out", default="")
     ap.add_argument("--reanalyze", default="", metavar="DIR", help="score the kept runs in DIR again")
     args = ap.parse_args()
-    global HOG_GROUP
-    HOG_GROUP = args.hog_group
+    global HOG_GROUP, BUDGET
+    HOG_GROUP, BUDGET = args.hog_group, args.budget
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.geteuid() != 0:
         raise SystemExit("apps: pdimond loads BPF programs: run as root")
@@ -777,7 +797,8 @@ def main():
     by_key, by_class, overall, loads = {}, {}, Tally(), []
     started = time.monotonic()
     print(f"apps: {len(apps)} applications x {len(faults)} faults x {args.seeds} seeds, 4 ranks, "
-          f"{'short' if args.short else 'full'} inputs, interference in the {HOG_GROUP} session; "
+          f"{'short' if args.short else 'full'} inputs, interference in the {HOG_GROUP} session, "
+          f"max_overhead_pct {'default' if BUDGET is None else BUDGET}; "
           f"load average {load_average()}", flush=True)
     for app in apps:
         for fault in faults:
@@ -793,11 +814,12 @@ def main():
                 s, line = score(plan, truth, doc, show, end)
                 with open(os.path.join(workdir, "run.json"), "w") as f:
                     json.dump({"plan": str(plan), "app": app, "fault": fault, "seed": seed, "usual": vars(usual),
+                               "budget": BUDGET,
                                "name": name, "load": load, "truth": truth, "analysis": doc, "show": show,
                                "end": end, "progress": progress}, f)
                 done = " ".join(f"{k}={v:.1f}" for k, v in progress.items() if v is not None)
                 campaign.log(runlog, f"{plan} load={load} {done} | {line}")
-                print_run(plan, s, end, time.monotonic() - t_run)
+                print_run(plan, s, end, time.monotonic() - t_run, doc)
                 loads.append(load)
                 tally(by_key, by_class, overall, app, fault, s)
     report(by_key, by_class, overall, out, started, loads)

@@ -15,11 +15,12 @@
 #include "sites.h"
 #include "stack_place.h"
 #include "task_activity.h"
+#include "stack_seen.h"
 #include "tracer.h"
 
 #define NS 1000000000ull
 /* /proc is read once a task has been still this long: before, it is busy by definition */
-#define LOOK_AFTER_NS NS
+#define LOOK_AFTER_NS PDI_STACK_SEEN_STILL_NS
 /* a task outside MPI using less CPU than this is not computing */
 #define IDLE_CPU_PCT 5
 /* I/O counters compare only with a look this recent (a look per tick) */

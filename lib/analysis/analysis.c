@@ -583,10 +583,11 @@ void pdi_analysis_phase_text(const struct pdi_analysis *a, uint32_t p, char *buf
 /* The stacks' verdict (stack_evidence.h), where AutomaDeD's leaves room: it found nothing
  * abnormal, or blamed the rank the stacks single out among others. It never overrides an
  * abnormal verdict that names other ranks (the kernel's own evidence of a held rank among
- * them), nor speaks of a hang (PDI's). In set-up and tear-down, where one rank computing while
- * others wait is common, every peer must have been seen waiting. (A look needs probes the
- * budget thinned, so a high call rate just before: rare before a code's first loop; and when
- * phases stop being cut, a set-up phase may hold most of the run, as meep's did.) */
+ * them), nor speaks of a hang (PDI's). Every peer must have been seen waiting; where one peer
+ * suffices (below), not in set-up and tear-down, where one rank computing while others wait
+ * is common. (A look needs probes the budget thinned, so a high call rate just before: rare
+ * before a code's first loop; and when phases stop being cut, a set-up phase may hold most of
+ * the run, as meep's did.) */
 static int stack_verdict(struct pdi_analysis *a)
 {
 	const struct pdi_stack_evidence *e = &a->stack;
@@ -753,6 +754,12 @@ void pdi_analysis_missing_ranks(const struct pdi_analysis *a, char *buf, size_t 
 	free(seen);
 }
 
+/* The model of class C: its first member's. */
+static const struct pdi_model *class_model(const struct pdi_analysis *a, size_t c)
+{
+	return a->view->tasks[a->classes.classes[c].members[0]].model;
+}
+
 static size_t class_ranks(const struct pdi_analysis *a, size_t c, int *ranks)
 {
 	const struct pdi_eqclass *k = &a->classes.classes[c];
@@ -794,10 +801,12 @@ size_t pdi_analysis_faulty_ranks(const struct pdi_analysis *a, int *ranks)
 	if (!a->has_automaded)
 		return 0;
 	if (am->by_lost) {
-		/* the task that lost the time, and any that lost nearly as much in the same phase */
+		/* the task that lost the time, and any that lost nearly as much in the same phase
+		 * by itself, not to the CPU the first one took from it */
 		for (size_t c = 0; c < a->classes.n; c++)
 			if (c == am->lost.task ||
-			    pdi_lost_of(&am->lost, c, am->lost.peak, NULL) >= PDI_LOST_ALSO_SHARE * am->lost.peak_s)
+			    (pdi_lost_of(&am->lost, c, am->lost.peak, NULL) >= PDI_LOST_ALSO_SHARE * am->lost.peak_s &&
+			     !pdi_lost_cpu_taken(&am->lost, c, class_model(a, am->lost.task), class_model(a, c))))
 				n += class_ranks(a, c, ranks + n);
 		qsort(ranks, n, sizeof(*ranks), cmp_int);
 		return n;

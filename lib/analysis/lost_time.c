@@ -286,6 +286,44 @@ void pdi_lost_done(struct pdi_lost *l)
 	*l = (struct pdi_lost){0};
 }
 
+/* a task kept its usual share of the CPU at this much of it, and a wait for a CPU covers a loss
+ * at this much of it (the counts of a phase of seconds on a loaded machine vary by a few
+ * percent) */
+#define CPU_SHARE_KEPT 0.9
+
+/* Model M's share of the CPU over its phases but SKIP (time on a CPU over wall time), or a
+ * negative number when the kernel's counts say nothing. */
+static double usual_cpu_share(const struct pdi_model *m, uint32_t skip)
+{
+	uint64_t cpu = 0, wall = 0;
+	struct pdi_phase_usage u;
+
+	for (uint32_t p = 0; p < m->nphases; p++)
+		if (p != skip && pdi_model_phase_usage(m, p, &u)) {
+			cpu += u.cpu_ns;
+			wall += u.wall_ns;
+		}
+	return wall ? (double)cpu / (double)wall : -1;
+}
+
+bool pdi_lost_cpu_taken(const struct pdi_lost *l, size_t u, const struct pdi_model *c, const struct pdi_model *mu)
+{
+	struct pdi_phase_usage uc, uu;
+	enum pdi_lost_kind kind;
+	double lost = pdi_lost_of(l, u, l->peak, &kind), usual_c, usual_u;
+
+	if (!l->found || u == l->task || l->kind != PDI_LOST_COMPUTING ||
+	    (kind != PDI_LOST_COMPUTING && kind != PDI_LOST_WAITING) ||
+	    !pdi_model_phase_usage(c, l->peak, &uc) || !pdi_model_phase_usage(mu, l->peak, &uu) || !uc.wall_ns ||
+	    !uu.wall_ns)
+		return false;
+	usual_c = usual_cpu_share(c, l->peak);
+	usual_u = usual_cpu_share(mu, l->peak);
+	return usual_c >= 0 && usual_u >= 0 && (double)uc.cpu_ns / (double)uc.wall_ns >= CPU_SHARE_KEPT * usual_c &&
+	       (double)uu.cpu_ns / (double)uu.wall_ns < usual_u &&
+	       (double)uu.wait_ns - (double)uc.wait_ns >= CPU_SHARE_KEPT * lost * 1e9;
+}
+
 double pdi_lost_of(const struct pdi_lost *l, size_t t, uint32_t p, enum pdi_lost_kind *ret_kind)
 {
 	if (t >= l->n || p < l->first || p >= l->end) {

@@ -72,6 +72,17 @@ struct pdi_lost {
 #define PDI_LOST_MIN_PHASES 6
 /* Another task that lost this share of the peak in the same phase is named beside it. */
 #define PDI_LOST_ALSO_SHARE 0.5
+/* Whether task U of L lost its time in the peak phase to the CPU the finding's task took, not
+ * by itself: the finding's task (model C) computed there at no less than its usual share of the
+ * CPU, while U (model MU) got less than its own usual share and waited for a CPU, beyond what
+ * the finding's task waited, about the time it lost or more. A rank spinning in its own code on a
+ * full node stretches the computation of the rank it shares a CPU with by the CPU it takes
+ * (NWChem, issue 9: the spinner at 83% of a CPU against its usual 46%, its neighbour at 25%
+ * against 50%, 1.8 s more waiting for a CPU than the spinner: its 0.75 s "lost" was that).
+ * False when the kernel's counts are missing, or the finding is not computation, or U's loss is
+ * not computation or waiting for a CPU. */
+bool pdi_lost_cpu_taken(const struct pdi_lost *l, size_t u, const struct pdi_model *c, const struct pdi_model *mu);
+
 /* A phase that took this much longer than usual on some task, or a task that lost this much
  * against its peers, is a candidate stall (s): the documented floor below which the diagnosis
  * (automaded.h) calls a step's variation normal. Scheduling hiccups of a loaded 2-core machine

@@ -29,10 +29,12 @@ struct pdi_stack_evidence {
 	uint16_t peer_fn;    /* and the call it was in */
 };
 
-/* The one rank V's stack looks show computing while at least half of its peers (and one)
- * were seen waiting inside MPI -- any one peer when ANY_PEER -- and no other rank was seen
- * computing then, into *RET (found false when none, or when two ranks would qualify: the
- * looks do not single one out). */
+/* The one rank V's stack looks show computing while every one of its peers was seen waiting
+ * inside MPI -- any one peer when ANY_PEER -- and no other rank was seen computing then, into
+ * *RET (found false when none, or when two ranks would qualify: the looks do not single one
+ * out). A peer no look saw then is not taken for waiting: in a healthy meep under a tiny
+ * budget, the one rank not looked at was computing as well, as two were in the next run. A
+ * look counts only after a second its probes would have shown calls in (still_before). */
 void pdi_stack_evidence(const struct pdi_view *v, bool any_peer, struct pdi_stack_evidence *ret);
 
 /* E in words into BUF: "rank 2 was computing outside MPI on its live stack (2 looks over 3.0 s)

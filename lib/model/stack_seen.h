@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #define PDI_STACK_SEEN_MAX 16          /* records per task */
+#define PDI_STACK_SEEN_STILL_NS 1000000000ull /* the judge looks at a task that showed no call
+						 (no progress) for this long */
 #define PDI_STACK_SEEN_OUTSIDE 0xffff   /* fn of a record: computing outside MPI */
 #define PDI_STACK_SEEN_SAME_NS 4500000000ull /* a look at most this long after the last of a record
 						 with the same answer continues it (looks come every 3 s) */

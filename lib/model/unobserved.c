@@ -92,6 +92,27 @@ bool pdi_unobserved_overlaps(const struct pdi_unobserved_log *l, uint16_t fn, ui
 	return false;
 }
 
+bool pdi_unobserved_blind_through(const struct pdi_unobserved_log *l, uint64_t from, uint64_t to)
+{
+	for (uint32_t i = 0; i < l->n; i++) {
+		const struct pdi_unobserved *u = &l->v[i];
+		bool blind;
+
+		if (u->t_start > to || (u->t_end != 0 && u->t_end < from))
+			continue;
+		switch (u->level) {
+		case PDI_UNOBS_SAMPLED: blind = u->rate >= 1 && (u->rate >> u->duty_log2) < 1; break;
+		case PDI_UNOBS_DETACHED: blind = u->rate >= 1; break;
+		case PDI_UNOBS_GAP:
+		case PDI_UNOBS_LOST: blind = true; break;
+		default: blind = false; break;
+		}
+		if (blind)
+			return true;
+	}
+	return false;
+}
+
 uint64_t pdi_unobserved_blind_until(const struct pdi_unobserved_log *l, uint64_t t)
 {
 	uint64_t until = 0;

@@ -765,6 +765,48 @@ Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
 	}
 }
 
+/* A rank spinning 3 s in its own code on a full node takes CPU from a rank it shares a CPU with,
+ * whose computation stretches by 2.4 s: that rank lost time too, but to the spinner (60% of a
+ * CPU against its usual 80%, waiting for one the rest of the time), so the spinner is named
+ * alone (NWChem, issue 9). The same stretch at more than its usual share is its own: both. */
+Test(analysis, a_rank_that_lost_cpu_to_a_spinner_is_not_named_beside_it)
+{
+	const struct view_case *c = &cases[0]; /* 4 tasks, 8 phases */
+	const double neighbour_share[] = {0.6, 0.9}; /* the usual share: 0.8 */
+
+	for (size_t k = 0; k < 2; k++) {
+		struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = 5,
+					.slow_to = 5, .usage = true, .spin_phase = 5, .share = 0.8};
+		struct ring_opts spinner = all, neighbour = all;
+		struct built *b = malloc(sizeof(*b));
+		struct pdi_analysis a;
+		int ranks[MAX_TASKS];
+		size_t n;
+
+		spinner.spinning = true;
+		neighbour.slowed = true;
+		neighbour.slow_factor = 4;
+		neighbour.slow_share = neighbour_share[k];
+		cr_assert_not_null(b);
+		build_with(c, b, &all, 1, &spinner);
+		pdi_model_done(&b->models[0]);
+		ring_model_with(&b->models[0], 0, c->phases, &neighbour);
+		cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+		n = pdi_analysis_faulty_ranks(&a, ranks);
+		cr_expect(a.am.by_lost && a.am.lost.kind == PDI_LOST_COMPUTING && a.am.faulty_phase == 6,
+			  "share %g: phase %u, by lost %d (%s)", neighbour_share[k], a.am.faulty_phase, a.am.by_lost,
+			  pdi_lost_kind_names[a.am.lost.kind]);
+		if (k == 0)
+			cr_expect(n == 1 && ranks[0] == 1, "the spinner alone: %zu ranks, first %d", n, n ? ranks[0] : -1);
+		else
+			cr_expect(n == 2 && ranks[0] == 0 && ranks[1] == 1, "both: %zu ranks, first %d", n,
+				  n ? ranks[0] : -1);
+		pdi_analysis_done(&a);
+		unbuild(c, b);
+		free(b);
+	}
+}
+
 /* Task I of B seen by its live stack in FN ("" outside MPI) in the middle of phase P of its
  * model, LOOKS looks 3 s apart. */
 static void seen(struct built *b, unsigned i, const char *fn, uint32_t p, unsigned looks)
@@ -796,10 +838,11 @@ Test(analysis, a_rank_seen_computing_while_its_peers_waited_is_named)
 	seen(b, 2, "", 4, 2);
 	seen(b, 0, "MPI_Waitall", 4, 2);
 	seen(b, 1, "MPI_Waitall", 4, 1);
+	seen(b, 3, "MPI_Waitall", 4, 1);
 	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
 	cr_expect(a.abnormal && a.by_stack);
 	cr_expect_eq(a.stack.phase, 4);
-	cr_expect_eq(a.stack.waiting, 2);
+	cr_expect_eq(a.stack.waiting, 3);
 	cr_expect(pdi_analysis_faulty_ranks(&a, ranks) == 1 && ranks[0] == 2);
 	json = pdi_render_json(&a);
 	text = pdi_render_text(&a);
@@ -833,7 +876,7 @@ Test(analysis, looks_that_single_no_rank_out_name_none)
 		{"one peer of three waiting", {2, -1}, {0, -1, -1}, 4, false},
 		{"two peers of three waiting in the set-up", {2, -1}, {0, 1, -1}, 0, false},
 		{"all three peers waiting in the set-up", {2, -1}, {0, 1, 3}, 0, true},
-		{"two peers of three waiting in the steady state", {2, -1}, {0, 1, -1}, 5, true},
+		{"two peers of three waiting in the steady state, the third not seen", {2, -1}, {0, 1, -1}, 5, false},
 		{"all three peers waiting", {2, -1}, {0, 1, 3}, 5, true},
 	};
 
@@ -853,6 +896,28 @@ Test(analysis, looks_that_single_no_rank_out_name_none)
 		cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
 		cr_expect_eq(a.by_stack, looks[k].named, "%s", looks[k].what);
 		cr_expect_eq(a.abnormal, looks[k].named, "%s", looks[k].what);
+		pdi_analysis_done(&a);
+		unbuild(c, b);
+		free(b);
+	}
+	for (int level = PDI_UNOBS_SAMPLED; level <= PDI_UNOBS_DETACHED; level++) {
+		/* the computing rank's hot function detached (a tiny budget): its still second was
+		 * no stillness, the look no evidence; sampled 1/4 at 20,000 calls a second, it is */
+		const struct view_case *c = &cases[0];
+		struct built *b = malloc(sizeof(*b));
+		struct pdi_analysis a;
+
+		cr_assert_not_null(b);
+		build(c, b);
+		cr_assert_eq(pdi_unobserved_begin(&b->models[2].unobserved, (uint16_t)pdi_mpi_func_find("MPI_Waitall"),
+						  (uint8_t)level, 2, 20000, 5000, b->models[2].phases[5].t_start),
+			     0);
+		seen(b, 2, "", 5, 1);
+		seen(b, 0, "MPI_Waitall", 5, 1);
+		seen(b, 1, "MPI_Waitall", 5, 1);
+		seen(b, 3, "MPI_Waitall", 5, 1);
+		cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+		cr_expect_eq(a.by_stack, level == PDI_UNOBS_SAMPLED, "level %d: by stack %d", level, a.by_stack);
 		pdi_analysis_done(&a);
 		unbuild(c, b);
 		free(b);
@@ -887,6 +952,7 @@ Test(analysis, looks_that_single_no_rank_out_name_none)
 		build(c, b);
 		seen(b, 0, "", 3, 1);
 		seen(b, 1, "MPI_Waitall", 3, 1);
+		seen(b, 2, "MPI_Waitall", 3, 1);
 		seen(b, 3, "MPI_Waitall", 3, 1);
 		cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
 		cr_expect(a.abnormal && !a.by_stack && a.stack.found);

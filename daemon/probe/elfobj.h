@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct pdi_elfobj;
@@ -68,5 +69,9 @@ void pdi_elfobj_preload(struct pdi_elfobj *o, bool lines);
  * first use and owned by the object; NULL if it has none. */
 Dwarf_CFI *pdi_elfobj_cfi(struct pdi_elfobj *o);
 
+/* The NT_GNU_BUILD_ID of the ELF file open at FD (an fd from objopen.h; not taken) into BUF, as
+ * pdi_elfobj_build_id() gives it, without reading the rest of the object: 0, -ENOENT if it has
+ * none, -ENOEXEC if not ELF. */
+int pdi_elfobj_read_build_id(int fd, char *buf, size_t len);
 /* The NT_GNU_BUILD_ID as a lowercase hex string, or "". */
 const char *pdi_elfobj_build_id(const struct pdi_elfobj *o);

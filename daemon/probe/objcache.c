@@ -180,12 +180,18 @@ static int put(struct pdi_objcache *c, const struct pdi_mapping *m, struct pdi_e
 	return 0;
 }
 
+/* Does C hold M's object, or its refusal? */
+static bool held(const struct pdi_objcache *c, const struct pdi_mapping *m)
+{
+	return lookup(c->slots, c->cap, m->dev, m->ino)->used;
+}
+
 bool pdi_objcache_holds(const struct pdi_objcache *c, const struct pdi_mapping *m)
 {
 	for (unsigned i = 0; i < UNREAD_KEPT; i++)
 		if (c->unread[i].ino == m->ino && c->unread[i].dev == m->dev && m->ino)
 			return true;
-	return lookup(c->slots, c->cap, m->dev, m->ino)->used;
+	return held(c, m);
 }
 
 int pdi_objcache_adopt(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m, int opened,
@@ -211,6 +217,8 @@ int pdi_objcache_adopt(struct pdi_objcache *c, pid_t pid, const struct pdi_mappi
 		c->unread[c->next_unread].ino = m->ino;
 		c->next_unread = (c->next_unread + 1) % UNREAD_KEPT;
 	}
+	if (opened == 0 && !o)
+		return -EINVAL; /* nothing to adopt */
 	if (opened < 0) {
 		if (refusal_lasts(opened) && put(c, m, NULL, opened) == 0 && opened != -ENOEXEC)
 			log_warning_limited((uint64_t)pid, "pid %d maps %s: %s, not reading it", (int)pid, m->path,
@@ -235,7 +243,7 @@ int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping
 
 	if (!m->path)
 		return -EINVAL;
-	if (!pdi_objcache_holds(c, m))
+	if (!held(c, m))
 		r = pdi_objcache_open(pid, m, &o);
 	return pdi_objcache_adopt(c, pid, m, r, r < 0 ? NULL : o, ret);
 }

@@ -283,6 +283,14 @@ Test(elfobj, objwarm)
 	cr_assert_eq(pdi_objcache_adopt(c, getpid(), m, 0, dup, &o2), 0);
 	cr_assert_eq(o1, o2);
 	pdi_objcache_free(c);
+	/* a file a worker could not read is not planned again, but the next get opens it */
+	cr_assert_eq(pdi_objcache_new(&c), 0);
+	cr_assert_eq(pdi_objcache_adopt(c, getpid(), m, -EACCES, NULL, NULL), -EACCES);
+	cr_assert(pdi_objcache_holds(c, m));
+	o2 = NULL;
+	cr_assert_eq(pdi_objcache_get(c, getpid(), m, &o2), 0);
+	cr_assert_not_null(o2);
+	pdi_objcache_free(c);
 	pdi_maps_free(&maps);
 }
 

@@ -101,8 +101,10 @@ bool pdi_unobserved_blind_through(const struct pdi_unobserved_log *l, uint64_t f
 		if (u->t_start > to || (u->t_end != 0 && u->t_end < from))
 			continue;
 		switch (u->level) {
-		case PDI_UNOBS_SAMPLED: blind = u->rate >= 1 && (u->rate >> u->duty_log2) < 1; break;
-		case PDI_UNOBS_DETACHED: blind = u->rate >= 1; break;
+		case PDI_UNOBS_SAMPLED:
+			blind = u->rate >= 1 && (u->duty_log2 >= 32 || (u->rate >> u->duty_log2) < 1);
+			break;
+		case PDI_UNOBS_DETACHED: /* at its rate, or at one not known (0: the step's level) */
 		case PDI_UNOBS_GAP:
 		case PDI_UNOBS_LOST: blind = true; break;
 		default: blind = false; break;

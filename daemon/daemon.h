@@ -104,6 +104,13 @@ struct pdi_daemon {
 	struct ahead_job *ahead_jobs; /* attaches in flight, with what their processes sent meanwhile */
 	unsigned ahead_events;        /* events and frames records kept by them, all together */
 	unsigned ahead_frames;        /* of which frames records */
+	/* the process whose MPI_Init is handled once its objects were read (ahead_attach.c), with what
+	 * was read of it at its MPI_Init, while it surely lived: it may have exited since */
+	struct pdi_joining {
+		pid_t pid;
+		int rank;
+		struct pdi_maps maps;
+	} joining;
 	bool evict_due;            /* a step joined the cache of ended steps: check its limits */
 	struct pdi_subscribers *subscribers; /* who hears the step signals (bus/subscribe.c) */
 	/* the overhead budget (probe/budget.h) */

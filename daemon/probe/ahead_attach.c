@@ -12,6 +12,7 @@
 #include "daemon.h"
 #include "detach.h"
 #include "log.h"
+#include "objwarm.h"
 #include "registry.h"
 #include "tracer.h"
 #include "worker.h"
@@ -39,7 +40,13 @@ struct ahead_job {
 	struct pdi_job job;
 	struct pdi_daemon *d;          /* done() only: the loop's */
 	struct ahead_job *next;        /* the attaches in flight (d->ahead_jobs) */
-	struct pdi_ahead_attach *a;
+	struct pdi_ahead_attach *a;    /* the attach; NULL: a join waiting for WARM alone */
+	struct pdi_objwarm *warm;      /* objects its join reads, read first (objwarm.h); or NULL */
+	bool warmed;                   /* its join waits for WARM, or for a leader's */
+	int rank;                      /* if WARMED: its rank and maps, read at its MPI_Init */
+	struct pdi_maps maps;
+	struct ahead_job *followers;   /* joins waiting for WARM too, not submitted (their next_follower) */
+	struct ahead_job *next_follower;
 	pid_t pid, root;
 	int result;                    /* of the attach */
 	uint64_t exec_ns, seen_ns, attach_ns; /* its exec, when the loop saw it; the attach's length */
@@ -107,7 +114,10 @@ static void ahead_run(struct pdi_job *pj)
 	struct ahead_job *j = pdi_job_of(pj, struct ahead_job, job);
 
 	j->attach_ns = pdi_now_ns();
-	j->result = pdi_ahead_attach_run(j->a);
+	if (j->a)
+		j->result = pdi_ahead_attach_run(j->a);
+	if (j->warm)
+		pdi_objwarm_run(j->warm);
 	j->attach_ns = pdi_now_ns() - j->attach_ns;
 }
 
@@ -117,8 +127,17 @@ static void replay(struct pdi_daemon *d, struct ahead_job *j)
 {
 	struct pdi_task *t;
 
-	if (j->has_init)
+	if (j->has_init) {
+		/* its objects read: it joins now, whatever the cache let go since */
+		if (j->warmed)
+			d->joining = (struct pdi_joining){.pid = j->pid, .rank = j->rank, .maps = j->maps};
 		(void)pdi_tracer_replay_event(d->tracer, &j->init);
+		if (j->warmed) {
+			pdi_maps_free(&d->joining.maps); /* unless its task took them */
+			d->joining = (struct pdi_joining){0};
+			j->maps = (struct pdi_maps){0};
+		}
+	}
 	for (unsigned i = 0; i < j->nkept; i++) {
 		struct kept *k = &j->kept[i];
 
@@ -145,15 +164,11 @@ static void replay(struct pdi_daemon *d, struct ahead_job *j)
 			    "(more than %d kept for starting processes)", (int)j->pid, j->dropped, AHEAD_EVENTS_MAX);
 }
 
-static void ahead_done(struct pdi_job *pj, bool cancelled)
+/* J's links taken into the tracer (they are the task's when its MPI_Init joins it). */
+static void commit_attach(struct pdi_daemon *d, struct ahead_job *j, bool cancelled)
 {
-	struct ahead_job *j = pdi_job_of(pj, struct ahead_job, job);
-	struct pdi_daemon *d = j->d;
-	struct pdi_watch *w;
-	int r;
+	int r = pdi_tracer_ahead_end(d->tracer, j->a, cancelled ? -ECANCELED : j->result);
 
-	unlink_job(d, j);
-	r = pdi_tracer_ahead_end(d->tracer, j->a, cancelled ? -ECANCELED : j->result);
 	/* how late the loop saw the exec, and what the attach itself cost (bench/startup.py) */
 	if (r == 0)
 		log_debug("pid %d: probes attached %s, %.1f ms after its %s (seen after %.1f ms, attached in %.1f ms "
@@ -163,27 +178,91 @@ static void ahead_done(struct pdi_job *pj, bool cancelled)
 	else
 		log_debug("pid %d: cannot attach its probes as it starts (%s): it waits at MPI_Init", (int)j->pid,
 			  strerror(-r));
+}
+
+static void ahead_done(struct pdi_job *pj, bool cancelled)
+{
+	struct ahead_job *j = pdi_job_of(pj, struct ahead_job, job);
+	struct pdi_daemon *d = j->d;
+	struct pdi_watch *w;
+
+	unlink_job(d, j);
+	if (j->warm) {
+		unsigned n = pdi_objwarm_commit(d->objs, j->warm);
+
+		j->warm = NULL;
+		log_debug("pid %d: %u objects it maps read on a worker in %.1f ms before it joins", (int)j->pid, n,
+			  (double)j->attach_ns / 1e6);
+	}
+	if (j->a)
+		commit_attach(d, j, cancelled);
 	pdi_ahead_close_dropped(d);
 	replay(d, j);
 	/* the last of its tree's attaches: a watch that ended meanwhile goes now */
 	w = pdi_registry_find_watch(&d->reg, j->root);
 	if (w && w->unwatch_due && !pdi_ahead_pending_root(d, j->root))
 		d->up->unwatch(d, j->root);
+	/* the ranks that waited for the same objects: they are read now */
+	while (j->followers) {
+		struct ahead_job *f = j->followers;
+
+		j->followers = f->next_follower;
+		ahead_done(&f->job, cancelled);
+	}
+	pdi_maps_free(&j->maps);
 	free(j->kept);
 	free(j);
+}
+
+/* A job for E's process (INIT: E is its MPI_Init trap, which joins it in done()), to be given
+ * its attach or its objects to read, or to follow another job. */
+static struct ahead_job *new_job(struct pdi_daemon *d, const struct pdi_event *e, bool init)
+{
+	struct ahead_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	*j = (struct ahead_job){.job = {.run = ahead_run, .done = ahead_done}, .d = d, .pid = (pid_t)e->pid,
+				.root = (pid_t)e->args[0], .exec_ns = e->t_enter, .seen_ns = pdi_now_ns(),
+				.held = init && !(e->flags & PDI_EVF_NOT_HELD), .has_init = init};
+	if (init)
+		j->init = *e;
+	return j;
+}
+
+/* J in flight: its process's records are kept until its done(). */
+static void track(struct pdi_daemon *d, struct ahead_job *j)
+{
+	j->next = d->ahead_jobs;
+	d->ahead_jobs = j;
+}
+
+static bool submit(struct pdi_daemon *d, struct ahead_job *j)
+{
+	if (pdi_workers_submit(d->ahead_workers, &j->job) < 0)
+		return false;
+	track(d, j);
+	return true;
+}
+
+/* Is E's watch still the one registered, with nothing ending it? The tree checked now is its
+ * (join_refusal()). */
+static bool watch_open(struct pdi_daemon *d, const struct pdi_event *e)
+{
+	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
+
+	return w && !w->unwatch_due && pdi_ident_alive(&w->ident);
 }
 
 /* The probes of E's process (an exec, or the MPI_Init trap that holds it: INIT) on a worker, on
  * trapped library LIB (-1: the one its program maps). Whether an attach is in flight for it now. */
 static bool start_attach(struct pdi_daemon *d, const struct pdi_event *e, int lib, bool init)
 {
-	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
 	struct pdi_ahead_attach *a;
 	struct ahead_job *j;
 	int r;
 
-	/* the root still the process registered: the tree checked now is its (join_refusal()) */
-	if (!w || w->unwatch_due || !pdi_ident_alive(&w->ident))
+	if (!watch_open(d, e))
 		return false;
 	r = pdi_tracer_ahead_plan(d->tracer, (pid_t)e->pid, (pid_t)e->args[0], pdi_ns_to_ticks(e->args[3]),
 				  pdi_proc_rank((pid_t)e->pid), lib, &a);
@@ -193,26 +272,64 @@ static bool start_attach(struct pdi_daemon *d, const struct pdi_event *e, int li
 				  strerror(-r));
 		return false;
 	}
-	j = calloc(1, sizeof(*j));
-	if (j) {
-		*j = (struct ahead_job){.job = {.run = ahead_run, .done = ahead_done}, .d = d, .a = a,
-					.pid = (pid_t)e->pid, .root = (pid_t)e->args[0], .exec_ns = e->t_enter,
-					.seen_ns = pdi_now_ns(), .held = init, .has_init = init};
-		if (init)
-			j->init = *e;
-		r = pdi_workers_submit(d->ahead_workers, &j->job);
-	}
-	if (!j || r < 0) {
+	j = new_job(d, e, init);
+	if (j)
+		j->a = a;
+	if (!j || !submit(d, j)) {
 		/* it is attached when it joins, on the loop, as before */
-		(void)pdi_tracer_ahead_end(d->tracer, a, j ? r : -ENOMEM);
+		(void)pdi_tracer_ahead_end(d->tracer, a, -ENOMEM);
 		pdi_ahead_close_dropped(d);
 		free(j);
 		return false;
 	}
-	j->next = d->ahead_jobs;
-	d->ahead_jobs = j;
 	log_debug("pid %u: probes being attached as it %s, %.1f ms after %s", e->pid, init ? "waits at MPI_Init" : "starts",
-		  (double)(j->seen_ns - j->exec_ns) / 1e6, init ? "its trap" : "its exec");
+		  (double)(pdi_now_ns() - e->t_enter) / 1e6, init ? "its trap" : "its exec");
+	return true;
+}
+
+/* A job in flight reading every object WARM lists (the step's other ranks map the same), or NULL. */
+static struct ahead_job *warm_leader(struct pdi_daemon *d, const struct pdi_objwarm *warm)
+{
+	for (struct ahead_job *j = d->ahead_jobs; j; j = j->next)
+		if (j->warm && pdi_objwarm_covers(j->warm, warm))
+			return j;
+	return NULL;
+}
+
+bool pdi_ahead_warm_first(struct pdi_daemon *d, const struct pdi_event *e, int rank)
+{
+	struct pdi_maps maps = {0};
+	struct pdi_objwarm *warm = NULL;
+	struct ahead_job *j = NULL, *leader;
+
+	if ((pid_t)e->pid == d->joining.pid || !watch_open(d, e) || pdi_maps_read((pid_t)e->pid, &maps) < 0)
+		return false;
+	if (pdi_objwarm_plan(d->objs, (pid_t)e->pid, &maps, &warm) < 0 || !warm || !(j = new_job(d, e, true))) {
+		(void)pdi_objwarm_commit(d->objs, warm); /* nothing read: frees it */
+		pdi_maps_free(&maps);
+		return false;
+	}
+	j->warmed = true;
+	j->rank = rank;
+	j->maps = maps;
+	/* a step's ranks reach MPI_Init together: one reads, the others wait for it (64 ranks must
+	 * not read the same objects 64 times over, on 4 threads, while held) */
+	leader = warm_leader(d, warm);
+	if (leader) {
+		(void)pdi_objwarm_commit(d->objs, warm);
+		track(d, j);
+		j->next_follower = leader->followers;
+		leader->followers = j;
+	} else {
+		j->warm = warm;
+		if (!submit(d, j)) {
+			(void)pdi_objwarm_commit(d->objs, warm);
+			pdi_maps_free(&j->maps);
+			free(j);
+			return false;
+		}
+	}
+	log_debug("pid %u reached MPI_Init: the objects it maps are read on a worker, then it joins", e->pid);
 	return true;
 }
 

@@ -31,6 +31,12 @@ void pdi_ahead_on_exec(struct pdi_daemon *d, const struct pdi_event *e);
  * now (attached ahead there, or not held) or the attach cannot go to a worker (then it is
  * attached on the loop, as before). */
 bool pdi_ahead_on_held_init(struct pdi_daemon *d, const struct pdi_event *e);
+/* A process of a watched tree reached MPI_Init (PDI_EV_INIT E, held or not) and maps objects the
+ * object cache has not read (the first process of its program since pdimond started): they are
+ * read on a worker, its records kept meanwhile as for an attach, and it joins in done() (true),
+ * with RANK and its maps as read now (d->joining: it may have exited by then). False: it joins
+ * now. */
+bool pdi_ahead_warm_first(struct pdi_daemon *d, const struct pdi_event *e, int rank);
 /* E is of a process whose probes are being attached: kept, to be handled when they are (true);
  * false when no attach of its process is in flight. */
 bool pdi_ahead_keep(struct pdi_daemon *d, const struct pdi_event *e);

@@ -130,20 +130,41 @@ static bool note_build_id(Elf_Data *data, char *hex)
 	return false;
 }
 
-static void read_build_id(struct pdi_elfobj *o)
+static void elf_build_id(Elf *elf, char *hex)
 {
 	Elf_Scn *scn = NULL;
 
-	while ((scn = elf_nextscn(o->elf, scn))) {
+	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *data;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || sh.sh_size > MAX_NOTE_BYTES)
 			continue;
 		data = elf_getdata(scn, NULL);
-		if (data && note_build_id(data, o->build_id))
+		if (data && note_build_id(data, hex))
 			return;
 	}
+}
+
+static void read_build_id(struct pdi_elfobj *o)
+{
+	elf_build_id(o->elf, o->build_id);
+}
+
+int pdi_elfobj_read_build_id(int fd, char *buf, size_t len)
+{
+	char hex[2 * BUILD_ID_MAX + 1] = "";
+	Elf *e;
+	int r = elf_open_fd(fd, &e);
+
+	if (r < 0)
+		return r;
+	elf_build_id(e, hex);
+	elf_end(e);
+	if (!hex[0])
+		return -ENOENT;
+	snprintf(buf, len, "%s", hex);
+	return 0;
 }
 
 /* Stripped objects (Debian's libraries) keep their .symtab and DWARF in a file named after
@@ -666,4 +687,16 @@ Dwarf_CFI *pdi_elfobj_cfi(struct pdi_elfobj *o)
 		o->cfi = dwarf_getcfi_elf(o->elf);
 	}
 	return o->cfi;
+}
+
+void pdi_elfobj_preload(struct pdi_elfobj *o, bool lines)
+{
+	Dwarf *dw = lines ? get_dwarf(o) : NULL;
+	Dwarf_Aranges *ar;
+	size_t n;
+
+	/* libdw keeps the index in DW: dwarf_addrdie() finds it there */
+	if (dw)
+		(void)dwarf_getaranges(dw, &ar, &n);
+	(void)pdi_elfobj_cfi(o);
 }

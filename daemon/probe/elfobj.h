@@ -3,6 +3,8 @@
  * function symbols, file offset <-> address translation, and source lines. */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct pdi_elfobj;
@@ -57,9 +59,19 @@ struct pdi_srcloc {
  * pdi_srcloc are truncated. Returns 0 or negative errno. */
 int pdi_elfobj_describe(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret);
 
+/* Load now what pdi_elfobj_cfi() and, with LINES, pdi_elfobj_describe() would load on first use
+ * (the frame information; the DWARF and its address index), so that a worker pays for it rather
+ * than the loop at a call site's first call (objwarm.h). Each compile unit's line table still
+ * loads when a site in it is first described. */
+void pdi_elfobj_preload(struct pdi_elfobj *o, bool lines);
+
 /* The object's call frame information (.eh_frame, present in stripped objects too), loaded on
  * first use and owned by the object; NULL if it has none. */
 Dwarf_CFI *pdi_elfobj_cfi(struct pdi_elfobj *o);
 
+/* The NT_GNU_BUILD_ID of the ELF file open at FD (an fd from objopen.h; not taken) into BUF, as
+ * pdi_elfobj_build_id() gives it, without reading the rest of the object: 0, -ENOENT if it has
+ * none, -ENOEXEC if not ELF. */
+int pdi_elfobj_read_build_id(int fd, char *buf, size_t len);
 /* The NT_GNU_BUILD_ID as a lowercase hex string, or "". */
 const char *pdi_elfobj_build_id(const struct pdi_elfobj *o);

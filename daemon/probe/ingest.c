@@ -256,6 +256,9 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 	if (pin_trapped(e, &id) < 0 &&
 	    (held || pdi_tracer_ahead_ident(d->tracer, (pid_t)e->pid, pdi_ns_to_ticks(e->args[3]), &id, &rank) < 0))
 		return;
+	/* its objects read on a worker since its MPI_Init: its rank as it was then */
+	if (rank < 0 && d->joining.pid == id.pid)
+		rank = d->joining.rank;
 	t = w ? join_watch(d, w, &id, !held, rank) : NULL;
 	/* attached while the process was stopped at MPI_Init's entry: that call's entry and return
 	 * probes came too late (see add_call()) */
@@ -274,6 +277,26 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 		log_info("pid %d joined at MPI_Init, not held: its probes were attached when it started", (int)id.pid);
 	}
 	pdi_ident_release(&id);
+}
+
+/* The first process of a program since pdimond started, at its MPI_Init E, maps objects the
+ * object cache has not read: they are read on a worker and it joins then (true; ahead_attach.h).
+ * What only the living process can tell (its rank, maps, program) is taken now: it may have run
+ * to its end by then. */
+static bool join_after_read(struct pdi_daemon *d, const struct pdi_event *e)
+{
+	struct pdi_watch *w = pdi_registry_find_watch(&d->reg, (pid_t)e->args[0]);
+	struct pdi_ident id;
+	bool later = false;
+
+	if (!w || (pid_t)e->pid == d->joining.pid || pin_trapped(e, &id) < 0)
+		return false;
+	if (!join_refusal(w, &id, !!(e->flags & PDI_EVF_NOT_HELD)) && !pdi_registry_find_task(&d->reg, id.pid)) {
+		pdi_program_identify(d, w->step, id.pid);
+		later = pdi_ahead_warm_first(d, e, id.pid == w->root ? w->rank : pdi_proc_rank(id.pid));
+	}
+	pdi_ident_release(&id);
+	return later;
 }
 
 void pdi_join_stopped(void *daemon, pid_t root, const struct pdi_ident *id)
@@ -303,7 +326,7 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 
 	if (e->kind == PDI_EV_INIT) {
 		/* its probes are being attached ahead, or will be now: it joins when they are */
-		if (!pdi_ahead_keep(d, e) && !pdi_ahead_on_held_init(d, e))
+		if (!pdi_ahead_keep(d, e) && !pdi_ahead_on_held_init(d, e) && !join_after_read(d, e))
 			on_init_trap(d, e);
 		return 0;
 	}
@@ -369,6 +392,11 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 		t->world_comms[t->nworld_comms++] = att.dtypes.comm_world;
 	t->model.clock_offset_ns = pdi_wall_offset_ns(); /* BPF times calls on CLOCK_MONOTONIC */
 	t->lost_checked_ns = pdi_now_ns();
+	if (d->joining.pid == pid && !t->maps.n) {
+		/* read at its MPI_Init, before its objects were read: it may have exited since */
+		t->maps = d->joining.maps;
+		d->joining.maps = (struct pdi_maps){0};
+	}
 	r = pdi_chains_begin(d, t);
 	if (r < 0)
 		log_debug("pid %d: call sites stay where MPI is called from: %s", (int)pid, strerror(-r));

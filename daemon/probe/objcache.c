@@ -28,7 +28,15 @@ struct entry {
 	uint64_t last_use;      /* the cache's clock at its last use: the oldest goes first */
 };
 
+/* Files a worker could not read for a reason that may pass (objwarm.h): not worth a worker's
+ * trip at every join, but opened again when a join or a site needs them. */
+#define UNREAD_KEPT 16
+
 struct pdi_objcache {
+	struct {
+		uint64_t dev, ino;
+	} unread[UNREAD_KEPT];
+	unsigned next_unread;
 	struct entry *slots; /* open addressing, linear probing; capacity a power of two */
 	size_t cap, n;
 	size_t max_objects;
@@ -61,7 +69,8 @@ void pdi_objcache_set_limits(struct pdi_objcache *c, size_t max_objects, uint64_
 
 void pdi_objcache_stats(const struct pdi_objcache *c, struct pdi_objcache_stats *ret)
 {
-	*ret = (struct pdi_objcache_stats){.objects = c->n, .bytes = c->bytes, .evicted = c->evicted};
+	*ret = (struct pdi_objcache_stats){.objects = c->n, .bytes = c->bytes, .evicted = c->evicted,
+					   .max_objects = c->max_objects, .max_bytes = c->max_bytes};
 }
 
 void pdi_objcache_free(struct pdi_objcache *c)
@@ -126,11 +135,13 @@ static int evict_oldest(struct pdi_objcache *c)
 	return rehash(c, c->cap);
 }
 
-static int open_mapped(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj **ret)
+int pdi_objcache_open(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj **ret)
 {
 	char name[96];
 	int fd, r;
 
+	if (!m->path)
+		return -EINVAL;
 	/* pid 0: a file of the daemon's own mount namespace, such as a library to trap */
 	if (pid <= 0)
 		r = pdi_objopen_path(m->path, m->ino, &fd);
@@ -169,38 +180,72 @@ static int put(struct pdi_objcache *c, const struct pdi_mapping *m, struct pdi_e
 	return 0;
 }
 
-int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m,
-		     struct pdi_elfobj **ret)
+/* Does C hold M's object, or its refusal? */
+static bool held(const struct pdi_objcache *c, const struct pdi_mapping *m)
 {
-	struct pdi_elfobj *o;
-	struct entry *e;
+	return lookup(c->slots, c->cap, m->dev, m->ino)->used;
+}
+
+bool pdi_objcache_holds(const struct pdi_objcache *c, const struct pdi_mapping *m)
+{
+	for (unsigned i = 0; i < UNREAD_KEPT; i++)
+		if (c->unread[i].ino == m->ino && c->unread[i].dev == m->dev && m->ino)
+			return true;
+	return held(c, m);
+}
+
+int pdi_objcache_adopt(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m, int opened,
+		       struct pdi_elfobj *o, struct pdi_elfobj **ret)
+{
+	struct entry *e = lookup(c->slots, c->cap, m->dev, m->ino);
 	int r;
 
-	if (!m->path)
-		return -EINVAL;
-	e = lookup(c->slots, c->cap, m->dev, m->ino);
-	if (e->used)
-		e->last_use = ++c->clock;
-	if (e->used && e->refused)
-		return e->refused;
 	if (e->used) {
-		*ret = e->obj;
+		/* held already (or opened twice: on a worker while the loop opened it too): the cache's
+		 * copy stays */
+		pdi_elfobj_free(o);
+		e->last_use = ++c->clock;
+		if (e->refused)
+			return e->refused;
+		if (ret)
+			*ret = e->obj;
 		return 0;
 	}
-	r = open_mapped(pid, m, &o);
-	if (r < 0) {
-		if (refusal_lasts(r) && put(c, m, NULL, r) == 0 && r != -ENOEXEC)
+	if (opened < 0 && !refusal_lasts(opened) && !ret) {
+		/* a worker's (pdi_objcache_get() passes RET) */
+		c->unread[c->next_unread].dev = m->dev;
+		c->unread[c->next_unread].ino = m->ino;
+		c->next_unread = (c->next_unread + 1) % UNREAD_KEPT;
+	}
+	if (opened == 0 && !o)
+		return -EINVAL; /* nothing to adopt */
+	if (opened < 0) {
+		if (refusal_lasts(opened) && put(c, m, NULL, opened) == 0 && opened != -ENOEXEC)
 			log_warning_limited((uint64_t)pid, "pid %d maps %s: %s, not reading it", (int)pid, m->path,
-					    pdi_objopen_strerror(r));
-		return r;
+					    pdi_objopen_strerror(opened));
+		return opened;
 	}
 	r = put(c, m, o, 0);
 	if (r < 0) {
 		pdi_elfobj_free(o);
 		return r;
 	}
-	*ret = o;
+	if (ret)
+		*ret = o;
 	return 0;
+}
+
+int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m,
+		     struct pdi_elfobj **ret)
+{
+	struct pdi_elfobj *o = NULL;
+	int r = 0;
+
+	if (!m->path)
+		return -EINVAL;
+	if (!held(c, m))
+		r = pdi_objcache_open(pid, m, &o);
+	return pdi_objcache_adopt(c, pid, m, r, r < 0 ? NULL : o, ret);
 }
 
 /* Maps are in address order, so the executable (mapped low) is tried before any library; among

@@ -3,6 +3,7 @@
  * same library share one pdi_elfobj. */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "elfobj.h"
@@ -18,6 +19,8 @@ struct pdi_objcache_stats {
 	size_t objects;    /* held now, refusals included */
 	uint64_t bytes;    /* their file sizes */
 	uint64_t evicted;  /* closed to stay within the limits, since start */
+	size_t max_objects; /* the limits (pdi_objcache_set_limits()) */
+	uint64_t max_bytes;
 };
 
 int pdi_objcache_new(struct pdi_objcache **ret);
@@ -36,6 +39,20 @@ void pdi_objcache_free(struct pdi_objcache *c);
  * maps no file. */
 int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m,
 		     struct pdi_elfobj **ret);
+
+/* Whether the cache holds the object behind mapping M (or its refusal), or a worker lately
+ * failed to read it: a hash lookup, for the loop to tell what a worker should read first
+ * (objwarm.h). */
+bool pdi_objcache_holds(const struct pdi_objcache *c, const struct pdi_mapping *m);
+/* The object behind mapping M of process PID opened and indexed as pdi_objcache_get() opens it,
+ * without the cache: touches nothing shared, so a worker may call it. -EINVAL if M maps no file. */
+int pdi_objcache_open(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj **ret);
+/* On the loop: hand the cache what pdi_objcache_open(PID, M) returned (OPENED, and O if it is
+ * 0), as pdi_objcache_get() would have kept it: O is taken (freed if the cache holds M already),
+ * a lasting refusal remembered. *RET (if RET) the cache's object for M; without RET (a worker's
+ * read) another failure is remembered too, for pdi_objcache_holds() only. */
+int pdi_objcache_adopt(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m, int opened,
+		       struct pdi_elfobj *o, struct pdi_elfobj **ret);
 
 /* The first executable file mapping of PID (as listed in MAPS) whose object defines NAME as a
  * function: which object a process takes its MPI symbols from. Objects that cannot be opened

@@ -17,6 +17,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "objcache.h"
+#include "objopen.h"
 #include "procmaps.h"
 #include "program.h"
 #include "u64map.h"
@@ -37,21 +38,42 @@ int pdi_input_size_parse(const char *s, unsigned long long *ret)
 }
 
 /* The build ID of PID's executable EXE, through the object cache. */
+/* The build ID of the program mapped at M in PID: from the object cache if it holds it, else
+ * from the file's notes alone (a program's first process is identified as it reaches MPI_Init,
+ * before its objects are read on a worker: indexing NWChem's 65 MB there stalled the loop). */
+static int mapped_build_id(struct pdi_daemon *d, pid_t pid, const struct pdi_mapping *m, char *hex, size_t len)
+{
+	struct pdi_elfobj *o;
+	int fd, r;
+
+	if (pdi_objcache_holds(d->objs, m)) {
+		if ((r = pdi_objcache_get(d->objs, pid, m, &o)) < 0)
+			return r;
+		snprintf(hex, len, "%s", pdi_elfobj_build_id(o));
+		return hex[0] ? 0 : -ENOENT;
+	}
+	if ((r = pdi_objopen_mapped(pid, m, &fd)) < 0)
+		return r;
+	r = pdi_elfobj_read_build_id(fd, hex, len);
+	close(fd);
+	return r;
+}
+
 static int build_id(struct pdi_daemon *d, pid_t pid, const char *exe, char *buf, size_t len)
 {
 	struct pdi_maps maps = {0};
-	struct pdi_elfobj *o = NULL;
-	int r = pdi_maps_read(pid, &maps);
+	char hex[64]; /* a SHA-1 build ID is 40 hex digits; longer ones are cut, as the step keeps them */
+	int r = pdi_maps_read(pid, &maps), found = -ENOENT;
 
-	for (size_t i = 0; r >= 0 && i < maps.n && !o; i++)
-		if (maps.v[i].path && !strcmp(maps.v[i].path, exe) && pdi_objcache_get(d->objs, pid, &maps.v[i], &o) < 0)
-			o = NULL;
+	for (size_t i = 0; r >= 0 && i < maps.n && found < 0; i++)
+		if (maps.v[i].path && !strcmp(maps.v[i].path, exe))
+			found = mapped_build_id(d, pid, &maps.v[i], hex, sizeof(hex));
 	pdi_maps_free(&maps);
 	if (r < 0)
 		return r;
-	if (!o || !pdi_elfobj_build_id(o)[0])
+	if (found < 0)
 		return -ENOENT;
-	snprintf(buf, len, "build-id:%s", pdi_elfobj_build_id(o));
+	snprintf(buf, len, "build-id:%s", hex);
 	return 0;
 }
 

@@ -213,6 +213,54 @@ class Startup(DaemonTest):
         wait_for(lambda: self.d.bpf_links() == before, 60, f"pdimond's BPF links back to {before}")
         self.assertTrue(self.d.status())
 
+    @staticmethod
+    def model_of(task):
+        """What a task's model says of the program, whatever its timing: per phase, each state's
+        visits and each transition's count."""
+        return [({st["name"]: st["visits"] for st in ph["states"]},
+                 {(tr["from"], tr["to"]): tr["count"] for tr in ph["transitions"]}) for ph in task["phases"]]
+
+    def test_first_join_reads_objects_on_a_worker(self):
+        """The first processes of a program to join after pdimond started find the object cache
+        cold: the objects they map are read on a worker of the pool "startup", the records they send meanwhile kept and handled once read. Every call is
+        counted once, none lost, and the models (sites named, states, transitions) are those of
+        the same program joined with the cache warm, on the loop at once: for C ranks attached
+        as they start and running on meanwhile, and for Fortran ranks held at MPI_Init."""
+        offset = len(self.d.read_log())
+        with self.waiting_ranks("cold", "openmpi") as (go, _):
+            open(go, "w").close()
+        cold_log = self.d.read_log()[offset:]
+        cold = self.calls("cold")
+        # a rank whose MPI_Init comes after its sibling's objects were read joins at once
+        self.assertTrue([pid for pid, _ in cold.values() if re.search(
+            rf"pid {pid} reached MPI_Init: the objects it maps are read on a worker", cold_log)], cold_log)
+        self.assertRegex(cold_log, r"objects it maps read on a worker in")
+        offset = len(self.d.read_log())
+        with self.waiting_ranks("warm", "openmpi") as (go, _):
+            open(go, "w").close()
+        self.assertNotIn("read on a worker", self.d.read_log()[offset:])
+        models = {step: {t["rank"]: self.model_of(t) for t in self.d.show(step)["tasks"]} for step in ("cold", "warm")}
+        self.assertEqual(models["cold"], models["warm"])
+        self.calls("warm")
+        # Fortran through Open MPI's bindings, held at MPI_Init (its program links MPI through them):
+        # the same sites, named by the program's lines, cold and warm
+        fsolver = [os.path.join(BUILD, "tests/mpi/fsolver.openmpi"), "20", "50", "5"]
+        steps = {}
+        for step in ("fcold", "fwarm"):
+            offset = len(self.d.read_log())
+            p = self.spawn([PDIMON, "run", "--step", step, "--", *startup_cmd("openmpi")[:-1], *fsolver])
+            self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
+            steps[step] = self.d.show(step)
+            self.assertEqual(sorted(t["rank"] for t in steps[step]["tasks"]), list(range(RANKS)))
+            for t in steps[step]["tasks"]:
+                self.assertEqual((t["events_lost"], t["call_sites"]["unresolved"]), (0, 0), f"{step} rank {t['rank']}")
+            read = "read on a worker" in self.d.read_log()[offset:]
+            self.assertEqual(read, step == "fcold", f"{step}: objects read on a worker")
+        self.assertTrue([x for x in steps["fcold"]["sites"] if re.fullmatch(r"MPI_Allreduce@fsolver\.F90:\d+", x["name"])],
+                        steps["fcold"]["sites"])
+        self.assertEqual({t["rank"]: self.model_of(t) for t in steps["fcold"]["tasks"]},
+                         {t["rank"]: self.model_of(t) for t in steps["fwarm"]["tasks"]})
+
     def check_dlopen(self, impl, library):
         """A program that loads MPI with dlopen cannot be attached as it starts: held at MPI_Init,
         its probes are attached on a worker (on the library its trap is in), and it joins with

@@ -19,6 +19,7 @@
 #include "elfobj.h"
 #include "objopen.h"
 #include "objcache.h"
+#include "objwarm.h"
 #include "procmaps.h"
 
 static __attribute__((noinline)) void *return_address(void)
@@ -247,6 +248,48 @@ Test(elfobj, objcache)
 	/* opening every mapped library above left earlier entries alone */
 	cr_assert_eq(pdi_objcache_find_func(c, getpid(), &maps, "gnu_get_libc_version", &m, &o2), 0);
 	cr_assert_eq(o2, o3);
+	pdi_objcache_free(c);
+	pdi_maps_free(&maps);
+}
+
+/* A join's objects read on a worker (objwarm.h): the cache then holds every executable file this
+ * process maps and has nothing left to read; a copy opened twice is dropped for the cache's. */
+Test(elfobj, objwarm)
+{
+	struct pdi_elfobj *o1, *o2, *dup;
+	struct pdi_objwarm *w = NULL, *again = NULL;
+	struct pdi_objcache *c;
+	struct pdi_maps maps;
+	const struct pdi_mapping *m;
+
+	read_self_maps(&maps);
+	cr_assert_eq(pdi_objcache_new(&c), 0);
+	m = pdi_maps_find(&maps, (uintptr_t)call_site);
+	cr_assert_eq(pdi_objcache_get(c, getpid(), m, &o1), 0);
+	cr_assert_eq(pdi_objwarm_plan(c, getpid(), &maps, &w), 0);
+	cr_assert_not_null(w, "libc at least is not read yet");
+	cr_assert(pdi_objwarm_covers(w, w));
+	pdi_objwarm_run(w);
+	cr_assert_geq(pdi_objwarm_commit(c, w), 1);
+	for (size_t i = 0; i < maps.n; i++)
+		if (maps.v[i].exec && maps.v[i].path)
+			cr_assert(pdi_objcache_holds(c, &maps.v[i]), "%s", maps.v[i].path);
+	cr_assert_eq(pdi_objwarm_plan(c, getpid(), &maps, &again), 0);
+	cr_assert_null(again);
+	/* the executable read before stays the cache's object */
+	cr_assert_eq(pdi_objcache_get(c, getpid(), m, &o2), 0);
+	cr_assert_eq(o1, o2);
+	cr_assert_eq(pdi_objcache_open(getpid(), m, &dup), 0);
+	cr_assert_eq(pdi_objcache_adopt(c, getpid(), m, 0, dup, &o2), 0);
+	cr_assert_eq(o1, o2);
+	pdi_objcache_free(c);
+	/* a file a worker could not read is not planned again, but the next get opens it */
+	cr_assert_eq(pdi_objcache_new(&c), 0);
+	cr_assert_eq(pdi_objcache_adopt(c, getpid(), m, -EACCES, NULL, NULL), -EACCES);
+	cr_assert(pdi_objcache_holds(c, m));
+	o2 = NULL;
+	cr_assert_eq(pdi_objcache_get(c, getpid(), m, &o2), 0);
+	cr_assert_not_null(o2);
 	pdi_objcache_free(c);
 	pdi_maps_free(&maps);
 }

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* objwarm.c -- a joining process's objects opened and indexed on a worker (see objwarm.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "elfobj.h"
+#include "objcache.h"
+#include "objwarm.h"
+#include "procmaps.h"
+
+struct pdi_objwarm {
+	pid_t pid;
+	uint64_t max_bytes;          /* what the cache keeps: no more is read */
+	struct pdi_maps todo;        /* the mappings to read, one per file, paths the job's own */
+	int *opened;                 /* per mapping: pdi_objcache_open()'s result */
+	struct pdi_elfobj **objs;    /* and the object when it is 0 */
+};
+
+static bool listed(const struct pdi_maps *v, const struct pdi_mapping *m)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (v->v[i].dev == m->dev && v->v[i].ino == m->ino)
+			return true;
+	return false;
+}
+
+static void warm_free(struct pdi_objwarm *w)
+{
+	for (size_t i = 0; w->objs && i < w->todo.n; i++)
+		pdi_elfobj_free(w->objs[i]);
+	free(w->objs);
+	free(w->opened);
+	pdi_maps_free(&w->todo);
+	free(w);
+}
+
+int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *maps, struct pdi_objwarm **ret)
+{
+	struct pdi_objwarm *w = NULL;
+	struct pdi_objcache_stats st;
+	int r = 0;
+
+	/* a process decides how many files it maps: no more are read than the cache keeps */
+	pdi_objcache_stats(c, &st);
+	for (size_t i = 0; i < maps->n && (!w || w->todo.n < st.max_objects); i++) {
+		const struct pdi_mapping *m = &maps->v[i];
+
+		if (!m->exec || !m->path || pdi_objcache_holds(c, m))
+			continue;
+		if (!w && !(w = calloc(1, sizeof(*w)))) {
+			r = -ENOMEM;
+			break;
+		}
+		if (listed(&w->todo, m))
+			continue;
+		if (!(w->todo.n % 16)) {
+			struct pdi_mapping *v = realloc(w->todo.v, sizeof(*v) * (w->todo.n + 16));
+
+			if (!v) {
+				r = -ENOMEM;
+				break;
+			}
+			w->todo.v = v;
+		}
+		w->todo.v[w->todo.n] = *m;
+		if (!(w->todo.v[w->todo.n].path = strdup(m->path))) {
+			r = -ENOMEM;
+			break;
+		}
+		w->todo.n++;
+	}
+	if (r == 0 && w) {
+		w->pid = pid;
+		w->max_bytes = st.max_bytes;
+		w->opened = calloc(w->todo.n, sizeof(*w->opened));
+		w->objs = calloc(w->todo.n, sizeof(*w->objs));
+		if (!w->opened || !w->objs)
+			r = -ENOMEM;
+		for (size_t i = 0; r == 0 && i < w->todo.n; i++)
+			w->opened[i] = -ECANCELED; /* until run: a job cancelled at shutdown reads nothing */
+	}
+	if (r < 0) {
+		if (w)
+			warm_free(w);
+		return r;
+	}
+	*ret = w;
+	return 0;
+}
+
+bool pdi_objwarm_covers(const struct pdi_objwarm *a, const struct pdi_objwarm *b)
+{
+	for (size_t i = 0; i < b->todo.n; i++)
+		if (!listed(&a->todo, &b->todo.v[i]))
+			return false;
+	return true;
+}
+
+void pdi_objwarm_run(struct pdi_objwarm *w)
+{
+	char exe[64];
+	struct stat st;
+	bool have_exe;
+	uint64_t bytes = 0;
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)w->pid);
+	have_exe = stat(exe, &st) == 0;
+	for (size_t i = 0; i < w->todo.n; i++) {
+		const struct pdi_mapping *m = &w->todo.v[i];
+
+		if (bytes >= w->max_bytes)
+			break; /* the rest, if the join needs them, are opened then */
+		w->opened[i] = pdi_objcache_open(w->pid, m, &w->objs[i]);
+		if (w->opened[i] == 0)
+			bytes += pdi_elfobj_file_size(w->objs[i]);
+		/* the DWARF of the executable only, where the program's call sites mostly are: reading
+		 * every library's (their debug files when installed) took 6-7 times as long as opening
+		 * them all, for libraries whose lines are never asked for */
+		if (w->opened[i] == 0)
+			pdi_elfobj_preload(w->objs[i], have_exe && m->dev == st.st_dev && m->ino == st.st_ino);
+		else
+			w->objs[i] = NULL;
+	}
+}
+
+unsigned pdi_objwarm_commit(struct pdi_objcache *c, struct pdi_objwarm *w)
+{
+	unsigned n = 0;
+
+	if (!w)
+		return 0;
+	for (size_t i = 0; i < w->todo.n; i++) {
+		n += w->opened[i] == 0;
+		/* the cache takes the object, or frees it */
+		(void)pdi_objcache_adopt(c, w->pid, &w->todo.v[i], w->opened[i], w->objs[i], NULL);
+		w->objs[i] = NULL;
+	}
+	warm_free(w);
+	return n;
+}

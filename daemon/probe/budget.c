@@ -26,6 +26,7 @@
 #include "mpi_funcs.h"
 #include "probe_change.h"
 #include "probe_targets.h"
+#include "program.h"
 #include "task_activity.h"
 #include "tracer.h"
 #include "u64map.h"
@@ -485,7 +486,7 @@ static bool step_has_others(const struct pdi_task *t)
 static void learned_start(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 {
 	struct pdi_budget_task *b = t->budget;
-	const uint8_t *levels = pdi_budget_learned_find(d->budget_learned, &b->prog);
+	const uint8_t *levels = pdi_budget_learned_find(d->budget_learned, b->program);
 
 	for (unsigned fn = 0; levels && fn < pdi_mpi_nfuncs; fn++) {
 		unsigned l = levels[fn] > PDI_BUDGET_DETACHED ? PDI_BUDGET_DETACHED : levels[fn];
@@ -523,8 +524,8 @@ int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t)
 			b->fn[PDI_COOKIE_FN(pt->cookies[i])].kind = PDI_INSN_STEPPED;
 	b->period_start_ns = pdi_now_ns();
 	t->budget = b;
-	b->prog_known = d->budget_learned && pdi_program_key_of(t->pid, &b->prog) == 0;
-	if (b->prog_known && !step_has_others(t))
+	b->program = d->budget_learned ? pdi_program_hash(t->step) : 0;
+	if (b->program && !step_has_others(t))
 		learned_start(d, t, b->period_start_ns);
 	step_join(d, t, b->period_start_ns);
 	arm(d, true);
@@ -545,7 +546,7 @@ void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t)
 	}
 	/* what this run needed, and a learned level it kept to its end, is what the program's next
 	 * run starts at; a learned level this run's rates restored is forgotten */
-	if (b->prog_known && pdi_budget_learned_note(d->budget_learned, &b->prog, pdi_hash_str(t->step->name), peaks) < 0)
+	if (b->program && pdi_budget_learned_note(d->budget_learned, b->program, pdi_hash_str(t->step->name), peaks) < 0)
 		log_warning_limited(0, "Cannot remember the budget levels of %s: out of memory", t->step->name);
 	pdi_budget_task_free(t->budget);
 	t->budget = NULL;

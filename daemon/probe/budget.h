@@ -57,8 +57,8 @@ struct pdi_budget_task {
 	uint64_t run_ns, wait_ns; /* its schedstat at the last look */
 	bool share_seen;          /* CPU_SHARE was measured once (before: 1, a core of its own) */
 	uint64_t step_synced_ns;  /* the slot its levels were last made its step's (budget.c) */
-	struct pdi_program_key prog; /* its program, for the levels learned per program */
-	bool prog_known;
+	uint64_t program;         /* pdi_program_hash() of its step, for the levels learned per program;
+				     0: unknown */
 };
 
 /* The budget timer (a timerfd the loop polls), or -1 when the budget is off. */

@@ -3,15 +3,13 @@
  * linear table: it is searched once per task begin and once per task end, against at most a few
  * hundred programs. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "budget_learn.h"
 
 struct entry {
-	struct pdi_program_key key;
+	uint64_t program;  /* pdi_program_hash() */
 	uint64_t step;     /* the step that last noted it */
 	uint64_t used;     /* the table's clock at its last find or note: the least recent goes first */
 	uint8_t *levels;
@@ -50,31 +48,17 @@ void pdi_budget_learned_free(struct pdi_budget_learned *l)
 	free(l);
 }
 
-int pdi_program_key_of(pid_t pid, struct pdi_program_key *ret)
-{
-	char path[64];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	if (stat(path, &st) < 0)
-		return -errno;
-	*ret = (struct pdi_program_key){.dev = st.st_dev, .ino = st.st_ino, .size = (uint64_t)st.st_size,
-					.mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
-						    (uint64_t)st.st_mtim.tv_nsec};
-	return 0;
-}
-
-static struct entry *find(struct pdi_budget_learned *l, const struct pdi_program_key *k)
+static struct entry *find(struct pdi_budget_learned *l, uint64_t program)
 {
 	for (unsigned i = 0; i < l->n; i++)
-		if (!memcmp(&l->v[i].key, k, sizeof(*k)))
+		if (l->v[i].program == program)
 			return &l->v[i];
 	return NULL;
 }
 
-const uint8_t *pdi_budget_learned_find(struct pdi_budget_learned *l, const struct pdi_program_key *k)
+const uint8_t *pdi_budget_learned_find(struct pdi_budget_learned *l, uint64_t program)
 {
-	struct entry *e = l ? find(l, k) : NULL;
+	struct entry *e = l && program ? find(l, program) : NULL;
 
 	if (!e)
 		return NULL;
@@ -97,10 +81,9 @@ static struct entry *make_room(struct pdi_budget_learned *l)
 	return lru;
 }
 
-int pdi_budget_learned_note(struct pdi_budget_learned *l, const struct pdi_program_key *k, uint64_t step,
-			    const uint8_t *levels)
+int pdi_budget_learned_note(struct pdi_budget_learned *l, uint64_t program, uint64_t step, const uint8_t *levels)
 {
-	struct entry *e = find(l, k);
+	struct entry *e = find(l, program);
 	bool any = false;
 
 	for (unsigned fn = 0; fn < l->nfuncs; fn++)
@@ -113,7 +96,7 @@ int pdi_budget_learned_note(struct pdi_budget_learned *l, const struct pdi_progr
 			return -ENOMEM;
 		if (e == &l->v[l->n])
 			l->n++;
-		e->key = *k;
+		e->program = program;
 		e->step = step + 1; /* not STEP: replaced below */
 	}
 	if (e->step != step)

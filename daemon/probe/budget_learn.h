@@ -3,7 +3,7 @@
  * again and again, and a run as short as a few seconds is over before the budget has measured
  * its way down (doc/design/overhead-budget.md, "Levels learned per program"). When a step's
  * function had to be degraded, the most degraded level it held is remembered for its program
- * (the executable's device, inode, size and modification time: a rebuild is another program);
+ * (pdi_program_hash(): its executable and build identity, so a rebuild is another program);
  * the next step of that program on the node starts its first task at those levels, and the
  * usual rule restores them once measured rates say so. A bounded table (budget_programs
  * entries), the least recently used entry goes first. Pure: no daemon state, unit-tested. */
@@ -11,28 +11,20 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/types.h>
-
-/* A program, as the kernel knows its executable. */
-struct pdi_program_key {
-	uint64_t dev, ino, size, mtime_ns;
-};
 
 struct pdi_budget_learned;
 
 /* A table of at most MAX programs, each with NFUNCS levels. 0, -EINVAL (MAX or NFUNCS 0), -ENOMEM. */
 int pdi_budget_learned_new(unsigned max, unsigned nfuncs, struct pdi_budget_learned **ret);
 void pdi_budget_learned_free(struct pdi_budget_learned *l);
-/* The key of PID's executable (a stat of /proc/PID/exe). 0 or negative errno. */
-int pdi_program_key_of(pid_t pid, struct pdi_program_key *ret);
-/* The levels remembered for K (NFUNCS entries, valid until the next note), or NULL. */
-const uint8_t *pdi_budget_learned_find(struct pdi_budget_learned *l, const struct pdi_program_key *k);
-/* A task of step STEP (any number that tells steps apart: the same for all its tasks) of program
- * K held LEVELS at most (NFUNCS entries). The first note of a step replaces what K had (the
+/* The levels remembered for PROGRAM (pdi_program_hash(); NFUNCS entries, valid until the next
+ * note), or NULL. */
+const uint8_t *pdi_budget_learned_find(struct pdi_budget_learned *l, uint64_t program);
+/* A task of step STEP (any number that tells steps apart: the same for all its tasks) of PROGRAM
+ * held LEVELS at most (NFUNCS entries). The first note of a step replaces what K had (the
  * program's latest run is the best guess of its next); the next notes of the same step raise it
  * to the most degraded of its tasks'. A program that never needed a degraded level takes no
  * room. 0 or -ENOMEM (the table unchanged). */
-int pdi_budget_learned_note(struct pdi_budget_learned *l, const struct pdi_program_key *k, uint64_t step,
-			    const uint8_t *levels);
+int pdi_budget_learned_note(struct pdi_budget_learned *l, uint64_t program, uint64_t step, const uint8_t *levels);
 /* Programs remembered. */
 unsigned pdi_budget_learned_count(const struct pdi_budget_learned *l);

@@ -400,6 +400,7 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 	r = pdi_chains_begin(d, t);
 	if (r < 0)
 		log_debug("pid %d: call sites stay where MPI is called from: %s", (int)pid, strerror(-r));
+	pdi_program_identify(d, s, pid); /* before the budget: it starts at the levels of its program */
 	if ((r = pdi_budget_task_begin(d, t)) < 0)
 		log_warning_errno(r, "pid %d: no overhead budget for it: %m", (int)pid);
 	ev.data.u64 = PDI_SRC(PDI_SRC_TASK, (uint32_t)pid); /* tasks move in the registry; pids do not */
@@ -408,7 +409,6 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 		pdi_registry_end_task(&d->reg, t);
 		return r;
 	}
-	pdi_program_identify(d, s, pid);
 	log_info("Monitoring pid %d as rank %d of step %s (%u probes in %s)", (int)pid, t->rank, s->name,
 		 att.nprobes, att.object);
 	*ret = t;

@@ -126,3 +126,15 @@ void pdi_program_identify(struct pdi_daemon *d, struct pdi_step *s, pid_t pid)
 	if (build_id(d, pid, exe, s->build, sizeof(s->build)) < 0)
 		file_identity(pid, exe, s->build, sizeof(s->build));
 }
+
+uint64_t pdi_program_hash(const struct pdi_step *s)
+{
+	char key[4096 + sizeof(s->build) + 1];
+	uint64_t h;
+
+	if (!s->executable || !s->build[0])
+		return 0;
+	snprintf(key, sizeof(key), "%s\n%s", s->executable, s->build);
+	h = pdi_hash_str(key);
+	return h ? h : 1;
+}

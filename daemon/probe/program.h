@@ -3,6 +3,7 @@
  * user gave, which tell runs of the same program apart for sample runs and trends. */
 #pragma once
 
+#include <stdint.h>
 #include <sys/types.h>
 
 struct pdi_daemon;
@@ -21,3 +22,7 @@ int pdi_input_size_parse(const char *s, unsigned long long *ret);
  * unless the launcher said, the input size from PID's environment. Only what S lacks; PID is
  * its first task. Failures leave the field empty: nothing here is needed to monitor. */
 void pdi_program_identify(struct pdi_daemon *d, struct pdi_step *s, pid_t pid);
+
+/* The program S runs as one number (its executable and build identity, hashed), for tables
+ * kept per program; 0 while pdi_program_identify() has not named it. */
+uint64_t pdi_program_hash(const struct pdi_step *s);

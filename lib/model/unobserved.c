@@ -79,6 +79,12 @@ int pdi_unobserved_add(struct pdi_unobserved_log *l, uint16_t fn, uint8_t level,
 	return 0;
 }
 
+/* Does U (open when its t_end is 0) overlap [FROM, TO]? */
+static bool overlaps(const struct pdi_unobserved *u, uint64_t from, uint64_t to)
+{
+	return u->t_start <= to && (u->t_end == 0 || u->t_end >= from);
+}
+
 bool pdi_unobserved_overlaps(const struct pdi_unobserved_log *l, uint16_t fn, uint64_t from, uint64_t to)
 {
 	for (uint32_t i = 0; i < l->n; i++) {
@@ -86,7 +92,7 @@ bool pdi_unobserved_overlaps(const struct pdi_unobserved_log *l, uint16_t fn, ui
 
 		if (fn != PDI_UNOBSERVED_ALL && u->fn != fn && u->fn != PDI_UNOBSERVED_ALL)
 			continue;
-		if (u->t_start <= to && (u->t_end == 0 || u->t_end >= from))
+		if (overlaps(u, from, to))
 			return true;
 	}
 	return false;
@@ -98,11 +104,13 @@ bool pdi_unobserved_blind_through(const struct pdi_unobserved_log *l, uint64_t f
 		const struct pdi_unobserved *u = &l->v[i];
 		bool blind;
 
-		if (u->t_start > to || (u->t_end != 0 && u->t_end < from))
+		if (!overlaps(u, from, to))
 			continue;
 		switch (u->level) {
 		case PDI_UNOBS_SAMPLED:
-			blind = u->rate >= 1 && (u->duty_log2 >= 32 || (u->rate >> u->duty_log2) < 1);
+			/* rate 0: not measured (a level learned from earlier runs of the program), so
+			 * how much its slices saw is not known either */
+			blind = u->rate == 0 || u->duty_log2 >= 32 || (u->rate >> u->duty_log2) < 1;
 			break;
 		case PDI_UNOBS_DETACHED: /* at its rate, or at one not known (0: the step's level) */
 		case PDI_UNOBS_GAP:

@@ -59,8 +59,8 @@ bool pdi_unobserved_blind_since(const struct pdi_unobserved_log *l, uint64_t t);
 uint64_t pdi_unobserved_blind_until(const struct pdi_unobserved_log *l, uint64_t t);
 
 /* Could the task have made calls through [FROM, TO] with none seen? A function detached, or
- * sampled so thinly that its calls, at a rate of one a second or more, were seen less than once
- * a second; or a gap or lost events. Then a task that showed no call for
+ * sampled so thinly that its calls were seen less than once a second (or at a rate not
+ * measured); or a gap or lost events. Then a task that showed no call for
  * that time may not have been still at all (under a tiny budget every rank looks still). */
 bool pdi_unobserved_blind_through(const struct pdi_unobserved_log *l, uint64_t from, uint64_t to);
 

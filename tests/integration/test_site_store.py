@@ -72,7 +72,7 @@ class SiteStore(unittest.TestCase):
         self.assertEqual(self.pg.psql("SELECT version FROM pdimon.schema_version"), "1")
         t = json.loads(self.d.pdimon("trends", "grow.mpich", "--json").stdout)
         self.assertEqual((t["source"], t["runs"], t["sizes"]), ("site store", 3, [2, 4, 8]))
-        self.assertEqual(t["sites"][0]["site"], EXCHANGE)
+        self.assertEqual(t["sites"][0]["site"], EXCHANGE, t["sites"][:3])
         # another user reads only their own runs there too
         r = self.d.pdimon("trends", "grow.mpich", check=False, user=65534)  # nobody
         self.assertEqual(r.returncode, 1)

@@ -81,13 +81,14 @@ void pdi_dtypes_load(struct pdi_dtypes *dt, bool int_handles, struct pdi_objcach
 	/* A program that names MPI_INT holds ompi_mpi_int by a copy relocation: the handle
 	 * is then the executable's copy, which the library uses too. So the executable is
 	 * searched first, as the dynamic linker does. */
-	struct defining_obj where[2] = {{NULL, exe_mapping(pid, maps)}, {mpi, mpi_map}};
+	struct defining_obj where[2] = {{NULL, NULL}, {mpi, mpi_map}};
 
 	*dt = (struct pdi_dtypes){.int_handles = int_handles};
 	if (int_handles) {
 		dt->comm_world = MPICH_COMM_WORLD;
 		return;
 	}
+	where[0].map = exe_mapping(pid, maps);
 	if (where[0].map && pdi_objcache_get(objs, pid, where[0].map, &where[0].obj) < 0)
 		where[0].obj = NULL;
 	for (unsigned i = 0; i < sizeof(ompi_types) / sizeof(ompi_types[0]) && dt->n < PDI_MAX_DTYPES; i++) {

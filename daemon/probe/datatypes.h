@@ -23,7 +23,8 @@ struct pdi_dtypes {
 	uint64_t comm_world;            /* MPI_COMM_WORLD's handle in the process, 0 when unknown */
 };
 
-/* Learn the datatype handles and MPI_COMM_WORLD's of process PID, whose MPI library is MPI (mapped as MPI_MAP in MAPS). */
+/* Learn the datatype handles and MPI_COMM_WORLD's of process PID, whose MPI library is MPI (mapped as MPI_MAP in MAPS).
+ * With INT_HANDLES (MPICH's family) they are the same in every process: nothing else is read. */
 void pdi_dtypes_load(struct pdi_dtypes *dt, bool int_handles, struct pdi_objcache *objs, pid_t pid,
 		     const struct pdi_maps *maps, struct pdi_elfobj *mpi, const struct pdi_mapping *mpi_map);
 

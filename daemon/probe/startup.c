@@ -589,7 +589,13 @@ int pdi_startup_take_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_tick
 	pt->ino = l->ino;
 	snprintf(pt->object, sizeof(pt->object), "%s", l->name);
 	snprintf(pt->path, sizeof(pt->path), "%s", l->path);
-	memset(&pt->dtypes, 0, sizeof(pt->dtypes));
+	/* MPICH's handles hold their sizes and are the same in every process (a short rank of a
+	 * program's first step, gone before its objects were read, lost every call's bytes and its
+	 * MPI_COMM_WORLD); Open MPI's are addresses in the process, which is gone: unknown (0) */
+	if (pt->int_handles)
+		pdi_dtypes_load(&pt->dtypes, true, NULL, pid, NULL, NULL, NULL);
+	else
+		memset(&pt->dtypes, 0, sizeof(pt->dtypes));
 	take_links(t, (unsigned)i, fds);
 	return 0;
 }

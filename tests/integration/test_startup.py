@@ -234,11 +234,16 @@ class Startup(DaemonTest):
         # a rank whose MPI_Init comes after its sibling's objects were read joins at once
         self.assertTrue([pid for pid, _ in cold.values() if re.search(
             rf"pid {pid} reached MPI_Init: the objects it maps are read on a worker", cold_log)], cold_log)
-        self.assertRegex(cold_log, r"objects it maps read on a worker in")
+        read_cold = [int(n) for n in re.findall(r"(\d+) objects it maps read on a worker in", cold_log)]
+        self.assertTrue(read_cold, cold_log)
         offset = len(self.d.read_log())
         with self.waiting_ranks("warm", "openmpi") as (go, _):
             open(go, "w").close()
-        self.assertNotIn("read on a worker", self.d.read_log()[offset:])
+        # the cache holds what the cold step read: at most an object the cold ranks did not get
+        # to (one a worker could not read then, or read past the cache's bounds) is read again
+        read_warm = [int(n) for n in re.findall(r"(\d+) objects it maps read on a worker in",
+                                                 self.d.read_log()[offset:])]
+        self.assertLess(sum(read_warm), max(read_cold), (read_cold, read_warm))
         models = {step: {t["rank"]: self.model_of(t) for t in self.d.show(step)["tasks"]} for step in ("cold", "warm")}
         self.assertEqual(models["cold"], models["warm"])
         self.calls("warm")

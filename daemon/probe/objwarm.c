@@ -14,7 +14,7 @@
 struct pdi_objwarm {
 	pid_t pid;
 	uint64_t max_bytes;          /* what the cache keeps: no more is read */
-	struct pdi_maps todo;        /* the mappings to read, one per file, paths the job's own */
+	struct pdi_maps to_read;        /* the mappings to read, one per file, paths the job's own */
 	int *opened;                 /* per mapping: pdi_objcache_open()'s result */
 	struct pdi_elfobj **objs;    /* and the object when it is 0 */
 };
@@ -29,11 +29,11 @@ static bool listed(const struct pdi_maps *v, const struct pdi_mapping *m)
 
 static void warm_free(struct pdi_objwarm *w)
 {
-	for (size_t i = 0; w->objs && i < w->todo.n; i++)
+	for (size_t i = 0; w->objs && i < w->to_read.n; i++)
 		pdi_elfobj_free(w->objs[i]);
 	free(w->objs);
 	free(w->opened);
-	pdi_maps_free(&w->todo);
+	pdi_maps_free(&w->to_read);
 	free(w);
 }
 
@@ -45,7 +45,7 @@ int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *m
 
 	/* a process decides how many files it maps: no more are read than the cache keeps */
 	pdi_objcache_stats(c, &st);
-	for (size_t i = 0; i < maps->n && (!w || w->todo.n < st.max_objects); i++) {
+	for (size_t i = 0; i < maps->n && (!w || w->to_read.n < st.max_objects); i++) {
 		const struct pdi_mapping *m = &maps->v[i];
 
 		if (!m->exec || !m->path || pdi_objcache_holds(c, m))
@@ -54,32 +54,32 @@ int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *m
 			r = -ENOMEM;
 			break;
 		}
-		if (listed(&w->todo, m))
+		if (listed(&w->to_read, m))
 			continue;
-		if (!(w->todo.n % 16)) {
-			struct pdi_mapping *v = realloc(w->todo.v, sizeof(*v) * (w->todo.n + 16));
+		if (!(w->to_read.n % 16)) {
+			struct pdi_mapping *v = realloc(w->to_read.v, sizeof(*v) * (w->to_read.n + 16));
 
 			if (!v) {
 				r = -ENOMEM;
 				break;
 			}
-			w->todo.v = v;
+			w->to_read.v = v;
 		}
-		w->todo.v[w->todo.n] = *m;
-		if (!(w->todo.v[w->todo.n].path = strdup(m->path))) {
+		w->to_read.v[w->to_read.n] = *m;
+		if (!(w->to_read.v[w->to_read.n].path = strdup(m->path))) {
 			r = -ENOMEM;
 			break;
 		}
-		w->todo.n++;
+		w->to_read.n++;
 	}
 	if (r == 0 && w) {
 		w->pid = pid;
 		w->max_bytes = st.max_bytes;
-		w->opened = calloc(w->todo.n, sizeof(*w->opened));
-		w->objs = calloc(w->todo.n, sizeof(*w->objs));
+		w->opened = calloc(w->to_read.n, sizeof(*w->opened));
+		w->objs = calloc(w->to_read.n, sizeof(*w->objs));
 		if (!w->opened || !w->objs)
 			r = -ENOMEM;
-		for (size_t i = 0; r == 0 && i < w->todo.n; i++)
+		for (size_t i = 0; r == 0 && i < w->to_read.n; i++)
 			w->opened[i] = -ECANCELED; /* until run: a job cancelled at shutdown reads nothing */
 	}
 	if (r < 0) {
@@ -93,8 +93,8 @@ int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *m
 
 bool pdi_objwarm_covers(const struct pdi_objwarm *a, const struct pdi_objwarm *b)
 {
-	for (size_t i = 0; i < b->todo.n; i++)
-		if (!listed(&a->todo, &b->todo.v[i]))
+	for (size_t i = 0; i < b->to_read.n; i++)
+		if (!listed(&a->to_read, &b->to_read.v[i]))
 			return false;
 	return true;
 }
@@ -108,8 +108,8 @@ void pdi_objwarm_run(struct pdi_objwarm *w)
 
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)w->pid);
 	have_exe = stat(exe, &st) == 0;
-	for (size_t i = 0; i < w->todo.n; i++) {
-		const struct pdi_mapping *m = &w->todo.v[i];
+	for (size_t i = 0; i < w->to_read.n; i++) {
+		const struct pdi_mapping *m = &w->to_read.v[i];
 
 		if (bytes >= w->max_bytes)
 			break; /* the rest, if the join needs them, are opened then */
@@ -132,10 +132,10 @@ unsigned pdi_objwarm_commit(struct pdi_objcache *c, struct pdi_objwarm *w)
 
 	if (!w)
 		return 0;
-	for (size_t i = 0; i < w->todo.n; i++) {
+	for (size_t i = 0; i < w->to_read.n; i++) {
 		n += w->opened[i] == 0;
 		/* the cache takes the object, or frees it */
-		(void)pdi_objcache_adopt(c, w->pid, &w->todo.v[i], w->opened[i], w->objs[i], NULL);
+		(void)pdi_objcache_adopt(c, w->pid, &w->to_read.v[i], w->opened[i], w->objs[i], NULL);
 		w->objs[i] = NULL;
 	}
 	warm_free(w);

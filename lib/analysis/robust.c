@@ -42,6 +42,21 @@ double pdi_weighted_median(struct pdi_weighted *v, size_t n)
 	return 0;
 }
 
+double pdi_weighted_quantile(struct pdi_weighted *v, size_t n, double q)
+{
+	uint64_t total = 0, below = 0;
+
+	qsort(v, n, sizeof(*v), cmp_weighted);
+	for (size_t i = 0; i < n; i++)
+		total += v[i].weight;
+	for (size_t i = 0; i < n; i++) {
+		below += v[i].weight;
+		if (v[i].weight && (double)below >= q * (double)total)
+			return v[i].v;
+	}
+	return 0;
+}
+
 double pdi_robust_sd(double *v, size_t n, double median, double floor)
 {
 	for (size_t i = 0; i < n; i++)

@@ -721,6 +721,10 @@ static const struct starved_case starved_cases[] = {
 	{"a third of their share in every phase (its placement): its usual, no fault", 0.4, 0.13, 1.0, 0, 7, true, 0, -1,
 	 false},
 	{"half their share for 3 phases: under the ratio, no fault", 0.4, 0.2, 1.0, 3, 5, false, 0, -1, false},
+	{"a fifth of their share for 5 of the 8 phases (most of a short step): its usual is the rest, found", 0.4, 0.08,
+	 1.2, 1, 5, false, 1, 2, true},
+	{"a fifth of their share in the tear-down, which AutomaDeD leaves out: found there", 0.4, 0.08, 1.2, 7, 7,
+	 false, 1, 8, true},
 };
 
 Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
@@ -756,7 +760,8 @@ Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
 			cr_expect(n == 1 && ranks[0] == 2, "%s: %zu ranks, first %d", sc->name, n, n ? ranks[0] : -1);
 			text = pdi_render_text(&a);
 			cr_assert_not_null(text);
-			cr_expect(strstr(text, "not getting CPU: rank 2 was waiting for a CPU"), "%s: %s", sc->name, text);
+			cr_expect(strstr(text, "not getting CPU: rank 2 waited ") && strstr(text, " s for a CPU "), "%s: %s",
+				  sc->name, text);
 			free(text);
 		}
 		pdi_analysis_done(&a);

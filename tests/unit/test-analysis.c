@@ -676,6 +676,45 @@ Test(analysis, a_task_spinning_in_the_tear_down_is_named_there)
 	expect_verdict(&all, 1, &spinning, 8, 1, PDI_LOST_COMPUTING, "spinning in the tear-down");
 }
 
+/* A step of few phases (3 program phases: no usual phase to compare with): the kernel's counts
+ * single out a task in the phase it lost its time in when it was held, or on a CPU, a stall's
+ * worth longer than every peer there (AutomaDeD 3.3: the tasks compared within the phase). */
+Test(analysis, the_kernel_singles_out_a_task_of_a_step_of_few_phases)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = 1, .slow_from = -1, .slow_to = -1,
+				.usage = true};
+	struct ring_opts stopped = all, busy = all, blind = all;
+	struct pdi_model m[4];
+	const struct pdi_model *models[4] = {&m[0], &m[1], &m[2], &m[3]};
+	struct pdi_lost l = {.found = true, .task = 2, .peak = 2}; /* program phase 1 */
+
+	stopped.stopped = true;
+	for (int t = 0; t < 4; t++)
+		ring_model_with(&m[t], t, 3, t == 2 ? &stopped : &all);
+	cr_expect(pdi_lost_kernel_alone(&l, models, 4), "held 3 s while its peers waited for it in MPI");
+	l.task = 1;
+	cr_expect(!pdi_lost_kernel_alone(&l, models, 4), "a peer that waited is not singled out");
+	l.task = 2;
+	l.peak = 1;
+	cr_expect(!pdi_lost_kernel_alone(&l, models, 4), "not in a phase it was not held in");
+	pdi_model_done(&m[3]);
+	blind.usage = false;
+	ring_model_with(&m[3], 3, 3, &blind);
+	l.peak = 2;
+	cr_expect(!pdi_lost_kernel_alone(&l, models, 4), "a peer without the kernel's counts: not known");
+	for (int t = 0; t < 4; t++)
+		pdi_model_done(&m[t]);
+	/* computing 12 s longer than its peers in the phase (a spin), at the same share of a CPU */
+	all.stop_phase = busy.stop_phase = -1;
+	busy.stall_phase = 1;
+	for (int t = 0; t < 4; t++)
+		ring_model_with(&m[t], t, 3, t == 2 ? &busy : &all);
+	l.peak = 2;
+	cr_expect(pdi_lost_kernel_alone(&l, models, 4), "on a CPU a stall's worth longer than every peer");
+	for (int t = 0; t < 4; t++)
+		pdi_model_done(&m[t]);
+}
+
 /* Interference on one task's CPU for three phases: found where it began, on that task. */
 Test(analysis, interference_is_found_where_it_began)
 {

@@ -251,6 +251,8 @@ static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, uns
 									   : PDI_UNOBS_DETACHED,
 					   (uint8_t)pdi_budget_duty_log2(level), (uint32_t)(f->rate < 4e9 ? f->rate : 4e9),
 					   (uint32_t)(full * 1e6 < 4e9 ? full * 1e6 : 4e9), now);
+	if (level && !by)
+		pdi_unobserved_from_earlier_runs(&t->model.unobserved, (uint16_t)fn);
 }
 
 /* What T's own cost, as measured in this run, needs for FN becomes LEVEL. */

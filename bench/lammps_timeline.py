@@ -86,10 +86,11 @@ class Recorder:
 
 
 def traps(daemon):
-    """(entry program runs, events): the first counts every trap at a probed function's entry,
-    current link or not (kernel.bpf_stats_enabled), the second the calls pdimond took in."""
-    runs = bpf_prog_stats(daemon.proc.pid).get("mpi_enter", (0, 0))[1] if bpf_stats_enabled() else 0
-    return runs, daemon.status()["events"]
+    """(entry program runs, events, {program: (run_time_ns, run_cnt)}): the first counts every trap
+    at a probed function's entry, current link or not (kernel.bpf_stats_enabled), the second the
+    calls pdimond took in, the third the entry and return programs' run time and runs."""
+    stats = bpf_prog_stats(daemon.proc.pid) if bpf_stats_enabled() else {}
+    return stats.get("mpi_enter", (0, 0))[1], daemon.status()["events"], stats
 
 
 def one_run(daemon, tag):
@@ -114,6 +115,11 @@ def one_run(daemon, tag):
         end_run(None, job, tmp)
     after = traps(daemon)
     rec.entry_runs, rec.events = after[0] - before[0], after[1] - before[1]
+    rec.prog_ns = {}
+    for name in ("mpi_enter", "mpi_exit"):
+        (t0, c0), (t1, c1) = before[2].get(name, (0, 0)), after[2].get(name, (0, 0))
+        if c1 > c0:
+            rec.prog_ns[name] = ((t1 - t0) / (c1 - c0), c1 - c0)
     return rec
 
 
@@ -189,7 +195,8 @@ def report(rec, title):
           + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(total.items())), flush=True)
     if getattr(rec, "entry_runs", 0):
         print(f"traps at function entries {rec.entry_runs} (BPF entry program runs, current links or not), "
-              f"calls taken in {rec.events}", flush=True)
+              f"calls taken in {rec.events}; BPF run time per run "
+              + ", ".join(f"{k} {ns:.0f} ns ({n} runs)" for k, (ns, n) in rec.prog_ns.items()), flush=True)
     return loop_time
 
 

@@ -317,8 +317,8 @@ static void degrade(struct pdi_daemon *d, struct pdi_task *t)
 /* Under budget: one function whose need the task kept two periods needs no more than the fullest
  * level that leaves the task at half its budget (its other functions at their step's levels),
  * the cheapest such step first. Its level follows in step_sync(), once no other task of the step
- * needs more. */
-static void restore(struct pdi_daemon *d, struct pdi_task *t)
+ * needs more. DETACHED_ONLY: only a detached function (its re-measuring slice just counted). */
+static void restore(struct pdi_daemon *d, struct pdi_task *t, bool detached_only)
 {
 	struct pdi_budget_task *b = t->budget;
 	double max = d->cfg.max_overhead_pct / 100, base = task_cost(d, b, true), best_cost = 0;
@@ -331,7 +331,8 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t)
 		double now_c;
 
 		/* a level learned from earlier runs stays until a rate of this run says otherwise */
-		if (f->need == 0 || f->stable < (f->need_learned ? LEARNED_HOLD : RESTORE_AFTER) || !f->rated)
+		if (f->need == 0 || f->stable < (f->need_learned ? LEARNED_HOLD : RESTORE_AFTER) || !f->rated ||
+		    (detached_only && f->level < PDI_BUDGET_DETACHED))
 			continue;
 		now_c = contribution(d, b, fn, needed_level(f));
 		for (unsigned l = 0; l < f->need; l = next_level(fn, l, +1)) {
@@ -626,7 +627,7 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 		}
 		degrade(d, t);
 		if (new_period || remeasured)
-			restore(d, t);
+			restore(d, t, !new_period);
 	}
 	/* then every step's tasks take its levels, and their probes follow */
 	for (unsigned i = 0; i < d->reg.ntasks; i++) {

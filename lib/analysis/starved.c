@@ -253,6 +253,9 @@ static void find(struct work *w, struct pdi_starved *s)
 	}
 	s->peers_wait_share = pdi_median(w->scratch, k);
 	s->task_margin = next > 0 ? s->window[s->task] / next : 1e9;
+	for (uint32_t p = s->first; p < s->end; p++)
+		for (size_t t = 0; (p < s->onset || p > s->last) && t < w->n; t++)
+			s->other_behind = fmax(s->other_behind, behind(w, s, t, p, p));
 	/* the noise: the other phases' largest ratios, or with few phases the other tasks' */
 	k = 0;
 	if (s->end - s->first >= 6) {

@@ -69,6 +69,7 @@ struct pdi_starved {
 	double task_margin;  /* how far it fell behind over the run (log ratio x s) over the furthest behind
 				task not named beside it */
 	double other_phase;  /* the largest log ratio of any task in a phase outside the run */
+	double other_behind; /* the most any task fell behind (log ratio x s) in one phase outside the run */
 	double z;            /* the peak's log ratio above the other phases' median, in robust sds */
 
 	/* what pdi_starved_of() reads */

@@ -809,6 +809,38 @@ Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
 	}
 }
 
+/* Interference in a step of few phases (3 program phases: AutomaDeD has no usual phase): the
+ * task's share against its peers' in the same phases is a comparison within the phase, and
+ * names it (HPCC, issue 9: a hog in its 3.4 s set-up, 5 phases compared, "too few phases"). */
+Test(analysis, a_task_not_getting_cpu_is_named_in_a_step_of_few_phases)
+{
+	struct view_case c = cases[0];
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1,
+				.slow_to = -1, .usage = true, .share = 0.4};
+	struct ring_opts victim = all;
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	int ranks[MAX_TASKS];
+	size_t n;
+
+	c.phases = 3;
+	victim.slowed = true;
+	victim.slow_from = victim.slow_to = 1;
+	victim.slow_share = 0.08;
+	victim.slow_factor = 1.2;
+	cr_assert_not_null(b);
+	build_with(&c, b, &all, 2, &victim);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	n = pdi_analysis_faulty_ranks(&a, ranks);
+	cr_expect(a.am.by_starved && a.abnormal, "by_starved %d abnormal %d (z %g)", a.am.by_starved, a.abnormal,
+		  a.noise_z);
+	cr_expect_eq(a.am.faulty_phase, 2u, "phase %u", a.am.faulty_phase);
+	cr_expect(n == 1 && ranks[0] == 2, "%zu ranks, first %d", n, n ? ranks[0] : -1);
+	pdi_analysis_done(&a);
+	unbuild(&c, b);
+	free(b);
+}
+
 /* A rank spinning 3 s in its own code on a full node takes CPU from a rank it shares a CPU with,
  * whose computation stretches by 2.4 s: that rank lost time too, but to the spinner (60% of a
  * CPU against its usual 80%, waiting for one the rest of the time), so the spinner is named

@@ -652,6 +652,20 @@ Test(analysis, a_task_stopped_inside_mpi_is_named_by_the_time_it_was_held)
 	expect_verdict(&all, 1, &stopped, 5, 1, PDI_LOST_HELD, "stopped in MPI");
 }
 
+/* The same stop, its peers not waiting in MPI the while (they had no message from it due, as
+ * in meep's set-up): its time inside the call is longer than theirs, as a victim's sleeping in MPI
+ * would be, but no task computed longer for it to wait for: named by the time held (issue 9). */
+Test(analysis, a_task_stopped_inside_mpi_while_no_peer_waits_is_named_by_the_time_it_was_held)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1, .slow_to = -1,
+				.usage = true};
+	struct ring_opts stopped = all;
+
+	stopped.stop_phase = 4;
+	stopped.stopped = true;
+	expect_verdict(&all, 1, &stopped, 5, 1, PDI_LOST_HELD, "stopped in MPI, peers not waiting");
+}
+
 /* The same stop in the last loop, the tear-down (phase 8), which AutomaDeD leaves out of its
  * comparison like the set-up: the time held still names it, there. */
 Test(analysis, a_task_stopped_in_the_tear_down_is_named_there)

@@ -4,10 +4,16 @@
  *
  * One mutex guards both lists and the counters; a job moves between threads only through
  * them, so everything the loop wrote into it before submitting is visible to run(), and
- * everything run() wrote is visible to done(). */
+ * everything run() wrote is visible to done().
+ *
+ * Idle threads sleep on a semaphore, posted once per queued job, not on a condition variable:
+ * glibc's pthread_cond_signal() may wait for the waiters it woke earlier to run (to switch its
+ * groups of waiters), so the loop would wait for a worker, niced below it on a busy node, to be
+ * scheduled -- or, for as long as a debugger holds it, for a stopped one. sem_post() never waits. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +38,7 @@ struct pdi_workers {
 	pthread_t *threads;
 	struct pdi_job **running;  /* per thread: its job, NULL when idle */
 	pthread_mutex_t lock;
-	pthread_cond_t work;       /* a job was queued, or the pool stops */
+	sem_t work;                /* posted per job queued, and per thread when the pool stops */
 	struct fifo queued, finished;
 	bool stopping;
 	bool at_loop_priority;     /* its threads keep the loop's nice value */
@@ -97,15 +103,15 @@ static void *thread_main(void *p)
 	prio = getpriority(PRIO_PROCESS, (id_t)gettid());
 	if (errno == 0 && !w->at_loop_priority)
 		(void)setpriority(PRIO_PROCESS, (id_t)gettid(), prio - PDI_LOOP_NICE);
-	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		struct pdi_job *j;
 
-		while (!w->queued.head && !w->stopping)
-			pthread_cond_wait(&w->work, &w->lock);
+		while (sem_wait(&w->work) < 0)
+			; /* EINTR */
+		pthread_mutex_lock(&w->lock);
 		if (w->stopping)
 			break;
-		j = fifo_pop(&w->queued);
+		j = fifo_pop(&w->queued); /* one per post: there is one */
 		w->busy++;
 		w->running[arg.index] = j;
 		pthread_mutex_unlock(&w->lock);
@@ -118,6 +124,7 @@ static void *thread_main(void *p)
 		w->completed++;
 		fifo_push(&w->finished, j);
 		wake_loop(w);
+		pthread_mutex_unlock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
@@ -152,8 +159,12 @@ int pdi_workers_new(const char *name, unsigned max_threads, unsigned max_queued,
 	snprintf(w->name, sizeof(w->name), "%s", name);
 	w->max_threads = max_threads;
 	w->max_queued = max_queued;
+	if (sem_init(&w->work, 0, 0) < 0) {
+		r = -errno;
+		close(w->efd);
+		goto fail;
+	}
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->work, NULL);
 	*ret = w;
 	return 0;
 fail:
@@ -215,8 +226,8 @@ int pdi_workers_submit(struct pdi_workers *w, struct pdi_job *job)
 	if (r < 0)
 		log_warning("Cannot start another %s worker thread, the %u running ones will do: %s", w->name,
 			    w->nthreads, strerror(-r));
-	pthread_cond_signal(&w->work);
 	pthread_mutex_unlock(&w->lock);
+	(void)sem_post(&w->work); /* fails only past SEM_VALUE_MAX jobs queued */
 	return 0;
 }
 
@@ -276,8 +287,9 @@ void pdi_workers_free(struct pdi_workers *w)
 	pthread_mutex_lock(&w->lock);
 	w->stopping = true;
 	cancelled = fifo_take(&w->queued);
-	pthread_cond_broadcast(&w->work);
 	pthread_mutex_unlock(&w->lock);
+	for (unsigned i = 0; i < w->nthreads; i++)
+		(void)sem_post(&w->work);
 	/* the running jobs finish: each one bounds its own time */
 	for (unsigned i = 0; i < w->nthreads; i++)
 		pthread_join(w->threads[i], NULL);
@@ -286,7 +298,7 @@ void pdi_workers_free(struct pdi_workers *w)
 		j->done(j, true);
 	/* a done() above may have tried to submit: refused with -ESHUTDOWN, nothing queued */
 	pthread_mutex_destroy(&w->lock);
-	pthread_cond_destroy(&w->work);
+	sem_destroy(&w->work);
 	close(w->efd);
 	free(w->threads);
 	free(w->running);

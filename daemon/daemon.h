@@ -110,6 +110,7 @@ struct pdi_daemon {
 		pid_t pid;
 		int rank;
 		struct pdi_maps maps;
+		int exe_fd; /* its executable, pinned (pdi_objopen_mapped()); -1 if not */
 	} joining;
 	bool evict_due;            /* a step joined the cache of ended steps: check its limits */
 	struct pdi_subscribers *subscribers; /* who hears the step signals (bus/subscribe.c) */

@@ -30,6 +30,7 @@
 #include "ingest.h"
 #include "gather.h"
 #include "gather_step.h"
+#include "learned_store.h"
 #include "log.h"
 #include "objcache.h"
 #include "peer.h"
@@ -202,6 +203,7 @@ static void on_timer(struct pdi_daemon *d)
 	pdi_hang_tick(d); /* once a second: the live steps' health (hang/step_health.h) */
 	pdi_log_ratelimit_flush(); /* what the rate limits held back, once their interval is over */
 	pdi_site_store_tick(d);
+	pdi_learned_store_flush(d); /* a step's end taught the budget levels: to the store */
 	if (now - d->last_checkpoint_ns >= (uint64_t)d->cfg.checkpoint_s * 1000000000ull) {
 		pdi_persist_checkpoint(d);
 		pdi_step_store_again(d);
@@ -366,6 +368,7 @@ static void daemon_done(struct pdi_daemon *d)
 		pdi_workers_wait_idle(d->workers);
 	pdi_workers_free(d->workers);
 	d->workers = NULL;
+	pdi_learned_store_flush(d); /* written before the store closes */
 	pdi_budget_close(d);
 	/* the running steps to the store, so that the next pdimond takes them over; then all
 	 * that is queued for the store is written */
@@ -575,6 +578,7 @@ int main(int argc, char **argv)
 			    "pdimon run will not see new processes; pdimon attach still works");
 	d.started_ns = d.rate_t_ns = d.last_checkpoint_ns = d.last_expire_ns = pdi_now_ns();
 	pdi_persist_expire(&d);
+	pdi_learned_store_load(&d); /* before the restored steps' tasks begin their budgets */
 	r = pdi_persist_restore(&d);
 	if (r < 0)
 		log_warning_errno(r, "Cannot restore the steps that were running, ignoring: %m");

@@ -515,6 +515,8 @@ static char *step_text(struct pdi_daemon *d, const struct pdi_step *s)
 				pdi_json_printf(&j, " to +%.3f s", (double)(u->t_end - d->started_ns) / 1e9);
 			if (u->rate)
 				pdi_json_printf(&j, ": %u calls/s would cost %.1f%% of its time", u->rate, (double)u->cost_ppm / 1e4);
+			else if (u->from_earlier_runs)
+				pdi_json_printf(&j, ": %s", PDI_UNOBSERVED_EARLIER_RUNS);
 			pdi_json_printf(&j, "\n");
 		}
 		text_current(d, &j, t);

@@ -6,12 +6,14 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ahead_attach.h"
 #include "clock.h"
 #include "daemon.h"
 #include "detach.h"
 #include "log.h"
+#include "objopen.h"
 #include "objwarm.h"
 #include "registry.h"
 #include "tracer.h"
@@ -43,8 +45,9 @@ struct ahead_job {
 	struct pdi_ahead_attach *a;    /* the attach; NULL: a join waiting for WARM alone */
 	struct pdi_objwarm *warm;      /* objects its join reads, read first (objwarm.h); or NULL */
 	bool warmed;                   /* its join waits for WARM, or for a leader's */
-	int rank;                      /* if WARMED: its rank and maps, read at its MPI_Init */
-	struct pdi_maps maps;
+	int rank;                      /* if WARMED: its rank, maps and executable (an fd, or -1), read */
+	struct pdi_maps maps;          /* at its MPI_Init */
+	int exe_fd;
 	struct ahead_job *followers;   /* joins waiting for WARM too, not submitted (their next_follower) */
 	struct ahead_job *next_follower;
 	pid_t pid, root;
@@ -130,11 +133,12 @@ static void replay(struct pdi_daemon *d, struct ahead_job *j)
 	if (j->has_init) {
 		/* its objects read: it joins now, whatever the cache let go since */
 		if (j->warmed)
-			d->joining = (struct pdi_joining){.pid = j->pid, .rank = j->rank, .maps = j->maps};
+			d->joining = (struct pdi_joining){.pid = j->pid, .rank = j->rank, .maps = j->maps,
+							  .exe_fd = j->exe_fd};
 		(void)pdi_tracer_replay_event(d->tracer, &j->init);
 		if (j->warmed) {
 			pdi_maps_free(&d->joining.maps); /* unless its task took them */
-			d->joining = (struct pdi_joining){0};
+			d->joining = (struct pdi_joining){.exe_fd = -1};
 			j->maps = (struct pdi_maps){0};
 		}
 	}
@@ -180,6 +184,15 @@ static void commit_attach(struct pdi_daemon *d, struct ahead_job *j, bool cancel
 			  strerror(-r));
 }
 
+/* What J's join would have read of its process, had it waited: freed. */
+static void free_warmed(struct ahead_job *j)
+{
+	pdi_maps_free(&j->maps);
+	if (j->exe_fd >= 0)
+		close(j->exe_fd);
+	j->exe_fd = -1;
+}
+
 static void ahead_done(struct pdi_job *pj, bool cancelled)
 {
 	struct ahead_job *j = pdi_job_of(pj, struct ahead_job, job);
@@ -209,7 +222,7 @@ static void ahead_done(struct pdi_job *pj, bool cancelled)
 		j->followers = f->next_follower;
 		ahead_done(&f->job, cancelled);
 	}
-	pdi_maps_free(&j->maps);
+	free_warmed(j);
 	free(j->kept);
 	free(j);
 }
@@ -224,7 +237,7 @@ static struct ahead_job *new_job(struct pdi_daemon *d, const struct pdi_event *e
 		return NULL;
 	*j = (struct ahead_job){.job = {.run = ahead_run, .done = ahead_done}, .d = d, .pid = (pid_t)e->pid,
 				.root = (pid_t)e->args[0], .exec_ns = e->t_enter, .seen_ns = pdi_now_ns(),
-				.held = init && !(e->flags & PDI_EVF_NOT_HELD), .has_init = init};
+				.held = init && !(e->flags & PDI_EVF_NOT_HELD), .has_init = init, .exe_fd = -1};
 	if (init)
 		j->init = *e;
 	return j;
@@ -296,6 +309,21 @@ static struct ahead_job *warm_leader(struct pdi_daemon *d, const struct pdi_objw
 	return NULL;
 }
 
+/* An fd on the executable PID maps (in MAPS), or -1: if PID is gone by its join, and a worker
+ * could not read its executable, that is still read from it (pdi_tracer_attach_exited()). */
+static int pin_exe(pid_t pid, const struct pdi_maps *maps)
+{
+	const struct pdi_mapping *m;
+	dev_t dev;
+	ino_t ino;
+	int fd;
+
+	if (pdi_exe_identity(pid, &dev, &ino) < 0 || !(m = pdi_maps_of_file(maps, dev, ino)) ||
+	    pdi_objopen_mapped(pid, m, &fd) < 0)
+		return -1;
+	return fd;
+}
+
 bool pdi_ahead_warm_first(struct pdi_daemon *d, const struct pdi_event *e, int rank)
 {
 	struct pdi_maps maps = {0};
@@ -312,6 +340,7 @@ bool pdi_ahead_warm_first(struct pdi_daemon *d, const struct pdi_event *e, int r
 	j->warmed = true;
 	j->rank = rank;
 	j->maps = maps;
+	j->exe_fd = pin_exe((pid_t)e->pid, &j->maps);
 	/* a step's ranks reach MPI_Init together: one reads, the others wait for it (64 ranks must
 	 * not read the same objects 64 times over, on 4 threads, while held) */
 	leader = warm_leader(d, warm);
@@ -324,7 +353,7 @@ bool pdi_ahead_warm_first(struct pdi_daemon *d, const struct pdi_event *e, int r
 		j->warm = warm;
 		if (!submit(d, j)) {
 			(void)pdi_objwarm_commit(d->objs, warm);
-			pdi_maps_free(&j->maps);
+			free_warmed(j);
 			free(j);
 			return false;
 		}

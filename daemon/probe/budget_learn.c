@@ -12,12 +12,14 @@ struct entry {
 	uint64_t program;  /* pdi_program_hash() */
 	uint64_t step;     /* the step that last noted it */
 	uint64_t used;     /* the table's clock at its last find or note: the least recent goes first */
+	bool changed;      /* noted since pdi_budget_learned_changed() last gave it */
 	uint8_t *levels;
 };
 
 struct pdi_budget_learned {
 	struct entry *v;
 	unsigned n, max, nfuncs;
+	unsigned nchanged; /* entries changed */
 	uint64_t clock;
 };
 
@@ -81,22 +83,36 @@ static struct entry *make_room(struct pdi_budget_learned *l)
 	return lru;
 }
 
+/* A new entry for PROGRAM, in a free slot or the least recently used one's; NULL: no memory. */
+static struct entry *add(struct pdi_budget_learned *l, uint64_t program)
+{
+	struct entry *e = make_room(l);
+
+	if (!e->levels && !(e->levels = malloc(l->nfuncs)))
+		return NULL;
+	if (e == &l->v[l->n])
+		l->n++;
+	e->program = program;
+	return e;
+}
+
+static bool any_degraded(const struct pdi_budget_learned *l, const uint8_t *levels)
+{
+	for (unsigned fn = 0; fn < l->nfuncs; fn++)
+		if (levels[fn])
+			return true;
+	return false;
+}
+
 int pdi_budget_learned_note(struct pdi_budget_learned *l, uint64_t program, uint64_t step, const uint8_t *levels)
 {
 	struct entry *e = find(l, program);
-	bool any = false;
 
-	for (unsigned fn = 0; fn < l->nfuncs; fn++)
-		any |= levels[fn] != 0;
 	if (!e) {
-		if (!any)
+		if (!any_degraded(l, levels))
 			return 0;
-		e = make_room(l);
-		if (!e->levels && !(e->levels = malloc(l->nfuncs)))
+		if (!(e = add(l, program)))
 			return -ENOMEM;
-		if (e == &l->v[l->n])
-			l->n++;
-		e->program = program;
 		e->step = step + 1; /* not STEP: replaced below */
 	}
 	if (e->step != step)
@@ -107,6 +123,43 @@ int pdi_budget_learned_note(struct pdi_budget_learned *l, uint64_t program, uint
 				e->levels[fn] = levels[fn];
 	e->step = step;
 	e->used = ++l->clock;
+	l->nchanged += !e->changed;
+	e->changed = true;
+	return 0;
+}
+
+int pdi_budget_learned_put(struct pdi_budget_learned *l, uint64_t program, uint64_t used, const uint8_t *levels)
+{
+	struct entry *e;
+
+	if (!program || !any_degraded(l, levels))
+		return 0;
+	if (!(e = find(l, program)) && !(e = add(l, program)))
+		return -ENOMEM;
+	memcpy(e->levels, levels, l->nfuncs);
+	e->step = 0; /* no step of this pdimond's */
+	e->used = used;
+	l->nchanged -= e->changed;
+	e->changed = false;
+	if (used > l->clock)
+		l->clock = used;
+	return 0;
+}
+
+int pdi_budget_learned_changed(struct pdi_budget_learned *l,
+			       int (*cb)(void *ctx, uint64_t program, uint64_t used, const uint8_t *levels), void *ctx)
+{
+	for (unsigned i = 0; l && l->nchanged && i < l->n; i++) {
+		struct entry *e = &l->v[i];
+		int r;
+
+		if (!e->changed)
+			continue;
+		if ((r = cb(ctx, e->program, e->used, e->levels)) < 0)
+			return r;
+		e->changed = false;
+		l->nchanged--;
+	}
 	return 0;
 }
 

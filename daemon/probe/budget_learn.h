@@ -6,7 +6,8 @@
  * (pdi_program_hash(): its executable and build identity, so a rebuild is another program);
  * the next step of that program on the node starts its first task at those levels, and the
  * usual rule restores them once measured rates say so. A bounded table (budget_programs
- * entries), the least recently used entry goes first. Pure: no daemon state, unit-tested. */
+ * entries), the least recently used entry goes first. Kept in the store across restarts
+ * (store/learned_store.h). Pure: no daemon state, unit-tested. */
 #pragma once
 
 #include <stdbool.h>
@@ -26,5 +27,15 @@ const uint8_t *pdi_budget_learned_find(struct pdi_budget_learned *l, uint64_t pr
  * to the most degraded of its tasks'. A program that never needed a degraded level takes no
  * room. 0 or -ENOMEM (the table unchanged). */
 int pdi_budget_learned_note(struct pdi_budget_learned *l, uint64_t program, uint64_t step, const uint8_t *levels);
+/* PROGRAM's LEVELS as the store kept them, last used at USED (the table's clock, as
+ * pdi_budget_learned_changed() gave it): at start, least recently used first, so that the
+ * bound keeps the most recent. Not changed. Levels that degrade nothing take no room. 0 or
+ * -ENOMEM. */
+int pdi_budget_learned_put(struct pdi_budget_learned *l, uint64_t program, uint64_t used, const uint8_t *levels);
+/* The entries noted since the last call (those that went for room are the store's to drop by
+ * the same bound), each once: CB(CTX, PROGRAM, USED, LEVELS). A negative return of CB stops,
+ * that entry and the rest stay changed, and is returned. NULL L: nothing. */
+int pdi_budget_learned_changed(struct pdi_budget_learned *l,
+			       int (*cb)(void *ctx, uint64_t program, uint64_t used, const uint8_t *levels), void *ctx);
 /* Programs remembered. */
 unsigned pdi_budget_learned_count(const struct pdi_budget_learned *l);

@@ -44,16 +44,10 @@ static uint64_t runtime_address(const struct pdi_maps *maps, const struct pdi_ma
 /* The executable's mapping: its data symbols come first in the dynamic linker's order. */
 static const struct pdi_mapping *exe_mapping(pid_t pid, const struct pdi_maps *maps)
 {
-	char path[64];
-	struct stat st;
+	dev_t dev;
+	ino_t ino;
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	if (stat(path, &st) < 0)
-		return NULL;
-	for (size_t k = 0; k < maps->n; k++)
-		if (maps->v[k].ino == st.st_ino && maps->v[k].path)
-			return &maps->v[k];
-	return NULL;
+	return pdi_exe_identity(pid, &dev, &ino) < 0 ? NULL : pdi_maps_of_file(maps, dev, ino);
 }
 
 #define MPICH_COMM_WORLD 0x44000000u /* mpi.h of the MPICH family */
@@ -75,22 +69,18 @@ static uint64_t data_address(const struct pdi_maps *maps, const struct defining_
 	return 0;
 }
 
-void pdi_dtypes_load(struct pdi_dtypes *dt, bool int_handles, struct pdi_objcache *objs, pid_t pid,
-		     const struct pdi_maps *maps, struct pdi_elfobj *mpi, const struct pdi_mapping *mpi_map)
+/* MPICH's family: the handles are the same in every process, nothing is read (true). */
+static bool load_int_handles(struct pdi_dtypes *dt, bool int_handles)
 {
-	/* A program that names MPI_INT holds ompi_mpi_int by a copy relocation: the handle
-	 * is then the executable's copy, which the library uses too. So the executable is
-	 * searched first, as the dynamic linker does. */
-	struct defining_obj where[2] = {{NULL, NULL}, {mpi, mpi_map}};
-
 	*dt = (struct pdi_dtypes){.int_handles = int_handles};
-	if (int_handles) {
+	if (int_handles)
 		dt->comm_world = MPICH_COMM_WORLD;
-		return;
-	}
-	where[0].map = exe_mapping(pid, maps);
-	if (where[0].map && pdi_objcache_get(objs, pid, where[0].map, &where[0].obj) < 0)
-		where[0].obj = NULL;
+	return int_handles;
+}
+
+/* Open MPI's handles, from the objects WHERE (the executable's first, for its copies). */
+static void load_ompi(struct pdi_dtypes *dt, const struct pdi_maps *maps, const struct defining_obj where[2])
+{
 	for (unsigned i = 0; i < sizeof(ompi_types) / sizeof(ompi_types[0]) && dt->n < PDI_MAX_DTYPES; i++) {
 		uint64_t addr = data_address(maps, where, ompi_types[i].name);
 
@@ -100,6 +90,46 @@ void pdi_dtypes_load(struct pdi_dtypes *dt, bool int_handles, struct pdi_objcach
 		}
 	}
 	dt->comm_world = data_address(maps, where, "ompi_mpi_comm_world");
+}
+
+/* WHERE[0], the executable's object, from the cache (none if it cannot be had). */
+static void get_exe(struct pdi_objcache *objs, pid_t pid, struct defining_obj where[2])
+{
+	if (where[0].map && pdi_objcache_get(objs, pid, where[0].map, &where[0].obj) < 0)
+		where[0].obj = NULL;
+}
+
+void pdi_dtypes_load(struct pdi_dtypes *dt, bool int_handles, struct pdi_objcache *objs, pid_t pid,
+		     const struct pdi_maps *maps, struct pdi_elfobj *mpi, const struct pdi_mapping *mpi_map)
+{
+	/* A program that names MPI_INT holds ompi_mpi_int by a copy relocation: the handle
+	 * is then the executable's copy, which the library uses too. So the executable is
+	 * searched first, as the dynamic linker does. */
+	struct defining_obj where[2] = {{NULL, NULL}, {mpi, mpi_map}};
+
+	if (load_int_handles(dt, int_handles))
+		return;
+	where[0].map = exe_mapping(pid, maps);
+	get_exe(objs, pid, where);
+	load_ompi(dt, maps, where);
+}
+
+void pdi_dtypes_load_read(struct pdi_dtypes *dt, bool int_handles, struct pdi_objcache *objs, pid_t pid,
+			  const struct pdi_maps *maps, int exe_fd, uint64_t mpi_dev, uint64_t mpi_ino)
+{
+	struct defining_obj where[2] = {{NULL, NULL}, {NULL, NULL}};
+	struct stat st;
+
+	if (load_int_handles(dt, int_handles) || !maps)
+		return;
+	if (exe_fd >= 0 && fstat(exe_fd, &st) == 0 && (where[0].map = pdi_maps_of_file(maps, st.st_dev, st.st_ino)) &&
+	    pdi_objcache_get_pinned(objs, pid, where[0].map, exe_fd, &where[0].obj) < 0)
+		where[0].obj = NULL;
+	/* the library last: an object of the cache lives until its next get */
+	if (!(where[1].map = pdi_maps_of_file(maps, mpi_dev, mpi_ino)) ||
+	    pdi_objcache_get(objs, pid, where[1].map, &where[1].obj) < 0)
+		return; /* unknown: its calls' bytes are 0 */
+	load_ompi(dt, maps, where);
 }
 
 uint32_t pdi_dtype_size(const struct pdi_dtypes *dt, uint64_t handle)

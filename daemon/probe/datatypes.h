@@ -28,5 +28,13 @@ struct pdi_dtypes {
 void pdi_dtypes_load(struct pdi_dtypes *dt, bool int_handles, struct pdi_objcache *objs, pid_t pid,
 		     const struct pdi_maps *maps, struct pdi_elfobj *mpi, const struct pdi_mapping *mpi_map);
 
+/* The same for process PID, which may be gone since MAPS were read (at its MPI_Init): from the
+ * objects the cache holds, its executable read from EXE_FD (pinned then; -1 if not) if the cache
+ * lacks it, and its MPI library the file (MPI_DEV, MPI_INO). Open MPI's handles are addresses in
+ * the process: a rank that ended before it joined would otherwise lose its calls' bytes.
+ * Unknown without MAPS. */
+void pdi_dtypes_load_read(struct pdi_dtypes *dt, bool int_handles, struct pdi_objcache *objs, pid_t pid,
+			  const struct pdi_maps *maps, int exe_fd, uint64_t mpi_dev, uint64_t mpi_ino);
+
 /* Bytes per element of the type with HANDLE, 0 when unknown. */
 uint32_t pdi_dtype_size(const struct pdi_dtypes *dt, uint64_t handle);

@@ -374,7 +374,9 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 	/* gone already: attached ahead, it ran on, maybe to its end, while the loop was busy; its
 	 * calls are in the ring buffer, and its task ends as soon as it has begun */
 	if (r == -ESRCH || r == -ENOENT)
-		r = pdi_tracer_attach_exited(d->tracer, pid, id->start_ticks, &att) == 0 ? 0 : r;
+		r = pdi_tracer_attach_exited(d->tracer, d->objs, pid, id->start_ticks,
+					     d->joining.pid == pid ? &d->joining.maps : NULL,
+					     d->joining.pid == pid ? d->joining.exe_fd : -1, &att) == 0 ? 0 : r;
 	if (r < 0) {
 		close(pidfd);
 		return r;

@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "log.h"
@@ -135,9 +136,17 @@ static int evict_oldest(struct pdi_objcache *c)
 	return rehash(c, c->cap);
 }
 
-int pdi_objcache_open(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj **ret)
+/* The object read from FD, which it takes (objopen.h's). */
+static int open_fd(int fd, struct pdi_elfobj **ret)
 {
 	char name[96];
+
+	snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+	return pdi_elfobj_open_fd(fd, name, ret);
+}
+
+int pdi_objcache_open(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj **ret)
+{
 	int fd, r;
 
 	if (!m->path)
@@ -149,8 +158,7 @@ int pdi_objcache_open(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj 
 		r = pdi_objopen_mapped(pid, m, &fd);
 	if (r < 0)
 		return r;
-	snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
-	return pdi_elfobj_open_fd(fd, name, ret);
+	return open_fd(fd, ret);
 }
 
 /* Worth remembering: the file itself is unfit, whichever process maps it. Not a vanished
@@ -235,17 +243,31 @@ int pdi_objcache_adopt(struct pdi_objcache *c, pid_t pid, const struct pdi_mappi
 	return 0;
 }
 
-int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m,
-		     struct pdi_elfobj **ret)
+/* The object behind M, opened from PID's maps, or from a copy of PINNED (>= 0) if not held. */
+static int get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m, int pinned, struct pdi_elfobj **ret)
 {
 	struct pdi_elfobj *o = NULL;
-	int r = 0;
+	int r = 0, fd;
 
 	if (!m->path)
 		return -EINVAL;
-	if (!held(c, m))
+	if (!held(c, m) && pinned < 0)
 		r = pdi_objcache_open(pid, m, &o);
+	else if (!held(c, m))
+		r = (fd = fcntl(pinned, F_DUPFD_CLOEXEC, 3)) < 0 ? -errno : open_fd(fd, &o);
 	return pdi_objcache_adopt(c, pid, m, r, r < 0 ? NULL : o, ret);
+}
+
+int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m,
+		     struct pdi_elfobj **ret)
+{
+	return get(c, pid, m, -1, ret);
+}
+
+int pdi_objcache_get_pinned(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m, int fd,
+			    struct pdi_elfobj **ret)
+{
+	return get(c, pid, m, fd, ret);
 }
 
 /* Maps are in address order, so the executable (mapped low) is tried before any library; among

@@ -40,6 +40,11 @@ void pdi_objcache_free(struct pdi_objcache *c);
 int pdi_objcache_get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m,
 		     struct pdi_elfobj **ret);
 
+/* The same for a process that may be gone: if the cache lacks the object, it is read from FD
+ * (pdi_objopen_mapped()'s for M, taken while the process lived; the caller keeps it). */
+int pdi_objcache_get_pinned(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m, int fd,
+			    struct pdi_elfobj **ret);
+
 /* Whether the cache holds the object behind mapping M (or its refusal), or a worker lately
  * failed to read it: a hash lookup, for the loop to tell what a worker should read first
  * (objwarm.h). */

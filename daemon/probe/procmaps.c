@@ -2,12 +2,13 @@
 /* procmaps.c -- parse /proc/PID/maps.
  *
  * Used to tell which file, and which offset in it, a code address of a monitored process
- * comes from. */
+ * comes from; and which of those files it executes. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "procmaps.h"
@@ -140,5 +141,26 @@ const struct pdi_mapping *pdi_maps_find(const struct pdi_maps *m, uint64_t addr)
 		else
 			return &m->v[mid];
 	}
+	return NULL;
+}
+
+int pdi_exe_identity(pid_t pid, dev_t *ret_dev, ino_t *ret_ino)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &st) < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	*ret_dev = st.st_dev;
+	*ret_ino = st.st_ino;
+	return 0;
+}
+
+const struct pdi_mapping *pdi_maps_of_file(const struct pdi_maps *m, uint64_t dev, uint64_t ino)
+{
+	for (size_t k = 0; k < m->n; k++)
+		if (m->v[k].dev == dev && m->v[k].ino == ino && m->v[k].path)
+			return &m->v[k];
 	return NULL;
 }

@@ -29,5 +29,9 @@ struct pdi_maps {
 int pdi_maps_read(pid_t pid, struct pdi_maps *ret);
 /* Accepts a zeroed struct; leaves it zeroed. */
 void pdi_maps_free(struct pdi_maps *m);
+/* The first mapping of the file (DEV, INO) in M, or NULL. */
+const struct pdi_mapping *pdi_maps_of_file(const struct pdi_maps *m, uint64_t dev, uint64_t ino);
+/* The identity of the file PID executes (/proc/PID/exe): -ESRCH if it is gone. */
+int pdi_exe_identity(pid_t pid, dev_t *ret_dev, ino_t *ret_ino);
 /* The mapping that contains ADDR, or NULL. */
 const struct pdi_mapping *pdi_maps_find(const struct pdi_maps *m, uint64_t addr);

@@ -245,19 +245,6 @@ static void sweep(struct pdi_tracer *t)
 			drop_ahead(t, i);
 }
 
-static int exe_identity(pid_t pid, dev_t *ret_dev, ino_t *ret_ino)
-{
-	char path[64];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	if (stat(path, &st) < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	*ret_dev = st.st_dev;
-	*ret_ino = st.st_ino;
-	return 0;
-}
-
 static const struct pdi_learned_exe *find_learned(const struct pdi_tracer *t, dev_t dev, ino_t ino)
 {
 	for (unsigned i = 0; i < t->nlearned; i++)
@@ -473,7 +460,7 @@ int pdi_tracer_ahead_plan(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t 
 	}
 	if (r >= 0)
 		drop_ahead(t, (unsigned)r);
-	if (lib < 0 && (r = exe_identity(pid, &dev, &ino)) < 0)
+	if (lib < 0 && (r = pdi_exe_identity(pid, &dev, &ino)) < 0)
 		return r;
 	if (lib < 0 && (lib = lib_of_program(t, pid, dev, ino)) < 0)
 		return -ENOENT;
@@ -589,13 +576,7 @@ int pdi_startup_take_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_tick
 	pt->ino = l->ino;
 	snprintf(pt->object, sizeof(pt->object), "%s", l->name);
 	snprintf(pt->path, sizeof(pt->path), "%s", l->path);
-	/* MPICH's handles hold their sizes and are the same in every process (a short rank of a
-	 * program's first step, gone before its objects were read, lost every call's bytes and its
-	 * MPI_COMM_WORLD); Open MPI's are addresses in the process, which is gone: unknown (0) */
-	if (pt->int_handles)
-		pdi_dtypes_load(&pt->dtypes, true, NULL, pid, NULL, NULL, NULL);
-	else
-		memset(&pt->dtypes, 0, sizeof(pt->dtypes));
+	memset(&pt->dtypes, 0, sizeof(pt->dtypes)); /* the caller's: from what was read while it lived */
 	take_links(t, (unsigned)i, fds);
 	return 0;
 }
@@ -621,7 +602,7 @@ void pdi_startup_learn(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_t
 {
 	struct pdi_learned_exe e = {.lib = find_trapped(t, pt->dev, pt->ino)};
 
-	if (e.lib >= 0 && exe_identity(pid, &e.dev, &e.ino) == 0)
+	if (e.lib >= 0 && pdi_exe_identity(pid, &e.dev, &e.ino) == 0)
 		remember(t, &e);
 }
 

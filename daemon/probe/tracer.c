@@ -303,7 +303,9 @@ out:
 	return r;
 }
 
-int pdi_tracer_attach_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks, struct pdi_attachment *ret)
+int pdi_tracer_attach_exited(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid, uint64_t start_ticks,
+			     const struct pdi_maps *maps, int exe_fd,
+			     struct pdi_attachment *ret)
 {
 	struct pdi_attachment a = {.multi_fds = {-1, -1}, .object_fd = -1, .ahead = true};
 	struct pdi_probe_targets *pt = malloc(sizeof(*pt));
@@ -316,6 +318,10 @@ int pdi_tracer_attach_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_tic
 		free(pt);
 		return r;
 	}
+	/* MPICH's handles are the same in every process; Open MPI's are addresses in it, known from
+	 * its maps (a short rank of a program's first step, gone before its objects were read, lost
+	 * every call's bytes and its MPI_COMM_WORLD) */
+	pdi_dtypes_load_read(&pt->dtypes, pt->int_handles, objs, pid, maps, exe_fd, pt->dev, pt->ino);
 	a.object_fd = open(pt->path, O_RDONLY | O_CLOEXEC); /* an fd of its own, as for any attachment */
 	if (a.object_fd >= 0)
 		snprintf(pt->path, sizeof(pt->path), "/proc/self/fd/%d", a.object_fd);

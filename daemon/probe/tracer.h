@@ -68,8 +68,11 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 /* As pdi_tracer_attach() for PID, started at START_TICKS, which has exited already: it ran on
  * with the probes attached to it ahead (at its exec) before the daemon could join it, and its
  * calls are in the ring buffer. Those probes, and the targets of their library, make its
- * attachment; -ESRCH when it had none. */
-int pdi_tracer_attach_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks, struct pdi_attachment *ret);
+ * attachment; -ESRCH when it had none. Its datatypes (the bytes of its calls) from MAPS, read
+ * while it lived (at its MPI_Init; NULL if not), and its executable, pinned then (EXE_FD, or -1). */
+int pdi_tracer_attach_exited(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid, uint64_t start_ticks,
+			     const struct pdi_maps *maps, int exe_fd,
+			     struct pdi_attachment *ret);
 void pdi_attachment_detach(struct pdi_attachment *a);
 
 /* pdimond's programs on N offsets of PATH for PID alone (entry, and return WITH_RETURN), as

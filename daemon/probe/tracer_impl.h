@@ -100,8 +100,8 @@ void pdi_startup_free(struct pdi_tracer *t);
  * exited since (they stay, for pdi_startup_take_exited()), or -EBUSY while they are attached. */
 int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_targets *pt, int fds[2]);
 /* PID, started at START_TICKS, exited before it could be attached (its maps are gone), but links
- * were attached ahead for it: its library's targets into PT (no datatypes: they are read from the
- * process) and its links into FDS (0), else -ESRCH. */
+ * were attached ahead for it: its library's targets into PT (datatypes unknown: see
+ * pdi_tracer_attach_exited()) and its links into FDS (0), else -ESRCH. */
 int pdi_startup_take_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks, struct pdi_probe_targets *pt,
 			    int fds[2]);
 /* PID attached to the object PT located: its executable's processes go there ahead from now on. */

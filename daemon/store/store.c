@@ -90,6 +90,11 @@ static const char *const migrations[] = {
 	/* 3: who a task's process is, so that a restart never takes a reused pid for it */
 	"ALTER TABLE tasks ADD COLUMN start_ticks INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE tasks ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';",
+	/* 4: the overhead budget's levels learned per program, so that a restart keeps them */
+	"CREATE TABLE budget_learned ("
+	"  program INTEGER PRIMARY KEY," /* pdi_program_hash(), u64 as the same 64 bits */
+	"  used INTEGER NOT NULL,"       /* when last noted: the least recent goes first */
+	"  levels TEXT NOT NULL);",      /* "MPI_Test=3 ...": by name, indices change between releases */
 };
 
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -114,6 +119,9 @@ enum query {
 	Q_EXPIRE_AGE,
 	Q_EXPIRE_OLDEST,
 	Q_SIZE,
+	Q_LEARNED_PUT,
+	Q_LEARNED_TRIM,
+	Q_LEARNED,
 	Q_COUNT
 };
 
@@ -159,6 +167,11 @@ static const char *const queries[Q_COUNT] = {
 	[Q_EXPIRE_AGE] = "DELETE FROM steps WHERE ended != 0 AND ended < ?1 AND site_pending = 0",
 	[Q_EXPIRE_OLDEST] = "DELETE FROM steps WHERE id ="
 			    " (SELECT id FROM steps WHERE ended != 0 ORDER BY site_pending, ended, id LIMIT 1)",
+	[Q_LEARNED_PUT] = "INSERT INTO budget_learned (program, used, levels) VALUES (?1, ?2, ?3)"
+			  " ON CONFLICT (program) DO UPDATE SET used = excluded.used, levels = excluded.levels",
+	[Q_LEARNED_TRIM] = "DELETE FROM budget_learned WHERE program NOT IN"
+			   " (SELECT program FROM budget_learned ORDER BY used DESC LIMIT ?1)",
+	[Q_LEARNED] = "SELECT program, used, levels FROM budget_learned ORDER BY used, program",
 	[Q_SIZE] = "SELECT page_count * page_size, freelist_count * page_size"
 		   " FROM pragma_page_count, pragma_freelist_count, pragma_page_size",
 };
@@ -1236,4 +1249,56 @@ int pdi_store_expire(struct pdi_store *s, int64_t now, int64_t max_age_s, uint64
 	if (deleted && !s->group)
 		sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 	return deleted;
+}
+
+/* ---- the overhead budget's levels learned per program ---- */
+
+static int put_learned(struct pdi_store *s, const struct pdi_store_learned *v, size_t n, unsigned keep)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		struct binder b = {.rc = SQLITE_OK};
+
+		if ((r = prep(s, Q_LEARNED_PUT, &b.st)) < 0)
+			break;
+		b_int(&b, (int64_t)v[i].program);
+		b_int(&b, v[i].used);
+		b_str(&b, v[i].levels);
+		r = run(s, Q_LEARNED_PUT, b.st, &b);
+	}
+	if (r >= 0) {
+		struct binder b = {.rc = SQLITE_OK};
+
+		if ((r = prep(s, Q_LEARNED_TRIM, &b.st)) < 0)
+			return r;
+		b_int(&b, keep);
+		r = run(s, Q_LEARNED_TRIM, b.st, &b);
+	}
+	return r;
+}
+
+int pdi_store_put_learned(struct pdi_store *s, const struct pdi_store_learned *v, size_t n, unsigned keep)
+{
+	int r = write_begin(s);
+
+	return r < 0 ? r : write_end(s, put_learned(s, v, n, keep));
+}
+
+int pdi_store_list_learned(struct pdi_store *s, int (*cb)(void *, const struct pdi_store_learned *), void *ctx)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	if ((r = prep(s, Q_LEARNED, &st)) < 0)
+		return r;
+	while ((r = row(s, st)) > 0) {
+		struct pdi_store_learned x = {.program = (uint64_t)sqlite3_column_int64(st, 0),
+					      .used = sqlite3_column_int64(st, 1), .levels = col_str(st, 2)};
+
+		if ((r = cb(ctx, &x)) < 0)
+			break;
+	}
+	unprep(s, Q_LEARNED, st);
+	return r < 0 ? r : 0;
 }

@@ -115,6 +115,19 @@ int pdi_store_list_site_totals(struct pdi_store *s, const char *step,
 int pdi_store_set_site_pending(struct pdi_store *s, const char *step, bool pending);
 int pdi_store_list_site_pending(struct pdi_store *s, int (*cb)(void *ctx, const char *step), void *ctx);
 
+/* The overhead budget's levels learned per program (probe/budget_learn.h), kept across restarts:
+ * LEVELS names each degraded function with its level ("MPI_Test=3 MPI_Iprobe=5"; "" once none
+ * is), USED orders them. A put adds or replaces V's N rows, then keeps the KEEP most recently
+ * used ones only (budget_programs). Listed least recently used first; LEVELS lives until the
+ * callback returns. */
+struct pdi_store_learned {
+	uint64_t program; /* pdi_program_hash() */
+	int64_t used;     /* wall-clock ns of its last note */
+	const char *levels;
+};
+int pdi_store_put_learned(struct pdi_store *s, const struct pdi_store_learned *v, size_t n, unsigned keep);
+int pdi_store_list_learned(struct pdi_store *s, int (*cb)(void *, const struct pdi_store_learned *), void *ctx);
+
 /* Retention: delete the ended steps that ended more than MAX_AGE_S before NOW (0 = keep) and
  * that the site store has, then, oldest end first (those it has first), ended steps until page_count * page_size is under MAX_BYTES (0 = no
  * limit), giving the freed pages back. Running steps are never deleted, whatever the size.

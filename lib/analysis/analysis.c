@@ -311,6 +311,12 @@ static bool observed_in_part(const struct pdi_view_task *t)
 	return t->model->unobserved.n > 0;
 }
 
+/* its budget began degraded, as earlier runs of its program needed (budget_learn.h) */
+static bool degraded_from_earlier_runs(const struct pdi_view_task *t)
+{
+	return pdi_unobserved_any_from_earlier_runs(&t->model->unobserved);
+}
+
 /* Classes of the tasks that made MPI calls (members index the view's tasks). Tasks that share
  * one model object (a gathered view holds one model per class of each node) are classed
  * once: digesting 100,000 copies of a few models would cost seconds. */
@@ -699,6 +705,9 @@ int pdi_analysis_build(const struct pdi_view *s, const struct pdi_analysis_sampl
 			     "max_overhead_pct (their \"unobserved\" "
 			     "intervals): calls of the functions named there are missing from their models for that "
 			     "time, so transitions around them, and where a rank was inside them, may be unseen", ranks);
+	if (ranks_where(s, degraded_from_earlier_runs, ranks, sizeof(ranks)))
+		add_limit(a, "ranks %s were " PDI_UNOBSERVED_EARLIER_RUNS " (their \"unobserved\" intervals with "
+			     "from_earlier_runs), before any rate of this run was measured", ranks);
 	if (!strcmp(a->kind, "hang") && (r = least_progressed(a)) < 0)
 		goto fail;
 	if ((r = automaded(samples, a)) < 0 || (r = phase_windows(a)) < 0 || (r = stack_verdict(a)) < 0 ||

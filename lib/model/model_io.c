@@ -20,11 +20,12 @@
  *	u32 nreqs, cap_reqs, then nreqs x (u64 handle, i32 peer, i32 tag, u32 site, u16 fn)
  *	what the overhead budget left unobserved (unobserved.h):
  *	u32 n, then n x (u64 t_start, t_end; u16 fn (blob index, 0xffff: all); u8 level, duty_log2;
- *	    u32 rate, cost_ppm), then u64 stretched
+ *	    u32 rate, cost_ppm; u8 from_earlier_runs), then u64 stretched
  *	what its live stack said (stack_seen.h):
  *	u32 n, then n x (u64 t_first, t_last; u16 fn (blob index, 0xffff: outside MPI); u16 looks),
  *	    then u64 dropped
  *
+ * Format 6 (read only) lacks an unobserved record's from_earlier_runs: read as 0.
  * Format 5 (read only) lacks what the live stack said: read as nothing.
  * Format 4 (read only) lacks the slots flag: its phases are on collectives.
  * Format 3 (read only) lacks the kernel's counts (usage_now, the phases' usage): read as
@@ -51,7 +52,7 @@
 #define EDGE_MIN_SIZE 33
 #define PHASE_MIN_SIZE 32
 #define REQUEST_SIZE 22
-#define UNOBSERVED_SIZE 28
+#define UNOBSERVED_SIZE 29 /* format 7; 28 before */
 #define STACK_SEEN_SIZE 20
 #define FLAG_STARTED 1
 #define FLAG_SAW_PCONTROL 2
@@ -265,6 +266,7 @@ static void enc_unobserved(struct pdi_wire_writer *w, const struct pdi_model *m,
 		pdi_wire_put_u8(w, u->duty_log2);
 		pdi_wire_put_u32(w, u->rate);
 		pdi_wire_put_u32(w, u->cost_ppm);
+		pdi_wire_put_u8(w, u->from_earlier_runs);
 	}
 	pdi_wire_put_u64(w, l->stretched);
 }
@@ -649,7 +651,7 @@ static int dec_unobserved(struct dec *d, struct pdi_model *m)
 	struct pdi_unobserved_log *l = &m->unobserved;
 	uint32_t n = r_u32(&d->r);
 
-	if (!r_fits(&d->r, n, UNOBSERVED_SIZE) || n > PDI_UNOBSERVED_MAX)
+	if (!r_fits(&d->r, n, d->version >= 7 ? UNOBSERVED_SIZE : UNOBSERVED_SIZE - 1) || n > PDI_UNOBSERVED_MAX)
 		return -EBADMSG;
 	if (n && !(l->v = calloc(n, sizeof(*l->v))))
 		return -ENOMEM;
@@ -672,6 +674,7 @@ static int dec_unobserved(struct dec *d, struct pdi_model *m)
 		u->duty_log2 = r_u8(&d->r);
 		u->rate = r_u32(&d->r);
 		u->cost_ppm = r_u32(&d->r);
+		u->from_earlier_runs = d->version >= 7 ? r_u8(&d->r) != 0 : 0;
 		if ((e = d->r.bad ? -EBADMSG : 0) < 0)
 			return e;
 		l->n = i + 1;

@@ -64,6 +64,23 @@ void pdi_unobserved_end(struct pdi_unobserved_log *l, uint16_t fn, uint64_t t)
 		}
 }
 
+void pdi_unobserved_from_earlier_runs(struct pdi_unobserved_log *l, uint16_t fn)
+{
+	for (uint32_t i = l->n; i-- > 0;)
+		if (l->v[i].fn == fn && l->v[i].t_end == 0) {
+			l->v[i].from_earlier_runs = 1;
+			return;
+		}
+}
+
+bool pdi_unobserved_any_from_earlier_runs(const struct pdi_unobserved_log *l)
+{
+	for (uint32_t i = 0; i < l->n; i++)
+		if (l->v[i].from_earlier_runs)
+			return true;
+	return false;
+}
+
 int pdi_unobserved_add(struct pdi_unobserved_log *l, uint16_t fn, uint8_t level, uint64_t t_start, uint64_t t_end)
 {
 	struct pdi_unobserved *u = push(l);
@@ -183,6 +200,9 @@ void pdi_unobserved_json(const struct pdi_unobserved_log *l, struct pdi_json *j,
 			pdi_json_null(j);
 		pdi_json_kv_uint(j, "rate_per_s", u->rate);
 		pdi_json_kv_double(j, "full_cost_pct", (double)u->cost_ppm / 1e4);
+		pdi_json_kv_bool(j, "from_earlier_runs", u->from_earlier_runs);
+		if (u->from_earlier_runs)
+			pdi_json_kv_str(j, "why", PDI_UNOBSERVED_EARLIER_RUNS);
 		pdi_json_obj_end(j);
 	}
 	pdi_json_arr_end(j);

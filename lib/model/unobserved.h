@@ -30,6 +30,8 @@ struct pdi_unobserved {
 	uint8_t duty_log2; /* PDI_UNOBS_SAMPLED: seen 1/2^duty_log2 of the time */
 	uint32_t rate;     /* the calls per second that made it so (0: not a rate) */
 	uint32_t cost_ppm; /* what the probes would have cost the task, parts per million of its time */
+	uint8_t from_earlier_runs; /* 1: degraded from the task's start because earlier runs of its
+				    * program needed it (budget_learn.h), before any rate of this run */
 };
 
 struct pdi_unobserved_log {
@@ -42,6 +44,9 @@ struct pdi_unobserved_log {
  * 0 or -ENOMEM (the log is intact). */
 int pdi_unobserved_begin(struct pdi_unobserved_log *l, uint16_t fn, uint8_t level, uint8_t duty_log2,
 			 uint32_t rate, uint32_t cost_ppm, uint64_t t);
+/* FN's open record (if any) was begun as earlier runs of the task's program needed, not by a
+ * rate of this run. */
+void pdi_unobserved_from_earlier_runs(struct pdi_unobserved_log *l, uint16_t fn);
 /* FN is fully seen again from T (its open record, if any, ends). */
 void pdi_unobserved_end(struct pdi_unobserved_log *l, uint16_t fn, uint64_t t);
 /* A finished interval [T_START, T_END] (e.g. a gap). 0 or -ENOMEM. */
@@ -64,10 +69,16 @@ uint64_t pdi_unobserved_blind_until(const struct pdi_unobserved_log *l, uint64_t
  * that time may not have been still at all (under a tiny budget every rank looks still). */
 bool pdi_unobserved_blind_through(const struct pdi_unobserved_log *l, uint64_t from, uint64_t to);
 
+/* What a mark from earlier runs says, for text and JSON alike. */
+#define PDI_UNOBSERVED_EARLIER_RUNS "degraded from the start: earlier runs of this program needed it"
+/* Has a record of L that? */
+bool pdi_unobserved_any_from_earlier_runs(const struct pdi_unobserved_log *l);
+
 /* "entry only", "sampled", "detached", "gap", "lost" */
 const char *pdi_unobserved_level_name(unsigned level);
 
 struct pdi_json;
 /* "unobserved": [{function, level, duty, from_ns, to_ns (null while it lasts), rate_per_s,
- * full_cost_pct}, ...] as one member of the object J is writing; FN_NAME names functions. */
+ * full_cost_pct, from_earlier_runs}, ...] as one member of the object J is writing; FN_NAME
+ * names functions. */
 void pdi_unobserved_json(const struct pdi_unobserved_log *l, struct pdi_json *j, const char *(*fn_name)(unsigned fn));

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import unittest
 
-from harness import BUILD, PDIMON, DaemonTest, find_ranks, kill_tree, mpirun, wait_for
+from harness import BUILD, PDIMON, Daemon, DaemonTest, find_ranks, kill_tree, mpirun, wait_for
 
 PROBE_FLOOR = os.path.join(BUILD, "bench/probe-floor")
 
@@ -77,7 +77,7 @@ class Budget(DaemonTest):
                          "rank 1 is seen as rank 0 is, from the same slots")
         self.assertRegex(log, rf"pid {tasks[1]['pid']} .*: MPI_(Test|Iprobe) full -> .*, as rank 0 of its step needs")
         # restored together, if rank 0's polling calls were restored before the ranks ended (a
-        # detached function is re-measured every 4 s only)
+        # detached function is re-measured 2 and 3 s after its detach, then every 4 s only)
         # (before either rank ended: the log is in order)
         first_end = min(log.find(f"Task pid {t['pid']} ") for t in tasks.values())
         for fn in ("MPI_Test", "MPI_Iprobe"):
@@ -113,6 +113,34 @@ class Budget(DaemonTest):
                             f"rank {t['rank']}: {marks}")
         self.assertRegex(log, rf"pid {next(t['pid'] for t in tasks if t is not learned[0])} .*: "
                               r"MPI_(Test|Iprobe) full -> .*, as rank \d+ of its step needs")
+
+    def test_levels_learned_survive_a_restart(self):
+        """The levels a program needed are kept in the store: a pdimond restarted between two
+        steps of the program starts the second's first task degraded from its join, and its
+        marks, in show and in the report, say so."""
+        poll = mpirun("openmpi", 2, "poll", "phases", 0, 2, 0)
+        r = self.d.pdimon("run", "--step", "kept-1", "--", *poll, check=False, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(self.d.read_log(), r"MPI_(Test|Iprobe) full -> ", "the first step needed a level")
+        self.d.stop()  # what it learned is written before pdimond exits, if not already
+        self.d = Daemon(*self.settings, database=self.d.database)
+        self.assertIn("Budget levels learned by earlier runs: 1 programs", self.d.read_log())
+        r = self.d.pdimon("run", "--step", "kept-2", "--", *poll, check=False, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        log = self.d.read_log()
+        tasks = self.d.show("kept-2")["tasks"]
+        learned = [t for t in tasks if re.search(rf"pid {t['pid']} .*: MPI_(Test|Iprobe) full -> [a-z0-9/ ]+: 0 "
+                                                 r"calls/s.*, as earlier runs of its program needed", log)]
+        self.assertEqual(len(learned), 1, "the step's first task starts at the program's levels")
+        marks = [u for u in learned[0]["unobserved"] if u["from_earlier_runs"]]
+        self.assertTrue(marks, learned[0]["unobserved"])
+        self.assertEqual({u["why"] for u in marks}, {"degraded from the start: earlier runs of this program needed it"})
+        self.assertIn("earlier runs of this program needed it", self.d.pdimon("show", "kept-2").stdout)
+        said = rf"ranks \[{learned[0]['rank']}\] were degraded from the start: earlier runs of this program needed it"
+        self.assertRegex(self.d.pdimon("analyze", "kept-2").stdout, said)
+        self.assertRegex(self.d.pdimon("analyze", "kept-2", "--json").stdout, said)
+        self.assertRegex(self.d.pdimon("report", "kept-2", "--json").stdout,
+                         r'"why": ?"degraded from the start: earlier runs of this program needed it"')
 
     def test_ranks_killed_while_probes_change(self):
         """The budget attaches a task's new probes on a worker and switches to them on the loop:

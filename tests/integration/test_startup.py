@@ -266,6 +266,31 @@ class Startup(DaemonTest):
         self.assertEqual({t["rank"]: self.model_of(t) for t in steps["fcold"]["tasks"]},
                          {t["rank"]: self.model_of(t) for t in steps["fwarm"]["tasks"]})
 
+    def test_ranks_ended_before_join_keep_bytes(self):
+        """Open MPI's datatype handles are addresses in the process. The first ranks of a program
+        to join after pdimond started wait for a worker to read the objects they map (the pool
+        "startup", held here in a ptrace stop), and run on to their end meanwhile: their sizes come
+        from the maps read at their MPI_Init and the executable pinned then, and every call keeps
+        its bytes (MPI_Gather of 3 uint64 per rank)."""
+        offset = len(self.d.read_log())
+        with self.waiting_ranks("ended", "openmpi") as (go, ranks):
+            with StoppedThreads(self.d.proc.pid, "pdi-startup") as stopped:
+                open(go, "w").close()
+                wait_for(lambda: stopped.stop_new() and not [r for r in ranks if os.path.exists(f"/proc/{r}")],
+                         120, "the ranks to end while the objects they map wait for a worker")
+                log = self.d.read_log()[offset:]
+                # the order is forced: they reached MPI_Init, and ended, before any read
+                self.assertRegex(log, r"reached MPI_Init: the objects it maps are read on a worker")
+                self.assertNotIn("objects it maps read on a worker in", log)
+        s = self.d.show("ended")
+        self.assertEqual(sorted(str(t["pid"]) for t in s["tasks"]), sorted(ranks))
+        for t in s["tasks"]:
+            self.assertEqual((t["calls"], t["events_lost"]), (3, 0), f"rank {t['rank']}")
+            # its executable, pinned at its MPI_Init, names its sites and holds MPI_UINT64_T's copy
+            sent = {st["name"]: st["bytes"] for p in t["phases"] for st in p["states"] if "bytes" in st}
+            gather = [b for name, b in sent.items() if re.fullmatch(r"MPI_Gather@startup\.c:\d+", name)]
+            self.assertEqual(gather, [3 * 8], f"rank {t['rank']}: {sent}")
+
     def check_dlopen(self, impl, library):
         """A program that loads MPI with dlopen cannot be attached as it starts: held at MPI_Init,
         its probes are attached on a worker (on the library its trap is in), and it joins with

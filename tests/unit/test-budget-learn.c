@@ -62,3 +62,39 @@ Test(budget_learn, sizes)
 	cr_assert_null(l, "untouched on failure");
 	cr_assert_null(pdi_budget_learned_find(NULL, a));
 }
+
+static int collect(void *ctx, uint64_t program, uint64_t used, const uint8_t *levels)
+{
+	uint64_t *got = ctx;
+
+	(void)used;
+	got[got[0]++ + 1] = program * 100 + levels[1];
+	return 0;
+}
+
+Test(budget_learn, kept_levels_put_back_and_changes_given_once)
+{
+	struct pdi_budget_learned *l;
+	const uint8_t kept[NF] = {0, 4, 0, 0}, now[NF] = {0, 6, 0, 0}, none[NF] = {0};
+	uint64_t got[8] = {0};
+
+	cr_assert_eq(pdi_budget_learned_new(2, NF, &l), 0);
+	/* as the store lists them, least recent first: the bound keeps the most recent */
+	cr_assert_eq(pdi_budget_learned_put(l, a, 10, kept), 0);
+	cr_assert_eq(pdi_budget_learned_put(l, b, 11, kept), 0);
+	cr_assert_eq(pdi_budget_learned_put(l, c, 12, kept), 0);
+	cr_assert_eq(pdi_budget_learned_put(l, 7, 13, none), 0, "nothing degraded takes no room");
+	cr_assert_eq(pdi_budget_learned_count(l), 2);
+	cr_assert_null(pdi_budget_learned_find(l, a));
+	cr_assert_eq(memcmp(pdi_budget_learned_find(l, b), kept, NF), 0);
+	cr_assert_eq(pdi_budget_learned_changed(l, collect, got), 0);
+	cr_assert_eq(got[0], 0, "what the store gave back is not written again");
+	/* the next step of c: noted, given once; a later note after the clock the store had */
+	cr_assert_eq(pdi_budget_learned_note(l, c, 5, now), 0);
+	cr_assert_eq(pdi_budget_learned_changed(l, collect, got), 0);
+	cr_assert_eq(got[0], 1);
+	cr_assert_eq(got[1], c * 100 + 6);
+	cr_assert_eq(pdi_budget_learned_changed(l, collect, got), 0);
+	cr_assert_eq(got[0], 1, "once");
+	pdi_budget_learned_free(l);
+}

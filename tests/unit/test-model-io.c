@@ -316,6 +316,25 @@ Test(model_io, what_the_stack_said)
 	pdi_model_done(&m);
 }
 
+/* A budget mark that earlier runs of the program set comes back saying so. */
+Test(model_io, a_mark_from_earlier_runs)
+{
+	struct pdi_model m, d;
+	uint16_t test = (uint16_t)pdi_mpi_func_find("MPI_Test");
+
+	pdi_model_init(&m, NULL);
+	cr_assert_eq(pdi_unobserved_begin(&m.unobserved, test, PDI_UNOBS_SAMPLED, 3, 0, 0, 1000), 0);
+	pdi_unobserved_from_earlier_runs(&m.unobserved, test);
+	cr_assert_eq(pdi_unobserved_begin(&m.unobserved, test, PDI_UNOBS_DETACHED, 0, 90000, 5000, 2000), 0);
+	round_trip(&m, &d);
+	cr_assert_eq(d.unobserved.n, 2);
+	cr_assert_eq(d.unobserved.v[0].from_earlier_runs, 1);
+	cr_assert_eq(d.unobserved.v[1].from_earlier_runs, 0, "a later level of this run's own");
+	cr_assert(pdi_unobserved_any_from_earlier_runs(&d.unobserved));
+	pdi_model_done(&d);
+	pdi_model_done(&m);
+}
+
 Test(model_io, ring_with_automatic_phases_and_merges)
 {
 	struct pdi_model_config cfg = pdi_model_config_default;

@@ -326,7 +326,7 @@ Test(store, create_put_get_list_reopen)
 	/* what open made */
 	cr_assert_eq(stat(path, &sb), 0);
 	cr_assert_eq(sb.st_mode & 0777, 0600, "mode %o", sb.st_mode & 0777);
-	cr_assert_eq(sql("PRAGMA user_version"), 3);
+	cr_assert_eq(sql("PRAGMA user_version"), 4);
 	cr_assert_eq(sql("PRAGMA application_id"), 0x5044494d);
 	cr_assert_eq(sql("PRAGMA auto_vacuum"), 2, "incremental");
 	cr_assert_eq(sql("SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'"), 1);
@@ -342,7 +342,7 @@ Test(store, open_adopts_an_empty_file_and_closes_null)
 	cr_assert_geq(fd, 0);
 	close(fd);
 	pdi_store_close(open_ok());
-	cr_assert_eq(sql("PRAGMA user_version"), 3);
+	cr_assert_eq(sql("PRAGMA user_version"), 4);
 	pdi_store_close(NULL);
 }
 
@@ -732,10 +732,10 @@ Test(store, newer_schema_is_refused)
 	char err[256];
 
 	pdi_store_close(open_ok());
-	sql("PRAGMA user_version = 4");
+	sql("PRAGMA user_version = 5");
 	cr_assert_eq(open_err(err), -EPROTONOSUPPORT);
 	cr_assert_not_null(strstr(err, "newer pdimon"), "%s", err);
-	cr_assert_eq(sql("PRAGMA user_version"), 4, "left alone");
+	cr_assert_eq(sql("PRAGMA user_version"), 5, "left alone");
 }
 
 /* Open as an unprivileged user in a child: root writes anything, whatever the modes say. */
@@ -903,7 +903,7 @@ Test(store, hostile_strings_are_data)
 	tasks_free(&tl);
 	assert_report(s, evil, json);
 	cr_assert_eq(list_steps(s, false).n, 1, "nothing was dropped or injected");
-	cr_assert_eq(sql("SELECT count(*) FROM sqlite_master WHERE type = 'table'"), 5);
+	cr_assert_eq(sql("SELECT count(*) FROM sqlite_master WHERE type = 'table'"), 6);
 	pdi_store_close(s);
 }
 
@@ -1065,7 +1065,7 @@ Test(store, a_version_1_database_is_migrated)
 	sql("INSERT INTO steps VALUES (1, 'old', 7, 0, 1000, 'ended', 10, 20, '/bin/x', 4)");
 	sql("PRAGMA user_version = 1");
 	s = open_ok();
-	cr_assert_eq(sql("PRAGMA user_version"), 3);
+	cr_assert_eq(sql("PRAGMA user_version"), 4);
 	cr_assert_eq(pdi_store_get_step(s, "old", &got), 0);
 	cr_assert_eq(got.ntasks, 4);
 	cr_assert_str_eq(got.build, "");
@@ -1073,5 +1073,36 @@ Test(store, a_version_1_database_is_migrated)
 	cr_assert_str_eq(got.verdict, "");
 	/* version 3: tasks of old databases have no identity, so a restart never revives them */
 	cr_assert_eq(sql("SELECT count(*) FROM pragma_table_info('tasks') WHERE name IN ('start_ticks', 'boot_id')"), 2);
+	/* version 4: no budget levels learned yet */
+	cr_assert_eq(sql("SELECT count(*) FROM budget_learned"), 0);
+	pdi_store_close(s);
+}
+
+static int learned_row(void *ctx, const struct pdi_store_learned *x)
+{
+	char *out = ctx;
+
+	snprintf(out + strlen(out), 256 - strlen(out), "%llx@%lld:%s;", (unsigned long long)x->program,
+		 (long long)x->used, x->levels);
+	return 0;
+}
+
+Test(store, budget_levels_kept_bounded_least_recent_first)
+{
+	struct pdi_store *s = open_ok();
+	/* a program hash with the top bit set is stored as the same 64 bits */
+	struct pdi_store_learned v[] = {{0xfedcba9876543210ull, 5, "MPI_Test=3"}, {2, 7, "MPI_Iprobe=5 MPI_Test=1"},
+					{3, 6, "MPI_Send=2"}};
+	char out[256] = "";
+
+	cr_assert_eq(pdi_store_put_learned(s, v, 3, 2), 0);
+	cr_assert_eq(pdi_store_list_learned(s, learned_row, out), 0);
+	cr_assert_str_eq(out, "3@6:MPI_Send=2;2@7:MPI_Iprobe=5 MPI_Test=1;", "the two most recent, oldest first");
+	v[0].used = 9;
+	v[0].levels = "";
+	cr_assert_eq(pdi_store_put_learned(s, v, 1, 2), 0);
+	out[0] = '\0';
+	cr_assert_eq(pdi_store_list_learned(s, learned_row, out), 0);
+	cr_assert_str_eq(out, "2@7:MPI_Iprobe=5 MPI_Test=1;fedcba9876543210@9:;");
 	pdi_store_close(s);
 }

@@ -335,3 +335,21 @@ double pdi_lost_of(const struct pdi_lost *l, size_t t, uint32_t p, enum pdi_lost
 		*ret_kind = (enum pdi_lost_kind)l->kinds[t * l->nphases + p];
 	return l->by_task[t * l->nphases + p];
 }
+
+bool pdi_lost_kernel_alone(const struct pdi_lost *l, const struct pdi_model *const *models, size_t n)
+{
+	struct pdi_phase_usage mine, other;
+	uint64_t held = 0, cpu = 0, floor = (uint64_t)(PDI_EXCESS_FLOOR_S * 1e9);
+
+	if (!l->found || l->task >= n || n < 2 || !pdi_model_phase_usage(models[l->task], l->peak, &mine))
+		return false;
+	for (size_t t = 0; t < n; t++) {
+		if (t == l->task)
+			continue;
+		if (!pdi_model_phase_usage(models[t], l->peak, &other))
+			return false;
+		held = other.held_ns > held ? other.held_ns : held;
+		cpu = other.cpu_ns > cpu ? other.cpu_ns : cpu;
+	}
+	return mine.held_ns >= held + floor || mine.cpu_ns >= cpu + floor;
+}

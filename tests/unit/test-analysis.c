@@ -676,6 +676,45 @@ Test(analysis, a_task_spinning_in_the_tear_down_is_named_there)
 	expect_verdict(&all, 1, &spinning, 8, 1, PDI_LOST_COMPUTING, "spinning in the tear-down");
 }
 
+/* A step of few phases (3 program phases: no usual phase to compare with): the kernel's counts
+ * single out a task in the phase it lost its time in when it was held, or on a CPU, a stall's
+ * worth longer than every peer there (AutomaDeD 3.3: the tasks compared within the phase). */
+Test(analysis, the_kernel_singles_out_a_task_of_a_step_of_few_phases)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = 1, .slow_from = -1, .slow_to = -1,
+				.usage = true};
+	struct ring_opts stopped = all, busy = all, blind = all;
+	struct pdi_model m[4];
+	const struct pdi_model *models[4] = {&m[0], &m[1], &m[2], &m[3]};
+	struct pdi_lost l = {.found = true, .task = 2, .peak = 2}; /* program phase 1 */
+
+	stopped.stopped = true;
+	for (int t = 0; t < 4; t++)
+		ring_model_with(&m[t], t, 3, t == 2 ? &stopped : &all);
+	cr_expect(pdi_lost_kernel_alone(&l, models, 4), "held 3 s while its peers waited for it in MPI");
+	l.task = 1;
+	cr_expect(!pdi_lost_kernel_alone(&l, models, 4), "a peer that waited is not singled out");
+	l.task = 2;
+	l.peak = 1;
+	cr_expect(!pdi_lost_kernel_alone(&l, models, 4), "not in a phase it was not held in");
+	pdi_model_done(&m[3]);
+	blind.usage = false;
+	ring_model_with(&m[3], 3, 3, &blind);
+	l.peak = 2;
+	cr_expect(!pdi_lost_kernel_alone(&l, models, 4), "a peer without the kernel's counts: not known");
+	for (int t = 0; t < 4; t++)
+		pdi_model_done(&m[t]);
+	/* computing 12 s longer than its peers in the phase (a spin), at the same share of a CPU */
+	all.stop_phase = busy.stop_phase = -1;
+	busy.stall_phase = 1;
+	for (int t = 0; t < 4; t++)
+		ring_model_with(&m[t], t, 3, t == 2 ? &busy : &all);
+	l.peak = 2;
+	cr_expect(pdi_lost_kernel_alone(&l, models, 4), "on a CPU a stall's worth longer than every peer");
+	for (int t = 0; t < 4; t++)
+		pdi_model_done(&m[t]);
+}
+
 /* Interference on one task's CPU for three phases: found where it began, on that task. */
 Test(analysis, interference_is_found_where_it_began)
 {
@@ -721,6 +760,10 @@ static const struct starved_case starved_cases[] = {
 	{"a third of their share in every phase (its placement): its usual, no fault", 0.4, 0.13, 1.0, 0, 7, true, 0, -1,
 	 false},
 	{"half their share for 3 phases: under the ratio, no fault", 0.4, 0.2, 1.0, 3, 5, false, 0, -1, false},
+	{"a fifth of their share for 5 of the 8 phases (most of a short step): its usual is the rest, found", 0.4, 0.08,
+	 1.2, 1, 5, false, 1, 2, true},
+	{"a fifth of their share in the tear-down, which AutomaDeD leaves out: found there", 0.4, 0.08, 1.2, 7, 7,
+	 false, 1, 8, true},
 };
 
 Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
@@ -756,7 +799,8 @@ Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
 			cr_expect(n == 1 && ranks[0] == 2, "%s: %zu ranks, first %d", sc->name, n, n ? ranks[0] : -1);
 			text = pdi_render_text(&a);
 			cr_assert_not_null(text);
-			cr_expect(strstr(text, "not getting CPU: rank 2 was waiting for a CPU"), "%s: %s", sc->name, text);
+			cr_expect(strstr(text, "not getting CPU: rank 2 waited ") && strstr(text, " s for a CPU "), "%s: %s",
+				  sc->name, text);
 			free(text);
 		}
 		pdi_analysis_done(&a);

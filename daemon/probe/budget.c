@@ -20,6 +20,7 @@
 #include "budget.h"
 #include "budget_change.h"
 #include "daemon.h"
+#include "detach.h"
 #include "entry_place.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -39,7 +40,9 @@
  * function's slices see no call; restored after two periods, it was degraded again a slot after
  * the loop began, at full cost meanwhile and a probe change each way */
 #define LEARNED_HOLD 4
-/* Replaced links a task may hold before its probes only go off. */
+/* Jobs closing replaced links at once (each close waits for an RCU grace period; concurrent
+ * ones share it), and replaced links a task may hold before its probes only go off. */
+#define CLOSING_JOBS 4
 #define RETIRED_MAX 32
 
 /* Calls whose end the model can do without: nonblocking completion tests and probes. */
@@ -405,7 +408,8 @@ static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint6
 		set_modes_in_place(d, t, modes);
 	else if (r < 0 && r != -EBUSY)
 		log_warning_errno_limited((uint64_t)t->pid, r, "pid %d: cannot change its probes: %m", (int)t->pid);
-	pdi_budget_close_retired(d, t);
+	if (d->budget_closing < CLOSING_JOBS)
+		pdi_detach_retired_later(d->workers, &t->att, &d->budget_closing);
 }
 
 static void arm(struct pdi_daemon *d, bool on)

@@ -20,6 +20,7 @@
 #include "budget.h"
 #include "budget_change.h"
 #include "daemon.h"
+#include "detach.h"
 #include "entry_place.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -32,18 +33,16 @@
 
 #define PERIOD_NS 1000000000ull
 #define SLOT_NS (PERIOD_NS / PDI_BUDGET_SLOTS)
-/* A detached function is re-measured in the first slot of the 2nd and 3rd periods after it was
- * detached, then of every 4th: a burst that made it so is often over within seconds (restored
- * as soon as a slice sees so, the run keeps its fidelity), and one that goes on costs a slot
- * every 4 s. Not the 1st: a level is held RESTORE_AFTER periods before it is restored anyway. */
-#define DETACHED_EVERY 4
+#define DETACHED_EVERY 4 /* a detached function is re-measured in one slot every 4 periods */
 #define RESTORE_AFTER 2  /* periods at one level before it is restored */
 /* periods a level learned from earlier runs is held before it is restored: a run's first seconds
  * are often its set-up (LAMMPS reads its input for 0.3 s, with no MPI_Send), where a sampled
  * function's slices see no call; restored after two periods, it was degraded again a slot after
  * the loop began, at full cost meanwhile and a probe change each way */
 #define LEARNED_HOLD 4
-/* Replaced links a task may hold before its probes only go off. */
+/* Jobs closing replaced links at once (each close waits for an RCU grace period; concurrent
+ * ones share it), and replaced links a task may hold before its probes only go off. */
+#define CLOSING_JOBS 4
 #define RETIRED_MAX 32
 
 /* Calls whose end the model can do without: nonblocking completion tests and probes. */
@@ -206,18 +205,9 @@ static double task_cost(struct pdi_daemon *d, const struct pdi_budget_task *b, b
 	return c;
 }
 
-/* Is a function detached in period DETACHED re-measured in period PERIOD (in its first slot)? */
-static bool remeasured_in(uint64_t detached, uint64_t period)
+/* The probes FN should have in slot SLOT of period PERIOD at LEVEL. */
+static enum pdi_probe_mode mode_in_slot(unsigned fn, unsigned level, uint64_t slot, uint64_t period)
 {
-	uint64_t since = period - detached;
-
-	return since == 2 || since == 3 || (since && since % DETACHED_EVERY == 0);
-}
-
-/* The probes FN (F) should have in slot SLOT of period PERIOD at its level. */
-static enum pdi_probe_mode mode_in_slot(unsigned fn, const struct pdi_budget_fn *f, uint64_t slot, uint64_t period)
-{
-	unsigned level = f->level;
 	bool on;
 
 	if (level == 0)
@@ -227,7 +217,7 @@ static enum pdi_probe_mode mode_in_slot(unsigned fn, const struct pdi_budget_fn 
 	if (level < PDI_BUDGET_DETACHED)
 		on = slot < (PDI_BUDGET_SLOTS >> pdi_budget_duty_log2(level));
 	else
-		on = slot == 0 && remeasured_in(f->detached_period, period);
+		on = slot == 0 && period % DETACHED_EVERY == 0;
 	if (!on)
 		return PDI_PROBE_OFF;
 	return entry_only_ok(fn) ? PDI_PROBE_ENTRY_ONLY : PDI_PROBE_FULL;
@@ -250,8 +240,6 @@ static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, uns
 		 "(max_overhead_pct %g)%s", (int)t->pid, t->rank, t->step->name, pdi_mpi_funcs[fn].name,
 		 pdi_budget_level_name(f->level, a, sizeof(a)), pdi_budget_level_name(level, b, sizeof(b)), f->rate,
 		 full * 100, d->cfg.max_overhead_pct, why);
-	if (level >= PDI_BUDGET_DETACHED && f->level < PDI_BUDGET_DETACHED)
-		f->detached_period = (now - d->budget_epoch_ns) / PERIOD_NS;
 	f->level = (uint8_t)level;
 	f->learned = !by;
 	if (level == 0)
@@ -317,8 +305,8 @@ static void degrade(struct pdi_daemon *d, struct pdi_task *t)
 /* Under budget: one function whose need the task kept two periods needs no more than the fullest
  * level that leaves the task at half its budget (its other functions at their step's levels),
  * the cheapest such step first. Its level follows in step_sync(), once no other task of the step
- * needs more. DETACHED_ONLY: only a detached function (its re-measuring slice just counted). */
-static void restore(struct pdi_daemon *d, struct pdi_task *t, bool detached_only)
+ * needs more. */
+static void restore(struct pdi_daemon *d, struct pdi_task *t)
 {
 	struct pdi_budget_task *b = t->budget;
 	double max = d->cfg.max_overhead_pct / 100, base = task_cost(d, b, true), best_cost = 0;
@@ -331,8 +319,7 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t, bool detached_only
 		double now_c;
 
 		/* a level learned from earlier runs stays until a rate of this run says otherwise */
-		if (f->need == 0 || f->stable < (f->need_learned ? LEARNED_HOLD : RESTORE_AFTER) || !f->rated ||
-		    (detached_only && f->level < PDI_BUDGET_DETACHED))
+		if (f->need == 0 || f->stable < (f->need_learned ? LEARNED_HOLD : RESTORE_AFTER) || !f->rated)
 			continue;
 		now_c = contribution(d, b, fn, needed_level(f));
 		for (unsigned l = 0; l < f->need; l = next_level(fn, l, +1)) {
@@ -409,7 +396,7 @@ static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint6
 
 	memset(modes, PDI_PROBE_KEEP, sizeof(modes));
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs && !pdi_budget_change_pending(t); fn++) {
-		enum pdi_probe_mode m = mode_in_slot(fn, &t->budget->fn[fn], slot, period);
+		enum pdi_probe_mode m = mode_in_slot(fn, t->budget->fn[fn].level, slot, period);
 
 		if (pdi_attachment_mode(&t->att, fn) == m || (behind && m != PDI_PROBE_OFF))
 			continue;
@@ -421,7 +408,8 @@ static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint6
 		set_modes_in_place(d, t, modes);
 	else if (r < 0 && r != -EBUSY)
 		log_warning_errno_limited((uint64_t)t->pid, r, "pid %d: cannot change its probes: %m", (int)t->pid);
-	pdi_budget_close_retired(d, t);
+	if (d->budget_closing < CLOSING_JOBS)
+		pdi_detach_retired_later(d->workers, &t->att, &d->budget_closing);
 }
 
 static void arm(struct pdi_daemon *d, bool on)
@@ -569,17 +557,13 @@ void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t)
 void pdi_budget_on_timer(struct pdi_daemon *d)
 {
 	uint64_t expirations, now = pdi_now_ns(), last = d->budget_last_ns, slot, period;
-	/* the slot in which a re-measuring slice's calls (slot 0) have surely been drained and
-	 * counted; past the period (a long drain_interval_ms): read at the period's end as any */
-	uint64_t counted_slot = (SLOT_NS + (uint64_t)d->cfg.drain_interval_ms * 1000000) / SLOT_NS + 1;
-	bool new_period, read_slice, any = false;
+	bool new_period, any = false;
 
 	if (read(d->budget_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
 		log_warning("Cannot read the budget timer: %m");
 	period = (now - d->budget_epoch_ns) / PERIOD_NS;
 	slot = (now - d->budget_epoch_ns) % PERIOD_NS / SLOT_NS;
 	new_period = period != (d->budget_last_ns - d->budget_epoch_ns) / PERIOD_NS;
-	read_slice = !new_period && slot >= counted_slot && (last - d->budget_epoch_ns) % PERIOD_NS / SLOT_NS < counted_slot;
 	d->budget_last_ns = now;
 	/* calls are counted as they are drained (drain_interval_ms, or a full wake-up): a rate
 	 * lags by that much, which the period-long averages absorb */
@@ -594,8 +578,6 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 			b->period_start_ns = now;
 		if (new_period || !b->share_seen)
 			measure_cpu_share(t);
-		bool remeasured = false;
-
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 			struct pdi_budget_fn *f = &b->fn[fn];
 
@@ -609,12 +591,6 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 					f->rate = r;
 				f->rated = true;
 			}
-			/* a detached function's slice counted: its rate now, not at the period's end */
-			if (read_slice && f->level >= PDI_BUDGET_DETACHED && remeasured_in(f->detached_period, period) &&
-			    f->observed_ns >= SLOT_NS / 2) {
-				f->rate = (double)f->hits * 1e9 / (double)f->observed_ns;
-				f->rated = remeasured = true;
-			}
 			if (new_period) {
 				if (f->observed_ns >= SLOT_NS / 2) {
 					f->rate = (double)f->hits * 1e9 / (double)f->observed_ns;
@@ -626,8 +602,8 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 			}
 		}
 		degrade(d, t);
-		if (new_period || remeasured)
-			restore(d, t, !new_period);
+		if (new_period)
+			restore(d, t);
 	}
 	/* then every step's tasks take its levels, and their probes follow */
 	for (unsigned i = 0; i < d->reg.ntasks; i++) {

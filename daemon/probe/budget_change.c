@@ -22,9 +22,6 @@
 /* Changes attached at once: each waits mostly for the kernel's dup_mmap_sem, which one attach
  * holds at a time, so more would only queue there (and hold a worker each). */
 #define CHANGE_JOBS 4
-/* Jobs closing replaced links at once (each close waits for an RCU grace period; concurrent ones
- * share it). */
-#define CLOSING_JOBS 4
 
 struct change_job {
 	struct pdi_job job;
@@ -37,12 +34,6 @@ struct change_job {
 	int result;                     /* of the attach */
 	uint64_t submitted_ns, attach_ns; /* when it was handed over; how long its attach took */
 };
-
-void pdi_budget_close_retired(struct pdi_daemon *d, struct pdi_task *t)
-{
-	if (d->budget_closing < CLOSING_JOBS)
-		pdi_detach_retired_later(d->workers, &t->att, &d->budget_closing);
-}
 
 bool pdi_budget_change_pending(const struct pdi_task *t)
 {
@@ -108,8 +99,6 @@ static void change_done(struct pdi_job *pj, bool cancelled)
 		for (unsigned fn = 0; r == 0 && fn < pdi_mpi_nfuncs; fn++)
 			if (came_on[fn])
 				t->budget->fn[fn].on_from_ns = pdi_now_ns();
-		/* now, not at the next slot: until closed, the replaced links trap every call */
-		pdi_budget_close_retired(d, t);
 		log_debug("pid %d: new probes attached in %.1f ms on a worker, switched %.1f ms after the change "
 			  "was decided", (int)t->pid, (double)j->attach_ns / 1e6,
 			  (double)(pdi_now_ns() - j->submitted_ns) / 1e6);

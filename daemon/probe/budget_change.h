@@ -21,8 +21,5 @@ struct pdi_task;
  * flight or enough jobs run (try again at the next slot); -EOPNOTSUPP without uprobe_multi (change
  * the perf links with pdi_tracer_set_mode()); other negative errno: nothing changed. */
 int pdi_budget_change(struct pdi_daemon *d, struct pdi_task *t, const uint8_t *modes);
-/* Close the links T's changes replaced (T->att's retired ones) on a worker, unless enough such
- * jobs run already (then at a later call). Until closed they still trap every call. */
-void pdi_budget_close_retired(struct pdi_daemon *d, struct pdi_task *t);
 /* Whether T has a change in flight (nothing else may change its probes meanwhile). */
 bool pdi_budget_change_pending(const struct pdi_task *t);

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "close_together.h"
 #include "detach.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -19,7 +18,6 @@ struct detach_job {
 	int *fds;                /* uprobe_multi links */
 	unsigned nfds;
 	unsigned *in_flight;     /* the submitter's count of its jobs not done, or NULL */
-	bool together;           /* close its few fds at once (close_together.h), not one by one */
 };
 
 /* One after the other, not together (close_together.h): each unregistration takes the kernel's
@@ -34,11 +32,8 @@ static void close_all(struct detach_job *j)
 	pdi_attachment_detach(&links);
 	j->links = NULL;
 	j->nlinks = 0;
-	if (j->together)
-		pdi_links_close_together(j->fds, j->nfds, NULL, 0);
-	else
-		for (unsigned i = 0; i < j->nfds; i++)
-			close(j->fds[i]);
+	for (unsigned i = 0; i < j->nfds; i++)
+		close(j->fds[i]);
 	free(j->fds);
 	j->fds = NULL;
 	j->nfds = 0;
@@ -128,18 +123,12 @@ static struct detach_job *fds_job(int *fds, unsigned n, unsigned *in_flight)
 	return j;
 }
 
-/* The budget's replaced links are closed together: a link keeps its breakpoints until its close
- * has unregistered them, and closed one by one behind each other's grace periods, the links of a
- * function turned off went on trapping every call for 60 ms a link, 200 ms a job
- * (bench/lammps_timeline.py: the entry program ran 1.6-1.7 times per call taken in). They are a
- * few per job, not the hundreds of a task's end that close_all() takes one at a time. */
 void pdi_detach_retired_later(struct pdi_workers *w, struct pdi_attachment *a, unsigned *in_flight)
 {
 	struct detach_job *j;
 
 	if (a->nretired == 0 || !(j = fds_job(a->retired, a->nretired, in_flight)))
 		return; /* without memory they wait for the next call, or the task's end */
-	j->together = true;
 	a->retired = NULL;
 	a->nretired = 0;
 	submit(w, j);

@@ -456,10 +456,15 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	if (r < 0)
 		goto out;
 	a->has_automaded = true;
-	/* with few phases, what is usual for a phase is not known: only a task held by the kernel
-	 * while its peers were not (lost_time.h) singles one out */
+	/* with few phases, what is usual for a phase is not known: only a task the kernel's counts
+	 * single out against its peers in the phase it lost its time in (held by the kernel, or on a
+	 * CPU a stall's worth longer than any of them: lost_time.h), or one not getting CPU against
+	 * its peers in the same phases (starved.h) is named */
 	few = a->am.end_phase - a->am.first_phase < PDI_MIN_PHASES && !a->sample_runs;
-	held = a->am.by_lost && a->am.lost.kind == PDI_LOST_HELD;
+	held = (a->am.by_lost && (a->am.lost.kind == PDI_LOST_HELD ||
+				  pdi_lost_kernel_alone(&a->am.lost, (const struct pdi_model *const *)models,
+							a->classes.n))) ||
+	       a->am.by_starved; /* its share of the CPU against its peers' in the same phases */
 	if (few && !held)
 		add_limit(a, "AutomaDeD: only %u phases compared and no earlier run to compare with: too few to "
 			     "single out a phase with confidence",

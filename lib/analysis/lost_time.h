@@ -83,6 +83,15 @@ struct pdi_lost {
  * not computation or waiting for a CPU. */
 bool pdi_lost_cpu_taken(const struct pdi_lost *l, size_t u, const struct pdi_model *c, const struct pdi_model *mu);
 
+/* Whether the kernel's counts single out the finding's task of L alone in its peak phase, among
+ * the N models: it was held (neither running nor ready to run), or on a CPU, a stall's worth
+ * (PDI_EXCESS_FLOOR_S) longer than every other model there. What a step of few phases is judged
+ * by, where the phases' usual is not known (AutomaDeD 3.3: compare the tasks within the phase):
+ * meep and HPCC, issue 9, a rank stopped 3 s in the set-up, held 3.05 s against its peers'
+ * 0.06-0.08 s; a rank spinning 2.8 s, 3.4 s on a CPU against at most 1.9 s. False when a model
+ * lacks the counts there. */
+bool pdi_lost_kernel_alone(const struct pdi_lost *l, const struct pdi_model *const *models, size_t n);
+
 /* A phase that took this much longer than usual on some task, or a task that lost this much
  * against its peers, is a candidate stall (s): the documented floor below which the diagnosis
  * (automaded.h) calls a step's variation normal. Scheduling hiccups of a loaded 2-core machine

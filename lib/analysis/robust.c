@@ -25,19 +25,39 @@ static int cmp_weighted(const void *x, const void *y)
 	return cmp_double(&((const struct pdi_weighted *)x)->v, &((const struct pdi_weighted *)y)->v);
 }
 
-double pdi_weighted_median(struct pdi_weighted *v, size_t n)
+/* V sorted by value; the weights' sum. */
+static uint64_t sort_weighted(struct pdi_weighted *v, size_t n)
 {
-	uint64_t total = 0, below = 0;
+	uint64_t total = 0;
 
 	qsort(v, n, sizeof(*v), cmp_weighted);
 	for (size_t i = 0; i < n; i++)
 		total += v[i].weight;
+	return total;
+}
+
+double pdi_weighted_median(struct pdi_weighted *v, size_t n)
+{
+	uint64_t total = sort_weighted(v, n), below = 0;
+
 	for (size_t i = 0; i < n; i++) {
 		below += v[i].weight;
 		if (2 * below > total)
 			return v[i].v;
 		if (2 * below == total && below) /* between the two middle values of an even count */
 			return i + 1 < n ? (v[i].v + v[i + 1].v) / 2 : v[i].v;
+	}
+	return 0;
+}
+
+double pdi_weighted_quantile(struct pdi_weighted *v, size_t n, double q)
+{
+	uint64_t total = sort_weighted(v, n), below = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		below += v[i].weight;
+		if (v[i].weight && (double)below >= q * (double)total)
+			return v[i].v;
 	}
 	return 0;
 }

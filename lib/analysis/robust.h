@@ -19,6 +19,11 @@ struct pdi_weighted {
  * the weights add up to 0. */
 double pdi_weighted_median(struct pdi_weighted *v, size_t n);
 
+/* The value below which the share Q (0..1) of V[0..N)'s weight lies, each value counted its
+ * weight's times (V is sorted in place): the lowest value whose weight, with that of the values
+ * below it, reaches Q of the whole. 0 when the weights add up to 0. */
+double pdi_weighted_quantile(struct pdi_weighted *v, size_t n, double q);
+
 /* 1.4826 times the median absolute deviation of V[0..N) from MEDIAN, at least FLOOR: a
  * standard deviation that a minority of outliers does not inflate. V is overwritten. */
 double pdi_robust_sd(double *v, size_t n, double median, double floor);

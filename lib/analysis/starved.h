@@ -42,6 +42,12 @@
 #define PDI_STARVED_MIN_S 1.0
 /* A phase counts for a task when it was ready to run this share of it. */
 #define PDI_STARVED_READY 0.5
+/* A task's usual: its ratio to its peers below which it stayed this share of its time (phases
+ * weighed by length), and the share of the CPU it got at least (1 -) this share of its time. Not
+ * the median: interference may cover most of a short step's time (HPCC, issue 9: 5 s of 9, after
+ * a set-up of 3.4 s it began in), while a task that shares its CPU by placement gets less all
+ * the time, in its best tenth too. */
+#define PDI_STARVED_USUAL_Q 0.1
 /* The spread of the phases' log ratios below which it is taken as this: about 10%. */
 #define PDI_STARVED_NOISE_FLOOR 0.1
 /* Another task that fell this share as far behind over the run (log ratio times seconds)
@@ -63,6 +69,7 @@ struct pdi_starved {
 	double task_margin;  /* how far it fell behind over the run (log ratio x s) over the furthest behind
 				task not named beside it */
 	double other_phase;  /* the largest log ratio of any task in a phase outside the run */
+	double other_behind; /* the most any task fell behind (log ratio x s) in one phase outside the run */
 	double z;            /* the peak's log ratio above the other phases' median, in robust sds */
 
 	/* what pdi_starved_of() reads */
@@ -85,6 +92,6 @@ double pdi_starved_of(const struct pdi_starved *s, size_t t, uint32_t p);
 /* Whether model T is named with the finding: the task, or one that fell nearly as far behind
  * over the run (it shares the CPU). */
 bool pdi_starved_named(const struct pdi_starved *s, size_t t);
-/* What the finding's task was doing, in words, into BUF: "waiting for a CPU 62% of phase 7 (its
- * peers 20%), a fifth of their share of the CPU, for 6.0 s from phase 5"; "" when none. */
+/* What the finding's task was doing, in words, into BUF: "waited 4.8 s for a CPU from phase 5 to
+ * 9 (6.0 s), 62% of phase 7 (its peers 20%): a fifth of their share of the CPU"; "" when none. */
 void pdi_starved_text(const struct pdi_starved *s, char *buf, size_t len);

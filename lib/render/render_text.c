@@ -45,7 +45,7 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 		char doing[300];
 
 		pdi_starved_text(&am->starved, doing, sizeof(doing));
-		pdi_json_printf(j, "pdimon:   not getting CPU: rank %d was %s\n",
+		pdi_json_printf(j, "pdimon:   not getting CPU: rank %d %s\n",
 				a->view->tasks[a->classes.classes[am->starved.task].members[0]].rank, doing);
 	}
 }

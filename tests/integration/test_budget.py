@@ -77,7 +77,7 @@ class Budget(DaemonTest):
                          "rank 1 is seen as rank 0 is, from the same slots")
         self.assertRegex(log, rf"pid {tasks[1]['pid']} .*: MPI_(Test|Iprobe) full -> .*, as rank 0 of its step needs")
         # restored together, if rank 0's polling calls were restored before the ranks ended (a
-        # detached function is re-measured 2 and 3 s after its detach, then every 4 s only)
+        # detached function is re-measured every 4 s only)
         # (before either rank ended: the log is in order)
         first_end = min(log.find(f"Task pid {t['pid']} ") for t in tasks.values())
         for fn in ("MPI_Test", "MPI_Iprobe"):

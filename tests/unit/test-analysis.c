@@ -652,6 +652,20 @@ Test(analysis, a_task_stopped_inside_mpi_is_named_by_the_time_it_was_held)
 	expect_verdict(&all, 1, &stopped, 5, 1, PDI_LOST_HELD, "stopped in MPI");
 }
 
+/* The same stop, its peers not waiting in MPI the while (they had no message from it due, as
+ * in meep's set-up): its time inside the call is longer than theirs, as a victim's sleeping in MPI
+ * would be, but no task computed longer for it to wait for: named by the time held (issue 9). */
+Test(analysis, a_task_stopped_inside_mpi_while_no_peer_waits_is_named_by_the_time_it_was_held)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1, .slow_to = -1,
+				.usage = true};
+	struct ring_opts stopped = all;
+
+	stopped.stop_phase = 4;
+	stopped.stopped = true;
+	expect_verdict(&all, 1, &stopped, 5, 1, PDI_LOST_HELD, "stopped in MPI, peers not waiting");
+}
+
 /* The same stop in the last loop, the tear-down (phase 8), which AutomaDeD leaves out of its
  * comparison like the set-up: the time held still names it, there. */
 Test(analysis, a_task_stopped_in_the_tear_down_is_named_there)
@@ -674,6 +688,45 @@ Test(analysis, a_task_spinning_in_the_tear_down_is_named_there)
 
 	spinning.spinning = true;
 	expect_verdict(&all, 1, &spinning, 8, 1, PDI_LOST_COMPUTING, "spinning in the tear-down");
+}
+
+/* A step of few phases (3 program phases: no usual phase to compare with): the kernel's counts
+ * single out a task in the phase it lost its time in when it was held, or on a CPU, a stall's
+ * worth longer than every peer there (AutomaDeD 3.3: the tasks compared within the phase). */
+Test(analysis, the_kernel_singles_out_a_task_of_a_step_of_few_phases)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = 1, .slow_from = -1, .slow_to = -1,
+				.usage = true};
+	struct ring_opts stopped = all, busy = all, blind = all;
+	struct pdi_model m[4];
+	const struct pdi_model *models[4] = {&m[0], &m[1], &m[2], &m[3]};
+	struct pdi_lost l = {.found = true, .task = 2, .peak = 2}; /* program phase 1 */
+
+	stopped.stopped = true;
+	for (int t = 0; t < 4; t++)
+		ring_model_with(&m[t], t, 3, t == 2 ? &stopped : &all);
+	cr_expect(pdi_lost_kernel_alone(&l, models, 4), "held 3 s while its peers waited for it in MPI");
+	l.task = 1;
+	cr_expect(!pdi_lost_kernel_alone(&l, models, 4), "a peer that waited is not singled out");
+	l.task = 2;
+	l.peak = 1;
+	cr_expect(!pdi_lost_kernel_alone(&l, models, 4), "not in a phase it was not held in");
+	pdi_model_done(&m[3]);
+	blind.usage = false;
+	ring_model_with(&m[3], 3, 3, &blind);
+	l.peak = 2;
+	cr_expect(!pdi_lost_kernel_alone(&l, models, 4), "a peer without the kernel's counts: not known");
+	for (int t = 0; t < 4; t++)
+		pdi_model_done(&m[t]);
+	/* computing 12 s longer than its peers in the phase (a spin), at the same share of a CPU */
+	all.stop_phase = busy.stop_phase = -1;
+	busy.stall_phase = 1;
+	for (int t = 0; t < 4; t++)
+		ring_model_with(&m[t], t, 3, t == 2 ? &busy : &all);
+	l.peak = 2;
+	cr_expect(pdi_lost_kernel_alone(&l, models, 4), "on a CPU a stall's worth longer than every peer");
+	for (int t = 0; t < 4; t++)
+		pdi_model_done(&m[t]);
 }
 
 /* Interference on one task's CPU for three phases: found where it began, on that task. */
@@ -721,6 +774,10 @@ static const struct starved_case starved_cases[] = {
 	{"a third of their share in every phase (its placement): its usual, no fault", 0.4, 0.13, 1.0, 0, 7, true, 0, -1,
 	 false},
 	{"half their share for 3 phases: under the ratio, no fault", 0.4, 0.2, 1.0, 3, 5, false, 0, -1, false},
+	{"a fifth of their share for 5 of the 8 phases (most of a short step): its usual is the rest, found", 0.4, 0.08,
+	 1.2, 1, 5, false, 1, 2, true},
+	{"a fifth of their share in the tear-down, which AutomaDeD leaves out: found there", 0.4, 0.08, 1.2, 7, 7,
+	 false, 1, 8, true},
 };
 
 Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
@@ -756,13 +813,46 @@ Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
 			cr_expect(n == 1 && ranks[0] == 2, "%s: %zu ranks, first %d", sc->name, n, n ? ranks[0] : -1);
 			text = pdi_render_text(&a);
 			cr_assert_not_null(text);
-			cr_expect(strstr(text, "not getting CPU: rank 2 was waiting for a CPU"), "%s: %s", sc->name, text);
+			cr_expect(strstr(text, "not getting CPU: rank 2 waited ") && strstr(text, " s for a CPU "), "%s: %s",
+				  sc->name, text);
 			free(text);
 		}
 		pdi_analysis_done(&a);
 		unbuild(c, b);
 		free(b);
 	}
+}
+
+/* Interference in a step of few phases (3 program phases: AutomaDeD has no usual phase): the
+ * task's share against its peers' in the same phases is a comparison within the phase, and
+ * names it (HPCC, issue 9: a hog in its 3.4 s set-up, 5 phases compared, "too few phases"). */
+Test(analysis, a_task_not_getting_cpu_is_named_in_a_step_of_few_phases)
+{
+	struct view_case c = cases[0];
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1,
+				.slow_to = -1, .usage = true, .share = 0.4};
+	struct ring_opts victim = all;
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	int ranks[MAX_TASKS];
+	size_t n;
+
+	c.phases = 3;
+	victim.slowed = true;
+	victim.slow_from = victim.slow_to = 1;
+	victim.slow_share = 0.08;
+	victim.slow_factor = 1.2;
+	cr_assert_not_null(b);
+	build_with(&c, b, &all, 2, &victim);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	n = pdi_analysis_faulty_ranks(&a, ranks);
+	cr_expect(a.am.by_starved && a.abnormal, "by_starved %d abnormal %d (z %g)", a.am.by_starved, a.abnormal,
+		  a.noise_z);
+	cr_expect_eq(a.am.faulty_phase, 2u, "phase %u", a.am.faulty_phase);
+	cr_expect(n == 1 && ranks[0] == 2, "%zu ranks, first %d", n, n ? ranks[0] : -1);
+	pdi_analysis_done(&a);
+	unbuild(&c, b);
+	free(b);
 }
 
 /* A rank spinning 3 s in its own code on a full node takes CPU from a rank it shares a CPU with,

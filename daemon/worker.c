@@ -199,6 +199,17 @@ static int add_thread(struct pdi_workers *w)
 	return 0;
 }
 
+int pdi_workers_start_all(struct pdi_workers *w)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&w->lock);
+	while (r == 0 && w->nthreads < w->max_threads)
+		r = add_thread(w);
+	pthread_mutex_unlock(&w->lock);
+	return r;
+}
+
 int pdi_workers_submit(struct pdi_workers *w, struct pdi_job *job)
 {
 	int r = 0;

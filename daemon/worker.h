@@ -63,6 +63,12 @@ void pdi_workers_free(struct pdi_workers *w);
  * ranks at MPI_Init: probe/ahead_attach.c), not background work. Before the first submission. */
 void pdi_workers_at_loop_priority(struct pdi_workers *w);
 
+/* Make all of W's threads now rather than as work comes: for work a probed process waits on, which
+ * then never waits for a thread to be made (nor finds one made meanwhile by another job). After
+ * pdi_workers_at_loop_priority(), before the first submission. 0 or negative errno (then W keeps
+ * the threads it made, and makes the others as work comes). */
+int pdi_workers_start_all(struct pdi_workers *w);
+
 /* Readable (EPOLLIN) when done() callbacks wait: the loop then calls pdi_workers_dispatch(). */
 int pdi_workers_fd(const struct pdi_workers *w);
 

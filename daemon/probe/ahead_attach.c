@@ -91,12 +91,17 @@ int pdi_ahead_open(struct pdi_daemon *d)
 {
 	int r = pdi_workers_new("startup", AHEAD_THREADS, AHEAD_QUEUED, &d->ahead_workers);
 
+	if (r < 0)
+		return r;
 	/* a rank held at MPI_Init waits for its attach as it waited for the loop: at the loop's nice,
 	 * not behind the step's other ranks spinning in their MPI_Init (4 ranks: 31-36 ms held, against
 	 * 12-20 ms when the loop attached) */
-	if (r == 0)
-		pdi_workers_at_loop_priority(d->ahead_workers);
-	return r;
+	pdi_workers_at_loop_priority(d->ahead_workers);
+	/* and never waits for its thread to be made on the loop */
+	r = pdi_workers_start_all(d->ahead_workers);
+	if (r < 0)
+		log_warning_errno(r, "Cannot start the startup worker threads now, they start as needed: %m");
+	return 0;
 }
 
 void pdi_ahead_close_dropped(struct pdi_daemon *d)

@@ -43,11 +43,6 @@ int pdi_proc_io(pid_t pid, uint64_t *ret)
 	return 0;
 }
 
-static bool is_polling_fn(unsigned fn)
-{
-	return fn < pdi_mpi_nfuncs && (pdi_mpi_funcs[fn].cls == PDI_FC_TEST || pdi_mpi_funcs[fn].cls == PDI_FC_PROBE);
-}
-
 /* The visits of the sites P polls at, added up. */
 static uint64_t poll_visits(const struct pdi_model *m, const struct pdi_task_progress *p)
 {
@@ -69,7 +64,7 @@ static uint64_t completed_calls(const struct pdi_model *m, struct pdi_task_progr
 	p->calls = m->calls;
 	if (!dcalls)
 		return 0;
-	if (!is_polling_fn(m->last_fn)) {
+	if (!pdi_fn_polls(m->last_fn)) {
 		p->npoll_sites = 0;
 		*ret_progress = true;
 		return dcalls;
@@ -140,7 +135,7 @@ uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, stru
 	}
 	calls = completed_calls(m, p, &progressed);
 	/* entering a call is progress too, unless it is the polling call again */
-	if (in_mpi && f.t_enter > p->last_ns && !(is_polling_fn(fn) && p->npoll_sites)) {
+	if (in_mpi && f.t_enter > p->last_ns && !(pdi_fn_polls(fn) && p->npoll_sites)) {
 		progressed = true;
 		latest = f.t_enter;
 	}

@@ -378,8 +378,7 @@ static unsigned sample(struct pdi_daemon *d, struct pdi_step *s, struct pdi_step
 		h->calls += pdi_task_progress_sample(d, t, &h->progress[i], now_ns, &h->in[n], &h->keys[n]);
 		/* a call it makes goes unseen: only a polling one (Test, Iprobe) is no progress anyway */
 		for (unsigned fn = 0; t->budget && fn < pdi_mpi_nfuncs && !h->in[n].blind; fn++)
-			h->in[n].blind = t->budget->fn[fn].level == PDI_BUDGET_DETACHED &&
-					 pdi_mpi_funcs[fn].cls != PDI_FC_TEST && pdi_mpi_funcs[fn].cls != PDI_FC_PROBE;
+			h->in[n].blind = t->budget->fn[fn].level == PDI_BUDGET_DETACHED && !pdi_fn_polls(fn);
 		h->index[n] = i;
 		h->models[n++] = &t->model;
 	}

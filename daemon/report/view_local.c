@@ -30,9 +30,7 @@ static uint64_t polling_since(const struct pdi_daemon *d, const struct pdi_task 
  * is blocked, as if in one call: PDI and the verdict take it so, at the site it polls at. */
 static void blocked_polling(struct pdi_daemon *d, struct pdi_task *t, uint64_t now, unsigned fn, struct pdi_where *w)
 {
-	uint64_t since = fn < pdi_mpi_nfuncs && (pdi_mpi_funcs[fn].cls == PDI_FC_TEST || pdi_mpi_funcs[fn].cls == PDI_FC_PROBE)
-				 ? polling_since(d, t)
-				 : 0;
+	uint64_t since = pdi_fn_polls(fn) ? polling_since(d, t) : 0;
 
 	uint64_t after = d->up->hang_blocked_after_ns(d, t->step);
 

@@ -60,6 +60,13 @@ static inline bool pdi_fn_is_collective(unsigned fn)
  * phases are cut on collectives of communicators that span the step). */
 unsigned pdi_mpi_comm_arg(unsigned fn);
 
+/* Is FN a completion test or a probe (Test*, Iprobe, Probe)? A task calling it over and over
+ * polls: those calls alone are no progress. False out of range. */
+static inline bool pdi_fn_polls(unsigned fn)
+{
+	return fn < pdi_mpi_nfuncs && (pdi_mpi_funcs[fn].cls == PDI_FC_TEST || pdi_mpi_funcs[fn].cls == PDI_FC_PROBE);
+}
+
 /* Does a task sitting in this call wait on other tasks? */
 static inline bool pdi_fn_blocks(unsigned fn)
 {

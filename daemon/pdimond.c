@@ -135,7 +135,7 @@ static int setup_loop(struct pdi_daemon *d)
 	    (r = add_fd(d, d->timer_fd, PDI_SRC(PDI_SRC_TIMER, 0))) < 0 ||
 	    (r = add_fd(d, pdi_tracer_epoll_fd(d->tracer), PDI_SRC(PDI_SRC_RING, 0))) < 0)
 		return r;
-	/* no thread exists before the first job: the pool may be made before daemonizing */
+	/* pools after daemonizing: the startup pool makes its threads at once */
 	if ((r = pdi_budget_open(d)) < 0)
 		return r;
 	if ((r = pdi_workers_new("work", PDI_WORKER_THREADS, PDI_WORKER_QUEUE, &d->workers)) < 0 ||

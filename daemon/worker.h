@@ -20,7 +20,8 @@
  *     start in order and finish in any order.
  *   - Threads are created when work waits and none is idle, up to max_threads, and live until
  *     the pool is freed: the count is bounded and stays flat. None exists before the first
- *     submission (pdimond daemonizes with fork() before it submits anything).
+ *     submission, unless pdi_workers_start_all() made them all (a fork() loses them: pdimond
+ *     daemonizes before it makes any).
  *   - Worker threads block every signal: signals reach the loop's signalfd only.
  *
  * Use: embed struct pdi_job in the job's own struct, set run and done, submit; register

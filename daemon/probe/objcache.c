@@ -251,10 +251,9 @@ static int get(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m, i
 
 	if (!m->path)
 		return -EINVAL;
-	if (!held(c, m) && pinned < 0)
-		r = pdi_objcache_open(pid, m, &o);
-	else if (!held(c, m))
-		r = (fd = fcntl(pinned, F_DUPFD_CLOEXEC, 3)) < 0 ? -errno : open_fd(fd, &o);
+	if (!held(c, m))
+		r = pinned < 0 ? pdi_objcache_open(pid, m, &o)
+			       : (fd = fcntl(pinned, F_DUPFD_CLOEXEC, 3)) < 0 ? -errno : open_fd(fd, &o);
 	return pdi_objcache_adopt(c, pid, m, r, r < 0 ? NULL : o, ret);
 }
 

@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* objwarm.c -- a joining process's objects opened and indexed on a worker (see objwarm.h). */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "elfobj.h"
 #include "objcache.h"
@@ -14,7 +12,7 @@
 struct pdi_objwarm {
 	pid_t pid;
 	uint64_t max_bytes;          /* what the cache keeps: no more is read */
-	struct pdi_maps to_read;        /* the mappings to read, one per file, paths the job's own */
+	struct pdi_maps to_read;     /* the mappings to read, one per file, paths the job's own */
 	int *opened;                 /* per mapping: pdi_objcache_open()'s result */
 	struct pdi_elfobj **objs;    /* and the object when it is 0 */
 };
@@ -101,13 +99,11 @@ bool pdi_objwarm_covers(const struct pdi_objwarm *a, const struct pdi_objwarm *b
 
 void pdi_objwarm_run(struct pdi_objwarm *w)
 {
-	char exe[64];
-	struct stat st;
-	bool have_exe;
+	dev_t exe_dev;
+	ino_t exe_ino;
+	bool have_exe = pdi_exe_identity(w->pid, &exe_dev, &exe_ino) == 0;
 	uint64_t bytes = 0;
 
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)w->pid);
-	have_exe = stat(exe, &st) == 0;
 	for (size_t i = 0; i < w->to_read.n; i++) {
 		const struct pdi_mapping *m = &w->to_read.v[i];
 
@@ -120,7 +116,7 @@ void pdi_objwarm_run(struct pdi_objwarm *w)
 		 * every library's (their debug files when installed) took 6-7 times as long as opening
 		 * them all, for libraries whose lines are never asked for */
 		if (w->opened[i] == 0)
-			pdi_elfobj_preload(w->objs[i], have_exe && m->dev == st.st_dev && m->ino == st.st_ino);
+			pdi_elfobj_preload(w->objs[i], have_exe && m->dev == exe_dev && m->ino == exe_ino);
 		else
 			w->objs[i] = NULL;
 	}

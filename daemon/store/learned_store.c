@@ -127,11 +127,17 @@ static void write_done(struct pdi_job *j, bool cancelled)
 	write_free(w);
 }
 
-/* The write of *CTX (a struct learned_write **), made at the first entry changed. */
+/* What a flush collects: the write, made at the first entry changed. */
+struct flush {
+	struct pdi_daemon *d;
+	struct learned_write *w;
+};
+
 static int copy_changed(void *ctx, uint64_t program, uint64_t used, const uint8_t *levels)
 {
-	struct pdi_daemon *d = ((void **)ctx)[0];
-	struct learned_write **wp = ((void **)ctx)[1], *w = *wp;
+	struct flush *f = ctx;
+	struct pdi_daemon *d = f->d;
+	struct learned_write *w = f->w;
 	char *text;
 
 	if (!w) {
@@ -139,7 +145,7 @@ static int copy_changed(void *ctx, uint64_t program, uint64_t used, const uint8_
 			return -ENOMEM;
 		*w = (struct learned_write){.job = {.run = write_run, .done = write_done}, .store = d->store_writer,
 					    .keep = d->cfg.budget_programs};
-		*wp = w;
+		f->w = w;
 	}
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 8;
@@ -158,13 +164,12 @@ static int copy_changed(void *ctx, uint64_t program, uint64_t used, const uint8_
 
 void pdi_learned_store_flush(struct pdi_daemon *d)
 {
-	struct learned_write *w = NULL;
-	void *ctx[2] = {d, &w};
+	struct flush f = {.d = d};
 
 	if (!d->store_lane || !d->budget_learned)
 		return;
 	/* what could not be copied stays changed, for the next flush */
-	(void)pdi_budget_learned_changed(d->budget_learned, copy_changed, ctx);
-	if (w && (!w->n || pdi_workers_submit(d->store_lane, &w->job) < 0))
-		write_free(w);
+	(void)pdi_budget_learned_changed(d->budget_learned, copy_changed, &f);
+	if (f.w && (!f.w->n || pdi_workers_submit(d->store_lane, &f.w->job) < 0))
+		write_free(f.w);
 }

@@ -46,9 +46,7 @@
 /* Calls whose end the model can do without: nonblocking completion tests and probes. */
 static bool entry_only_ok(unsigned fn)
 {
-	const struct pdi_mpi_func *f = &pdi_mpi_funcs[fn];
-
-	return f->cls == PDI_FC_TEST || !strcmp(f->name, "MPI_Iprobe") || !strcmp(f->name, "MPI_Improbe");
+	return pdi_fn_polls(fn);
 }
 
 unsigned pdi_budget_duty_log2(unsigned level)

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "elfobj.h"
 #include "ident.h"
+#include "stack_frames.h"
 #include "stackwalk.h"
 
 struct walk {
@@ -28,6 +29,7 @@ struct walk {
 	uint64_t ips[PDI_STACK_WALK_MAX_FRAMES]; /* innermost first */
 	bool called[PDI_STACK_WALK_MAX_FRAMES];  /* ips[i] is a return address (after a call) */
 	bool tramp[PDI_STACK_WALK_MAX_FRAMES];   /* ips[i] is a trampoline we could not replace */
+	bool signal[PDI_STACK_WALK_MAX_FRAMES];  /* ips[i] is the kernel's return into code a signal interrupted */
 	size_t n;
 	int r;
 };
@@ -96,6 +98,20 @@ static bool in_tramp(const struct walk *w, uint64_t ip)
 	return ip >= w->tramp_start && ip < w->tramp_end;
 }
 
+/* Is IP the kernel's return into code a signal interrupted, the sigreturn trampoline a
+ * handler returns to (glibc's __restore_rt, musl's too): mov $15,%rax; syscall? Read from the
+ * code itself: libunwind's unw_is_signal_frame() answers for the frame after it here. */
+static bool at_sigreturn(unw_addr_space_t as, void *upt, uint64_t ip)
+{
+	static const uint8_t code[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+	unw_word_t words[2];
+
+	if (readonly_accessors.access_mem(as, ip, &words[0], 0, upt) < 0 ||
+	    readonly_accessors.access_mem(as, ip + sizeof(words[0]), &words[1], 0, upt) < 0)
+		return false;
+	return !memcmp(words, code, sizeof(code));
+}
+
 /* Record the frames of the stopped thread, replacing the first trampoline return address by
  * the real one. */
 static int unwind(struct walk *w)
@@ -126,13 +142,15 @@ static int unwind(struct walk *w)
 				ip = w->fixup;
 				(void)unw_set_reg(&c, UNW_REG_IP, ip); /* sets the cursor's IP; the write is dropped */
 				fixed = true;
+				called = true; /* also where a signal landed on the trampoline: a return address */
 			}
 			w->ips[w->n] = ip;
+			w->signal[w->n] = at_sigreturn(as, upt, ip);
 			w->called[w->n++] = called;
 			if (w->tramp[w->n - 1])
 				break; /* its caller is unknown: stepping would follow garbage */
 			/* past a signal frame the next IP is where the thread was interrupted */
-			called = unw_is_signal_frame(&c) <= 0;
+			called = !w->signal[w->n - 1];
 		} while (w->n < PDI_STACK_WALK_MAX_FRAMES && unw_step(&c) > 0);
 	}
 	_UPT_destroy(upt);
@@ -228,7 +246,9 @@ static int symbolize(const struct walk *w, struct pdi_objcache *objs, struct pdi
 	for (size_t i = 0; i < w->n; i++) {
 		size_t k = w->n - 1 - i;
 
-		v[i] = w->tramp[k] ? strdup("[uprobes]") : frame_name(w->tid, objs, maps, w->ips[k], w->called[k]);
+		v[i] = w->tramp[k]    ? strdup(PDI_FRAME_UPROBES)
+		       : w->signal[k] ? strdup(PDI_FRAME_SIGNAL)
+				      : frame_name(w->tid, objs, maps, w->ips[k], w->called[k]);
 		if (!v[i]) {
 			pdi_stack_frames_free(v, w->n);
 			return -ENOMEM;

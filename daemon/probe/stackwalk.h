@@ -22,7 +22,10 @@
  * *RET_N strings, outermost frame first, each "FUNC@FILE:LINE", or "FUNC@OBJECT+0xADDR"
  * without DWARF (ADDR as in daemon/sites.c: the ELF address of the frame's instruction, or
  * of the return address for the frames that made a call), "?" for an unknown function or
- * object, "[uprobes]" where the walk could not go on past a uretprobe trampoline.
+ * object, PDI_FRAME_UPROBES where the walk could not go on past a uretprobe trampoline, and
+ * PDI_FRAME_SIGNAL for the kernel's return into code a signal interrupted: the frames inside it
+ * are the handler's (lib/analysis/stack_frames.h). A trampoline the signal landed on (a probed
+ * call returning) is replaced by UPROBE_RET_FIXUP as a return address is.
  *
  * UPROBE_RET_FIXUP: while the thread is inside a probed MPI function, pdimond's uretprobe has
  * replaced that function's return address with the kernel's trampoline in the "[uprobes]"

@@ -14,6 +14,7 @@
 #include "registry.h"
 #include "samples.h"
 #include "snapshot.h"
+#include "stack_frames.h"
 #include "stack_place.h"
 #include "stackwalk.h"
 #include "view_local.h"
@@ -219,7 +220,7 @@ static int walk_task(const struct pdi_view *v, struct pdi_view_task *t, struct p
 	if (r < 0)
 		return r;
 	while (keep < n && strncmp(frames[keep], fn, fnlen) &&
-	       !(frames[keep][0] == 'P' && !strncmp(frames[keep] + 1, fn, fnlen)) && strcmp(frames[keep], "[uprobes]"))
+	       !(frames[keep][0] == 'P' && !strncmp(frames[keep] + 1, fn, fnlen)) && strcmp(frames[keep], PDI_FRAME_UPROBES))
 		keep++;
 	return set_stack(t, frames, n, keep, w->text);
 }

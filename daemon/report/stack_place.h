@@ -11,16 +11,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "stack_frames.h"
 #include "view.h"
 
 struct pdi_model;
 struct pdi_objcache;
-
-enum pdi_stack_placed {
-	PDI_PLACED_UNKNOWN,     /* the walk stopped short (a trampoline, inside MPI's own code): it says nothing */
-	PDI_PLACED_IN_CALL,     /* a frame of MPI's interface is on it: it is in that call */
-	PDI_PLACED_OUTSIDE_MPI, /* walked past any MPI code without one: it computes */
-};
 
 struct pdi_stack_place {
 	enum pdi_stack_placed kind;

@@ -39,11 +39,11 @@ const struct pdi_mpi_func pdi_mpi_funcs[] = {
 	R(MPI_Testall, TEST, 0, 0, 0, 0, 0, 2, ARRAY),
 	R(MPI_Testany, TEST, 0, 0, 0, 0, 0, 2, ARRAY),
 	R(MPI_Testsome, TEST, 0, 0, 0, 0, 0, 2, ARRAY),
-	/* probes */
+	/* probes: the blocking ones wait for a message, the nonblocking ones are polled */
 	F(MPI_Probe, PROBE, 1, 2, 0, 0, 0),
-	F(MPI_Iprobe, PROBE, 1, 2, 0, 0, 0),
+	F(MPI_Iprobe, IPROBE, 1, 2, 0, 0, 0),
 	F(MPI_Mprobe, PROBE, 1, 2, 0, 0, 0),
-	F(MPI_Improbe, PROBE, 1, 2, 0, 0, 0),
+	F(MPI_Improbe, IPROBE, 1, 2, 0, 0, 0),
 	/* blocking collectives */
 	F(MPI_Barrier, COLL, 0, 0, 0, 0, 0),
 	F(MPI_Bcast, COLL, 0, 0, 2, 3, 4),

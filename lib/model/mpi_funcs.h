@@ -18,7 +18,8 @@ enum pdi_fn_class {
 	PDI_FC_START,    /* persistent request start */
 	PDI_FC_WAIT,     /* blocking completion */
 	PDI_FC_TEST,     /* nonblocking completion */
-	PDI_FC_PROBE,    /* Probe, Iprobe */
+	PDI_FC_PROBE,    /* blocking probe (Probe, Mprobe): waits for a matching message */
+	PDI_FC_IPROBE,   /* nonblocking probe (Iprobe, Improbe): returns at once, found or not */
 	PDI_FC_COLL,     /* blocking collective */
 	PDI_FC_ICOLL,    /* nonblocking collective */
 	PDI_FC_RMA,      /* one-sided synchronisation */
@@ -60,18 +61,12 @@ static inline bool pdi_fn_is_collective(unsigned fn)
  * phases are cut on collectives of communicators that span the step). */
 unsigned pdi_mpi_comm_arg(unsigned fn);
 
-/* Is FN a completion test or a probe (Test*, Iprobe, Probe)? A task calling it over and over
- * polls: those calls alone are no progress. False out of range. */
+/* Is FN a nonblocking completion test or probe (Test*, Iprobe, Improbe)? A task calling it over
+ * and over polls: those calls alone are no progress. A blocking probe (Probe, Mprobe) is not one:
+ * it returns only once a message has come, which is progress (a master's Mprobe/Mrecv loop, whose
+ * Mrecv is not probed, would otherwise look like a task polling without progress), and a task
+ * waiting in it is blocked like one in a receive. False out of range. */
 static inline bool pdi_fn_polls(unsigned fn)
 {
-	return fn < pdi_mpi_nfuncs && (pdi_mpi_funcs[fn].cls == PDI_FC_TEST || pdi_mpi_funcs[fn].cls == PDI_FC_PROBE);
-}
-
-/* Does a task sitting in this call wait on other tasks? */
-static inline bool pdi_fn_blocks(unsigned fn)
-{
-	uint8_t c = pdi_mpi_funcs[fn].cls;
-	return c == PDI_FC_SEND || c == PDI_FC_RECV || c == PDI_FC_SENDRECV || c == PDI_FC_WAIT ||
-	       c == PDI_FC_PROBE || c == PDI_FC_COLL || c == PDI_FC_RMA || c == PDI_FC_IO ||
-	       c == PDI_FC_FINALIZE || c == PDI_FC_INIT;
+	return fn < pdi_mpi_nfuncs && (pdi_mpi_funcs[fn].cls == PDI_FC_TEST || pdi_mpi_funcs[fn].cls == PDI_FC_IPROBE);
 }

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* walk.c -- pdi_stack_walk() on a real blocked child: the frames of a call three deep, a
  * trampoline return address replaced (a fake "[uprobes]" range, and a real uretprobe made
- * with perf_event_open when permitted), a walk that ends at an unreplaced trampoline, a task
- * gone; and the child is never left stopped or killed. Exit 0 passes, 1 fails. */
+ * with perf_event_open when permitted), a walk that ends at an unreplaced trampoline, a signal
+ * handler's frames told from the code it interrupted (also where the signal landed on a
+ * trampoline: a fake range at the interrupted instruction), a task gone; and the child is
+ * never left stopped or killed. Exit 0 passes, 1 fails. */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdbool.h>
@@ -13,9 +16,11 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "objcache.h"
+#include "stack_frames.h"
 #include "stackwalk.h"
 
 static int to_child[2], from_child[2];
@@ -74,6 +79,20 @@ __attribute__((noinline, noclone)) void walk_outer(void)
 	}
 }
 
+/* A signal's handler: reports the instruction it interrupted, then blocks until the parent has
+ * walked it, and returns (the interrupted read() is restarted: SA_RESTART). */
+__attribute__((noinline, noclone)) void walk_on_signal(int sig, siginfo_t *si, void *ctx)
+{
+	uint64_t pc = (uint64_t)((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP];
+
+	(void)sig;
+	(void)si;
+	if (write(from_child[1], &pc, sizeof(pc)) != sizeof(pc))
+		_exit(3);
+	wait_for_parent();
+	walk_sink++;
+}
+
 /* ---- the parent ---- */
 
 static void print_frames(const char *what, char **f, size_t n)
@@ -91,6 +110,15 @@ static long find(char **f, size_t n, size_t from, const char *name)
 
 	for (size_t i = from; i < n; i++)
 		if (!strncmp(f[i], name, len) && f[i][len] == '@')
+			return (long)i;
+	return -1;
+}
+
+/* Index of the first frame that is MARKER, or -1. */
+static long find_marker(char **f, size_t n, const char *marker)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(f[i], marker))
 			return (long)i;
 	return -1;
 }
@@ -193,9 +221,11 @@ static void step(void)
 int main(void)
 {
 	static const char *const full[] = {"main", "walk_outer", "walk_middle", "walk_inner"};
+	struct pdi_frames_place at;
 	struct pdi_maps maps = {0};
 	struct pdi_objcache *objs;
-	uint64_t ra;
+	uint64_t ra, pc = 0;
+	long sig;
 	size_t n;
 	char **f;
 	pid_t pid;
@@ -205,6 +235,10 @@ int main(void)
 		return 1;
 	pid = fork();
 	if (pid == 0) {
+		struct sigaction sa = {.sa_sigaction = walk_on_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+
+		if (sigaction(SIGUSR1, &sa, NULL) < 0)
+			_exit(3);
 		walk_outer();
 		_exit(0);
 	}
@@ -226,6 +260,39 @@ int main(void)
 	walk(pid, ra, ra, ra + 1, true, objs, &maps, "fake trampoline, fixed", &f, &n);
 	check_order(f, n, full, 3);
 	pdi_stack_frames_free(f, n);
+
+	/* in a signal handler that interrupted the first walk_middle's read() */
+	CHECK(kill(pid, SIGUSR1) == 0, "kill: %s", strerror(errno));
+	CHECK(read(from_child[0], &pc, sizeof(pc)) == sizeof(pc), "no word from the handler");
+	usleep(20000); /* into the handler's read() */
+	walk(pid, 0, 0, 0, false, objs, &maps, "in a handler", &f, &n);
+	sig = find_marker(f, n, PDI_FRAME_SIGNAL);
+	CHECK(sig > 0, "no %s frame", PDI_FRAME_SIGNAL);
+	if (sig > 0) {
+		check_order(f, (size_t)sig, full, 3); /* what it interrupted, outside */
+		CHECK(find(f, n, (size_t)sig, "walk_on_signal") > sig, "the handler should be inside %s", PDI_FRAME_SIGNAL);
+	}
+	pdi_stack_frames_place(f, n, &at);
+	CHECK(at.kind == PDI_PLACED_OUTSIDE_MPI, "a handler of the program's own is outside MPI (%d)", at.kind);
+	pdi_stack_frames_free(f, n);
+	/* as if the signal had landed on a return probe's trampoline: the interrupted instruction
+	 * in a fake trampoline range; the walk ends there, and the handler still places the task */
+	walk(pid, 0, pc, pc + 1, true, objs, &maps, "in a handler, on a trampoline", &f, &n);
+	CHECK(n >= 3 && !strcmp(f[0], PDI_FRAME_UPROBES) && !strcmp(f[1], PDI_FRAME_SIGNAL) &&
+		      !strncmp(f[2], "walk_on_signal@", 15),
+	      "the walk should be %s %s walk_on_signal@...", PDI_FRAME_UPROBES, PDI_FRAME_SIGNAL);
+	pdi_stack_frames_place(f, n, &at);
+	CHECK(at.kind == PDI_PLACED_OUTSIDE_MPI, "the handler places the task outside MPI (%d)", at.kind);
+	pdi_stack_frames_free(f, n);
+	/* ... and with the real return address known, the walk goes on through it */
+	walk(pid, pc, pc, pc + 1, true, objs, &maps, "in a handler, on a trampoline, fixed", &f, &n);
+	sig = find_marker(f, n, PDI_FRAME_SIGNAL);
+	CHECK(sig > 0 && strcmp(f[0], PDI_FRAME_UPROBES), "the walk should go through the trampoline");
+	if (sig > 0)
+		check_order(f, (size_t)sig, full, 3);
+	pdi_stack_frames_free(f, n);
+	if (write(to_child[1], "h", 1) != 1) /* the handler returns; walk_middle reads again */
+		failures++;
 
 	/* a real uretprobe: the second walk_middle is entered with it in place */
 	pdi_maps_free(&maps);

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -10,6 +11,7 @@
 #include "model.h"
 #include "model_io.h"
 #include "mpi_funcs.h"
+#include "unobserved.h"
 
 static uint16_t fn_id(const char *name)
 {
@@ -333,6 +335,92 @@ Test(model_io, a_mark_from_earlier_runs)
 	cr_assert(pdi_unobserved_any_from_earlier_runs(&d.unobserved));
 	pdi_model_done(&d);
 	pdi_model_done(&m);
+}
+
+static void check_decoded(struct pdi_model *m);
+
+/* The fixture, read whole (tests/unit/fixtures/, PDI_TEST_FIXTURES set by meson). */
+static void *read_fixture(const char *name, size_t *ret_len)
+{
+	char path[512];
+	FILE *f;
+	void *p = malloc(1 << 16);
+
+	snprintf(path, sizeof(path), "%s/%s", PDI_TEST_FIXTURES, name);
+	f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_not_null(p);
+	*ret_len = fread(p, 1, 1 << 16, f);
+	cr_assert(feof(f) && *ret_len > 24, "%s: read whole", path);
+	fclose(f);
+	return p;
+}
+
+/* A's budget marks are those make-model-format6.c wrote, from_earlier_runs as given per mark. */
+static void assert_format6_marks(const struct pdi_model *m, const uint8_t earlier[4])
+{
+	const struct pdi_unobserved *u = m->unobserved.v;
+
+	cr_assert_eq(m->unobserved.n, 4);
+	cr_assert_eq(m->unobserved.stretched, 0);
+	cr_assert_eq(u[0].fn, fn_id("MPI_Test"));
+	cr_assert_eq(u[0].level, PDI_UNOBS_SAMPLED);
+	cr_assert_eq(u[0].duty_log2, 3);
+	cr_assert_eq(u[0].t_start, 1050000000);
+	cr_assert_eq(u[0].t_end, 0, "still sampled when it was stored");
+	cr_assert_eq(u[0].rate, 120000);
+	cr_assert_eq(u[0].cost_ppm, 41000);
+	cr_assert_eq(u[1].fn, fn_id("MPI_Iprobe"));
+	cr_assert_eq(u[1].level, PDI_UNOBS_DETACHED);
+	cr_assert_eq(u[1].t_start, 1100000000);
+	cr_assert_eq(u[1].t_end, 3100000000);
+	cr_assert_eq(u[1].rate, 950000);
+	cr_assert_eq(u[1].cost_ppm, 230000);
+	cr_assert_eq(u[2].fn, PDI_UNOBSERVED_ALL);
+	cr_assert_eq(u[2].level, PDI_UNOBS_GAP);
+	cr_assert_eq(u[2].t_end, 1350000000);
+	cr_assert_eq(u[3].fn, PDI_UNOBSERVED_ALL);
+	cr_assert_eq(u[3].level, PDI_UNOBS_LOST);
+	for (unsigned i = 0; i < 4; i++)
+		cr_assert_eq(u[i].from_earlier_runs, earlier[i], "mark %u", i);
+	/* what the marks are read for: a task may have called unseen since the sampling began */
+	cr_assert(pdi_unobserved_blind_since(&m->unobserved, 1060000000));
+	cr_assert(pdi_unobserved_overlaps(&m->unobserved, fn_id("MPI_Iprobe"), 3000000000, 3000000001));
+	cr_assert_not(pdi_unobserved_overlaps(&m->unobserved, fn_id("MPI_Iprobe"), 3200000000, 3300000000));
+}
+
+/* A model stored by a pdimond of format 6, with the overhead budget's marks, made by that
+ * format's own writer (fixtures/make-model-format6.c): the marks survive the read, with
+ * from_earlier_runs, which format 6 lacks, as 0; written again it is format 7, and a mark from
+ * earlier runs set then survives too. */
+Test(model_io, format6_budget_marks)
+{
+	static const uint8_t none[4] = {0}, first[4] = {1, 0, 0, 0};
+	struct pdi_model m, d;
+	size_t len;
+	uint8_t *blob = read_fixture("model-format6-budget.bin", &len);
+	uint32_t version = (uint32_t)blob[8] | (uint32_t)blob[9] << 8;
+
+	cr_assert_eq(version, 6, "the fixture is of format 6");
+	cr_assert_eq(pdi_model_decode(blob, len, NULL, &m), 0);
+	cr_assert_eq(m.calls, 800);
+	cr_assert_eq(m.nphases, 1);
+	cr_assert_eq(m.phases[0].nstates, 8);
+	cr_assert_eq(m.stack_seen.n, 1);
+	cr_assert_eq(m.stack_seen.v[0].fn, fn_id("MPI_Waitall"));
+	assert_format6_marks(&m, none);
+	cr_assert_not(pdi_unobserved_any_from_earlier_runs(&m.unobserved));
+	round_trip(&m, &d); /* in format 7 */
+	assert_format6_marks(&d, none);
+	pdi_model_done(&d);
+	pdi_unobserved_from_earlier_runs(&m.unobserved, fn_id("MPI_Test"));
+	round_trip(&m, &d);
+	assert_format6_marks(&d, first);
+	cr_assert(pdi_unobserved_any_from_earlier_runs(&d.unobserved));
+	check_decoded(&d);
+	pdi_model_done(&d);
+	pdi_model_done(&m);
+	free(blob);
 }
 
 Test(model_io, ring_with_automatic_phases_and_merges)

@@ -159,7 +159,8 @@ Test(mpi_funcs, classes)
 	cr_assert_eq(pdi_mpi_funcs[find("MPI_Irecv")].cls, PDI_FC_IRECV);
 	cr_assert_eq(pdi_mpi_funcs[find("MPI_Waitall")].cls, PDI_FC_WAIT);
 	cr_assert_eq(pdi_mpi_funcs[find("MPI_Pcontrol")].cls, PDI_FC_PCONTROL);
-	cr_assert_eq(pdi_mpi_funcs[find("MPI_Iprobe")].cls, PDI_FC_PROBE);
+	cr_assert_eq(pdi_mpi_funcs[find("MPI_Iprobe")].cls, PDI_FC_IPROBE);
+	cr_assert_eq(pdi_mpi_funcs[find("MPI_Mprobe")].cls, PDI_FC_PROBE);
 	cr_assert_eq(pdi_mpi_funcs[find("MPI_Init_thread")].cls, PDI_FC_INIT);
 
 	cr_assert(pdi_fn_is_collective(find("MPI_Barrier")));
@@ -168,14 +169,26 @@ Test(mpi_funcs, classes)
 	cr_assert_not(pdi_fn_is_collective(find("MPI_Send")));
 	cr_assert_not(pdi_fn_is_collective(find("MPI_Pcontrol")));
 	cr_assert_not(pdi_fn_is_collective(find("MPI_Win_fence")));
+}
 
-	cr_assert(pdi_fn_blocks(find("MPI_Recv")));
-	cr_assert(pdi_fn_blocks(find("MPI_Waitall")));
-	cr_assert(pdi_fn_blocks(find("MPI_Barrier")));
-	cr_assert_not(pdi_fn_blocks(find("MPI_Isend")));
-	cr_assert_not(pdi_fn_blocks(find("MPI_Test")));
-	cr_assert_not(pdi_fn_blocks(find("MPI_Ibarrier")));
-	cr_assert_not(pdi_fn_blocks(find("MPI_Pcontrol")));
+/* A task that calls a nonblocking test or probe over and over polls (no progress by itself); one
+ * in a blocking probe waits for a message, and its return is progress, as a receive's is. */
+Test(mpi_funcs, polling_calls)
+{
+	static const char *const polls[] = {"MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome",
+					    "MPI_Iprobe", "MPI_Improbe"};
+	static const char *const waits[] = {"MPI_Probe", "MPI_Mprobe", "MPI_Recv", "MPI_Wait", "MPI_Waitall",
+					    "MPI_Barrier", "MPI_Isend", "MPI_Ibarrier", "MPI_Pcontrol"};
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < sizeof(polls) / sizeof(polls[0]); i++)
+		cr_assert(pdi_fn_polls(find(polls[i])), "%s polls", polls[i]);
+	for (unsigned i = 0; i < sizeof(waits) / sizeof(waits[0]); i++)
+		cr_assert_not(pdi_fn_polls(find(waits[i])), "%s does not poll", waits[i]);
+	for (unsigned i = 0; i < pdi_mpi_nfuncs; i++)
+		n += pdi_fn_polls(i);
+	cr_assert_eq(n, sizeof(polls) / sizeof(polls[0]), "no other function polls");
+	cr_assert_not(pdi_fn_polls(pdi_mpi_nfuncs), "out of range");
 }
 
 Test(mpi_funcs, communicator_positions)

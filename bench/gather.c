@@ -125,7 +125,7 @@ static int start_munged(char *sock, size_t len)
 		struct pdi_auth_claim c = {.op = "probe", .sender = "bench"};
 		char *cred = NULL;
 
-		if (pdi_auth_sign(auth, 10, &c, "", 0, &cred) == 0) {
+		if (pdi_auth_sign(auth, 10, 0, &c, "", 0, &cred, NULL, 0) == 0) {
 			free(cred);
 			pdi_auth_free(auth);
 			return 0;

@@ -104,6 +104,7 @@ struct pdi_daemon {
 	struct ahead_job *ahead_jobs; /* attaches in flight, with what their processes sent meanwhile */
 	unsigned ahead_events;        /* events and frames records kept by them, all together */
 	unsigned ahead_frames;        /* of which frames records */
+	unsigned site_held;           /* calls waiting for their site's objects (probe/site_warm.h) */
 	/* the process whose MPI_Init is handled once its objects were read (ahead_attach.c), with what
 	 * was read of it at its MPI_Init, while it surely lived: it may have exited since */
 	struct pdi_joining {

@@ -17,6 +17,7 @@
 struct pdi_step;
 struct pdi_site_samples;
 struct pdi_budget_task;
+struct pdi_site_hold;
 
 enum pdi_task_state {
 	PDI_TASK_RUNNING,
@@ -61,6 +62,9 @@ struct pdi_task {
 	} cpu_seen;
 	pid_t usage_tid;              /* the thread whose counts its phases get: the first to call MPI
 					 (task_activity.c) */
+	struct pdi_site_hold *site_hold; /* its calls waiting for a worker to read what their site's
+					    name needs; NULL: none (probe/site_warm.h) */
+	unsigned site_warms;          /* such reads since it began */
 };
 
 enum pdi_phases { PDI_PHASES_DEFAULT, PDI_PHASES_AUTO, PDI_PHASES_PCONTROL };

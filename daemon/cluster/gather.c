@@ -410,24 +410,35 @@ void pdi_gather_free(struct pdi_gather *g)
 	free(g);
 }
 
-/* BODY in a frame of TYPE whose credential claims OP for JOB.STEP with NONCE. */
+/* BODY in a frame of TYPE whose credential claims OP for JOB.STEP with NONCE, signed before
+ * DEADLINE_NS: munged gets the time the gather has left, not only munge_timeout_ms, so that
+ * one slow answer of a munged on a busy node does not lose the whole gather (a call that times
+ * out marks munged down, and every later child would fail at once). On failure, a negative
+ * errno and a one-line reason in WHY. */
 static int make_frame(struct pdi_gather *g, uint8_t type, const char *op, uint32_t job, uint32_t step,
-		      uint64_t nonce, const struct pdi_wire_writer *body, uint8_t **ret, size_t *ret_len)
+		      uint64_t nonce, const struct pdi_wire_writer *body, uint64_t deadline_ns, uint8_t **ret,
+		      size_t *ret_len, char *why, size_t whylen)
 {
 	struct pdi_auth_claim claim = {.job = job, .step = step, .nonce = nonce};
+	uint32_t left = ms_until(deadline_ns);
 	char *cred = NULL;
 	int r;
 
-	if (body->err)
-		return body->err;
-	if (body->len > UINT32_MAX)
-		return -EMSGSIZE;
+	r = body->err ? body->err : body->len > UINT32_MAX ? -EMSGSIZE : 0;
+	if (r == 0 && left == 0)
+		r = -ETIMEDOUT;
+	if (r < 0) {
+		snprintf(why, whylen, "%s", r == -ETIMEDOUT ? "no time left to sign it" : strerror(-r));
+		return r;
+	}
 	snprintf(claim.op, sizeof(claim.op), "%s", op);
 	snprintf(claim.sender, sizeof(claim.sender), "%s", g->node_name);
-	r = pdi_auth_sign(g->auth, PDI_AUTH_DEFAULT_TTL, &claim, body->buf, body->len, &cred);
+	r = pdi_auth_sign(g->auth, PDI_AUTH_DEFAULT_TTL, left, &claim, body->buf, body->len, &cred, why, whylen);
 	if (r < 0)
 		return r;
 	r = pdi_wire_encode(type, 0, cred, (uint32_t)strlen(cred), body->buf, (uint32_t)body->len, ret, ret_len);
+	if (r < 0)
+		snprintf(why, whylen, "%s", strerror(-r));
 	free(cred);
 	return r;
 }
@@ -539,16 +550,19 @@ static void child_give_up_errno(struct run *run, struct child *c, const char *wh
 	child_give_upf(run, c, "%s: %s", what, strerror(-r));
 }
 
-/* The GATHER frame for C: its subtree, the time left until DEADLINE_NS. */
-static int child_frame(struct run *run, struct child *c, uint64_t deadline_ns)
+/* The GATHER frame for C: its subtree, the time left until DEADLINE_NS. On failure, a
+ * negative errno and a one-line reason in WHY. */
+static int child_frame(struct run *run, struct child *c, uint64_t deadline_ns, char *why, size_t whylen)
 {
 	struct pdi_gather_request cq = *run->q;
 	struct pdi_wire_writer w = {0};
 	int r;
 
 	cq.nodes = malloc(c->nsub * sizeof(*cq.nodes));
-	if (!cq.nodes)
+	if (!cq.nodes) {
+		snprintf(why, whylen, "%s", strerror(ENOMEM));
 		return -ENOMEM;
+	}
 	for (unsigned i = 0; i < c->nsub; i++)
 		cq.nodes[i] = run->q->nodes[c->sub[i]];
 	cq.nnodes = c->nsub;
@@ -557,8 +571,11 @@ static int child_frame(struct run *run, struct child *c, uint64_t deadline_ns)
 	free(cq.nodes);
 	if (r == 0)
 		r = pdi_auth_nonce(&c->nonce);
-	if (r == 0)
-		r = make_frame(run->g, PDI_WIRE_GATHER, "gather", cq.job, cq.step, c->nonce, &w, &c->out, &c->outlen);
+	if (r < 0)
+		snprintf(why, whylen, "%s", strerror(-r));
+	else
+		r = make_frame(run->g, PDI_WIRE_GATHER, "gather", cq.job, cq.step, c->nonce, &w, deadline_ns, &c->out,
+			       &c->outlen, why, whylen);
 	pdi_wire_writer_done(&w);
 	return r;
 }
@@ -603,13 +620,15 @@ out:
 
 static void child_start(struct run *run, struct child *c, uint64_t deadline_ns)
 {
-	const char *what = "cannot prepare the request";
+	char why[PDI_GATHER_WHY_MAX - 32];
+	const char *what;
 	int r;
 
 	pdi_wire_decoder_init(&c->dec, run->g->o.max_body);
-	r = child_frame(run, c, deadline_ns);
-	if (r == 0)
-		r = c->fd = child_connect(run->g, c->name, &what);
+	r = child_frame(run, c, deadline_ns, why, sizeof(why));
+	if (r < 0)
+		return child_give_upf(run, c, "cannot make the request: %s", why);
+	r = c->fd = child_connect(run->g, c->name, &what);
 	if (r < 0)
 		child_give_up_errno(run, c, what, r);
 }
@@ -903,15 +922,17 @@ static uint64_t peer_key(const char *peer)
 static void answer(struct pdi_gather *g, int fd, const char *peer, uint8_t type, const struct pdi_auth_claim *claim,
 		   const struct pdi_wire_writer *body, uint64_t deadline_ns)
 {
+	char why[PDI_GATHER_WHY_MAX];
 	uint8_t *frame = NULL;
 	size_t len;
 	int r;
 
 	r = make_frame(g, type, type == PDI_WIRE_RESULT ? "result" : "error", claim->job, claim->step, claim->nonce,
-		       body, &frame, &len);
-	if (r == 0)
-		r = write_all(fd, frame, len, deadline_ns);
+		       body, deadline_ns, &frame, &len, why, sizeof(why));
 	if (r < 0)
+		log_warning_limited(peer_key(peer), "Peer %s: cannot answer its gather of %u.%u: %s", peer, claim->job,
+				    claim->step, why);
+	else if ((r = write_all(fd, frame, len, deadline_ns)) < 0)
 		log_warning_errno_limited(peer_key(peer), r, "Peer %s: cannot answer its gather of %u.%u: %m", peer,
 					  claim->job, claim->step);
 	free(frame);

@@ -186,16 +186,17 @@ static int munged_down(struct pdi_auth *a, char *why, size_t whylen)
 		   a->retry_ms);
 }
 
-/* R from a MUNGE call (munge_call.c's errors) or RES's error, with WHY; munged is marked
- * down when it did not answer. */
-static int munge_outcome(struct pdi_auth *a, int r, const struct pdi_munge_result *res, char *why, size_t whylen)
+/* R from a MUNGE call bounded by TIMEOUT_MS (munge_call.c's errors) or RES's error, with WHY;
+ * munged is marked down when it did not answer. */
+static int munge_outcome(struct pdi_auth *a, unsigned timeout_ms, int r, const struct pdi_munge_result *res,
+			 char *why, size_t whylen)
 {
 	if (r == -ETIMEDOUT || r == -EBUSY) {
 		atomic_store(&a->down_until_ns, pdi_now_ns() + (uint64_t)a->retry_ms * 1000000ull);
 		if (r == -EBUSY)
 			return say(why, whylen, -EIO, "munged unreachable: %u earlier calls still wait for it",
 				   PDI_MUNGE_MAX_STUCK);
-		return say(why, whylen, r, "munged did not answer within %u ms", a->timeout_ms);
+		return say(why, whylen, r, "munged did not answer within %u ms", timeout_ms);
 	}
 	if (r < 0)
 		return say(why, whylen, r, "cannot call munged: %s", strerror(-r));
@@ -242,24 +243,28 @@ void pdi_auth_free(struct pdi_auth *a)
 	free(a);
 }
 
-int pdi_auth_sign(struct pdi_auth *a, int ttl_s, struct pdi_auth_claim *claim, const void *body, size_t body_len,
-		  char **ret_cred)
+int pdi_auth_sign(struct pdi_auth *a, int ttl_s, unsigned timeout_ms, struct pdi_auth_claim *claim, const void *body,
+		  size_t body_len, char **ret_cred, char *why, size_t whylen)
 {
 	struct pdi_munge_result res = {0};
 	struct pdi_wire_writer w = {0};
 	int r;
 
 	if (!body && body_len)
-		return -EINVAL;
+		return say(why, whylen, -EINVAL, "no body");
+	if (timeout_ms == 0)
+		timeout_ms = a->timeout_ms;
 	body_digest(body, body_len, claim->body_sha256);
 	r = claim_encode(claim, &w);
+	if (r < 0)
+		r = say(why, whylen, r, "claim not encodable (empty or overlong op or sender)");
 	if (r == 0)
-		r = munged_down(a, NULL, 0);
+		r = munged_down(a, why, whylen);
 	if (r == 0)
-		r = munge_outcome(a,
+		r = munge_outcome(a, timeout_ms,
 				  pdi_munge_encode(a->munge_socket, ttl_s > 0 ? ttl_s : PDI_AUTH_DEFAULT_TTL, w.buf,
-						   (int)w.len, a->timeout_ms, &res),
-				  &res, NULL, 0);
+						   (int)w.len, timeout_ms, &res),
+				  &res, why, whylen);
 	if (r == 0) {
 		*ret_cred = res.cred;
 		res.cred = NULL;
@@ -321,7 +326,8 @@ int pdi_auth_verify(struct pdi_auth *a, const char *cred, const void *body, size
 	r = munged_down(a, why, whylen);
 	if (r < 0)
 		return r;
-	r = munge_outcome(a, pdi_munge_decode(a->munge_socket, cred, a->timeout_ms, &res), &res, why, whylen);
+	r = munge_outcome(a, a->timeout_ms, pdi_munge_decode(a->munge_socket, cred, a->timeout_ms, &res), &res, why,
+			  whylen);
 	if (r < 0)
 		goto out;
 	/* whoever else made it, it goes no further: nothing of theirs is parsed or kept */

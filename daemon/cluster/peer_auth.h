@@ -65,12 +65,14 @@ void pdi_auth_free(struct pdi_auth *a);
 int pdi_auth_nonce(uint64_t *ret);
 
 /* Encode a MUNGE credential valid TTL_S seconds (<= 0: PDI_AUTH_DEFAULT_TTL) whose payload
- * is CLAIM with its body_sha256 filled in from BODY. *RET_CRED is a NUL-terminated string,
- * free() it. 0; -EINVAL (empty or overlong op or sender); -EIO (munged unreachable, or
- * failed recently); -ETIMEDOUT (munged did not answer in time); -EKEYREJECTED (munged
- * refused); -ENOMEM. */
-int pdi_auth_sign(struct pdi_auth *a, int ttl_s, struct pdi_auth_claim *claim, const void *body, size_t body_len,
-		  char **ret_cred);
+ * is CLAIM with its body_sha256 filled in from BODY, waiting at most TIMEOUT_MS for munged (0:
+ * the bound of A's options; a caller with a deadline of its own passes the time left, so that a
+ * munged slowed by a busy node still serves it). *RET_CRED is a NUL-terminated string, free()
+ * it. 0; or, with a one-line reason in WHY (WHYLEN bytes; WHY may be NULL): -EINVAL (empty or
+ * overlong op or sender); -EIO (munged unreachable, or failed recently); -ETIMEDOUT (munged did
+ * not answer in time); -EKEYREJECTED (munged refused); -ENOMEM. */
+int pdi_auth_sign(struct pdi_auth *a, int ttl_s, unsigned timeout_ms, struct pdi_auth_claim *claim, const void *body,
+		  size_t body_len, char **ret_cred, char *why, size_t whylen);
 
 /* Check CRED for BODY in the order above; on success fill *RET_CLAIM (may be NULL; not
  * touched on failure). On failure a negative errno and a one-line reason in WHY (WHYLEN

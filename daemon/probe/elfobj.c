@@ -62,6 +62,8 @@ struct pdi_elfobj {
 	Dwarf *dwarf;
 	bool cfi_tried;
 	Dwarf_CFI *cfi; /* .eh_frame, for the call-site hops (callchain.c) */
+	struct pdi_elfobj *lines_from; /* the copies DWARF or CFI were taken from, in a list by their own
+					* lines_from (pdi_elfobj_take_lines()): their Elf handles are theirs */
 	GElf_Phdr *loads; /* PT_LOAD headers */
 	size_t nloads;
 	struct fsym *by_name; /* every definition, best first within a name */
@@ -443,6 +445,7 @@ void pdi_elfobj_free(struct pdi_elfobj *o)
 	if (o->cfi)
 		dwarf_cfi_end(o->cfi);
 	dwarf_end(o->dwarf);
+	pdi_elfobj_free(o->lines_from); /* after what was taken from it */
 	free(o->by_addr);
 	free(o->by_name);
 	free(o->loads);
@@ -667,7 +670,7 @@ static void describe_line(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srclo
 		ret->line = lineno;
 }
 
-int pdi_elfobj_describe(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret)
+int pdi_elfobj_symbol_at(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret)
 {
 	const struct fsym *s = find_by_addr(o, vaddr);
 
@@ -676,8 +679,50 @@ int pdi_elfobj_describe(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc 
 		snprintf(ret->func, sizeof(ret->func), "%s", s->name);
 		ret->func_off = vaddr - s->addr;
 	}
+	return 0;
+}
+
+int pdi_elfobj_describe(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret)
+{
+	(void)pdi_elfobj_symbol_at(o, vaddr, ret);
 	describe_line(o, vaddr, ret);
 	return 0;
+}
+
+bool pdi_elfobj_lines_loaded(const struct pdi_elfobj *o)
+{
+	return o->dwarf_tried;
+}
+
+void pdi_elfobj_take_lines(struct pdi_elfobj *o, struct pdi_elfobj *from)
+{
+	bool took = false;
+
+	if (!from)
+		return;
+	if (!o->dwarf_tried && from->dwarf_tried) {
+		o->dwarf_tried = true;
+		o->dwarf = from->dwarf;
+		from->dwarf = NULL;
+		took = true;
+	}
+	if (!o->cfi_tried && from->cfi_tried) {
+		o->cfi_tried = true;
+		o->cfi = from->cfi;
+		from->cfi = NULL;
+		took = true;
+	}
+	if (!took) {
+		pdi_elfobj_free(from);
+		return;
+	}
+	/* what was taken refers to its Elf handles: they live as long as O; its symbols go */
+	free(from->by_addr);
+	free(from->by_name);
+	from->by_addr = from->by_name = NULL;
+	from->naddr = from->nname = 0;
+	from->lines_from = o->lines_from; /* a later copy gave what an earlier one had not read */
+	o->lines_from = from;
 }
 
 Dwarf_CFI *pdi_elfobj_cfi(struct pdi_elfobj *o)

@@ -59,6 +59,18 @@ struct pdi_srcloc {
  * pdi_srcloc are truncated. Returns 0 or negative errno. */
 int pdi_elfobj_describe(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret);
 
+/* The function symbol covering VADDR, as pdi_elfobj_describe() gives it, without the source line
+ * (no DWARF is read): FILE "" and LINE 0. Returns 0. */
+int pdi_elfobj_symbol_at(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret);
+
+/* Has O's DWARF been looked for (pdi_elfobj_describe() reads no more than a compile unit's line
+ * table)? Reading it may take long on a big program's: the loop has a worker do it (site_warm.h). */
+bool pdi_elfobj_lines_loaded(const struct pdi_elfobj *o);
+/* O, the cache's object for a file, takes the DWARF and frame information FROM (another object of
+ * the very file, read on a worker with pdi_elfobj_preload()) has loaded and O has not; FROM is
+ * taken (kept while O uses what it read, freed otherwise). NULL FROM ok. */
+void pdi_elfobj_take_lines(struct pdi_elfobj *o, struct pdi_elfobj *from);
+
 /* Load now what pdi_elfobj_cfi() and, with LINES, pdi_elfobj_describe() would load on first use
  * (the frame information; the DWARF and its address index), so that a worker pays for it rather
  * than the loop at a call site's first call (objwarm.h). Each compile unit's line table still

@@ -23,6 +23,7 @@
 #include "mpi_funcs.h"
 #include "callchain.h"
 #include "program.h"
+#include "site_warm.h"
 #include "sites.h"
 #include "tracer.h"
 #include "task_activity.h"
@@ -93,7 +94,7 @@ static void align_phases(struct pdi_task *t)
 	free(models);
 }
 
-static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e)
+static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e, const struct pdi_chain *ch)
 {
 	const struct pdi_mpi_func *f = &pdi_mpi_funcs[e->fn];
 	struct pdi_call c = {
@@ -107,15 +108,12 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	};
 	uint32_t auto_len = t->model.auto_len, nphases = t->model.nphases;
 	uint64_t next_cut = t->model.auto_next_cut;
-	struct pdi_chain ch;
 	int r;
 
 	if (f->count_arg && f->count_arg <= PDI_NARGS && f->type_arg && f->type_arg <= PDI_NARGS)
 		c.bytes = (uint64_t)(uint32_t)e->args[f->count_arg - 1] * pdi_dtype_size(&t->att.dtypes, e->args[f->type_arg - 1]);
 
-	ch = (struct pdi_chain){.callsite = e->callsite, .caller = e->caller, .via = e->via, .end = e->chain};
-	pdi_chains_finish(d, t, (pid_t)e->tid, e->t_enter, &ch);
-	r = pdi_site_lookup(t, d->objs, &ch, e->fn, &c.site);
+	r = pdi_site_lookup(t, d->objs, ch, e->fn, &c.site);
 	if (r == -ENOSPC) {
 		/* past max_task_memory: the call is dropped and counted, as states are */
 		t->dropped_sites++;
@@ -322,6 +320,7 @@ void pdi_ingest_frames(void *daemon, const struct pdi_frames *f)
 int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 {
 	struct pdi_daemon *d = daemon;
+	struct pdi_chain ch;
 	struct pdi_task *t;
 
 	if (e->kind == PDI_EV_INIT) {
@@ -346,9 +345,18 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	t->events++;
 	d->events++;
 	pdi_budget_hit(t->budget, e->fn, e->t_enter);
-	if (add_call(d, t, e) < 0)
-		t->model.dropped_edges++;
+	ch = (struct pdi_chain){.callsite = e->callsite, .caller = e->caller, .via = e->via, .end = e->chain};
+	pdi_chains_finish(d, t, (pid_t)e->tid, e->t_enter, &ch);
+	/* a site new to the step whose naming reads a cold object waits for a worker (site_warm.h) */
+	if (!pdi_site_warm_hold(d, t, e, &ch))
+		pdi_ingest_call(d, t, e, &ch);
 	return 0;
+}
+
+void pdi_ingest_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e, const struct pdi_chain *ch)
+{
+	if (add_call(d, t, e, ch) < 0)
+		t->model.dropped_edges++;
 }
 
 int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret)
@@ -446,11 +454,13 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 
 	if (t->state == PDI_TASK_ENDED)
 		return;
-	/* its last events may still be in the ring buffer */
+	/* its last events may still be in the ring buffer, and its calls wait for a site's name */
 	(void)pdi_tracer_drain(d->tracer);
+	pdi_site_warm_flush(d, t);
 	note_lost(d, t);
 	t->lost = t->lost_noted;
-	if (pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1 || pdi_tracer_exited_in(d->tracer, t->pid, &f) == 0) {
+	if ((pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1 || pdi_tracer_exited_in(d->tracer, t->pid, &f) == 0) &&
+	    !pdi_attachment_return_lost(&t->att, &f)) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
 		uint32_t site;
 

@@ -10,10 +10,13 @@
 struct pdi_daemon;
 struct pdi_ident;
 struct pdi_inflight;
+struct pdi_chain;
 struct pdi_step;
 struct pdi_task;
 
 int pdi_ingest_event(void *daemon, const struct pdi_event *e);
+/* T's call E, its chain CH final, into T's model (its site named, site_warm.h decided it may be). */
+void pdi_ingest_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e, const struct pdi_chain *ch);
 /* After a drain: the running tasks' events the ring buffer lost since the last look are marked
  * in their models (their collective counts may be short from then on). */
 void pdi_ingest_note_lost(struct pdi_daemon *d);

@@ -210,8 +210,11 @@ int pdi_objcache_adopt(struct pdi_objcache *c, pid_t pid, const struct pdi_mappi
 
 	if (e->used) {
 		/* held already (or opened twice: on a worker while the loop opened it too): the cache's
-		 * copy stays */
-		pdi_elfobj_free(o);
+		 * copy stays, and takes what the worker's read of DWARF and frames that it had not */
+		if (e->obj)
+			pdi_elfobj_take_lines(e->obj, o);
+		else
+			pdi_elfobj_free(o);
 		e->last_use = ++c->clock;
 		if (e->refused)
 			return e->refused;

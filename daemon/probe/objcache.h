@@ -53,7 +53,8 @@ bool pdi_objcache_holds(const struct pdi_objcache *c, const struct pdi_mapping *
  * without the cache: touches nothing shared, so a worker may call it. -EINVAL if M maps no file. */
 int pdi_objcache_open(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj **ret);
 /* On the loop: hand the cache what pdi_objcache_open(PID, M) returned (OPENED, and O if it is
- * 0), as pdi_objcache_get() would have kept it: O is taken (freed if the cache holds M already),
+ * 0), as pdi_objcache_get() would have kept it: O is taken (if the cache holds M already, its
+ * object takes the DWARF and frame information O read and it lacks, pdi_elfobj_take_lines()),
  * a lasting refusal remembered. *RET (if RET) the cache's object for M; without RET (a worker's
  * read) another failure is remembered too, for pdi_objcache_holds() only. */
 int pdi_objcache_adopt(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *m, int opened,

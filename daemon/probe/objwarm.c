@@ -15,6 +15,7 @@ struct pdi_objwarm {
 	struct pdi_maps to_read;     /* the mappings to read, one per file, paths the job's own */
 	int *opened;                 /* per mapping: pdi_objcache_open()'s result */
 	struct pdi_elfobj **objs;    /* and the object when it is 0 */
+	bool lines;                  /* the DWARF of every object read, not the executable's alone */
 };
 
 static bool listed(const struct pdi_maps *v, const struct pdi_mapping *m)
@@ -25,8 +26,10 @@ static bool listed(const struct pdi_maps *v, const struct pdi_mapping *m)
 	return false;
 }
 
-static void warm_free(struct pdi_objwarm *w)
+void pdi_objwarm_free(struct pdi_objwarm *w)
 {
+	if (!w)
+		return;
 	for (size_t i = 0; w->objs && i < w->to_read.n; i++)
 		pdi_elfobj_free(w->objs[i]);
 	free(w->objs);
@@ -35,41 +38,36 @@ static void warm_free(struct pdi_objwarm *w)
 	free(w);
 }
 
-int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *maps, struct pdi_objwarm **ret)
+/* M copied into *W's mappings to read (made at the first); 0 or -ENOMEM. */
+static int add_mapping(struct pdi_objwarm **w, const struct pdi_mapping *m)
 {
-	struct pdi_objwarm *w = NULL;
-	struct pdi_objcache_stats st;
-	int r = 0;
+	struct pdi_maps *v;
 
-	/* a process decides how many files it maps: no more are read than the cache keeps */
-	pdi_objcache_stats(c, &st);
-	for (size_t i = 0; i < maps->n && (!w || w->to_read.n < st.max_objects); i++) {
-		const struct pdi_mapping *m = &maps->v[i];
+	if (!*w && !(*w = calloc(1, sizeof(**w))))
+		return -ENOMEM;
+	v = &(*w)->to_read;
+	if (listed(v, m))
+		return 0;
+	if (!(v->n % 16)) {
+		struct pdi_mapping *nv = realloc(v->v, sizeof(*nv) * (v->n + 16));
 
-		if (!m->exec || !m->path || pdi_objcache_holds(c, m))
-			continue;
-		if (!w && !(w = calloc(1, sizeof(*w)))) {
-			r = -ENOMEM;
-			break;
-		}
-		if (listed(&w->to_read, m))
-			continue;
-		if (!(w->to_read.n % 16)) {
-			struct pdi_mapping *v = realloc(w->to_read.v, sizeof(*v) * (w->to_read.n + 16));
-
-			if (!v) {
-				r = -ENOMEM;
-				break;
-			}
-			w->to_read.v = v;
-		}
-		w->to_read.v[w->to_read.n] = *m;
-		if (!(w->to_read.v[w->to_read.n].path = strdup(m->path))) {
-			r = -ENOMEM;
-			break;
-		}
-		w->to_read.n++;
+		if (!nv)
+			return -ENOMEM;
+		v->v = nv;
 	}
+	v->v[v->n] = *m;
+	if (!(v->v[v->n].path = strdup(m->path)))
+		return -ENOMEM;
+	v->n++;
+	return 0;
+}
+
+/* W's plan done (R: how it went): for process PID of cache C, into *RET. */
+static int plan_done(struct pdi_objcache *c, pid_t pid, int r, struct pdi_objwarm *w, struct pdi_objwarm **ret)
+{
+	struct pdi_objcache_stats st;
+
+	pdi_objcache_stats(c, &st);
 	if (r == 0 && w) {
 		w->pid = pid;
 		w->max_bytes = st.max_bytes;
@@ -82,11 +80,42 @@ int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *m
 	}
 	if (r < 0) {
 		if (w)
-			warm_free(w);
+			pdi_objwarm_free(w);
 		return r;
 	}
 	*ret = w;
 	return 0;
+}
+
+int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *maps, struct pdi_objwarm **ret)
+{
+	struct pdi_objwarm *w = NULL;
+	struct pdi_objcache_stats st;
+	int r = 0;
+
+	/* a process decides how many files it maps: no more are read than the cache keeps */
+	pdi_objcache_stats(c, &st);
+	for (size_t i = 0; i < maps->n && r == 0 && (!w || w->to_read.n < st.max_objects); i++) {
+		const struct pdi_mapping *m = &maps->v[i];
+
+		if (m->exec && m->path && !pdi_objcache_holds(c, m))
+			r = add_mapping(&w, m);
+	}
+	return plan_done(c, pid, r, w, ret);
+}
+
+int pdi_objwarm_plan_lines(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *const *maps, unsigned n,
+			   struct pdi_objwarm **ret)
+{
+	struct pdi_objwarm *w = NULL;
+	int r = 0;
+
+	for (unsigned i = 0; i < n && r == 0; i++)
+		if (maps[i]->path)
+			r = add_mapping(&w, maps[i]);
+	if (r == 0 && w)
+		w->lines = true;
+	return plan_done(c, pid, r, w, ret);
 }
 
 bool pdi_objwarm_covers(const struct pdi_objwarm *a, const struct pdi_objwarm *b)
@@ -116,7 +145,7 @@ void pdi_objwarm_run(struct pdi_objwarm *w)
 		 * every library's (their debug files when installed) took 6-7 times as long as opening
 		 * them all, for libraries whose lines are never asked for */
 		if (w->opened[i] == 0)
-			pdi_elfobj_preload(w->objs[i], have_exe && m->dev == exe_dev && m->ino == exe_ino);
+			pdi_elfobj_preload(w->objs[i], w->lines || (have_exe && m->dev == exe_dev && m->ino == exe_ino));
 		else
 			w->objs[i] = NULL;
 	}
@@ -130,10 +159,10 @@ unsigned pdi_objwarm_commit(struct pdi_objcache *c, struct pdi_objwarm *w)
 		return 0;
 	for (size_t i = 0; i < w->to_read.n; i++) {
 		n += w->opened[i] == 0;
-		/* the cache takes the object, or frees it */
+		/* the cache takes the object, or what it read that the cache's own lacks (its DWARF) */
 		(void)pdi_objcache_adopt(c, w->pid, &w->to_read.v[i], w->opened[i], w->objs[i], NULL);
 		w->objs[i] = NULL;
 	}
-	warm_free(w);
+	pdi_objwarm_free(w);
 	return n;
 }

@@ -20,10 +20,18 @@ struct pdi_objwarm;
 /* On the loop: the executable file mappings in MAPS (of process PID) that cache C lacks, copied
  * for a worker. 0 and *RET NULL when there are none (nothing to wait for), or negative errno. */
 int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *maps, struct pdi_objwarm **ret);
+/* On the loop: the objects behind MAPS[0..N) of process PID, which a call site's first name needs
+ * (sites.h: the cache lacks them, or their DWARF), copied for a worker that reads each with its
+ * DWARF; pdi_objwarm_commit() gives the cache what its own objects lack. 0 and *RET NULL when N
+ * is 0, or negative errno. */
+int pdi_objwarm_plan_lines(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *const *maps, unsigned n,
+			   struct pdi_objwarm **ret);
+/* What plan copied, nothing read handed to the cache (a job not submitted). NULL ok. */
+void pdi_objwarm_free(struct pdi_objwarm *w);
 /* Does A read every object B lists? Reads only what plan wrote (a worker may be running A). */
 bool pdi_objwarm_covers(const struct pdi_objwarm *a, const struct pdi_objwarm *b);
 /* On a worker: open and index them, touching W only. */
 void pdi_objwarm_run(struct pdi_objwarm *w);
-/* On the loop: hand what was read to C (whatever it holds already stays), and free W. How many
- * objects were read. NULL ok. */
+/* On the loop: hand what was read to C (whatever it holds already stays, and takes the DWARF and
+ * frame information it lacked), and free W. How many objects were read. NULL ok. */
 unsigned pdi_objwarm_commit(struct pdi_objcache *c, struct pdi_objwarm *w);

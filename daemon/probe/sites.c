@@ -77,8 +77,9 @@ static int new_site(struct pdi_task *t, uint64_t key, uint16_t fn, const struct 
 		(void)pdi_elfobj_describe(at->obj, at->vaddr - 1, &loc);
 	place_name(at, &loc, place, sizeof(place));
 	if (via) {
+		/* the library function's name only: its DWARF is never read for it */
 		if (via->obj && via->vaddr > 0)
-			(void)pdi_elfobj_describe(via->obj, via->vaddr - 1, &vloc);
+			(void)pdi_elfobj_symbol_at(via->obj, via->vaddr - 1, &vloc);
 		snprintf(name, sizeof(name), "%s in %s called from %s%s", pdi_mpi_funcs[fn].name,
 			 vloc.func[0] ? vloc.func : via->object, place, mark);
 	} else {
@@ -109,21 +110,29 @@ static int new_site(struct pdi_task *t, uint64_t key, uint16_t fn, const struct 
 	return 0;
 }
 
-/* Map ADDR of task T to (object, ELF address). Rereads the maps once if ADDR is not in
- * them: the program may have loaded a library since. Anonymous or vanished code keeps its
- * address as its identity. */
-static void locate(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr, struct code_addr *ret)
+/* The mapping of task T that holds ADDR, or NULL. Rereads the maps once if ADDR is not in them:
+ * the program may have loaded a library since. */
+static const struct pdi_mapping *mapping_of(struct pdi_task *t, uint64_t addr)
 {
 	const struct pdi_mapping *m = t->maps.n ? pdi_maps_find(&t->maps, addr) : NULL;
-	uint64_t off;
 
-	*ret = (struct code_addr){.vaddr = addr, .ident = mix64(0, addr), .object = "?"};
 	if (!m) {
 		pdi_maps_free(&t->maps);
 		if (pdi_maps_read(t->pid, &t->maps) < 0)
-			return;
+			return NULL;
 		m = pdi_maps_find(&t->maps, addr);
 	}
+	return m;
+}
+
+/* Map ADDR of task T to (object, ELF address). Anonymous or vanished code keeps its address as
+ * its identity. */
+static void locate(struct pdi_task *t, struct pdi_objcache *objs, uint64_t addr, struct code_addr *ret)
+{
+	const struct pdi_mapping *m = mapping_of(t, addr);
+	uint64_t off;
+
+	*ret = (struct code_addr){.vaddr = addr, .ident = mix64(0, addr), .object = "?"};
 	if (!m || !m->path)
 		return;
 	ret->dev = m->dev;
@@ -158,6 +167,28 @@ int pdi_site_cached(const struct pdi_task *t, const struct pdi_inflight *f, uint
 	return 0;
 }
 
+/* The step-wide key of the site of FN's call with chain CH in T, its places AT and VIA (if CH has
+ * one) located; the objects are the cache's (symbols only: no DWARF is read). */
+static uint64_t site_key(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_chain *ch, uint16_t fn,
+			 struct code_addr *at, struct code_addr *via)
+{
+	uint64_t key;
+
+	locate(t, objs, ch->caller, at);
+	key = mix64(at->ident, fn | (ch->end != PDI_CHAIN_DONE ? 1u << 16 : 0));
+	if (ch->via) {
+		struct pdi_srcloc vloc;
+
+		/* the library function, not the place inside it: one library routine called from
+		 * one line is one state, whatever path it takes to MPI inside */
+		locate(t, objs, ch->via, via);
+		if (via->obj && pdi_elfobj_symbol_at(via->obj, via->vaddr - 1, &vloc) == 0 && vloc.func[0])
+			via->ident = mix64(mix64(mix64(0, via->dev), via->ino), via->vaddr - 1 - vloc.func_off);
+		key = mix64(key, via->ident);
+	}
+	return key;
+}
+
 int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_chain *ch, uint16_t fn,
 		    uint32_t *ret_site)
 {
@@ -171,18 +202,7 @@ int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct 
 		*ret_site = i;
 		return 0;
 	}
-	locate(t, objs, ch->caller, &at);
-	key = mix64(at.ident, fn | (ch->end != PDI_CHAIN_DONE ? 1u << 16 : 0));
-	if (ch->via) {
-		struct pdi_srcloc vloc;
-
-		/* the library function, not the place inside it: one library routine called from
-		 * one line is one state, whatever path it takes to MPI inside */
-		locate(t, objs, ch->via, &via);
-		if (via.obj && pdi_elfobj_describe(via.obj, via.vaddr - 1, &vloc) == 0 && vloc.func[0])
-			via.ident = mix64(mix64(mix64(0, via.dev), via.ino), via.vaddr - 1 - vloc.func_off);
-		key = mix64(key, via.ident);
-	}
+	key = site_key(t, objs, ch, fn, &at, &via);
 	i = pdi_u64map_get(&s->site_idx, key);
 	if (i == PDI_U64MAP_NONE) {
 		r = new_site(t, key, fn, &at, ch->via ? &via : NULL, ch->end != PDI_CHAIN_DONE, &i);
@@ -196,6 +216,36 @@ int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct 
 		return r;
 	*ret_site = i;
 	return 0;
+}
+
+unsigned pdi_site_cold(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_chain *ch, uint16_t fn,
+		       const struct pdi_mapping *ret_maps[2])
+{
+	const struct pdi_mapping *m[2];
+	struct code_addr at, via;
+	unsigned n = 0;
+
+	if (pdi_u64map_get(&t->site_cache, chain_key(ch->caller, ch->via, fn)) != PDI_U64MAP_NONE)
+		return 0;
+	/* the maps reread for either place (which frees the earlier ones), then both found in them */
+	if (mapping_of(t, ch->caller) && ch->via)
+		(void)mapping_of(t, ch->via);
+	m[0] = pdi_maps_find(&t->maps, ch->caller);
+	m[1] = ch->via ? pdi_maps_find(&t->maps, ch->via) : NULL;
+	/* an object not read yet: opening it indexes its symbols (a 65 MB executable's, NWChem's) */
+	m[1] = m[1] && m[0] && m[1]->dev == m[0]->dev && m[1]->ino == m[0]->ino ? NULL : m[1];
+	for (unsigned i = 0; i < 2; i++)
+		if (m[i] && m[i]->path && !pdi_objcache_holds(objs, m[i]))
+			ret_maps[n++] = m[i];
+	if (n)
+		return n;
+	/* all read: a site the step knows needs their symbols only; a new one is named by its line,
+	 * from the DWARF of the object it is in, which may not be loaded yet (a big program's) */
+	if (pdi_u64map_get(&t->step->site_idx, site_key(t, objs, ch, fn, &at, &via)) != PDI_U64MAP_NONE)
+		return 0;
+	if (at.obj && !pdi_elfobj_lines_loaded(at.obj) && (m[0] = pdi_maps_find(&t->maps, ch->caller)))
+		ret_maps[n++] = m[0];
+	return n;
 }
 
 int pdi_site_of_inflight(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_inflight *f, pid_t tid,

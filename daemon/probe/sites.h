@@ -19,6 +19,14 @@ struct pdi_objcache;
 int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_chain *ch, uint16_t fn,
 		    uint32_t *ret_site);
 
+/* What pdi_site_lookup() of CH would read that may take long, as mappings of T (valid until T's
+ * maps are next reread) into RET_MAPS: the objects of its places the cache has not read (opening
+ * one indexes its symbols), or, for a site new to the step, the object whose DWARF names its line
+ * if that DWARF is not loaded yet. How many (0: the lookup is quick; a worker reads them first
+ * otherwise, site_warm.h). Reads T's maps again if the places are not in them. */
+unsigned pdi_site_cold(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_chain *ch, uint16_t fn,
+		       const struct pdi_mapping *ret_maps[2]);
+
 /* The chain of a call that returns straight to ADDR (nothing hopped over). */
 static inline struct pdi_chain pdi_chain_direct(uint64_t addr)
 {

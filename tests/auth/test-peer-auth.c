@@ -198,7 +198,7 @@ static char *sign(const char *op, uint64_t nonce, int ttl, const char *body)
 	int r;
 
 	fill_claim(&c, op, nonce);
-	r = pdi_auth_sign(signer, ttl, &c, body, strlen(body), &cred);
+	r = pdi_auth_sign(signer, ttl, 0, &c, body, strlen(body), &cred, NULL, 0);
 	if (r < 0) {
 		printf("# pdi_auth_sign: %s\n", strerror(-r));
 		bail("cannot sign");
@@ -246,7 +246,7 @@ static void start_munged(void)
 	fill_claim(&c, "probe", 1);
 	signer = new_auth(sock, 1, 0);
 	for (;;) {
-		if (access(sock, F_OK) == 0 && pdi_auth_sign(signer, 10, &c, "", 0, &cred) == 0)
+		if (access(sock, F_OK) == 0 && pdi_auth_sign(signer, 10, 0, &c, "", 0, &cred, NULL, 0) == 0)
 			break;
 		if (waitpid(munged_pid, &status, WNOHANG) == munged_pid) {
 			munged_pid = 0;
@@ -285,7 +285,7 @@ static void case_genuine(void)
 	int r;
 
 	fill_claim(&sent, "gather", nonce);
-	r = pdi_auth_sign(signer, 30, &sent, body, strlen(body), &cred);
+	r = pdi_auth_sign(signer, 30, 0, &sent, body, strlen(body), &cred, NULL, 0);
 	CHECK(r == 0, "sign: %s", strerror(-r));
 	r = verify(cache, cred, body, &got, why, sizeof(why));
 	CHECK(r == 0, "verify: %d %s", r, why);
@@ -434,7 +434,7 @@ static char *sign_as_nobody(uint64_t nonce, int ttl)
 		fill_claim(&c, "gather", nonce);
 		if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 || setresuid(NOBODY, NOBODY, NOBODY) < 0)
 			_exit(2);
-		if (pdi_auth_sign(new_auth(sock, 1, 0), ttl, &c, body, strlen(body), &cred) < 0)
+		if (pdi_auth_sign(new_auth(sock, 1, 0), ttl, 0, &c, body, strlen(body), &cred, NULL, 0) < 0)
 			_exit(3);
 		if (write(p[1], cred, strlen(cred)) != (ssize_t)strlen(cred))
 			_exit(4);
@@ -536,9 +536,11 @@ static void case_munged_gone(void)
 	CHECK(strstr(why, "munged unreachable") && strstr(why, gone), "message: %s", why);
 	printf("# munged gone: %s (%ld ms)\n", why, now_ms() - t0);
 	fill_claim(&c, "gather", 1);
-	r = pdi_auth_sign(a, 30, &c, body, strlen(body), &none);
+	why[0] = '\0';
+	r = pdi_auth_sign(a, 30, 0, &c, body, strlen(body), &none, why, sizeof(why));
 	CHECK(r == -EIO, "sign: %d", r);
 	CHECK(!none, "no credential");
+	CHECK(strstr(why, "munged unreachable") != NULL, "sign's reason: %s", why);
 	pdi_auth_free(a);
 	/* a socket left behind by a munged that died: nobody listens, libmunge retries for
 	 * seconds; the call returns at the bound, and the next one at once */
@@ -561,6 +563,44 @@ static void case_munged_gone(void)
 	free(cred);
 }
 
+/* A signer with a deadline of its own (a gather) passes the time it has left: munged slower than
+ * the options' bound (stopped for twice that, then continued) still signs for it, and a call that
+ * gets no answer returns at the time it was given, saying so. */
+static void case_sign_waits_its_own_time(void)
+{
+	struct pdi_auth *a = new_auth(sock, 64, BOUND_MS);
+	struct pdi_auth_claim c;
+	char *cred = NULL, why[256] = "";
+	long t0, t;
+	pid_t waker;
+	int r;
+
+	fill_claim(&c, "gather", 1);
+	CHECK(kill(munged_pid, SIGSTOP) == 0, "SIGSTOP munged: %s", strerror(errno));
+	t0 = now_ms();
+	r = pdi_auth_sign(a, 30, 2 * BOUND_MS, &c, body, strlen(body), &cred, why, sizeof(why));
+	t = now_ms() - t0;
+	CHECK(r == -ETIMEDOUT && strstr(why, "within 600 ms"), "sign with munged stopped: %d %s", r, why);
+	CHECK(t >= 2 * BOUND_MS - 50 && t < 2 * BOUND_MS + SLACK_MS, "it took %ld ms (given %d)", t, 2 * BOUND_MS);
+	printf("# sign, munged stopped: %s (%ld ms)\n", why, t);
+	pdi_auth_free(a);
+	/* munged continued after twice the bound: a caller giving it 20 times the bound is served */
+	a = new_auth(sock, 64, BOUND_MS);
+	waker = fork();
+	if (waker == 0) {
+		usleep(2 * BOUND_MS * 1000);
+		kill(munged_pid, SIGCONT);
+		_exit(0);
+	}
+	CHECK(waker > 0, "fork: %s", strerror(errno));
+	r = pdi_auth_sign(a, 30, 20 * BOUND_MS, &c, body, strlen(body), &cred, why, sizeof(why));
+	kill(munged_pid, SIGCONT);
+	waitpid(waker, NULL, 0);
+	CHECK(r == 0 && cred, "sign given 20x the bound, munged stopped 2x: %d %s", r, why);
+	free(cred);
+	pdi_auth_free(a);
+}
+
 /* munged stopped (SIGSTOP): it accepts connections and never answers. */
 static void case_munged_stopped(void)
 {
@@ -579,6 +619,7 @@ static void case_munged_stopped(void)
 	printf("# munged stopped: %s (%ld ms)\n", why, t);
 	free(cred);
 	pdi_auth_free(a);
+	case_sign_waits_its_own_time();
 	/* munged answers again: a fresh verifier is served at once */
 	a = new_auth(sock, 64, 0);
 	cred = sign("gather", fresh_nonce(), 30, body);

@@ -233,6 +233,24 @@ def main():
         mute.close()
         c.stop(9)
 
+        # munged stopped for longer than a MUNGE call's bound (1 s) while the root signs its
+        # requests: the root gives munged the time its gather has left, so that a munged slowed
+        # by a busy node costs time, not the gather (a call that timed out at the bound would mark
+        # munged down and fail every child at once)
+        c.munged.proc.send_signal(signal.SIGSTOP)
+        try:
+            root = subprocess.Popen([NODE, "root", "--name", c.addr(0), "--port", str(c.port), "--munge", c.sock,
+                                     "--timeout", str(8 * LEVEL_MS), "--nodes", ",".join(nodes)],
+                                    stdout=subprocess.PIPE, text=True)
+            t0 = time.monotonic()
+            time.sleep(1.5 * LEVEL_MS / 1000)  # the fault: munged not answering for 1.5 s
+        finally:
+            c.munged.proc.send_signal(signal.SIGCONT)
+        out, _ = root.communicate(timeout=30)
+        res = parse(out, time.monotonic() - t0)
+        check(res.get("answered") == 8, "munged stopped 1.5 s during the signing: %s answered, missing %s"
+              % (res.get("answered"), res.get("miss")))
+
         # bad input to node 3: closed with a log line each, then it serves the next gather
         bad = {"garbage": b"GET / HTTP/1.0\r\n\r\n" * 8,
                "truncated": header(cred_len=10, body_len=100) + b"x" * 20,

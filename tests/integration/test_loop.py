@@ -17,7 +17,9 @@ import subprocess
 import sys
 import unittest
 
-from harness import HANG_MS, PDIMON, PDIMOND, Daemon, DaemonTest, StatusProbe, SystemBus, find_ranks, mpirun, wait_for
+from harness import (HANG_MS, PDIMON, PDIMOND, Daemon, DaemonTest, StatusProbe, SystemBus, find_ranks, marker_line,
+                     mpirun, wait_for)
+from test_startup import StoppedThreads
 
 USER = "pdimontest"
 
@@ -91,6 +93,44 @@ class Loop(DaemonTest):
         self.assertGreater(after["events"], before["events"])
         self.assertEqual(after["events_lost"], 0, after)
         os.killpg(busy.pid, signal.SIGKILL)
+
+    def test_cold_site_named_off_the_loop(self):
+        """A call site's first name reads the DWARF of the object it is in (a big Fortran code's
+        takes long). With the cache cold (an Open MPI ring registered while it runs, past its
+        MPI_Init) a worker of the pool "startup" reads it, held here in a ptrace stop, while the
+        ranks' calls wait in order: Status is answered, no event is lost, and once it is read
+        every call is counted, at sites named by their lines."""
+        job = self.spawn(mpirun("openmpi", 2, "ring", 100000, 10000))
+        pids = find_ranks("ring.openmpi", 2, job.pid)
+
+        def past_init(pid):
+            with open(f"/proc/{pid}/maps") as f:
+                return "/mca_pml_" in f.read()  # MPI_Init loads Open MPI's components
+        wait_for(lambda: all(past_init(p) for p in pids), 60, "the ranks past MPI_Init")
+        offset = len(self.d.read_log())
+        with StoppedThreads(self.d.proc.pid, "pdi-startup"):
+            with self.probe() as probe:
+                self.d.pdimon("attach", "--step", "cold", "--pid", *pids)
+                wait_for(lambda: self.d.read_log()[offset:].count("a call site's first name waits") == 2, 60,
+                         "both ranks' calls waiting for a worker")
+                # calls came (and are counted as they come), none is in a model yet
+                wait_for(lambda: self.d.status()["events"] >= 20, 60, "calls while the worker is held")
+                self.assertEqual([t["calls"] for t in self.d.show("cold")["tasks"]], [0, 0])
+        probe.check(self, "while a call site's object is read")
+        names = {f"MPI_{n}@ring.c:{marker_line('ring.c', m)}" for m, n in (("irecv", "Irecv"), ("isend", "Isend"))}
+
+        def named():
+            s = self.d.show("cold")
+            return all(names <= {st["name"] for p in t["phases"] for st in p["states"]} for t in s["tasks"])
+        wait_for(named, 60, "the ring's sites named by their lines once read")
+        os.killpg(job.pid, signal.SIGKILL)
+        wait_for(lambda: self.d.show("cold")["state"] == "ended", 60, "the step to end")
+        s, st = self.d.show("cold"), self.d.status()
+        self.assertEqual([t["events_lost"] for t in s["tasks"]], [0, 0])
+        self.assertEqual(st["events_lost"], 0, st)
+        # every call that came is in a model, once
+        self.assertEqual(sum(t["calls"] for t in s["tasks"]), st["events"], (s["tasks"], st))
+        self.assertRegex(self.d.read_log()[offset:], r"objects read on a worker in [0-9.]+ ms for a call site's name")
 
     def test_refused_readers_load_nothing(self):
         # issue 14.8: another user's stored steps are never loaded for them, however many

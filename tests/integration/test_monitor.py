@@ -322,6 +322,35 @@ class Monitor(DaemonTest):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("already monitored", r.stderr)
 
+    def test_attach_after_init_keeps_bytes(self):
+        """A rank registered after its MPI_Init (pdimon attach of a running Open MPI program):
+        Open MPI's datatype handles are addresses in the process, read when it joins; its calls
+        carry their bytes (MPI_INT: 4 per Isend and Irecv)."""
+        job = self.spawn(mpirun("openmpi", 2, "ring", 100000, 2000))
+        pids = find_ranks("ring.openmpi", 2, job.pid)
+
+        def past_init(pid):
+            # MPI_Init loads Open MPI's components (mca_pml_*.so); the ring runs once it is done
+            with open(f"/proc/{pid}/maps") as f:
+                return "/mca_pml_" in f.read()
+        wait_for(lambda: all(past_init(p) for p in pids), 60, "the ranks past MPI_Init")
+        self.d.pdimon("attach", "--step", "late", "--pid", *pids)
+        site = ring_sites()
+
+        def sent():
+            s = self.d.show("late")
+            out = {}
+            for t in s["tasks"]:
+                st = [st for p in t["phases"] for st in p["states"] if st["name"] in (site["isend"], site["irecv"])]
+                if sum(x.get("visits", 0) for x in st) < 40:
+                    return None
+                out[t["rank"]] = {x["name"]: x for x in st}
+            return out if len(out) == 2 else None
+        out = wait_for(sent, 60, "20 ring iterations seen on each rank")
+        for rank, states in out.items():
+            for name, st in states.items():
+                self.assertEqual(st["bytes"], 4 * st["visits"], f"rank {rank}: {name}: {st}")
+
     def test_attach_errors(self):
         r = self.d.pdimon("attach", "--pid", "4000000", check=False)
         self.assertEqual(r.returncode, 1)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """startup.py -- how long a monitored step's processes are held at MPI_Init (issue 10, 3e).
 
-    python3 bench/startup.py [--ranks 1,4,16,64] [--rounds 3] [--impl openmpi,mpich]
+    python3 bench/startup.py [--ranks 1,4,16,64] [--rounds 3] [--impl openmpi,mpich] [--baseline BUILD]
 
 One private pdimond for the whole run. For each MPI implementation and rank count, ROUNDS times
 in turn: bench/startup.IMPL unmonitored, then under `pdimon run` (a new step each time). pdimond
@@ -14,6 +14,9 @@ run's ranks were attached.
 Also printed: MPI_Init's own duration per rank (CLOCK_MONOTONIC around it, median), unmonitored
 and monitored, which the machine's load moves far more than the hold.
 Target: a step's delay <= 20 ms + 2 ms per rank.
+With --baseline BUILD, a pdimond of that build directory runs beside ours (each watches only its
+own steps), and every round also runs the step under it, right after ours: both columns side by
+side, from the same minutes of the machine's load.
 """
 import argparse
 import os
@@ -67,60 +70,83 @@ def run(cmd, env, timeout):
     return out
 
 
+class Figures:
+    """One daemon's figures for one implementation and rank count, over the rounds."""
+
+    def __init__(self):
+        self.first, self.later, self.init, self.not_held = None, [], [], [0, 0]
+
+    def add(self, rnd, h, it, n):
+        delay = max(h.values())
+        self.init += it.values()
+        if rnd == 0:
+            self.first = delay
+        else:
+            self.later.append(delay)
+            self.not_held[0] += sum(1 for v in h.values() if v == 0)
+            self.not_held[1] += n
+        return delay
+
+    def cells(self):
+        nan = float("nan")
+        return (self.first, statistics.median(self.later) if self.later else nan,
+                max(self.later) if self.later else nan, self.not_held, bl.median(self.init))
+
+
+def monitored(d, tag, step, impl, n, rnd, fig, timeout):
+    out = run(d.pdimon_args("run", "--step", step, "--") + command(impl, n), d.env, timeout)
+    it = init_times(out)
+    h = holds(d.read_log(), it.keys())
+    if len(h) != n:
+        raise bl.BenchError(f"{tag}: {impl} {n} ranks: pdimond logged {len(h)} of {n} joins")
+    delay = fig.add(rnd, h, it, n)
+    print(f"{tag:4s} {impl} {n:3d} ranks round {rnd + 1}: step delay {delay:7.1f} ms, held "
+          f"{sum(1 for v in h.values() if v > 0)}/{n}, holds (ms) "
+          f"{' '.join(f'{v:.1f}' for v in sorted(h.values()))}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", default="1,4,16,64")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--impl", default="openmpi,mpich")
     ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--baseline", metavar="BUILD", help="also under the pdimond of this build directory")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a pdimond setting, e.g. log_level=debug (repeatable)")
     ap.add_argument("--keep-log", metavar="PATH", help="copy pdimond's log to PATH at the end")
     a = ap.parse_args()
     ranks = [int(x) for x in a.ranks.split(",")]
     d = bl.Daemon(*a.set)
+    base = bl.Daemon(*a.set, build=os.path.abspath(a.baseline)) if a.baseline else None
     rows = []
     try:
         step = 0
         for impl in a.impl.split(","):
             for n in ranks:
-                first = None
-                later, plain_init, mon_init, not_held = [], [], [], [0, 0]
+                plain_init, this, before = [], Figures(), Figures()
                 for rnd in range(a.rounds):
                     plain_init += init_times(run(command(impl, n), d.env, a.timeout)).values()
                     step += 1
-                    out = run(d.pdimon_args("run", "--step", f"startup-{step}", "--") + command(impl, n), d.env,
-                              a.timeout)
-                    it = init_times(out)
-                    mon_init += it.values()
-                    h = holds(d.read_log(), it.keys())
-                    if len(h) != n:
-                        raise bl.BenchError(f"{impl} {n} ranks: pdimond logged {len(h)} of {n} joins")
-                    delay = max(h.values())
-                    if rnd == 0:
-                        first = delay
-                    else:
-                        later.append(delay)
-                        not_held[0] += sum(1 for v in h.values() if v == 0)
-                        not_held[1] += n
-                    print(f"{impl} {n:3d} ranks round {rnd + 1}: step delay {delay:7.1f} ms, held "
-                          f"{sum(1 for v in h.values() if v > 0)}/{n}, holds (ms) "
-                          f"{' '.join(f'{v:.1f}' for v in sorted(h.values()))}", flush=True)
-                rows.append((impl, n, first, statistics.median(later) if later else float("nan"),
-                             max(later) if later else float("nan"), not_held,
-                             bl.median(plain_init), bl.median(mon_init)))
+                    monitored(d, "this", f"startup-{step}", impl, n, rnd, this, a.timeout)
+                    if base:
+                        monitored(base, "base", f"startup-{step}-b", impl, n, rnd, before, a.timeout)
+                rows.append((impl, n, bl.median(plain_init), this.cells(), before.cells() if base else None))
     finally:
         if a.keep_log:
             with open(a.keep_log, "w") as f:
                 f.write(d.read_log())
         rc = d.stop()
+        if base:
+            base.stop()
     print()
     print("step delay = the largest hold at MPI_Init among the step's processes (ms); target 20 + 2 x ranks")
-    print(f"{'impl':8s} {'ranks':>5s} {'target':>7s} {'1st run':>8s} {'later med':>9s} {'later max':>9s} "
-          f"{'not held':>9s} {'init plain':>10s} {'init mon':>9s}")
-    for impl, n, first, med, mx, nh, pi, mi in rows:
-        print(f"{impl:8s} {n:5d} {20 + 2 * n:7d} {first:8.1f} {med:9.1f} {mx:9.1f} {nh[0]:4d}/{nh[1]:<4d} "
-              f"{pi:10.1f} {mi:9.1f}")
+    print(f"{'impl':8s} {'ranks':>5s} {'target':>7s} {'pdimond':>7s} {'1st run':>8s} {'later med':>9s} "
+          f"{'later max':>9s} {'not held':>9s} {'init plain':>10s} {'init mon':>9s}")
+    for impl, n, pi, this, before in rows:
+        for tag, (first, med, mx, nh, mi) in (("this", this), ("base", before)) if before else (("this", this),):
+            print(f"{impl:8s} {n:5d} {20 + 2 * n:7d} {tag:>7s} {first:8.1f} {med:9.1f} {mx:9.1f} "
+                  f"{nh[0]:4d}/{nh[1]:<4d} {pi:10.1f} {mi:9.1f}")
     return 0 if rc in (0, None) else 1
 
 

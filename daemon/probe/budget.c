@@ -20,13 +20,13 @@
 #include "budget.h"
 #include "budget_change.h"
 #include "daemon.h"
-#include "detach.h"
 #include "entry_place.h"
 #include "log.h"
 #include "mpi_funcs.h"
 #include "probe_change.h"
 #include "probe_targets.h"
 #include "program.h"
+#include "retired.h"
 #include "task_activity.h"
 #include "tracer.h"
 #include "u64map.h"
@@ -40,9 +40,7 @@
  * function's slices see no call; restored after two periods, it was degraded again a slot after
  * the loop began, at full cost meanwhile and a probe change each way */
 #define LEARNED_HOLD 4
-/* Jobs closing replaced links at once (each close waits for an RCU grace period; concurrent
- * ones share it), and replaced links a task may hold before its probes only go off. */
-#define CLOSING_JOBS 4
+/* Replaced links a task may hold before its probes only go off. */
 #define RETIRED_MAX 32
 
 /* Calls whose end the model can do without: nonblocking completion tests and probes. */
@@ -268,7 +266,7 @@ static void set_need(struct pdi_budget_fn *f, unsigned level)
  * is restored. The list then holds at most the bound plus two links per function. */
 static bool closes_behind(const struct pdi_task *t)
 {
-	return t->att.nretired >= RETIRED_MAX;
+	return pdi_retired_count(t) >= RETIRED_MAX;
 }
 
 /* Over budget: one step down for the function that costs most, until it fits. The task's need
@@ -385,7 +383,8 @@ static void set_modes_in_place(struct pdi_daemon *d, struct pdi_task *t, const u
 }
 
 /* Probes as the levels want them in this slot: one change for all the functions that differ,
- * attached on a worker (none while the last one is); the links replaced are closed on a worker. */
+ * attached on a worker (none while the last one is); the links replaced are closed on a worker
+ * (retired.h: a return link once no call in flight needs it). */
 static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint64_t period)
 {
 	uint8_t modes[PDI_LINK_GEN_FUNCS];
@@ -406,8 +405,7 @@ static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint6
 		set_modes_in_place(d, t, modes);
 	else if (r < 0 && r != -EBUSY)
 		log_warning_errno_limited((uint64_t)t->pid, r, "pid %d: cannot change its probes: %m", (int)t->pid);
-	if (d->budget_closing < CLOSING_JOBS)
-		pdi_detach_retired_later(d->workers, &t->att, &d->budget_closing);
+	pdi_retired_close(d, t);
 }
 
 static void arm(struct pdi_daemon *d, bool on)

@@ -17,6 +17,7 @@
 #include "mpi_funcs.h"
 #include "probe_change.h"
 #include "registry.h"
+#include "retired.h"
 #include "worker.h"
 
 /* Changes attached at once: each waits mostly for the kernel's dup_mmap_sem, which one attach
@@ -99,6 +100,8 @@ static void change_done(struct pdi_job *pj, bool cancelled)
 		for (unsigned fn = 0; r == 0 && fn < pdi_mpi_nfuncs; fn++)
 			if (came_on[fn])
 				t->budget->fn[fn].on_from_ns = pdi_now_ns();
+		/* now, not at the next slot: until closed, the replaced links trap every call */
+		pdi_retired_close(d, t);
 		log_debug("pid %d: new probes attached in %.1f ms on a worker, switched %.1f ms after the change "
 			  "was decided", (int)t->pid, (double)j->attach_ns / 1e6,
 			  (double)(pdi_now_ns() - j->submitted_ns) / 1e6);

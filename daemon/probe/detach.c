@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "close_together.h"
 #include "detach.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -18,6 +19,7 @@ struct detach_job {
 	int *fds;                /* uprobe_multi links */
 	unsigned nfds;
 	unsigned *in_flight;     /* the submitter's count of its jobs not done, or NULL */
+	bool together;           /* close its few fds at once (close_together.h), not one by one */
 };
 
 /* One after the other, not together (close_together.h): each unregistration takes the kernel's
@@ -32,8 +34,11 @@ static void close_all(struct detach_job *j)
 	pdi_attachment_detach(&links);
 	j->links = NULL;
 	j->nlinks = 0;
-	for (unsigned i = 0; i < j->nfds; i++)
-		close(j->fds[i]);
+	if (j->together)
+		pdi_links_close_together(j->fds, j->nfds, NULL, 0);
+	else
+		for (unsigned i = 0; i < j->nfds; i++)
+			close(j->fds[i]);
 	free(j->fds);
 	j->fds = NULL;
 	j->nfds = 0;
@@ -84,7 +89,7 @@ static void take_fd(struct detach_job *j, int *fd)
 
 void pdi_detach_later(struct pdi_workers *w, struct pdi_attachment *a)
 {
-	unsigned most = 2 + a->nretired + (a->fns ? 2 * pdi_mpi_nfuncs : 0);
+	unsigned most = 2 + a->nretired + a->nretired_returns + (a->fns ? 2 * pdi_mpi_nfuncs : 0);
 	struct detach_job *j = calloc(1, sizeof(*j));
 
 	if (!j || !(j->fds = malloc(sizeof(*j->fds) * most))) {
@@ -107,6 +112,11 @@ void pdi_detach_later(struct pdi_workers *w, struct pdi_attachment *a)
 	for (unsigned i = 0; i < a->nretired; i++)
 		take_fd(j, &a->retired[i]);
 	a->nretired = 0;
+	for (unsigned i = 0; i < a->nretired_returns; i++)
+		take_fd(j, &a->retired_returns[i]);
+	a->nretired_returns = 0;
+	a->returns_held_ns = 0;
+	a->returns_waiting = false;
 	submit(w, j);
 }
 
@@ -123,14 +133,20 @@ static struct detach_job *fds_job(int *fds, unsigned n, unsigned *in_flight)
 	return j;
 }
 
-void pdi_detach_retired_later(struct pdi_workers *w, struct pdi_attachment *a, unsigned *in_flight)
+/* The budget's replaced links are closed together: a link keeps its breakpoints until its close
+ * has unregistered them, and closed one by one behind each other's grace periods, the links of a
+ * function turned off went on trapping every call for 60 ms a link, 200 ms a job
+ * (bench/lammps_timeline.py: the entry program ran 1.27-2.46 times per call taken in). They are
+ * a few per job, not the hundreds of a task's end that close_all() takes one at a time. */
+void pdi_detach_list_later(struct pdi_workers *w, int **fds, unsigned *n, unsigned *in_flight)
 {
 	struct detach_job *j;
 
-	if (a->nretired == 0 || !(j = fds_job(a->retired, a->nretired, in_flight)))
+	if (*n == 0 || !(j = fds_job(*fds, *n, in_flight)))
 		return; /* without memory they wait for the next call, or the task's end */
-	a->retired = NULL;
-	a->nretired = 0;
+	j->together = true;
+	*fds = NULL;
+	*n = 0;
 	submit(w, j);
 }
 

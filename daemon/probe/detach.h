@@ -11,9 +11,11 @@ struct pdi_workers;
 /* Take all of A's links (A keeps its object, datatypes and counts, with no link left) and close
  * them on a worker of W; on the loop's own time only when no worker takes them. */
 void pdi_detach_later(struct pdi_workers *w, struct pdi_attachment *a);
-/* Close the links the budget retired from A (A->retired) on a worker of W. *IN_FLIGHT counts
- * such jobs not done yet (up while queued, down when closed), for the caller to bound them. */
-void pdi_detach_retired_later(struct pdi_workers *w, struct pdi_attachment *a, unsigned *in_flight);
+/* Close the *N link fds of the malloc'd array *FDS (a list of links the budget replaced, which
+ * it takes: NULL and 0 after) on a worker of W, all at once (close_together.h). *IN_FLIGHT
+ * counts such jobs not done yet (up while queued, down when closed), for the caller to bound
+ * them. Without memory the list stays the caller's. */
+void pdi_detach_list_later(struct pdi_workers *w, int **fds, unsigned *n, unsigned *in_flight);
 /* Close the N link fds FDS (a malloc'd array, which it takes) on a worker of W; on the caller's
  * time only when no worker takes them. *IN_FLIGHT (NULL: none) counts as above. */
 void pdi_detach_fds_later(struct pdi_workers *w, int *fds, unsigned n, unsigned *in_flight);

@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "close_together.h"
 #include "mpi_funcs.h"
 #include "mpitrace.skel.h"
@@ -65,11 +66,21 @@ static uint16_t new_gen(struct pdi_fn_probes *p)
 	return p->issued;
 }
 
-/* FDS (a pair of links, -1 unused) join A's links to close, and are -1 after. If memory is
- * short they are closed here, on the caller's time. */
+/* FDS (entry and return links, -1 unused) join A's links to close, and are -1 after; if memory
+ * is short they are closed here, on the caller's time. Apart: an entry link can go at once, a
+ * return link may be the last return probe of a call in flight now (retired.h). */
 static void retire(struct pdi_attachment *a, int fds[2])
 {
-	pdi_links_keep_pair(&a->retired, &a->nretired, fds);
+	int entry[2] = {fds[0], -1}, ret[2] = {fds[1], -1};
+
+	pdi_links_keep_pair(&a->retired, &a->nretired, entry);
+	if (ret[0] >= 0) {
+		a->returns_retired_ns = pdi_now_ns();
+		if (!a->returns_held_ns)
+			a->returns_held_ns = a->returns_retired_ns;
+	}
+	pdi_links_keep_pair(&a->retired_returns, &a->nretired_returns, ret);
+	fds[0] = fds[1] = -1;
 }
 
 /* A set of C for function FN (-1: every function that stays in the shared links), with the

@@ -11,7 +11,7 @@
  *   2. attach (any thread: a worker): the uprobe_multi syscalls, which can wait tens of ms in the
  *      kernel (dup_mmap_sem, RCU); it touches nothing but the change;
  *   3. commit (loop): one update of link_gens switches every function the change touches, the
- *      task takes the new links and the replaced ones go to its retired list (detach.h); or drop:
+ *      task takes the new links and the replaced ones go to its retired lists (retired.h); or drop:
  *      the new links, never current, are retired or handed back to close.
  * So no call is missed and none is counted twice, whenever the attach ends and the closes
  * complete. Between plan and commit or drop nothing else may change the task's probes. */

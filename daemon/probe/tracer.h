@@ -53,8 +53,17 @@ struct pdi_attachment {
 	                            * it for re-attaching, whatever the object cache closed since */
 	struct pdi_probe_targets *targets; /* what was probed where (offsets, cookies, placement) */
 	struct pdi_fn_probes *fns; /* per function (pdi_mpi_funcs) once the budget changed one; NULL: all full */
-	int *retired;              /* links replaced by the budget, still to close (detach.h) */
+	int *retired;              /* entry links replaced by the budget, still to close (retired.h) */
 	unsigned nretired;
+	int *retired_returns;      /* return links replaced by the budget, held while a call entered
+	                            * before their switch may still need one of them (retired.h) */
+	unsigned nretired_returns;
+	uint64_t returns_retired_ns; /* when the last of those was replaced (CLOCK_MONOTONIC) */
+	uint64_t returns_held_ns;  /* when the first of those still held was, 0: none held */
+	bool returns_waiting;      /* held for a call in flight (said once a hold, in the log) */
+	uint64_t returns_lost_before_ns; /* calls entered before this, of a function in
+	                            * returns_lost_fns, had their return probes closed while in flight */
+	uint64_t returns_lost_fns[PDI_LINK_GEN_FUNCS / 64]; /* bit FN % 64 of word FN / 64 */
 	unsigned nmoved;           /* entry probes moved past a single-stepped first instruction */
 	unsigned nstepped;         /* entry probes left on an instruction the kernel single-steps */
 	bool ahead;                /* attached when it executed its program, before MPI_Init */
@@ -163,6 +172,27 @@ void pdi_tracer_discard(struct pdi_tracer *t);
 
 /* Events the BPF side could not queue for PID (ring buffer full). */
 uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid);
+
+/* The functions of the calls that PID's threads have in flight, entered before BEFORE_NS, into
+ * RET as bits (bit FN % 64 of RET[FN / 64]): one lookup per thread of /proc/PID/task, no walk of
+ * the node's map. 0; -ENOENT when PID is gone; other negative errno: not known (RET untouched). */
+int pdi_tracer_inflight_fns_before(struct pdi_tracer *t, pid_t pid, uint64_t before_ns,
+				   uint64_t ret[PDI_LINK_GEN_FUNCS / 64]);
+
+/* Has the call F, in flight in a thread of the process attached as A, lost its return? Its
+ * function's return probes were all closed while it was in flight (the budget holds them a while
+ * for it, retired.h, then lets them go): an end it came to was not seen, so F tells where the
+ * thread was, not that it is still there. Its readers take the thread as outside MPI, where a
+ * still task is placed by its live stack (report/stack_place.h): a rank blocked in that call is
+ * found waiting there, one that left it and computes is not. A later hit of the thread's still
+ * ends it (mpi_enter emits it then, PDI_EVF_NO_EXIT). */
+static inline bool pdi_attachment_return_lost(const struct pdi_attachment *a, const struct pdi_inflight *f)
+{
+	unsigned fn = PDI_COOKIE_FN(f->cookie);
+
+	return f->t_enter < a->returns_lost_before_ns && fn < PDI_LINK_GEN_FUNCS &&
+	       (a->returns_lost_fns[fn / 64] >> (fn % 64) & 1);
+}
 
 /* Where the threads of PID are inside MPI now. Fills up to MAX, returns how many. */
 int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,

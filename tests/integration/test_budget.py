@@ -5,6 +5,7 @@
 Run one case as: test_budget.py Budget.test_polling_burst_degraded_then_restored
 Asserts the mechanism and the marks in the model, never timings.
 """
+import json
 import os
 import re
 import signal
@@ -164,6 +165,74 @@ class Budget(DaemonTest):
                  f"pdimond's BPF links back to {before} (the killed ranks' closed)")
         self.assertTrue(self.d.status()["events"] > 0)
         self.assertNotIn("cannot switch", self.d.read_log())
+
+
+class BudgetHeld(DaemonTest):
+    """Calls in flight while the budget turns their function's probes off (tests/mpi/held.c): ranks
+    0 and 3 wait in an MPI_Allreduce entered while it was fully probed, and ranks 1 and 2 call it
+    flat out until a budget this small detaches it for the whole step. A replaced return probe is
+    then the only one that can see those calls end: it is held while they are in flight, 2 s at
+    most. Rank 0, let go during the hold, ends its call with its return (or, had the hold run out,
+    is no longer shown in it); rank 3, held past it, is found waiting in MPI_Allreduce by its stack,
+    then computing once let go. Return probes closed at the switch fail both: the thread's
+    in-flight entry stays "in MPI_Allreduce" for good."""
+    settings = ("max_overhead_pct=0.0005", "log_level=debug")
+
+    def tasks(self):
+        return {t["rank"]: t for t in self.d.show("held")["tasks"]}
+
+    def reported(self, rank):
+        """Rank RANK in a live report, whose stack walks place tasks the probes cannot."""
+        rep = json.loads(self.d.pdimon("report", "held", "--json").stdout)
+        return next(t for t in rep["tasks"] if t["rank"] == rank)
+
+    def test_held_call_ends_or_is_placed_by_stack(self):
+        before = self.d.bpf_links()
+        job = self.spawn([PDIMON, "run", "--step", "held", "--", *mpirun("openmpi", 4, "held", 300)])
+        find_ranks("held.openmpi", 4, job.pid)
+        # both waiting ranks entered their call while it was fully probed: seen in it
+        by = wait_for(lambda: (lambda ts: len(ts) == 4 and all(ts[r]["current"].get("in_mpi") == "MPI_Allreduce"
+                                                                for r in (0, 3)) and ts)(self.tasks()),
+                      60, "ranks 0 and 3 seen waiting in MPI_Allreduce")
+        pid = {r: t["pid"] for r, t in by.items()}
+        for r in (1, 2):
+            os.kill(pid[r], signal.SIGUSR2)
+
+        def said(rank, what):
+            return re.search(rf"pid {pid[rank]} \(rank {rank}\): {what}", self.d.read_log())
+        # detached for every rank: once rank 0's probes of it are off, the return probes replaced
+        # under its call are held for it
+        wait_for(lambda: said(0, r"\d+ replaced return probes held for calls in flight"), 60,
+                 "rank 0's replaced return probes held")
+        self.assertRegex(self.d.read_log(), rf"pid {pid[0]} .*: MPI_Allreduce [a-z0-9/ ]+ -> detached")
+        # let go once the entry links replaced with them are closed (a grace period: return links
+        # closed at the switch would be gone by then)
+        switch_at = len(self.d.read_log())
+        wait_for(lambda: re.search(r"\d+ probe links closed in", self.d.read_log()[switch_at:]), 60,
+                 "the replaced entry links closed")
+        calls = self.tasks()[0]["calls"]
+        os.kill(pid[1], signal.SIGUSR1)
+        # its call ends with its return (one call more), or the hold ran out first and said so
+        wait_for(lambda: self.tasks()[0]["calls"] == calls + 1 or said(0, "replaced return probes closed after"), 60,
+                 "rank 0's Allreduce to end")
+        wait_for(lambda: "in_mpi" not in self.tasks()[0]["current"], 60,
+                 f"rank 0, let go, no longer shown in MPI_Allreduce: {self.tasks()[0]}")
+
+        # rank 3 waits on past the hold: its call is said to have lost its return, and its stack
+        # places it where it is
+        wait_for(lambda: said(3, r"replaced return probes closed after [0-9.]+ s with MPI_Allreduce in flight"), 60,
+                 "rank 3's hold to run out:\n" + self.d.read_log()[-3000:])
+        wait_for(lambda: (lambda t: t["by_stack"] and t["status"] in ("blocked", "in_mpi") and
+                          t["where"].startswith("MPI_Allreduce") and t)(self.reported(3)), 60,
+                 f"rank 3 placed in MPI_Allreduce by its stack: {self.reported(3)}")
+        os.kill(pid[2], signal.SIGUSR1)
+        wait_for(lambda: (lambda t: t["status"] == "computing" and t)(self.reported(3)), 60,
+                 f"rank 3, let go, found computing: {self.reported(3)}")
+
+        # the held return probes go with their tasks
+        kill_tree(job)
+        wait_for(lambda: all(t["state"] == "ended" for t in self.d.show("held")["tasks"]), 60, "the tasks to end")
+        wait_for(lambda: self.d.bpf_links() == before, 60, f"pdimond's BPF links back to {before}")
 
 
 class Placement(unittest.TestCase):

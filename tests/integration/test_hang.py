@@ -205,10 +205,11 @@ class HangBudget(DaemonAndJob):
         self.assertTrue(os.path.exists(self.AGENT), f"{self.AGENT}: build tests/faults first")
         cmd = mpirun("openmpi", RANKS, "waits", 600)
         cmd[1:1] = ["-x", "LD_PRELOAD", "-x", "PDIMON_SPIN_MS"]
-        self.job = subprocess.Popen([PDIMON, "run", "--step", "thin", "--", *cmd], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, start_new_session=True,
-                                    env=dict(self.d.env, LD_PRELOAD=self.AGENT, PDIMON_SPIN_MS="-1",
-                                             WAITS_SLICE="sleep"))
+        # the agent is preloaded from mpirun down, not into pdimon itself: the sanitizer build's
+        # pdimon would refuse to start with a library ahead of its runtime
+        self.job = subprocess.Popen([PDIMON, "run", "--step", "thin", "--", "env", f"LD_PRELOAD={self.AGENT}",
+                                     "PDIMON_SPIN_MS=-1", "WAITS_SLICE=sleep", *cmd], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True, env=self.d.env)
         out = Lines(self.job.stderr)
         find_ranks("waits.openmpi", RANKS, self.job.pid)
 

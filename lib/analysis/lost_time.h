@@ -27,7 +27,9 @@
  * its own code), beyond its peers' own bursts. So it is in the set-up and the tear-down, which
  * AutomaDeD leaves out of its comparison (automaded.c, lost_at_the_edges): where a code whose
  * phases stop being cut early (the budget thinned the collectives they are counted on) does
- * most of its work. */
+ * most of its work. A burst counts only where the task's probes were blind in its phase (a
+ * function detached, or sampled to less than a call seen a second: unobserved.h) for less time
+ * than it lasted: else the stretch between two seen calls may be calls no probe saw. */
 #pragma once
 
 #include <stdbool.h>

@@ -115,29 +115,63 @@ bool pdi_unobserved_overlaps(const struct pdi_unobserved_log *l, uint16_t fn, ui
 	return false;
 }
 
+/* Could U hide every call of its function for a second or more? Detached, or sampled so
+ * thinly that its calls were seen less than once a second; a gap, lost events. */
+static bool blind(const struct pdi_unobserved *u)
+{
+	switch (u->level) {
+	case PDI_UNOBS_SAMPLED:
+		/* rate 0: not measured (a level learned from earlier runs of the program), so how
+		 * much its slices saw is not known either */
+		return u->rate == 0 || u->duty_log2 >= 32 || (u->rate >> u->duty_log2) < 1;
+	case PDI_UNOBS_DETACHED: /* at its rate, or at one not known (0: the step's level) */
+	case PDI_UNOBS_GAP:
+	case PDI_UNOBS_LOST: return true;
+	default: return false;
+	}
+}
+
 bool pdi_unobserved_blind_through(const struct pdi_unobserved_log *l, uint64_t from, uint64_t to)
 {
-	for (uint32_t i = 0; i < l->n; i++) {
-		const struct pdi_unobserved *u = &l->v[i];
-		bool blind;
-
-		if (!overlaps(u, from, to))
-			continue;
-		switch (u->level) {
-		case PDI_UNOBS_SAMPLED:
-			/* rate 0: not measured (a level learned from earlier runs of the program), so
-			 * how much its slices saw is not known either */
-			blind = u->rate == 0 || u->duty_log2 >= 32 || (u->rate >> u->duty_log2) < 1;
-			break;
-		case PDI_UNOBS_DETACHED: /* at its rate, or at one not known (0: the step's level) */
-		case PDI_UNOBS_GAP:
-		case PDI_UNOBS_LOST: blind = true; break;
-		default: blind = false; break;
-		}
-		if (blind)
+	for (uint32_t i = 0; i < l->n; i++)
+		if (overlaps(&l->v[i], from, to) && blind(&l->v[i]))
 			return true;
-	}
 	return false;
+}
+
+struct span {
+	uint64_t from, to;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->from < y->from ? -1 : x->from > y->from;
+}
+
+uint64_t pdi_unobserved_blind_ns(const struct pdi_unobserved_log *l, uint64_t from, uint64_t to)
+{
+	struct span v[PDI_UNOBSERVED_MAX];
+	uint64_t sum = 0, end = from;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < l->n && n < PDI_UNOBSERVED_MAX; i++) {
+		const struct pdi_unobserved *u = &l->v[i];
+
+		if (from < to && overlaps(u, from, to) && blind(u))
+			v[n++] = (struct span){u->t_start > from ? u->t_start : from,
+					       u->t_end && u->t_end < to ? u->t_end : to};
+	}
+	qsort(v, n, sizeof(v[0]), span_cmp);
+	/* the union: records of several functions overlap */
+	for (uint32_t i = 0; i < n; i++) {
+		if (v[i].to <= end)
+			continue;
+		sum += v[i].to - (v[i].from > end ? v[i].from : end);
+		end = v[i].to;
+	}
+	return sum;
 }
 
 uint64_t pdi_unobserved_blind_until(const struct pdi_unobserved_log *l, uint64_t t)

@@ -68,6 +68,9 @@ uint64_t pdi_unobserved_blind_until(const struct pdi_unobserved_log *l, uint64_t
  * measured); or a gap or lost events. Then a task that showed no call for
  * that time may not have been still at all (under a tiny budget every rank looks still). */
 bool pdi_unobserved_blind_through(const struct pdi_unobserved_log *l, uint64_t from, uint64_t to);
+/* How long within [FROM, TO] the task could have made calls with none seen, as
+ * pdi_unobserved_blind_through() judges a record (ns: the union of such records there). */
+uint64_t pdi_unobserved_blind_ns(const struct pdi_unobserved_log *l, uint64_t from, uint64_t to);
 
 /* What a mark from earlier runs says, for text and JSON alike. */
 #define PDI_UNOBSERVED_EARLIER_RUNS "degraded from the start: earlier runs of this program needed it"

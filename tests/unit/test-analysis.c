@@ -690,6 +690,44 @@ Test(analysis, a_task_spinning_in_the_tear_down_is_named_there)
 	expect_verdict(&all, 1, &spinning, 8, 1, PDI_LOST_COMPUTING, "spinning in the tear-down");
 }
 
+/* The same stretch where the spinner's probes could not see every call of the tear-down: a
+ * function of its detached there, as NWChem's MPI_Win_flush_local_all was for 9.8 s in fault-free
+ * runs at a load of 19, where a 2.3 s stretch between two seen calls was taken for a burst. It
+ * may hold calls no probe saw: no burst. Sampled with calls still seen every second, it is one. */
+Test(analysis, a_long_stretch_the_probes_were_blind_to_is_no_burst)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1, .slow_to = -1,
+				.usage = true, .spin_phase = 7};
+	struct ring_opts spinning = all;
+	const struct view_case *c = &cases[0];
+	uint16_t fn = (uint16_t)pdi_mpi_func_find("MPI_Waitall");
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	struct pdi_phase *tear_down;
+
+	cr_assert_not_null(b);
+	spinning.spinning = true;
+	for (int level = PDI_UNOBS_SAMPLED; level <= PDI_UNOBS_DETACHED; level++) {
+		build_with(c, b, &all, 1, &spinning);
+		tear_down = &b->models[1].phases[8];
+		cr_assert_eq(pdi_unobserved_begin(&b->models[1].unobserved, fn, (uint8_t)level, 1, 2000, 10000,
+						  tear_down->t_start + 1000000),
+			     0);
+		pdi_unobserved_end(&b->models[1].unobserved, fn, tear_down->t_end - 1000000);
+		cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+		if (level == PDI_UNOBS_SAMPLED)
+			cr_expect(a.am.by_lost && a.am.lost.kind == PDI_LOST_COMPUTING && a.am.faulty_phase == 8 &&
+					  a.am.lost.task == 1,
+				  "sampled, 1000 calls seen a second: still a burst (phase %u)", a.am.faulty_phase);
+		else
+			cr_expect(!(a.am.by_lost && a.am.lost.kind == PDI_LOST_COMPUTING && a.am.faulty_phase == 8),
+				  "detached: taken for a burst (abnormal %d, %g s)", a.abnormal, a.am.lost.peak_s);
+		pdi_analysis_done(&a);
+		unbuild(c, b);
+	}
+	free(b);
+}
+
 /* A step of few phases (3 program phases: no usual phase to compare with): the kernel's counts
  * single out a task in the phase it lost its time in when it was held, or on a CPU, a stall's
  * worth longer than every peer there (AutomaDeD 3.3: the tasks compared within the phase). */

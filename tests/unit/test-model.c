@@ -1543,3 +1543,36 @@ Test(model, tasks_that_chose_differently_keep_one_phase)
 	pdi_model_done(&a.m);
 	pdi_model_done(&b.m);
 }
+
+/* How long the probes were blind within a window: the union of the blind marks there, clipped
+ * to it; entry-only and well-seen sampling are not blind, a sampling at a rate not measured is,
+ * and a mark still open lasts to the window's end. */
+Test(model, blind_time_is_the_union_of_blind_marks_in_the_window)
+{
+	struct pdi_unobserved_log l = {0};
+	uint16_t send = (uint16_t)pdi_mpi_func_find("MPI_Send"), recv = (uint16_t)pdi_mpi_func_find("MPI_Recv"),
+		 bcast = (uint16_t)pdi_mpi_func_find("MPI_Bcast"), test = (uint16_t)pdi_mpi_func_find("MPI_Test");
+
+	cr_assert_eq(pdi_unobserved_blind_ns(&l, 0, 100), 0);
+	/* not blind: entry only, and sampled 1/2 at 1000 calls a second (500 seen a second) */
+	cr_assert_eq(pdi_unobserved_add(&l, test, PDI_UNOBS_ENTRY_ONLY, 0, 1000), 0);
+	cr_assert_eq(pdi_unobserved_begin(&l, bcast, PDI_UNOBS_SAMPLED, 1, 1000, 100, 0), 0);
+	pdi_unobserved_end(&l, bcast, 1000);
+	cr_assert_eq(pdi_unobserved_blind_ns(&l, 0, 1000), 0);
+	cr_assert(!pdi_unobserved_blind_through(&l, 0, 1000));
+	/* blind: detached 100-300, sampled at a rate not measured 200-400 (they overlap), a gap 600-700 */
+	cr_assert_eq(pdi_unobserved_begin(&l, send, PDI_UNOBS_DETACHED, 0, 5000, 100, 100), 0);
+	pdi_unobserved_end(&l, send, 300);
+	cr_assert_eq(pdi_unobserved_begin(&l, recv, PDI_UNOBS_SAMPLED, 3, 0, 100, 200), 0);
+	pdi_unobserved_end(&l, recv, 400);
+	cr_assert_eq(pdi_unobserved_add(&l, PDI_UNOBSERVED_ALL, PDI_UNOBS_GAP, 600, 700), 0);
+	cr_expect_eq(pdi_unobserved_blind_ns(&l, 0, 1000), 400);
+	cr_expect_eq(pdi_unobserved_blind_ns(&l, 250, 650), 200, "clipped: 250-400 and 600-650");
+	cr_expect_eq(pdi_unobserved_blind_ns(&l, 450, 550), 0);
+	cr_expect(pdi_unobserved_blind_through(&l, 250, 650));
+	/* still open: to the window's end */
+	cr_assert_eq(pdi_unobserved_begin(&l, send, PDI_UNOBS_DETACHED, 0, 5000, 100, 900), 0);
+	cr_expect_eq(pdi_unobserved_blind_ns(&l, 800, 2000), 1100);
+	cr_expect_eq(pdi_unobserved_blind_ns(&l, 500, 500), 0, "an empty window");
+	pdi_unobserved_free(&l);
+}

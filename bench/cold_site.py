@@ -4,13 +4,14 @@
 is cold: the loop's longest wake-up (status loop_max_wakeup_ms) around a program with a big DWARF
 registered while it runs, for this build and, side by side, a baseline build.
 
-A C ring is generated with --types struct types (about 120 bytes of .debug_info each: 400,000 make
-some 50 MB of DWARF, as a big Fortran code has) and built with mpicc -g. Each round starts a fresh
-pdimond, registers a small Open MPI ring with `pdimon attach` (its libraries read, the loop's
-longest wake-up so far: "libs"), then the big ring, both past their MPI_Init, and waits until both
-ranks of the big ring have calls in their models: the longest wake-up then ("big"). Before the
-change the big ring's first site loaded its executable's DWARF on the loop; after it, a worker
-does (probe/site_warm.c) and "big" is the attach itself. Rounds alternate the builds.
+The test ring (tests/mpi/ring.c) is built with mpicc -g twice: as it is ("small"), and after
+--types struct types ("big": about 140 bytes of .debug_info each; 400,000 make some 54 MiB of
+DWARF, as a big Fortran code has). Each round starts a fresh pdimond, registers the small ring's 2
+Open MPI ranks with `pdimon attach` past their MPI_Init (the libraries read), reads the loop's
+longest wake-up so far, then does the same with the big ring. Before the change the big ring's
+first site loaded its executable's DWARF on the loop; after it, a worker does (probe/site_warm.c:
+how long, from pdimond's log) and the big ring costs the loop no more than its registration.
+Rounds alternate the builds.
 
 Usage: cold_site.py [--baseline BUILD] [--rounds N] [--types N] [--programs DIR]
 With --programs the two rings are built in DIR once and reused (build them before taking the
@@ -19,6 +20,7 @@ machine for the timed part: `cold_site.py --programs DIR --build-only`).
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,28 +29,7 @@ import tempfile
 from benchlib import BUILD, MPIRUN, Daemon, find_procs, kill_tree, median, spawn, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RING = """
-int main(int argc, char **argv)
-{
-	long iters = atol(argv[1]), us = atol(argv[2]);
-	int rank, size, in = 0, out;
-	MPI_Request reqs[2];
-
-	MPI_Init(&argc, &argv);
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	for (long i = 0; i < iters; i++) {
-		out = rank;
-		MPI_Irecv(&in, 1, MPI_INT, (rank + size - 1) % size, 7, MPI_COMM_WORLD, &reqs[0]);
-		MPI_Isend(&out, 1, MPI_INT, (rank + 1) % size, 7, MPI_COMM_WORLD, &reqs[1]);
-		MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
-		usleep((useconds_t)us);
-		MPI_Barrier(MPI_COMM_WORLD);
-	}
-	MPI_Finalize();
-	return 0;
-}
-"""
+RING = os.path.join(HERE, "../tests/mpi/ring.c")  # ITERATIONS COMPUTE_US: Irecv, Isend, Waitall, Barrier
 
 
 def build_ring(tmp, name, types):
@@ -56,12 +37,11 @@ def build_ring(tmp, name, types):
     if os.path.exists(exe):
         return exe
     src = exe + ".c"
-    with open(src, "w") as f:
-        f.write("#include <mpi.h>\n#include <stdlib.h>\n#include <unistd.h>\n")
+    with open(src, "w") as f, open(RING) as ring:
         for i in range(types):
             f.write(f"struct s{i} {{ int a{i}; double b; long c; char d[{i % 7 + 1}]; struct s{i} *next; "
                     "unsigned short e, f, g; };\n")
-        f.write(RING)
+        f.write(ring.read())
     subprocess.run(["mpicc", "-g", "-O0", "-fno-eliminate-unused-debug-types", src, "-o", exe], check=True)
     return exe
 
@@ -88,7 +68,11 @@ def one_round(build, small, big):
         jobs.append(attach(d, small, "small"))
         libs = d.status()["loop_max_wakeup_ms"]
         jobs.append(attach(d, big, "big"))
-        return libs, d.status()["loop_max_wakeup_ms"]
+        big_ms = d.status()["loop_max_wakeup_ms"]
+        # what a worker spent reading sites' objects, where one does: the longest read (the big ring's)
+        read = [float(x) for x in re.findall(r"objects read on a worker in ([0-9.]+) ms for a call site's name",
+                                              d.read_log())]
+        return libs, big_ms, max(read) if read else None
     finally:
         for j in jobs:
             kill_tree(j)
@@ -117,10 +101,11 @@ def main():
         out = {name: [] for name, _ in builds}
         for r in range(a.rounds):
             for name, b in builds:
-                libs, big_ms = one_round(b, small, big)
+                libs, big_ms, read = one_round(b, small, big)
                 out[name].append((libs, big_ms))
                 print(f"round {r + 1} {name:8}: longest wake-up {libs:7.1f} ms after the small ring, "
-                      f"{big_ms:7.1f} ms after the big ring", flush=True)
+                      f"{big_ms:7.1f} ms after the big ring" +
+                      (f" (a worker read sites' objects for {read:.1f} ms)" if read is not None else ""), flush=True)
         for name, v in out.items():
             print(f"{name:8}: median longest wake-up {median([x[0] for x in v]):.1f} ms (small ring), "
                   f"{median([x[1] for x in v]):.1f} ms (big ring), of {len(v)} rounds")

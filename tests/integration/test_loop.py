@@ -132,6 +132,35 @@ class Loop(DaemonTest):
         self.assertEqual(sum(t["calls"] for t in s["tasks"]), st["events"], (s["tasks"], st))
         self.assertRegex(self.d.read_log()[offset:], r"objects read on a worker in [0-9.]+ ms for a call site's name")
 
+    def test_cold_site_ranks_end_while_waiting(self):
+        """Ranks that end while their calls wait for a worker to read their site's DWARF (the pool
+        "startup" held in a ptrace stop) end once the calls are in, every one of them, at sites
+        named by their lines: their exits do not make the loop read that DWARF itself."""
+        job = self.spawn(mpirun("openmpi", 2, "ring", 100000, 10000))
+        pids = find_ranks("ring.openmpi", 2, job.pid)
+
+        def past_init(pid):
+            with open(f"/proc/{pid}/maps") as f:
+                return "/mca_pml_" in f.read()  # MPI_Init loads Open MPI's components
+        wait_for(lambda: all(past_init(p) for p in pids), 60, "the ranks past MPI_Init")
+        offset = len(self.d.read_log())
+        with StoppedThreads(self.d.proc.pid, "pdi-startup"):
+            self.d.pdimon("attach", "--step", "ends", "--pid", *pids)
+            wait_for(lambda: self.d.read_log()[offset:].count("a call site's first name waits") == 2, 60,
+                     "both ranks' calls waiting for a worker")
+            wait_for(lambda: self.d.status()["events"] >= 20, 60, "calls while the worker is held")
+            os.killpg(job.pid, signal.SIGKILL)
+            wait_for(lambda: not [p for p in pids if os.path.exists(f"/proc/{p}")], 60, "the ranks to exit")
+            s = self.d.show("ends")
+            self.assertEqual((s["state"], [t["calls"] for t in s["tasks"]]), ("running", [0, 0]))
+        wait_for(lambda: self.d.show("ends")["state"] == "ended", 60, "the step to end once its calls are in")
+        s, st = self.d.show("ends"), self.d.status()
+        self.assertEqual([t["events_lost"] for t in s["tasks"]], [0, 0])
+        self.assertEqual(sum(t["calls"] for t in s["tasks"]), st["events"], (s["tasks"], st))
+        names = {f"MPI_{n}@ring.c:{marker_line('ring.c', m)}" for m, n in (("irecv", "Irecv"), ("isend", "Isend"))}
+        for t in s["tasks"]:
+            self.assertLessEqual(names, {x["name"] for p in t["phases"] for x in p["states"]}, t["rank"])
+
     def test_refused_readers_load_nothing(self):
         # issue 14.8: another user's stored steps are never loaded for them, however many
         # times they ask; the owner's are loaded into a cache of at most cache_steps

@@ -227,13 +227,15 @@ static int walk_task(const struct pdi_view *v, struct pdi_view_task *t, struct p
 
 /* Task T shows as computing since its last seen call, but its probes were thinned since then
  * (unobserved.h): its live stack places it (stack_place.h). In a call, it is there at least
- * since the probes saw in full again (one that began after would have been seen); computing,
- * it says so; a walk that fails or stops short says nothing. */
+ * since the probes saw in full again (one that began after would have been seen), or, in a
+ * polling call, since the hang judge's looks first found it polling without a break
+ * (stack_seen.h); computing, it says so; a walk that fails or stops short says nothing. */
 static int place_by_stack(struct pdi_view_task *t, uint64_t blocked_after_ns, struct pdi_objcache *objs)
 {
 	struct pdi_where *w = &t->where;
-	uint64_t until = pdi_unobserved_blind_until(&t->model->unobserved, t->model->last_exit), since_ns;
+	uint64_t until = pdi_unobserved_blind_until(&t->model->unobserved, t->model->last_exit), now_ns, polling;
 	struct pdi_stack_place p;
+	int fn;
 	int r = pdi_stack_place(t->pid, objs, &p);
 
 	if (r < 0)
@@ -243,8 +245,15 @@ static int place_by_stack(struct pdi_view_task *t, uint64_t blocked_after_ns, st
 		return 0;
 	}
 	/* in a call: WHERE.FOR_NS was the time since its last seen call ended */
-	since_ns = t->model->last_exit + w->for_ns;
-	w->for_ns = until < since_ns ? since_ns - until : 0;
+	now_ns = t->model->last_exit + w->for_ns;
+	w->for_ns = until < now_ns ? now_ns - until : 0;
+	/* in a polling call whose probes stay thinned (UNTIL never comes: HPCC's waiters in
+	 * MPI_Test/MPI_Testany loops while a rank spun, "for at least 0 s", not blocked, and no LP):
+	 * as long as the hang judge's looks found it polling, look after look */
+	fn = pdi_mpi_func_find(p.fn);
+	polling = fn >= 0 && pdi_fn_polls((unsigned)fn) ? pdi_stack_seen_polling_since(&t->model->stack_seen, now_ns) : 0;
+	if (polling && polling < now_ns && now_ns - polling > w->for_ns)
+		w->for_ns = now_ns - polling;
 	w->kind = w->for_ns >= blocked_after_ns ? PDI_WHERE_BLOCKED : PDI_WHERE_IN_MPI;
 	w->site = -1;
 	w->by_stack = true;

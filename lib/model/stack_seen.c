@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "mpi_funcs.h"
 #include "stack_seen.h"
 
 void pdi_stack_seen_add(struct pdi_stack_seen_log *l, uint16_t fn, uint64_t t)
@@ -48,4 +49,19 @@ void pdi_stack_seen_json(const struct pdi_stack_seen_log *l, struct pdi_json *j,
 		pdi_json_obj_end(j);
 	}
 	pdi_json_arr_end(j);
+}
+
+uint64_t pdi_stack_seen_polling_since(const struct pdi_stack_seen_log *l, uint64_t now)
+{
+	uint64_t since = 0, next = now; /* the first look of the chain so far; what follows the record */
+
+	for (uint32_t i = l->n; i-- > 0;) {
+		const struct pdi_stack_seen *r = &l->v[i];
+
+		if (r->fn == PDI_STACK_SEEN_OUTSIDE || !pdi_fn_polls(r->fn) || r->t_last > next ||
+		    next - r->t_last > PDI_STACK_SEEN_SAME_NS)
+			break;
+		since = next = r->t_first;
+	}
+	return since;
 }

@@ -34,6 +34,14 @@ struct pdi_stack_seen_log {
 /* A look at T found the task in MPI function FN (or PDI_STACK_SEEN_OUTSIDE). */
 void pdi_stack_seen_add(struct pdi_stack_seen_log *l, uint16_t fn, uint64_t t);
 
+/* Since when the looks of L have found the task inside polling MPI calls (pdi_fn_polls():
+ * MPI_Test, MPI_Iprobe, ...) look after look, the last of them at most PDI_STACK_SEEN_SAME_NS
+ * before NOW and each at most that long after the one before: a task the hang judge found still
+ * and polling at every look has waited in its polling loop since the first of them, at least, as
+ * a task its probes saw polling has since it reached its loop. 0 when the last look is older or
+ * found it elsewhere. */
+uint64_t pdi_stack_seen_polling_since(const struct pdi_stack_seen_log *l, uint64_t now);
+
 /* Record R in words into BUF: "computing outside MPI" or "in MPI_Allreduce"; FN_NAME names
  * functions. */
 void pdi_stack_seen_text(const struct pdi_stack_seen *r, const char *(*fn_name)(unsigned fn), char *buf, size_t len);

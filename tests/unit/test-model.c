@@ -1576,3 +1576,32 @@ Test(model, blind_time_is_the_union_of_blind_marks_in_the_window)
 	cr_expect_eq(pdi_unobserved_blind_ns(&l, 500, 500), 0, "an empty window");
 	pdi_unobserved_free(&l);
 }
+
+/* A task the hang judge found still and polling at look after look (HPCC's waiters, in MPI_Test
+ * and MPI_Testany by turns) has polled since the first of those looks; a look elsewhere, a gap
+ * between looks or a last look long ago ends the chain. */
+Test(model, polling_since_the_first_of_unbroken_polling_looks)
+{
+	struct pdi_stack_seen_log l = {0};
+	uint16_t test = (uint16_t)pdi_mpi_func_find("MPI_Test"), testany = (uint16_t)pdi_mpi_func_find("MPI_Testany"),
+		 allreduce = (uint16_t)pdi_mpi_func_find("MPI_Allreduce");
+	const uint64_t s = 1000000000ull;
+
+	cr_assert_eq(pdi_stack_seen_polling_since(&l, 10 * s), 0);
+	pdi_stack_seen_add(&l, PDI_STACK_SEEN_OUTSIDE, 1 * s);
+	pdi_stack_seen_add(&l, testany, 4 * s);
+	pdi_stack_seen_add(&l, test, 7 * s);
+	pdi_stack_seen_add(&l, testany, 10 * s);
+	pdi_stack_seen_add(&l, testany, 13 * s);
+	cr_expect_eq(pdi_stack_seen_polling_since(&l, 14 * s), 4 * s, "polling since the look at 4 s");
+	cr_expect_eq(pdi_stack_seen_polling_since(&l, 20 * s), 0, "the last look 7 s ago says nothing of now");
+	/* a blocking call between: the chain starts after it */
+	pdi_stack_seen_add(&l, allreduce, 16 * s);
+	pdi_stack_seen_add(&l, test, 19 * s);
+	cr_expect_eq(pdi_stack_seen_polling_since(&l, 20 * s), 19 * s);
+	/* a gap of 6 s between looks: not one episode */
+	pdi_stack_seen_add(&l, test, 25 * s);
+	cr_expect_eq(pdi_stack_seen_polling_since(&l, 25 * s), 25 * s);
+	pdi_stack_seen_add(&l, PDI_STACK_SEEN_OUTSIDE, 28 * s);
+	cr_expect_eq(pdi_stack_seen_polling_since(&l, 28 * s), 0, "computing now");
+}

@@ -33,7 +33,11 @@
 
 #define PERIOD_NS 1000000000ull
 #define SLOT_NS (PERIOD_NS / PDI_BUDGET_SLOTS)
-#define DETACHED_EVERY 4 /* a detached function is re-measured in one slot every 4 periods */
+/* A detached function is re-measured in the first slot of the 2nd and 3rd periods after it was
+ * detached, then of every 4th: a burst that made it so is often over within seconds (restored
+ * as soon as a slice sees so, the run keeps its fidelity), and one that goes on costs a slot
+ * every 4 s. Not the 1st: a level is held RESTORE_AFTER periods before it is restored anyway. */
+#define DETACHED_EVERY 4
 #define RESTORE_AFTER 2  /* periods at one level before it is restored */
 /* periods a level learned from earlier runs is held before it is restored: a run's first seconds
  * are often its set-up (LAMMPS reads its input for 0.3 s, with no MPI_Send), where a sampled
@@ -201,9 +205,18 @@ static double task_cost(struct pdi_daemon *d, const struct pdi_budget_task *b, b
 	return c;
 }
 
-/* The probes FN should have in slot SLOT of period PERIOD at LEVEL. */
-static enum pdi_probe_mode mode_in_slot(unsigned fn, unsigned level, uint64_t slot, uint64_t period)
+/* Is a function detached in period DETACHED re-measured in period PERIOD (in its first slot)? */
+static bool remeasured_in(uint64_t detached, uint64_t period)
 {
+	uint64_t since = period - detached;
+
+	return since == 2 || since == 3 || (since && since % DETACHED_EVERY == 0);
+}
+
+/* The probes FN (F) should have in slot SLOT of period PERIOD at its level. */
+static enum pdi_probe_mode mode_in_slot(unsigned fn, const struct pdi_budget_fn *f, uint64_t slot, uint64_t period)
+{
+	unsigned level = f->level;
 	bool on;
 
 	if (level == 0)
@@ -213,7 +226,7 @@ static enum pdi_probe_mode mode_in_slot(unsigned fn, unsigned level, uint64_t sl
 	if (level < PDI_BUDGET_DETACHED)
 		on = slot < (PDI_BUDGET_SLOTS >> pdi_budget_duty_log2(level));
 	else
-		on = slot == 0 && period % DETACHED_EVERY == 0;
+		on = slot == 0 && remeasured_in(f->detached_period, period);
 	if (!on)
 		return PDI_PROBE_OFF;
 	return entry_only_ok(fn) ? PDI_PROBE_ENTRY_ONLY : PDI_PROBE_FULL;
@@ -236,6 +249,8 @@ static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, uns
 		 "(max_overhead_pct %g)%s", (int)t->pid, t->rank, t->step->name, pdi_mpi_funcs[fn].name,
 		 pdi_budget_level_name(f->level, a, sizeof(a)), pdi_budget_level_name(level, b, sizeof(b)), f->rate,
 		 full * 100, d->cfg.max_overhead_pct, why);
+	if (level >= PDI_BUDGET_DETACHED && f->level < PDI_BUDGET_DETACHED)
+		f->detached_period = (now - d->budget_epoch_ns) / PERIOD_NS;
 	f->level = (uint8_t)level;
 	f->learned = !by;
 	if (level == 0)
@@ -301,8 +316,8 @@ static void degrade(struct pdi_daemon *d, struct pdi_task *t)
 /* Under budget: one function whose need the task kept two periods needs no more than the fullest
  * level that leaves the task at half its budget (its other functions at their step's levels),
  * the cheapest such step first. Its level follows in step_sync(), once no other task of the step
- * needs more. */
-static void restore(struct pdi_daemon *d, struct pdi_task *t)
+ * needs more. DETACHED_ONLY: only a detached function (its re-measuring slice just counted). */
+static void restore(struct pdi_daemon *d, struct pdi_task *t, bool detached_only)
 {
 	struct pdi_budget_task *b = t->budget;
 	double max = d->cfg.max_overhead_pct / 100, base = task_cost(d, b, true), best_cost = 0;
@@ -315,7 +330,8 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t)
 		double now_c;
 
 		/* a level learned from earlier runs stays until a rate of this run says otherwise */
-		if (f->need == 0 || f->stable < (f->need_learned ? LEARNED_HOLD : RESTORE_AFTER) || !f->rated)
+		if (f->need == 0 || f->stable < (f->need_learned ? LEARNED_HOLD : RESTORE_AFTER) || !f->rated ||
+		    (detached_only && f->level < PDI_BUDGET_DETACHED))
 			continue;
 		now_c = contribution(d, b, fn, needed_level(f));
 		for (unsigned l = 0; l < f->need; l = next_level(fn, l, +1)) {
@@ -393,7 +409,7 @@ static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint6
 
 	memset(modes, PDI_PROBE_KEEP, sizeof(modes));
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs && !pdi_budget_change_pending(t); fn++) {
-		enum pdi_probe_mode m = mode_in_slot(fn, t->budget->fn[fn].level, slot, period);
+		enum pdi_probe_mode m = mode_in_slot(fn, &t->budget->fn[fn], slot, period);
 
 		if (pdi_attachment_mode(&t->att, fn) == m || (behind && m != PDI_PROBE_OFF))
 			continue;
@@ -553,13 +569,17 @@ void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t)
 void pdi_budget_on_timer(struct pdi_daemon *d)
 {
 	uint64_t expirations, now = pdi_now_ns(), last = d->budget_last_ns, slot, period;
-	bool new_period, any = false;
+	/* the slot in which a re-measuring slice's calls (slot 0) have surely been drained and
+	 * counted; past the period (a long drain_interval_ms): read at the period's end as any */
+	uint64_t counted_slot = (SLOT_NS + (uint64_t)d->cfg.drain_interval_ms * 1000000) / SLOT_NS + 1;
+	bool new_period, read_slice, any = false;
 
 	if (read(d->budget_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
 		log_warning("Cannot read the budget timer: %m");
 	period = (now - d->budget_epoch_ns) / PERIOD_NS;
 	slot = (now - d->budget_epoch_ns) % PERIOD_NS / SLOT_NS;
 	new_period = period != (d->budget_last_ns - d->budget_epoch_ns) / PERIOD_NS;
+	read_slice = !new_period && slot >= counted_slot && (last - d->budget_epoch_ns) % PERIOD_NS / SLOT_NS < counted_slot;
 	d->budget_last_ns = now;
 	/* calls are counted as they are drained (drain_interval_ms, or a full wake-up): a rate
 	 * lags by that much, which the period-long averages absorb */
@@ -574,6 +594,8 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 			b->period_start_ns = now;
 		if (new_period || !b->share_seen)
 			measure_cpu_share(t);
+		bool remeasured = false;
+
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 			struct pdi_budget_fn *f = &b->fn[fn];
 
@@ -587,6 +609,12 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 					f->rate = r;
 				f->rated = true;
 			}
+			/* a detached function's slice counted: its rate now, not at the period's end */
+			if (read_slice && f->level >= PDI_BUDGET_DETACHED && remeasured_in(f->detached_period, period) &&
+			    f->observed_ns >= SLOT_NS / 2) {
+				f->rate = (double)f->hits * 1e9 / (double)f->observed_ns;
+				f->rated = remeasured = true;
+			}
 			if (new_period) {
 				if (f->observed_ns >= SLOT_NS / 2) {
 					f->rate = (double)f->hits * 1e9 / (double)f->observed_ns;
@@ -598,8 +626,8 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 			}
 		}
 		degrade(d, t);
-		if (new_period)
-			restore(d, t);
+		if (new_period || remeasured)
+			restore(d, t, !new_period);
 	}
 	/* then every step's tasks take its levels, and their probes follow */
 	for (unsigned i = 0; i < d->reg.ntasks; i++) {

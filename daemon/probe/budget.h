@@ -6,7 +6,8 @@
  * (bounded: a rank waiting for its core pays its hits out of less CPU). When it would pass the budget, the hottest function is
  * degraded one step at a time: its return probe dropped (nonblocking calls only), then
  * probed in time slices of 1/2 ... 1/32 of every second, then detached (re-measured in one
- * slice every 4 s). When its rate falls, it is restored to the fullest level that fits. The
+ * slice 2 and 3 s after, then every 4 s). When its rate falls, it is restored to the fullest
+ * level that fits (a detached one as soon as its re-measuring slice has been counted). The
  * running tasks of a step on this node keep one level per function, the most degraded any of
  * them needs, so that they are seen alike and their models stay comparable. The first task of a
  * step starts at the levels earlier runs of its program needed (budget_learn.h). Each change is
@@ -45,6 +46,8 @@ struct pdi_budget_fn {
 	bool need_learned;      /* its need is that level, held LEARNED_HOLD periods (budget.c) */
 	uint8_t peak;           /* the most degraded need its rates in this run gave it: with a learned
 				   need kept to its end, what the program's next run starts at */
+	uint64_t detached_period; /* the period its level became detached in: its re-measuring
+				     slices are counted from there (budget.c) */
 };
 
 struct pdi_budget_task {

@@ -78,7 +78,7 @@ class Budget(DaemonTest):
                          "rank 1 is seen as rank 0 is, from the same slots")
         self.assertRegex(log, rf"pid {tasks[1]['pid']} .*: MPI_(Test|Iprobe) full -> .*, as rank 0 of its step needs")
         # restored together, if rank 0's polling calls were restored before the ranks ended (a
-        # detached function is re-measured every 4 s only)
+        # detached function is re-measured 2 and 3 s after its detach, then every 4 s only)
         # (before either rank ended: the log is in order)
         first_end = min(log.find(f"Task pid {t['pid']} ") for t in tasks.values())
         for fn in ("MPI_Test", "MPI_Iprobe"):
@@ -170,7 +170,7 @@ class Budget(DaemonTest):
 class BudgetHeld(DaemonTest):
     """Calls in flight while the budget turns their function's probes off (tests/mpi/held.c): ranks
     0 and 3 wait in an MPI_Allreduce entered while it was fully probed, and ranks 1 and 2 call it
-    flat out until a budget this small detaches it for the whole step. A replaced return probe is
+    flat out (until rank 3 is let go) so that a budget this small keeps it detached for the step. A replaced return probe is
     then the only one that can see those calls end: it is held while they are in flight, 2 s at
     most. Rank 0, let go during the hold, ends its call with its return (or, had the hold run out,
     is no longer shown in it); rank 3, held past it, is found waiting in MPI_Allreduce by its stack,

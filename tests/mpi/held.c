@@ -5,10 +5,11 @@
  *
  * Usage: held SECONDS, at 4 ranks. Rank 0 waits in an MPI_Allreduce with rank 1, rank 3 in one
  * with rank 2. On SIGUSR2 ranks 1 and 2 call MPI_Allreduce between themselves flat out (a rate
- * that makes a small max_overhead_pct detach the function for the step's ranks), until SIGUSR1
- * to rank 1: then rank 1 joins rank 0's Allreduce, and rank 2, on a SIGUSR1 of its own, joins
- * rank 3's. A rank let go computes, with no MPI call, until SECONDS have passed since the start;
- * then every rank ends. The handlers are in place once rank 0 prints "held: waiting". */
+ * that makes a small max_overhead_pct detach the function for the step's ranks). On SIGUSR1 to
+ * rank 1, rank 1 joins rank 0's Allreduce and goes on with the loop (so the function stays
+ * detached); on SIGUSR1 to rank 2 the loop ends and rank 2 joins rank 3's. A rank let go computes,
+ * with no MPI call, until SECONDS have passed since the start; then every rank ends. The handlers
+ * are in place once rank 0 prints "held: waiting". */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -71,17 +72,20 @@ int main(int argc, char **argv)
 			for (int i = 0; i < 100000; i++)
 				sink = sink * 1.0000001 + 1e-9;
 	} else {
-		int stop = 0;
+		int stop = 0, released = 0;
 
 		wait_for_flag(&go_hot, end);
-		/* rank 1's signal ends both ranks' loop at the same call */
+		/* rank 2's signal ends both ranks' loop at the same call */
 		while (!stop && MPI_Wtime() < end) {
-			out = rank == 1 && let_go;
+			if (rank == 1 && let_go && !released) {
+				MPI_Allreduce(&out, &in, 1, MPI_INT, MPI_MAX, held);
+				released = 1;
+			}
+			out = rank == 2 && let_go;
 			MPI_Allreduce(&out, &stop, 1, MPI_INT, MPI_MAX, hot);
 		}
-		if (rank == 2)
-			wait_for_flag(&let_go, end);
-		MPI_Allreduce(&out, &in, 1, MPI_INT, MPI_MAX, held);
+		if (!released)
+			MPI_Allreduce(&out, &in, 1, MPI_INT, MPI_MAX, held);
 		/* nothing more: sleep until the end */
 		go_hot = 0;
 		wait_for_flag(&go_hot, end);

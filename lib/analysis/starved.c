@@ -72,15 +72,16 @@ static double peers_median(struct work *w, size_t t, uint32_t p)
 	return k ? pdi_weighted_median(w->peers, k) : NAN;
 }
 
-/* The share Q of model T's time (phases weighed by their lengths) over which V (n x np; NAN
- * unknown) was at most the value returned: a usual that a stretch of interference covering most
- * of the phases does not move, as it would a median (meep, issue 9: a hog for 6 s covered 24 of
- * its 31 compared phases, the rank's usual became the interference and nothing was found). */
-static double by_length(struct work *w, size_t t, const double *v, double q)
+/* The share Q of model T's time (phases weighed by their lengths) before phase END over which V
+ * (n x np; NAN unknown) was at most the value returned (0 when none is known): a usual that a
+ * stretch of interference covering most of the phases does not move, as it would a median (meep,
+ * issue 9: a hog for 6 s covered 24 of its 31 compared phases, the rank's usual became the
+ * interference and nothing was found). */
+static double by_length(struct work *w, size_t t, const double *v, double q, uint32_t end)
 {
 	size_t k = 0;
 
-	for (uint32_t p = 0; p < w->np; p++) {
+	for (uint32_t p = 0; p < end; p++) {
 		double x = v[t * w->np + p];
 
 		if (!isnan(x) && !isnan(w->log_share[t * w->np + p]))
@@ -108,7 +109,7 @@ static bool ratios(struct work *w, struct pdi_starved *s)
 		}
 	/* a task that always gets less (it shares its CPU by placement) is taken at its usual */
 	for (size_t t = 0; any && s->end - s->first > 1 && t < w->n; t++) {
-		double usual = fmax(0.0, by_length(w, t, s->x, PDI_STARVED_USUAL_Q));
+		double usual = fmax(0.0, by_length(w, t, s->x, PDI_STARVED_USUAL_Q, w->np));
 
 		for (uint32_t p = s->first; p < s->end; p++)
 			s->x[t * w->np + p] -= usual;
@@ -181,20 +182,35 @@ static double usual_share(struct work *w, const struct pdi_starved *s, size_t t)
 	return pdi_median(w->scratch, k);
 }
 
+/* Whether the finding's task got at most 1/PDI_STARVED_ONSET of its usual share in phase P: of
+ * the share it reached over the step (its best tenth), and of the share it got before P (the
+ * median, by length: a short phase at a high share there is no usual). The second tells the
+ * scheduler settling after a hog arrived (the share falls from what it was just before) from a
+ * machine that was busier for everyone earlier on (GROMACS at load 17, issue 9: every rank got 5%
+ * of a CPU for the first 8.4 s and 8-10% after the hog; by the step's usual alone, the start
+ * moved back over all of them to the set-up, 6 phases early). */
+static bool below_usual(struct work *w, const struct pdi_starved *s, uint32_t p)
+{
+	double step = by_length(w, s->task, w->log_share, 1 - PDI_STARVED_USUAL_Q, w->np);
+	double before = by_length(w, s->task, w->log_share, 0.5, p); /* 0 (a share of 1): none known */
+
+	return fmin(step, before) - w->log_share[s->task * w->np + p] >= log(PDI_STARVED_ONSET);
+}
+
 /* The run's start, earlier: where the interference begins, the scheduler takes a moment to
  * settle, and the task's peers may get as little as it does (campaign: for 0.5-4 s, every rank
  * near 0% while the victim's CPU was shared), and the phase it began in shows it in part. The
  * phases before the run in which the task got at most 1/PDI_STARVED_ONSET of its own usual
- * share, or of its peers' (beyond its usual ratio), belong to it: the second where the phase it
- * began in is a long one, which weighs in its usual (HPCC's 3.4 s set-up, issue 9: 57% of its
- * peers' share there, the hog's last second in it, then 5% for 5 s). */
+ * share (below_usual), or of its peers' (beyond its usual ratio), belong to it: the second where
+ * the phase it began in is a long one, which weighs in its usual (HPCC's 3.4 s set-up, issue 9:
+ * 57% of its peers' share there, the hog's last second in it, then 5% for 5 s). */
 static void onset_of(struct work *w, struct pdi_starved *s)
 {
 	const double *ls = &w->log_share[s->task * w->np];
-	double usual = by_length(w, s->task, w->log_share, 1 - PDI_STARVED_USUAL_Q), onset = log(PDI_STARVED_ONSET);
 
 	while (s->onset > s->first && !isnan(ls[s->onset - 1]) &&
-	       (usual - ls[s->onset - 1] >= onset || pdi_starved_of(s, s->task, s->onset - 1) >= onset))
+	       (below_usual(w, s, s->onset - 1) ||
+		pdi_starved_of(s, s->task, s->onset - 1) >= log(PDI_STARVED_ONSET)))
 		s->onset--;
 }
 

@@ -34,7 +34,8 @@
 #define PDI_STARVED_RATIO 3.0
 #define PDI_STARVED_JOIN 2.0
 /* A phase just before the run joins it when the task got this many times less than its own
- * usual share there (where the interference began, in part of the phase). */
+ * usual share there, over the step and before that phase (where the interference began, in part
+ * of the phase, or the scheduler settled after it: not a machine busier for all since the start). */
 #define PDI_STARVED_ONSET 1.3
 /* A task whose share rose this many times over its usual during the run took the CPU. */
 #define PDI_STARVED_TOOK 1.25

@@ -9,7 +9,7 @@ PKGS="meson ninja-build pkg-config gcc clang llvm bpftool libbpf-dev libelf-dev 
       munge libmunge-dev nettle-dev dbus libsystemd-dev libsqlite3-dev sqlite3 zlib1g-dev passwd login util-linux
       libgraphviz-dev libjansson-dev libjs-vega chromium fonts-dejavu-core
       libgsl-dev libpq-dev postgresql hpcc python3-prometheus-client fuse3 libfuse3-dev
-      gromacs meep-openmpi mpb-mpi lammps lammps-examples"
+      gromacs meep-openmpi mpb-mpi"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

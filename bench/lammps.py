@@ -129,7 +129,9 @@ def main():
     ap.add_argument("--baseline-off", action="store_true", help="that pdimond with max_overhead_pct=off")
     args = ap.parse_args()
     if not shutil.which("lmp") or not os.path.exists(INPUT):
-        sys.exit(f"lammps: needs lmp and {INPUT}")
+        sys.exit(f"lammps.py: needs lmp and {INPUT}: apt-get install lammps lammps-examples (LAMMPS is "
+                 "kept out of scripts/install-deps.sh: it is reserved for evaluating the diagnosis, and no "
+                 "test uses it)")
     if args.record:
         record(os.path.abspath(args.record))
         return

@@ -315,7 +315,7 @@ static int run_loop(struct pdi_daemon *d)
 				struct pdi_task *t = pdi_registry_find_task(&d->reg, (pid_t)PDI_SRC_INDEX(u));
 
 				if (t)
-					pdi_task_finish(d, t);
+					pdi_task_exited(d, t);
 				break;
 			}
 			case PDI_SRC_PEER_LISTEN:

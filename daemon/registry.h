@@ -65,6 +65,7 @@ struct pdi_task {
 	struct pdi_site_hold *site_hold; /* its calls waiting for a worker to read what their site's
 					    name needs; NULL: none (probe/site_warm.h) */
 	unsigned site_warms;          /* such reads since it began */
+	bool exit_due;                /* its process exited while they waited: it ends when they are in */
 };
 
 enum pdi_phases { PDI_PHASES_DEFAULT, PDI_PHASES_AUTO, PDI_PHASES_PCONTROL };

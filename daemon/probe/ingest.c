@@ -483,6 +483,19 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 	d->up->step_ended(d, t->step);
 }
 
+void pdi_task_exited(struct pdi_daemon *d, struct pdi_task *t)
+{
+	/* its last events first: they may be the ones that wait */
+	(void)pdi_tracer_drain(d->tracer);
+	/* with calls waiting, site_warm.c ends it once they are in: taken in now, they would name
+	 * their site on the loop, reading what the worker is reading */
+	if (t->state == PDI_TASK_ENDED || !t->site_hold || epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, t->pidfd, NULL) < 0) {
+		pdi_task_finish(d, t);
+		return;
+	}
+	t->exit_due = true;
+}
+
 unsigned pdi_task_peers(const struct pdi_task *t, const struct pdi_inflight *f, int32_t *out, unsigned max)
 {
 	unsigned fn = PDI_COOKIE_FN(f->cookie), n = 0;

@@ -30,6 +30,10 @@ void pdi_ingest_frames(void *daemon, const struct pdi_frames *f);
 int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret);
 /* The task's process has exited (or we stop): drain its events and keep its model. */
 void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t);
+/* T's process has exited (its pidfd is readable): T ends now, or, while its calls wait for a
+ * worker to read what their site's name needs (site_warm.h), once they are taken in: its pidfd
+ * leaves the loop's epoll set meanwhile. */
+void pdi_task_exited(struct pdi_daemon *d, struct pdi_task *t);
 
 /* The ranks the in-flight call F of task T waits for: its peer argument, or the peers of
  * the requests it completes (from the Isend/Irecv that made them). Returns how many. */

@@ -77,6 +77,9 @@ static void warm_done(struct pdi_job *pj, bool cancelled)
 			  (double)(pdi_now_ns() - j->queued_ns) / 1e6, cancelled ? " (stopping)" : "");
 		t->site_hold = NULL;
 		take_in(d, t, hold, cancelled);
+		/* its process exited meanwhile: it ends now, unless a later call waits for another read */
+		if (t->exit_due && !t->site_hold)
+			pdi_task_finish(d, t);
 	}
 	free(j);
 }

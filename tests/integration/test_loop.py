@@ -7,6 +7,7 @@ locked database stalls nothing, refused readers load nothing, ended steps leave 
 Status is timed by a D-Bus client on the daemon's bus socket (harness.StatusProbe). Run one
 case as: test_loop.py Loop.test_analysis_of_stopped_processes
 """
+import contextlib
 import json
 import os
 import signal
@@ -94,12 +95,12 @@ class Loop(DaemonTest):
         self.assertEqual(after["events_lost"], 0, after)
         os.killpg(busy.pid, signal.SIGKILL)
 
-    def test_cold_site_named_off_the_loop(self):
-        """A call site's first name reads the DWARF of the object it is in (a big Fortran code's
-        takes long). With the cache cold (an Open MPI ring registered while it runs, past its
-        MPI_Init) a worker of the pool "startup" reads it, held here in a ptrace stop, while the
-        ranks' calls wait in order: Status is answered, no event is lost, and once it is read
-        every call is counted, at sites named by their lines."""
+    @contextlib.contextmanager
+    def cold_ring_waiting(self, step):
+        """An Open MPI ring past its MPI_Init, registered as STEP with `pdimon attach` to a daemon
+        whose object cache has not read its DWARF, with the pool "startup" held in a ptrace stop:
+        yields (the job, its ranks' pids) once both ranks' calls wait for a worker to read it and
+        some have come."""
         job = self.spawn(mpirun("openmpi", 2, "ring", 100000, 10000))
         pids = find_ranks("ring.openmpi", 2, job.pid)
 
@@ -109,28 +110,50 @@ class Loop(DaemonTest):
         wait_for(lambda: all(past_init(p) for p in pids), 60, "the ranks past MPI_Init")
         offset = len(self.d.read_log())
         with StoppedThreads(self.d.proc.pid, "pdi-startup"):
-            with self.probe() as probe:
-                self.d.pdimon("attach", "--step", "cold", "--pid", *pids)
-                wait_for(lambda: self.d.read_log()[offset:].count("a call site's first name waits") == 2, 60,
-                         "both ranks' calls waiting for a worker")
-                # calls came (and are counted as they come), none is in a model yet
-                wait_for(lambda: self.d.status()["events"] >= 20, 60, "calls while the worker is held")
-                self.assertEqual([t["calls"] for t in self.d.show("cold")["tasks"]], [0, 0])
-        probe.check(self, "while a call site's object is read")
-        names = {f"MPI_{n}@ring.c:{marker_line('ring.c', m)}" for m, n in (("irecv", "Irecv"), ("isend", "Isend"))}
+            self.d.pdimon("attach", "--step", step, "--pid", *pids)
+            wait_for(lambda: self.d.read_log()[offset:].count("a call site's first name waits") == 2, 60,
+                     "both ranks' calls waiting for a worker")
+            # calls came (and are counted as they come)
+            wait_for(lambda: self.d.status()["events"] >= 20, 60, "calls while the worker is held")
+            yield job, pids
 
-        def named():
-            s = self.d.show("cold")
-            return all(names <= {st["name"] for p in t["phases"] for st in p["states"]} for t in s["tasks"])
-        wait_for(named, 60, "the ring's sites named by their lines once read")
-        os.killpg(job.pid, signal.SIGKILL)
-        wait_for(lambda: self.d.show("cold")["state"] == "ended", 60, "the step to end")
-        s, st = self.d.show("cold"), self.d.status()
+    def assert_every_call_named(self, step):
+        """STEP ended with every call that came in its models, none lost, at sites named by lines."""
+        s, st = self.d.show(step), self.d.status()
         self.assertEqual([t["events_lost"] for t in s["tasks"]], [0, 0])
         self.assertEqual(st["events_lost"], 0, st)
-        # every call that came is in a model, once
         self.assertEqual(sum(t["calls"] for t in s["tasks"]), st["events"], (s["tasks"], st))
-        self.assertRegex(self.d.read_log()[offset:], r"objects read on a worker in [0-9.]+ ms for a call site's name")
+        names = {f"MPI_{n}@ring.c:{marker_line('ring.c', m)}" for m, n in (("irecv", "Irecv"), ("isend", "Isend"))}
+        for t in s["tasks"]:
+            self.assertLessEqual(names, {x["name"] for p in t["phases"] for x in p["states"]}, t["rank"])
+
+    def test_cold_site_named_off_the_loop(self):
+        """A call site's first name reads the DWARF of the object it is in (a big Fortran code's
+        takes long). With the cache cold (an Open MPI ring registered while it runs, past its
+        MPI_Init) a worker of the pool "startup" reads it, held here in a ptrace stop, while the
+        ranks' calls wait in order: Status is answered, no event is lost, and once it is read
+        every call is counted, at sites named by their lines."""
+        with self.cold_ring_waiting("cold") as (job, _):
+            with self.probe() as probe:
+                self.assertEqual([t["calls"] for t in self.d.show("cold")["tasks"]], [0, 0])
+        probe.check(self, "while a call site's object is read")
+        wait_for(lambda: all(t["calls"] for t in self.d.show("cold")["tasks"]), 60, "the calls in once read")
+        os.killpg(job.pid, signal.SIGKILL)
+        wait_for(lambda: self.d.show("cold")["state"] == "ended", 60, "the step to end")
+        self.assert_every_call_named("cold")
+        self.assertRegex(self.d.read_log(), r"objects read on a worker in [0-9.]+ ms for a call site's name")
+
+    def test_cold_site_ranks_end_while_waiting(self):
+        """Ranks that end while their calls wait for a worker to read their site's DWARF (the pool
+        "startup" held in a ptrace stop) end once the calls are in, every one of them, at sites
+        named by their lines: their exits do not make the loop read that DWARF itself."""
+        with self.cold_ring_waiting("ends") as (job, pids):
+            os.killpg(job.pid, signal.SIGKILL)
+            wait_for(lambda: not [p for p in pids if os.path.exists(f"/proc/{p}")], 60, "the ranks to exit")
+            s = self.d.show("ends")
+            self.assertEqual((s["state"], [t["calls"] for t in s["tasks"]]), ("running", [0, 0]))
+        wait_for(lambda: self.d.show("ends")["state"] == "ended", 60, "the step to end once its calls are in")
+        self.assert_every_call_named("ends")
 
     def test_refused_readers_load_nothing(self):
         # issue 14.8: another user's stored steps are never loaded for them, however many

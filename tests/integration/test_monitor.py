@@ -129,7 +129,12 @@ class Monitor(DaemonTest):
         site = ring_sites()
         # where the time went: rank 1 computing before its Barrier, or the other waiting in it
         self.assertIn(site["barrier"], a["transitions"][0]["from"] + a["transitions"][0]["to"])
-        self.assertEqual(a["faulty_ranks"], [1], json.dumps(a))
+        # rank 1 is named; rank 0 may be named beside it: a machine at a load near 20 can hold
+        # it, runnable, for over half of rank 1's 3 s in that phase, and the design names any task
+        # that lost nearly as much by itself (PDI_LOST_ALSO_SHARE; seen once at load 18: [0, 1]).
+        # Whether the stalled rank is named alone is the campaign's figure (bench/apps.py), not a
+        # guarantee under any load.
+        self.assertIn(1, a["faulty_ranks"], json.dumps(a))
 
     def test_sample_runs(self):
         # two normal runs of the ring, then one where rank 2 stalls once: the earlier runs

@@ -73,10 +73,11 @@ static double peers_median(struct work *w, size_t t, uint32_t p)
 }
 
 /* The share Q of model T's time (phases weighed by their lengths) before phase END over which V
- * (n x np; NAN unknown) was at most the value returned (0 when none is known): a usual that a
- * stretch of interference covering most of the phases does not move, as it would a median (meep,
- * issue 9: a hog for 6 s covered 24 of its 31 compared phases, the rank's usual became the
- * interference and nothing was found). */
+ * (n x np; NAN unknown) was at most the value returned (0 when none is known). A high Q makes a
+ * usual that a stretch of interference covering most of the phases does not move, as it would a
+ * median (meep, issue 9: a hog for 6 s covered 24 of its 31 compared phases, the rank's usual
+ * became the interference and nothing was found); Q 0.5 is the median by length, what a task got
+ * before a phase (below_usual()). */
 static double by_length(struct work *w, size_t t, const double *v, double q, uint32_t end)
 {
 	size_t k = 0;

@@ -27,6 +27,7 @@
 #include "sites.h"
 #include "tracer.h"
 #include "task_activity.h"
+#include "u64map.h"
 
 static int32_t int_arg(const struct pdi_event *e, uint8_t pos)
 {
@@ -94,7 +95,10 @@ static void align_phases(struct pdi_task *t)
 	free(models);
 }
 
-static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e, const struct pdi_chain *ch)
+/* T's call E with chain CH into its model; SITE is its site if known (PDI_U64MAP_NONE: looked up,
+ * named if new). */
+static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e, const struct pdi_chain *ch,
+		    uint32_t site)
 {
 	const struct pdi_mpi_func *f = &pdi_mpi_funcs[e->fn];
 	struct pdi_call c = {
@@ -113,7 +117,8 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	if (f->count_arg && f->count_arg <= PDI_NARGS && f->type_arg && f->type_arg <= PDI_NARGS)
 		c.bytes = (uint64_t)(uint32_t)e->args[f->count_arg - 1] * pdi_dtype_size(&t->att.dtypes, e->args[f->type_arg - 1]);
 
-	r = pdi_site_lookup(t, d->objs, ch, e->fn, &c.site);
+	c.site = site;
+	r = site != PDI_U64MAP_NONE ? 0 : pdi_site_lookup(t, d->objs, ch, e->fn, &c.site);
 	if (r == -ENOSPC) {
 		/* past max_task_memory: the call is dropped and counted, as states are */
 		t->dropped_sites++;
@@ -322,6 +327,7 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	struct pdi_daemon *d = daemon;
 	struct pdi_chain ch;
 	struct pdi_task *t;
+	uint32_t site;
 
 	if (e->kind == PDI_EV_INIT) {
 		/* its probes are being attached ahead, or will be now: it joins when they are */
@@ -347,15 +353,20 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	pdi_budget_hit(t->budget, e->fn, e->t_enter);
 	ch = (struct pdi_chain){.callsite = e->callsite, .caller = e->caller, .via = e->via, .end = e->chain};
 	pdi_chains_finish(d, t, (pid_t)e->tid, e->t_enter, &ch);
-	/* a site new to the step whose naming reads a cold object waits for a worker (site_warm.h) */
-	if (!pdi_site_warm_hold(d, t, e, &ch))
-		pdi_ingest_call(d, t, e, &ch);
+	/* a call from where T called before is taken in at once, its site from T's cache (one lookup
+	 * per call); a site new to the step whose naming reads a cold object waits for a worker, and
+	 * the calls behind it with it (site_warm.h) */
+	site = t->site_hold ? PDI_U64MAP_NONE : pdi_site_known(t, &ch, e->fn);
+	if (site == PDI_U64MAP_NONE && pdi_site_warm_hold(d, t, e, &ch))
+		return 0;
+	if (add_call(d, t, e, &ch, site) < 0)
+		t->model.dropped_edges++;
 	return 0;
 }
 
 void pdi_ingest_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e, const struct pdi_chain *ch)
 {
-	if (add_call(d, t, e, ch) < 0)
+	if (add_call(d, t, e, ch, PDI_U64MAP_NONE) < 0)
 		t->model.dropped_edges++;
 }
 

@@ -153,6 +153,11 @@ static uint64_t chain_key(uint64_t caller, uint64_t via, unsigned fn)
 	return mix64(mix64(mix64(0, caller), via), fn);
 }
 
+uint32_t pdi_site_known(const struct pdi_task *t, const struct pdi_chain *ch, uint16_t fn)
+{
+	return pdi_u64map_get(&t->site_cache, chain_key(ch->caller, ch->via, fn));
+}
+
 int pdi_site_cached(const struct pdi_task *t, const struct pdi_inflight *f, uint32_t *ret_site)
 {
 	unsigned fn = PDI_COOKIE_FN(f->cookie);
@@ -160,7 +165,7 @@ int pdi_site_cached(const struct pdi_task *t, const struct pdi_inflight *f, uint
 
 	if (fn >= pdi_mpi_nfuncs || f->chain != PDI_CHAIN_DONE)
 		return -ENOENT;
-	i = pdi_u64map_get(&t->site_cache, chain_key(f->caller, f->via, fn));
+	i = pdi_site_known(t, &(struct pdi_chain){.caller = f->caller, .via = f->via}, (uint16_t)fn);
 	if (i == PDI_U64MAP_NONE)
 		return -ENOENT;
 	*ret_site = i;
@@ -195,7 +200,7 @@ int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct 
 	uint64_t ckey = chain_key(ch->caller, ch->via, fn), key;
 	struct code_addr at, via;
 	struct pdi_step *s = t->step;
-	uint32_t i = pdi_u64map_get(&t->site_cache, ckey);
+	uint32_t i = pdi_site_known(t, ch, fn);
 	int r;
 
 	if (i != PDI_U64MAP_NONE) {
@@ -225,7 +230,7 @@ unsigned pdi_site_cold(struct pdi_task *t, struct pdi_objcache *objs, const stru
 	struct code_addr at, via;
 	unsigned n = 0;
 
-	if (pdi_u64map_get(&t->site_cache, chain_key(ch->caller, ch->via, fn)) != PDI_U64MAP_NONE)
+	if (pdi_site_known(t, ch, fn) != PDI_U64MAP_NONE)
 		return 0;
 	/* the maps reread for either place (which frees the earlier ones), then both found in them */
 	if (mapping_of(t, ch->caller) && ch->via)

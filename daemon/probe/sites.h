@@ -27,6 +27,10 @@ int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct 
 unsigned pdi_site_cold(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_chain *ch, uint16_t fn,
 		       const struct pdi_mapping *ret_maps[2]);
 
+/* The site T's own cache gives the call of FN with chain CH (T called from there before: one
+ * lookup, nothing resolved or read), or PDI_U64MAP_NONE. */
+uint32_t pdi_site_known(const struct pdi_task *t, const struct pdi_chain *ch, uint16_t fn);
+
 /* The chain of a call that returns straight to ADDR (nothing hopped over). */
 static inline struct pdi_chain pdi_chain_direct(uint64_t addr)
 {

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "detach.h"
+#include "held_queue.h"
 #include "log.h"
 #include "objopen.h"
 #include "objwarm.h"
@@ -56,8 +57,7 @@ struct ahead_job {
 	bool held;                     /* planned at its MPI_Init trap, not at its exec (exec_ns: the trap's) */
 	bool has_init;                 /* its MPI_Init came before done(): INIT */
 	struct pdi_event init;
-	struct kept *kept;             /* its later events and frames records, in order */
-	unsigned nkept, cap;
+	struct pdi_held_queue kept;    /* its later events and frames records (struct kept), in order */
 	uint64_t dropped, dropped_from, dropped_to; /* events past the bound, and their times */
 	uint64_t frames_dropped;       /* frames records past theirs */
 };
@@ -134,6 +134,9 @@ static void ahead_run(struct pdi_job *pj)
 static void replay(struct pdi_daemon *d, struct ahead_job *j)
 {
 	struct pdi_task *t;
+	void *records;
+	struct kept *kept;
+	unsigned nkept;
 
 	if (j->has_init) {
 		/* its objects read: it joins now, whatever the cache let go since */
@@ -147,8 +150,10 @@ static void replay(struct pdi_daemon *d, struct ahead_job *j)
 			j->maps = (struct pdi_maps){0};
 		}
 	}
-	for (unsigned i = 0; i < j->nkept; i++) {
-		struct kept *k = &j->kept[i];
+	pdi_held_queue_take(&j->kept, &d->ahead_events, &records, &nkept);
+	kept = records;
+	for (unsigned i = 0; i < nkept; i++) {
+		struct kept *k = &kept[i];
 
 		if (k->frames) {
 			pdi_tracer_replay_frames(d->tracer, k->frames);
@@ -158,7 +163,7 @@ static void replay(struct pdi_daemon *d, struct ahead_job *j)
 			(void)pdi_tracer_replay_event(d->tracer, &k->event);
 		}
 	}
-	d->ahead_events -= j->nkept;
+	free(kept);
 	if (j->frames_dropped)
 		log_warning_limited(AHEAD_FRAMES_MAX, "pid %d: %" PRIu64 " call chains left unresolved while its probes "
 				    "were attached (more than %d stacks kept for starting processes)", (int)j->pid,
@@ -228,7 +233,6 @@ static void ahead_done(struct pdi_job *pj, bool cancelled)
 		ahead_done(&f->job, cancelled);
 	}
 	free_warmed(j);
-	free(j->kept);
 	free(j);
 }
 
@@ -382,19 +386,7 @@ bool pdi_ahead_on_held_init(struct pdi_daemon *d, const struct pdi_event *e)
 /* A place for one more record at the end of J's, or NULL past the bound. */
 static struct kept *keep_slot(struct pdi_daemon *d, struct ahead_job *j)
 {
-	if (d->ahead_events >= AHEAD_EVENTS_MAX)
-		return NULL;
-	if (j->nkept == j->cap) {
-		unsigned cap = j->cap ? 2 * j->cap : 64;
-		struct kept *v = realloc(j->kept, sizeof(*v) * cap);
-
-		if (!v)
-			return NULL;
-		j->kept = v;
-		j->cap = cap;
-	}
-	d->ahead_events++;
-	return &j->kept[j->nkept++];
+	return pdi_held_queue_push(&j->kept, sizeof(struct kept), &d->ahead_events, AHEAD_EVENTS_MAX);
 }
 
 /* E kept in J's records, in order; past the bound counted and its time noted. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "held_queue.h"
 #include "ingest.h"
 #include "log.h"
 #include "mpi_funcs.h"
@@ -38,8 +39,7 @@ struct warm_job {
 /* A task's calls waiting for JOB. */
 struct pdi_site_hold {
 	struct warm_job *job;
-	struct held *v;
-	unsigned n, cap;
+	struct pdi_held_queue calls; /* of struct held */
 };
 
 static void warm_run(struct pdi_job *pj)
@@ -55,12 +55,17 @@ static void warm_run(struct pdi_job *pj)
  * may need another read); HOLD is freed. */
 static void take_in(struct pdi_daemon *d, struct pdi_task *t, struct pdi_site_hold *hold, bool force)
 {
-	d->site_held -= hold->n;
-	for (unsigned i = 0; i < hold->n; i++)
-		if (force || !pdi_site_warm_hold(d, t, &hold->v[i].e, &hold->v[i].ch))
-			pdi_ingest_call(d, t, &hold->v[i].e, &hold->v[i].ch);
-	free(hold->v);
+	void *calls;
+	struct held *v;
+	unsigned n;
+
+	pdi_held_queue_take(&hold->calls, &d->site_held, &calls, &n);
+	v = calls;
 	free(hold);
+	for (unsigned i = 0; i < n; i++)
+		if (force || !pdi_site_warm_hold(d, t, &v[i].e, &v[i].ch))
+			pdi_ingest_call(d, t, &v[i].e, &v[i].ch);
+	free(v);
 }
 
 static void warm_done(struct pdi_job *pj, bool cancelled)
@@ -73,7 +78,7 @@ static void warm_done(struct pdi_job *pj, bool cancelled)
 
 	if (hold) {
 		log_info("pid %d: %u objects read on a worker in %.1f ms for a call site's name; %u calls "
-			  "waited %.1f ms%s", (int)j->pid, n, (double)j->run_ns / 1e6, hold->n,
+			  "waited %.1f ms%s", (int)j->pid, n, (double)j->run_ns / 1e6, hold->calls.n,
 			  (double)(pdi_now_ns() - j->queued_ns) / 1e6, cancelled ? " (stopping)" : "");
 		t->site_hold = NULL;
 		take_in(d, t, hold, cancelled);
@@ -120,19 +125,11 @@ static bool start(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_map
 static bool keep(struct pdi_daemon *d, struct pdi_site_hold *hold, const struct pdi_event *e,
 		 const struct pdi_chain *ch)
 {
-	if (d->site_held >= HELD_MAX)
-		return false;
-	if (hold->n == hold->cap) {
-		unsigned cap = hold->cap ? 2 * hold->cap : 64;
-		struct held *v = realloc(hold->v, sizeof(*v) * cap);
+	struct held *h = pdi_held_queue_push(&hold->calls, sizeof(*h), &d->site_held, HELD_MAX);
 
-		if (!v)
-			return false;
-		hold->v = v;
-		hold->cap = cap;
-	}
-	hold->v[hold->n++] = (struct held){.e = *e, .ch = *ch};
-	d->site_held++;
+	if (!h)
+		return false;
+	*h = (struct held){.e = *e, .ch = *ch};
 	return true;
 }
 
@@ -167,6 +164,6 @@ void pdi_site_warm_flush(struct pdi_daemon *d, struct pdi_task *t)
 	if (!hold)
 		return;
 	t->site_hold = NULL; /* its job's done() finds no calls waiting for it */
-	log_debug("pid %d: %u calls taken in before a worker read their site's objects", (int)t->pid, hold->n);
+	log_debug("pid %d: %u calls taken in before a worker read their site's objects", (int)t->pid, hold->calls.n);
 	take_in(d, t, hold, true);
 }

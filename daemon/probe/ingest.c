@@ -461,7 +461,7 @@ void pdi_ingest_note_lost(struct pdi_daemon *d)
 void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 {
 	struct pdi_inflight f;
-	pid_t tid;
+	pid_t tid = t->pid;
 
 	if (t->state == PDI_TASK_ENDED)
 		return;
@@ -470,8 +470,8 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 	pdi_site_warm_flush(d, t);
 	note_lost(d, t);
 	t->lost = t->lost_noted;
-	if ((pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1 || pdi_tracer_exited_in(d->tracer, t->pid, &f) == 0) &&
-	    !pdi_attachment_return_lost(&t->att, &f)) {
+	if (pdi_tracer_inflight(d->tracer, t->pid, &t->att, &f, &tid, 1) == 1 ||
+	    (pdi_tracer_exited_in(d->tracer, t->pid, &f) == 0 && !pdi_attachment_return_lost(&t->att, &f))) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
 		uint32_t site;
 

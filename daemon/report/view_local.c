@@ -54,8 +54,7 @@ void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where 
 	uint64_t now = pdi_now_ns();
 
 	*w = (struct pdi_where){.site = -1};
-	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1 &&
-	    !pdi_attachment_return_lost(&t->att, &f)) {
+	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &t->att, &f, &tid, 1) == 1) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
 		/* inside MPI for a moment is what MPI programs do; past what the step's own history
 		 * makes plausible it is a hang suspect (the hang judge's) */

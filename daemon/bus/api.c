@@ -237,6 +237,13 @@ struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c,
 		return taken;
 	if (pdi_ident_pin(pid, &id) < 0)
 		return fail(-ESRCH, "pid %d: no such process", (int)pid);
+	/* a watch catches a process at its MPI_Init trap; one that runs an MPI program already may be
+	 * past it, and would never join: attaching is what joins it (before its MPI_Init too) */
+	if (pdi_tracer_check(d->objs, pid) == 0) {
+		pdi_ident_release(&id);
+		return fail(-EBUSY, "pid %d runs an MPI program already, and watching catches processes as they start: "
+			    "use 'pdimon attach --step %s --pid %d'", (int)pid, step, (int)pid);
+	}
 	r = pdi_registry_get_step(&d->reg, step, c->uid, &s);
 	if (r == 0)
 		r = watch(d, s, &id, -1);

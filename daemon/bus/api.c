@@ -187,7 +187,9 @@ static int watch(struct pdi_daemon *d, struct pdi_step *s, struct pdi_ident *roo
 }
 
 /* End the tasks of S whose process has exited but whose pidfd the loop has not seen yet:
- * whoever says a step is over should find it over. */
+ * whoever says a step is over should find it over. One whose calls wait for a worker ends once
+ * they are in, as at its pidfd (pdi_task_exited()): not on the loop, reading what the worker
+ * reads. */
 static void reap_exited(struct pdi_daemon *d, struct pdi_step *s)
 {
 	for (unsigned i = 0; i < s->ntasks; i++) {
@@ -195,7 +197,7 @@ static void reap_exited(struct pdi_daemon *d, struct pdi_step *s)
 		struct pollfd p = {.fd = t->pidfd, .events = POLLIN};
 
 		if (t->state == PDI_TASK_RUNNING && t->pidfd >= 0 && poll(&p, 1, 0) == 1)
-			pdi_task_finish(d, t);
+			pdi_task_exited(d, t);
 	}
 }
 

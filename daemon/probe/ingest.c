@@ -496,6 +496,8 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 
 void pdi_task_exited(struct pdi_daemon *d, struct pdi_task *t)
 {
+	if (t->exit_due)
+		return; /* told already (its pidfd, then EndStep or Unwatch): it ends once its calls are in */
 	/* its last events first: they may be the ones that wait */
 	(void)pdi_tracer_drain(d->tracer);
 	/* with calls waiting, site_warm.c ends it once they are in: taken in now, they would name

@@ -60,6 +60,7 @@ struct ahead_job {
 	int result;                    /* of the attach */
 	uint64_t exec_ns, seen_ns, attach_ns; /* its exec, when the loop saw it; the attach's length */
 	bool held;                     /* planned at its MPI_Init trap, not at its exec (exec_ns: the trap's) */
+	bool lib_mapped;               /* MAPS, read after the attach, have the library attached on */
 	bool has_init;                 /* its MPI_Init came before done(): INIT */
 	struct pdi_event init;
 	struct pdi_held_queue kept;    /* its later events and frames records (struct kept), in order */
@@ -196,10 +197,12 @@ static void ahead_run(struct pdi_job *pj)
 	j->attach_ns = pdi_now_ns();
 	if (j->a)
 		j->result = pdi_ahead_attach_run(j->a);
-	/* attached: what its join needs if it ends before (its MPI library is mapped by now, mostly:
-	 * a process waits for nothing between its exec and ld.so's mapping) */
-	if (j->a && j->result == 0 && !j->warmed && pdi_maps_read(j->pid, &j->maps) == 0)
+	/* attached: what its join needs if it ends before it (its sites' objects; Open MPI's handles
+	 * once ld.so has mapped the library, which a quick attach may beat) */
+	if (j->a && j->result == 0 && !j->warmed && pdi_maps_read(j->pid, &j->maps) == 0) {
 		j->exe_fd = pin_exe(j->pid, &j->maps);
+		j->lib_mapped = pdi_ahead_attach_lib_mapped(j->a, &j->maps);
+	}
 	if (j->warm)
 		pdi_objwarm_run(j->warm);
 	j->attach_ns = pdi_now_ns() - j->attach_ns;
@@ -260,8 +263,13 @@ static void commit_attach(struct pdi_daemon *d, struct ahead_job *j, bool cancel
 {
 	int r = pdi_tracer_ahead_end(d->tracer, j->a, cancelled ? -ECANCELED : j->result);
 
-	if (r == 0 && j->maps.n)
+	if (r == 0 && j->maps.n) {
+		/* the executable is mapped at the exec, the MPI library once ld.so has run: a quick attach
+		 * may end before (its handles then stay unplaced if it ends before it joins) */
+		log_debug("pid %d: maps kept for its join, %s", (int)j->pid,
+			  j->lib_mapped ? "its MPI library mapped" : "read before its MPI library was mapped");
 		keep_maps(d, j);
+	}
 	/* how late the loop saw the exec, and what the attach itself cost (bench/startup.py) */
 	if (r == 0)
 		log_debug("pid %d: probes attached %s, %.1f ms after its %s (seen after %.1f ms, attached in %.1f ms "

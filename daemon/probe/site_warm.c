@@ -13,6 +13,7 @@
 #include "objwarm.h"
 #include "site_warm.h"
 #include "sites.h"
+#include "u64map.h"
 #include "worker.h"
 
 /* Calls waiting, all tasks together (about 200 bytes each): a worker reads an object in tens to
@@ -155,6 +156,28 @@ bool pdi_site_warm_hold(struct pdi_daemon *d, struct pdi_task *t, const struct p
 		return true;
 	pdi_site_warm_flush(d, t);
 	return false;
+}
+
+int pdi_site_warm_inflight(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_inflight *f, pid_t tid,
+			   uint32_t *ret_site)
+{
+	const struct pdi_mapping *cold[2];
+	struct pdi_chain ch;
+	unsigned ncold;
+	uint16_t fn;
+	int r = pdi_inflight_chain(t, f, tid, &ch, &fn);
+
+	if (r < 0)
+		return r;
+	if (pdi_site_known(t, &ch, fn) == PDI_U64MAP_NONE) {
+		/* a read under way: it may be this site's */
+		if (t->site_hold)
+			return -EAGAIN;
+		ncold = t->site_warms < WARMS_PER_TASK ? pdi_site_cold(t, d->objs, &ch, fn, cold) : 0;
+		if (ncold && start(d, t, cold, ncold))
+			return -EAGAIN;
+	}
+	return pdi_site_lookup(t, d->objs, &ch, fn, ret_site);
 }
 
 void pdi_site_warm_flush(struct pdi_daemon *d, struct pdi_task *t)

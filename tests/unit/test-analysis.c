@@ -1130,8 +1130,14 @@ Test(analysis, looks_that_single_no_rank_out_name_none)
  * machine, issue 9) say that this much is the program's usual, so a step that shows it is no
  * fault; judged against its own phases only, whose other phases vary by milliseconds, it is.
  * A 4 s stall still beats them; and clean earlier runs leave the documented floor. */
-static void earlier_runs(int imbalance_phase, double imbalance_s, struct pdi_model runs[3][4],
-			 const struct pdi_model *row[3][4], const struct pdi_model *const *rows[3])
+struct earlier {
+	struct pdi_model runs[3][4];
+	const struct pdi_model *row[3][4];
+	const struct pdi_model *const *rows[3];
+	struct pdi_analysis_samples samples;
+};
+
+static void earlier_runs(struct earlier *e, int imbalance_phase, double imbalance_s)
 {
 	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1, .slow_to = -1,
 				.usage = true, .spin_phase = imbalance_phase, .spin_s = imbalance_s};
@@ -1140,11 +1146,19 @@ static void earlier_runs(int imbalance_phase, double imbalance_s, struct pdi_mod
 	one.spinning = true;
 	for (int r = 0; r < 3; r++) {
 		for (int i = 0; i < 4; i++) {
-			ring_model_with(&runs[r][i], i + 10 * (r + 1), 8, i == 1 ? &one : &all);
-			row[r][i] = &runs[r][i];
+			ring_model_with(&e->runs[r][i], i + 10 * (r + 1), 8, i == 1 ? &one : &all);
+			e->row[r][i] = &e->runs[r][i];
 		}
-		rows[r] = row[r];
+		e->rows[r] = e->row[r];
 	}
+	e->samples = (struct pdi_analysis_samples){.rows = e->rows, .nruns = 3};
+}
+
+static void earlier_done(struct earlier *e)
+{
+	for (int r = 0; r < 3; r++)
+		for (int i = 0; i < 4; i++)
+			pdi_model_done(&e->runs[r][i]);
 }
 
 /* Case 0 (4 tasks, 8 phases) with rank RANK spinning SPIN_S in program phase 5, judged against
@@ -1177,47 +1191,37 @@ static bool judged(int rank, double spin_s, const struct pdi_analysis_samples *r
 
 Test(analysis, earlier_runs_that_lose_as_much_by_themselves_make_no_fault)
 {
-	struct pdi_model runs[3][4];
-	const struct pdi_model *row[3][4];
-	const struct pdi_model *const *rows[3];
-	struct pdi_analysis_samples samples = {.rows = rows, .nruns = 3};
+	struct earlier e;
 	struct pdi_baseline base;
 	char words[160];
 
-	earlier_runs(3, 1.5, runs, row, rows);
+	earlier_runs(&e, 3, 1.5);
 	cr_expect(judged(1, 1.5, NULL, &base, words, sizeof(words)), "own phases only: 1.5 s beats the floor");
 	cr_expect_eq(base.runs, 0);
 	cr_expect_float_eq(base.floor_s, PDI_EXCESS_FLOOR_S, 1e-9);
 	cr_expect(strstr(words, "against this step's own phases only"), "%s", words);
 
-	cr_expect_not(judged(1, 1.5, &samples, &base, words, sizeof(words)), "earlier runs lost 1.5 s too");
+	cr_expect_not(judged(1, 1.5, &e.samples, &base, words, sizeof(words)), "earlier runs lost 1.5 s too");
 	cr_expect_eq(base.runs, 3);
 	cr_expect(base.excess_s > 1.4 && base.excess_s < 1.7, "the earlier runs' most: %g s", base.excess_s);
 	cr_expect_float_eq(base.floor_s, PDI_BASELINE_MARGIN * base.excess_s, 1e-9);
 	cr_expect(strstr(words, "none, against 3 earlier runs of the program"), "%s", words);
 
-	cr_expect(judged(2, 4.0, &samples, &base, words, sizeof(words)), "a 4 s stall beats them");
+	cr_expect(judged(2, 4.0, &e.samples, &base, words, sizeof(words)), "a 4 s stall beats them");
 	cr_expect(strstr(words, "against 3 earlier runs of the program"), "%s", words);
-	for (int r = 0; r < 3; r++)
-		for (int i = 0; i < 4; i++)
-			pdi_model_done(&runs[r][i]);
+	earlier_done(&e);
 }
 
 Test(analysis, clean_earlier_runs_leave_the_documented_floor)
 {
-	struct pdi_model runs[3][4];
-	const struct pdi_model *row[3][4];
-	const struct pdi_model *const *rows[3];
-	struct pdi_analysis_samples samples = {.rows = rows, .nruns = 3};
+	struct earlier e;
 	struct pdi_baseline base;
 	char words[160];
 
-	earlier_runs(0, 0, runs, row, rows); /* no imbalance */
-	cr_expect(judged(1, 1.5, &samples, &base, words, sizeof(words)), "1.5 s against clean earlier runs");
+	earlier_runs(&e, 0, 0); /* no imbalance */
+	cr_expect(judged(1, 1.5, &e.samples, &base, words, sizeof(words)), "1.5 s against clean earlier runs");
 	cr_expect_eq(base.runs, 3);
 	cr_expect_lt(base.excess_s, 0.5 * PDI_EXCESS_FLOOR_S, "clean runs: %g s", base.excess_s);
 	cr_expect_float_eq(base.floor_s, PDI_EXCESS_FLOOR_S, 1e-9);
-	for (int r = 0; r < 3; r++)
-		for (int i = 0; i < 4; i++)
-			pdi_model_done(&runs[r][i]);
+	earlier_done(&e);
 }

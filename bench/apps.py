@@ -73,7 +73,7 @@ the analysis judged against earlier runs (a floor may name it: CLASS.hist=PCT).
 Usage: apps.py [--apps gromacs,hpcc,meep,mpb,nwchem,halo] [--faults none,stop,...] [--seeds N]
                [--first-seed S] [--short] [--hog-group own|job] [--budget PCT] [--history K]
                [--floor SPEC|FILE] [--out DIR]
-       apps.py --reanalyze DIR [--apps ...] [--faults ...]
+       apps.py --reanalyze DIR [--own-phases-only] [--apps ...] [--faults ...]
 --short sizes every input for a run of a few seconds (the CI subset); the full inputs run
 20-60 s each at 4 ranks on this 2-core machine. Run as root, under the heavy lock (shared).
 """
@@ -113,7 +113,7 @@ BUDGET = None  # --budget PCT: pdimond's max_overhead_pct (None: its default)
 HOG_IN_JOB = 'f=$1; hog=$2; kind=$3; secs=$4; shift 4; ' \
              '(read cpu < "$f" && exec taskset -c "$cpu" "$hog" "$kind" "$secs") & exec "$@"'
 HISTORY_FIRST_SEED = 1000  # --history: the seeds of the earlier fault-free runs, apart from the measured ones
-SAMPLE_RUNS = 3  # the earlier runs pdimond takes as sample runs (PDI_SAMPLE_RUNS, daemon/report/report.c)
+SAMPLE_RUNS = 3  # the earlier runs pdimond takes as sample runs by default (pdimond.conf(5): sample_runs)
 METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet", "hist"]
 AS_BEFORE = ["phase", "task", "alone"]  # also over every run, a fault that did not fire a miss
 
@@ -577,12 +577,12 @@ def keep_database(d, workdir, kept_across_runs=False):
     shutil.rmtree(d.dir, ignore_errors=True)
 
 
-def reanalyze(workdir, name):
-    """`pdimon analyze NAME --json` by a fresh pdimond on the run's kept database."""
+def reanalyze(workdir, name, settings=()):
+    """`pdimon analyze NAME --json` by a fresh pdimond (with SETTINGS) on the run's kept database."""
     bus = campaign.new_bus()
     d = None
     try:
-        d = harness.Daemon(bus=bus, database=os.path.join(workdir, "pdimon.db"))
+        d = harness.Daemon(*settings, bus=bus, database=os.path.join(workdir, "pdimon.db"))
         return campaign.query_json(d, "analyze", name, "--json")
     finally:
         if d:
@@ -714,8 +714,11 @@ def load_average():
     return float(open("/proc/loadavg").read().split()[0])
 
 
-def mode(history):
+def mode(history, own_phases_only=False):
     """The campaign's mode, for the table's head."""
+    if own_phases_only:
+        return (f"mode: re-analysed against each run's own phases only (pdimond sample_runs=0)"
+                f"{f', the runs of --history {history}' if history else ''}")
     if not history:
         return "mode: a fresh store per run (no earlier runs of the program)"
     return (f"mode: --history {history}, one store per application kept across its runs: {history} fault-free "
@@ -781,8 +784,10 @@ def rescore(args, apps, faults):
         plan = Plan(app, fault, seed, Usual(**rec["usual"]) if "usual" in rec else Usual(rec["usual_s"], 0))
         doc = rec["analysis"]
         if fault not in HANGS and os.path.exists(os.path.join(args.reanalyze, run, "pdimon.db")):
-            doc = reanalyze(os.path.join(args.reanalyze, run), rec["name"])
-            with open(os.path.join(args.reanalyze, run, "reanalysis.json"), "w") as f:
+            doc = reanalyze(os.path.join(args.reanalyze, run), rec["name"],
+                            ["sample_runs=0"] if args.own_phases_only else [])
+            kept = "reanalysis-own-phases.json" if args.own_phases_only else "reanalysis.json"
+            with open(os.path.join(args.reanalyze, run, kept), "w") as f:
                 json.dump(doc, f)
         s, line = score(plan, rec["truth"], doc, rec.get("show"), rec["end"])
         campaign.log(runlog, f"{plan} | {line}")
@@ -796,7 +801,7 @@ def rescore(args, apps, faults):
     if not overall.runs:
         raise SystemExit(f"apps: no kept run of those applications and faults in {args.reanalyze}")
     print(f"re-analysed by this build: {args.reanalyze}")
-    report(by_key, by_class, overall, args.reanalyze, started, loads, mode(history))
+    report(by_key, by_class, overall, args.reanalyze, started, loads, mode(history, args.own_phases_only))
     return check_floor(args.floor, by_class, overall) if args.floor else 0
 
 
@@ -819,6 +824,9 @@ def main():
                          "first, then the measured runs judged against the earlier ones (AutomaDeD's sample runs)")
     ap.add_argument("--out", default="")
     ap.add_argument("--reanalyze", default="", metavar="DIR", help="score the kept runs in DIR again")
+    ap.add_argument("--own-phases-only", action="store_true",
+                    help="with --reanalyze: judge every run against its own phases only (pdimond sample_runs=0), "
+                         "as without --history, whatever its kept store holds")
     args = ap.parse_args()
     global HOG_GROUP, BUDGET
     HOG_GROUP, BUDGET = args.hog_group, args.budget

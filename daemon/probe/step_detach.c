@@ -9,7 +9,7 @@
  * filter calls per probe and N grace periods in turn. Measured without a daemon at 64 processes
  * (bench/attach_scale.py --order, bench/README.md "Attaching before the library is mapped, and
  * closing after the processes exit"): 128 links closed one after the other took 9.9-21.3 s with
- * the processes alive and 8.5-10.9 s after they exited; closed together after they exited,
+ * the processes alive and 7.4-10.9 s after they exited; closed together after they exited,
  * 0.14-0.46 s. Closes hold the kernel's dup_mmap_sem as attaches do, so they also slowed the
  * start of the next step on the node. An exited task's links are dead weight (the pid filter
  * names a process that is gone), so they wait in the step's batch for its last running task. */

@@ -23,6 +23,7 @@
 #include "mpi_funcs.h"
 #include "callchain.h"
 #include "program.h"
+#include "retired.h"
 #include "site_warm.h"
 #include "sites.h"
 #include "tracer.h"
@@ -351,6 +352,7 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	t->events++;
 	d->events++;
 	pdi_budget_hit(t->budget, e->fn, e->t_enter);
+	pdi_retired_call_ended(d, t, e);
 	ch = (struct pdi_chain){.callsite = e->callsite, .caller = e->caller, .via = e->via, .end = e->chain};
 	pdi_chains_finish(d, t, (pid_t)e->tid, e->t_enter, &ch);
 	/* a call from where T called before is taken in at once, its site from T's cache (one lookup

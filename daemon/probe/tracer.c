@@ -5,7 +5,6 @@
  * MPI symbols from: attaching to a library path for all processes would make every
  * process that maps it pay the trap. Only MPI_Init is trapped for all processes, which
  * costs one trap per MPI process in its life. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -359,6 +358,7 @@ void pdi_attachment_detach(struct pdi_attachment *a)
 	a->nretired_returns = 0;
 	a->returns_held_ns = 0;
 	a->returns_waiting = false;
+	pdi_threads_free(&a->threads);
 	free(a->targets);
 	a->targets = NULL;
 	if (a->object_fd >= 0) {
@@ -442,46 +442,23 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ou
 	return n;
 }
 
-/* Threads of a process looked up at most: past that the answer is "not known" (a caller holding
- * links for its calls holds them until its bound). */
-#define INFLIGHT_THREADS_MAX 4096
-
-int pdi_tracer_inflight_fns_before(struct pdi_tracer *t, pid_t pid, uint64_t before_ns,
-				   uint64_t ret[PDI_LINK_GEN_FUNCS / 64])
+int pdi_tracer_inflight_fns_before(struct pdi_tracer *t, pid_t pid, const pid_t *tids, unsigned ntids,
+				   uint64_t before_ns, uint64_t ret[PDI_LINK_GEN_FUNCS / 64])
 {
 	uint64_t fns[PDI_LINK_GEN_FUNCS / 64] = {0};
-	int fd = bpf_map__fd(t->skel->maps.inflight), r = 0;
-	unsigned seen = 0;
-	struct dirent *de;
-	char path[64];
-	DIR *dir;
+	int fd = bpf_map__fd(t->skel->maps.inflight);
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	if (!(dir = opendir(path)))
-		return errno == ENOENT || errno == ESRCH ? -ENOENT : -errno;
-	while ((errno = 0, de = readdir(dir))) {
-		char *end;
-		long tid = strtol(de->d_name, &end, 10);
-		__u64 key = (__u64)pid << 32 | (__u32)tid;
+	for (unsigned i = 0; i < ntids; i++) {
+		__u64 key = (__u64)pid << 32 | (__u32)tids[i];
 		struct pdi_inflight f;
 
-		if (de->d_name[0] == '.' || *end || tid <= 0)
-			continue;
-		if (++seen > INFLIGHT_THREADS_MAX) {
-			r = -E2BIG;
-			break;
-		}
-		/* a thread that never called a probed function has no entry */
+		/* a thread that never called a probed function, or has exited, has no entry */
 		if (bpf_map_lookup_elem(fd, &key, &f) == 0 && f.active && f.t_enter < before_ns &&
 		    PDI_COOKIE_FN(f.cookie) < PDI_LINK_GEN_FUNCS)
 			fns[PDI_COOKIE_FN(f.cookie) / 64] |= 1ull << (PDI_COOKIE_FN(f.cookie) % 64);
 	}
-	if (!de && errno)
-		r = -errno;
-	closedir(dir);
-	if (r == 0)
-		memcpy(ret, fns, sizeof(fns));
-	return r;
+	memcpy(ret, fns, sizeof(fns));
+	return 0;
 }
 
 int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret)

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* threads.c -- a process's thread ids, read again only when older than asked (threads.h). */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,29 +7,43 @@
 #include "clock.h"
 #include "threads.h"
 
-/* The thread ids in /proc/PID/task into a new array. */
-static int read_tids(pid_t pid, pid_t **ret, unsigned *ret_n)
+DIR *pdi_threads_open(pid_t pid)
 {
-	pid_t *tids = NULL;
-	unsigned n = 0, cap = 0;
-	struct dirent *de;
 	char path[64];
-	int r = 0;
-	DIR *dir;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	if (!(dir = opendir(path)))
-		return errno == ENOENT || errno == ESRCH ? -ENOENT : -errno;
+	return opendir(path);
+}
+
+int pdi_threads_next(DIR *dir, unsigned *seen, pid_t *ret_tid)
+{
+	struct dirent *de;
+
 	while ((errno = 0, de = readdir(dir))) {
 		char *end;
 		long tid = strtol(de->d_name, &end, 10);
 
 		if (de->d_name[0] == '.' || *end || tid <= 0)
 			continue;
-		if (n == PDI_THREADS_MAX) {
-			r = -E2BIG;
-			break;
-		}
+		if (++*seen > PDI_THREADS_MAX)
+			return -E2BIG;
+		*ret_tid = (pid_t)tid;
+		return 1;
+	}
+	return errno ? -errno : 0;
+}
+
+/* The thread ids of PID into a new array. */
+static int read_tids(pid_t pid, pid_t **ret, unsigned *ret_n)
+{
+	pid_t *tids = NULL, tid;
+	unsigned n = 0, cap = 0, seen = 0;
+	DIR *dir = pdi_threads_open(pid);
+	int r;
+
+	if (!dir)
+		return errno == ENOENT || errno == ESRCH ? -ENOENT : -errno;
+	while ((r = pdi_threads_next(dir, &seen, &tid)) > 0) {
 		if (n == cap) {
 			unsigned ncap = cap ? 2 * cap : 8;
 			pid_t *p = reallocarray(tids, ncap, sizeof(*tids));
@@ -42,14 +55,12 @@ static int read_tids(pid_t pid, pid_t **ret, unsigned *ret_n)
 			tids = p;
 			cap = ncap;
 		}
-		tids[n++] = (pid_t)tid;
+		tids[n++] = tid;
 	}
-	if (r == 0 && !de && errno)
-		r = errno == ESRCH ? -ENOENT : -errno;
 	closedir(dir);
 	if (r < 0) {
 		free(tids);
-		return r;
+		return r == -ESRCH ? -ENOENT : r;
 	}
 	*ret = tids;
 	*ret_n = n;

@@ -8,11 +8,20 @@
  * has no call in flight). One read per instant asked about, not one per look. */
 #pragma once
 
+#include <dirent.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Threads of a process listed at most: past that the answer is "not known". */
+/* Threads of a process listed at most: past that the answer is "not known" (a caller holding
+ * links for their calls holds them until its bound). */
 #define PDI_THREADS_MAX 4096
+
+/* PID's threads one by one: pdi_threads_open() (NULL and errno when it cannot), then
+ * pdi_threads_next() until it returns 0 (past the last), -E2BIG (past PDI_THREADS_MAX, counted in
+ * *SEEN, which starts at 0) or another negative errno; 1 with the next thread id in *RET_TID. The
+ * caller closes DIR. */
+DIR *pdi_threads_open(pid_t pid);
+int pdi_threads_next(DIR *dir, unsigned *seen, pid_t *ret_tid);
 
 struct pdi_threads {
 	pid_t *tids;

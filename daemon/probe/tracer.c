@@ -420,25 +420,35 @@ uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid)
 	return v;
 }
 
-int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,
-			int max)
+/* Thread TID of PID's entry into *RET, if it is inside a call: one map lookup. */
+static bool thread_in_call(int fd, pid_t pid, pid_t tid, struct pdi_inflight *ret)
+{
+	__u64 key = (__u64)pid << 32 | (__u32)tid;
+
+	return bpf_map_lookup_elem(fd, &key, ret) == 0 && ret->active > 0;
+}
+
+int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, const struct pdi_attachment *att,
+			struct pdi_inflight *out, pid_t *tids, int max)
 {
 	int fd = bpf_map__fd(t->skel->maps.inflight), n = 0;
-	__u64 key = (__u64)pid << 32 | (__u32)pid, next, *prev = NULL;
+	unsigned seen = 0;
+	pid_t tid;
+	DIR *dir;
 
-	/* the main thread first, by its key: MPI is mostly called there, and a walk of the map
-	 * may miss entries while other processes' entries come and go */
-	if (max > 0 && bpf_map_lookup_elem(fd, &key, &out[n]) == 0 && out[n].active > 0)
+	/* the main thread first: MPI is mostly called there, and its entry outlives the process
+	 * (until pdi_tracer_forget()), where an ended task's last call is read */
+	if (max > 0 && thread_in_call(fd, pid, pid, &out[n]) && !(att && pdi_attachment_return_lost(att, &out[n])))
 		tids[n++] = pid;
-	while (n < max && bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if ((pid_t)(key >> 32) != pid || (pid_t)(__u32)key == pid)
-			continue;
-		/* threads keep their entry between calls: only busy ones are inside MPI */
-		if (bpf_map_lookup_elem(fd, &key, &out[n]) == 0 && out[n].active > 0)
-			tids[n++] = (pid_t)(__u32)key;
-	}
+	/* then the others, one lookup each (a thread that never called a probed function has no
+	 * entry): an MPI thread that is not the main one, as MPI_THREAD_FUNNELED or MULTIPLE allow */
+	if (n >= max || !(dir = pdi_threads_open(pid)))
+		return n;
+	while (n < max && pdi_threads_next(dir, &seen, &tid) > 0)
+		if (tid != pid && thread_in_call(fd, pid, tid, &out[n]) &&
+		    !(att && pdi_attachment_return_lost(att, &out[n])))
+			tids[n++] = tid;
+	closedir(dir);
 	return n;
 }
 
@@ -448,22 +458,16 @@ int pdi_tracer_inflight_fns_before(struct pdi_tracer *t, pid_t pid, const pid_t 
 	uint64_t fns[PDI_LINK_GEN_FUNCS / 64] = {0};
 	int fd = bpf_map__fd(t->skel->maps.inflight);
 
+	/* a thread that never called a probed function, or has exited, has no entry */
 	for (unsigned i = 0; i < ntids; i++) {
-		__u64 key = (__u64)pid << 32 | (__u32)tids[i];
 		struct pdi_inflight f;
 
-		/* a thread that never called a probed function, or has exited, has no entry */
-		if (bpf_map_lookup_elem(fd, &key, &f) == 0 && f.active && f.t_enter < before_ns &&
+		if (thread_in_call(fd, pid, tids[i], &f) && f.t_enter < before_ns &&
 		    PDI_COOKIE_FN(f.cookie) < PDI_LINK_GEN_FUNCS)
 			fns[PDI_COOKIE_FN(f.cookie) / 64] |= 1ull << (PDI_COOKIE_FN(f.cookie) % 64);
 	}
 	memcpy(ret, fns, sizeof(fns));
 	return 0;
-}
-
-int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret)
-{
-	return pdi_tracer_inflight_thread(t, pid, pid, ret);
 }
 
 int pdi_tracer_inflight_thread(struct pdi_tracer *t, pid_t pid, pid_t tid, struct pdi_inflight *ret)

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include "access.h"
@@ -194,9 +193,8 @@ static void reap_exited(struct pdi_daemon *d, struct pdi_step *s)
 {
 	for (unsigned i = 0; i < s->ntasks; i++) {
 		struct pdi_task *t = s->tasks[i];
-		struct pollfd p = {.fd = t->pidfd, .events = POLLIN};
 
-		if (t->state == PDI_TASK_RUNNING && t->pidfd >= 0 && poll(&p, 1, 0) == 1)
+		if (t->state == PDI_TASK_RUNNING && pdi_pidfd_exited(t->pidfd))
 			pdi_task_exited(d, t);
 	}
 }

@@ -141,9 +141,11 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	if (t->model.auto_len != auto_len || t->model.nphases != nphases ||
 	    (t->model.auto_next_cut == PDI_MODEL_NO_CUT) != (next_cut == PDI_MODEL_NO_CUT))
 		align_phases(t);
-	/* a new phase: the kernel's counts as it begins (its share of CPU, wait, time held); and
-	 * at MPI_Finalize, where the last phase's share ends (the process may be gone at its end) */
-	if (pdi_model_usage_due(&t->model) || f->cls == PDI_FC_FINALIZE)
+	/* a new phase: the kernel's counts as it begins (its share of CPU, wait, time held); through
+	 * the step, where the log of readings wants one (a change inside a long phase: usage_log.h;
+	 * judged by the call's time, so that most calls cost no clock read); and at MPI_Finalize,
+	 * where the last phase's share ends (the process may be gone at its end) */
+	if (pdi_model_usage_due(&t->model, e->t_exit) || f->cls == PDI_FC_FINALIZE)
 		pdi_task_usage_read(t, (pid_t)e->tid, pdi_now_ns());
 	return r;
 }

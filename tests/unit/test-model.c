@@ -1528,18 +1528,25 @@ static void world_step(struct task *k, uint64_t comp_ms, bool unseen)
 	call_full(k, 2, fn_id("MPI_Send"), 1000, 500, 1, 0);
 }
 
+/* A and B step in lockstep, every collective seen, until A's clock passes END. */
+static void world_steps_until(struct task *a, struct task *b, uint64_t end)
+{
+	while (a->t < end) {
+		world_step(a, 5, false);
+		world_step(b, 5, false);
+		b->t = a->t;
+	}
+}
+
 Test(model, tasks_that_chose_differently_line_up_on_the_wall_clock)
 {
-	struct pdi_model_config cfg = pdi_model_config_default;
 	struct task a, b;
 	uint32_t cut_a;
 
 	/* A saw 96 world collectives before the instant, B (whose count a collective straddled,
 	 * say) did not: lined up, A turns to the wall clock as B did, its phases keep the slots they
 	 * started in, and both go on cutting the same slots */
-	cfg.auto_slots_from_ns = 3000000000ll;
-	task_init(&a, &cfg);
-	task_init(&b, &cfg);
+	slot_tasks_init(&a, &b);
 	while (a.t < 9000000000ull)
 		world_step(&a, 3, false);
 	while (b.t < 9000000000ull)
@@ -1567,7 +1574,6 @@ Test(model, tasks_that_chose_differently_line_up_on_the_wall_clock)
 
 Test(model, a_count_in_doubt_turns_to_the_wall_clock_and_siblings_follow)
 {
-	struct pdi_model_config cfg = pdi_model_config_default;
 	const uint16_t allreduce = fn_id("MPI_Allreduce");
 	const uint64_t doubt = 2500000000ull, end = 12000000000ull;
 	struct task a, b;
@@ -1578,9 +1584,7 @@ Test(model, a_count_in_doubt_turns_to_the_wall_clock_and_siblings_follow)
 	 * samples the Allreduce on both, as it does for a step's tasks on a node: from then on A misses
 	 * every third call, B every fifth, and their counts go astray. Neither may cut on them, but
 	 * their phases must go on, lined up, rather than fold into one from 2.5 s to the end */
-	cfg.auto_slots_from_ns = 3000000000ll;
-	task_init(&a, &cfg);
-	task_init(&b, &cfg);
+	slot_tasks_init(&a, &b);
 	for (unsigned it = 0; a.t < end; it++) {
 		if (a.t >= doubt && !a.m.unobserved.n) {
 			cr_assert_eq(pdi_unobserved_begin(&a.m.unobserved, allreduce, PDI_UNOBS_SAMPLED, 1, 200, 2000, a.t), 0);
@@ -1589,7 +1593,7 @@ Test(model, a_count_in_doubt_turns_to_the_wall_clock_and_siblings_follow)
 		}
 		world_step(&a, 5, a.m.unobserved.n && it % 3 == 0);
 		world_step(&b, 5, b.m.unobserved.n && it % 5 == 0);
-		b.t = a.t;
+		b.t = a.t; /* in lockstep */
 	}
 	cr_assert_gt(before, 3, "phases on the collectives before the doubt");
 	calls_a = model_transitions(&a.m);
@@ -1618,32 +1622,19 @@ Test(model, a_count_in_doubt_turns_to_the_wall_clock_and_siblings_follow)
 
 Test(model, a_loss_on_one_task_turns_its_siblings_at_line_up)
 {
-	struct pdi_model_config cfg = pdi_model_config_default;
 	struct task a, b;
 
 	/* A's ring buffer was full for a moment (a loss of A alone): A turns at its next call, B, which
 	 * saw everything, when the step is lined up; from then on both cut the same slots */
-	cfg.auto_slots_from_ns = 3000000000ll;
-	task_init(&a, &cfg);
-	task_init(&b, &cfg);
-	while (a.t < 4000000000ull) {
-		world_step(&a, 5, false);
-		world_step(&b, 5, false);
-		b.t = a.t;
-	}
+	slot_tasks_init(&a, &b);
+	world_steps_until(&a, &b, 4000000000ull);
 	cr_assert_eq(pdi_unobserved_add(&a.m.unobserved, PDI_UNOBSERVED_ALL, PDI_UNOBS_LOST, a.t - 10 * MS, a.t), 0);
-	world_step(&a, 5, false);
-	world_step(&b, 5, false);
-	b.t = a.t;
+	world_steps_until(&a, &b, a.t + 1);
 	cr_assert(a.m.slots && !b.m.slots);
 	line_up_two(&a, &b);
 	cr_assert(b.m.slots);
 	assert_lined_up(&a.m, &b.m);
-	while (a.t < 8000000000ull) {
-		world_step(&a, 5, false);
-		world_step(&b, 5, false);
-		b.t = a.t;
-	}
+	world_steps_until(&a, &b, 8000000000ull);
 	line_up_two(&a, &b);
 	assert_lined_up(&a.m, &b.m);
 	cr_assert_gt(a.m.phases[a.m.nphases - 1].t_start, 7000000000ull);

@@ -105,6 +105,9 @@ struct pdi_daemon {
 	unsigned ahead_events;        /* events and frames records kept by them, all together */
 	unsigned ahead_frames;        /* of which frames records */
 	unsigned site_held;           /* calls waiting for their site's objects (probe/site_warm.h) */
+	/* maps of processes attached as they started, read on a worker then, until they join */
+	struct pdi_ahead_maps *ahead_maps;
+	unsigned nahead_maps;
 	/* the process whose MPI_Init is handled once its objects were read (ahead_attach.c), with what
 	 * was read of it at its MPI_Init, while it surely lived: it may have exited since */
 	struct pdi_joining {

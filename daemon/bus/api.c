@@ -187,7 +187,9 @@ static int watch(struct pdi_daemon *d, struct pdi_step *s, struct pdi_ident *roo
 }
 
 /* End the tasks of S whose process has exited but whose pidfd the loop has not seen yet:
- * whoever says a step is over should find it over. */
+ * whoever says a step is over should find it over. One whose calls wait for a worker ends once
+ * they are in, as at its pidfd (pdi_task_exited()): not on the loop, reading what the worker
+ * reads. */
 static void reap_exited(struct pdi_daemon *d, struct pdi_step *s)
 {
 	for (unsigned i = 0; i < s->ntasks; i++) {
@@ -195,7 +197,7 @@ static void reap_exited(struct pdi_daemon *d, struct pdi_step *s)
 		struct pollfd p = {.fd = t->pidfd, .events = POLLIN};
 
 		if (t->state == PDI_TASK_RUNNING && t->pidfd >= 0 && poll(&p, 1, 0) == 1)
-			pdi_task_finish(d, t);
+			pdi_task_exited(d, t);
 	}
 }
 
@@ -237,6 +239,13 @@ struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c,
 		return taken;
 	if (pdi_ident_pin(pid, &id) < 0)
 		return fail(-ESRCH, "pid %d: no such process", (int)pid);
+	/* a watch catches a process at its MPI_Init trap; one that runs an MPI program already may be
+	 * past it, and would never join: attaching is what joins it (before its MPI_Init too) */
+	if (pdi_tracer_check(d->objs, pid) == 0) {
+		pdi_ident_release(&id);
+		return fail(-EBUSY, "pid %d runs an MPI program already, and watching catches processes as they start: "
+			    "use 'pdimon attach --step %s --pid %d'", (int)pid, step, (int)pid);
+	}
 	r = pdi_registry_get_step(&d->reg, step, c->uid, &s);
 	if (r == 0)
 		r = watch(d, s, &id, -1);

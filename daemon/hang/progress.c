@@ -120,9 +120,10 @@ uint64_t pdi_task_progress_sample(struct pdi_daemon *d, struct pdi_task *t, stru
 	const struct pdi_model *m = &t->model;
 	struct pdi_health_task h = {.rank = t->rank, .motion = PDI_MOTION_COMPUTING};
 	struct pdi_inflight f;
-	/* a call that lost its return probe while in flight says where it was, not where it is */
-	bool in_mpi = pdi_tracer_inflight_main(d->tracer, t->pid, &f) == 1 && !pdi_attachment_return_lost(&t->att, &f),
-	     progressed;
+	pid_t tid;
+	/* whichever thread calls MPI (FUNNELED or MULTIPLE programs: not always the main one); a call
+	 * that lost its return probe while in flight says where it was, not where it is */
+	bool in_mpi = pdi_tracer_inflight(d->tracer, t->pid, &t->att, &f, &tid, 1) == 1, progressed;
 	unsigned fn = in_mpi ? PDI_COOKIE_FN(f.cookie) : m->last_fn;
 	uint64_t key = UINT64_MAX, latest = m->started ? m->last_exit : 0, calls;
 	uint32_t site;

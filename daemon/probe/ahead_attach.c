@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "detach.h"
+#include "held_queue.h"
 #include "log.h"
 #include "objopen.h"
 #include "objwarm.h"
@@ -31,6 +32,10 @@
  * so by the task's call sites. */
 #define AHEAD_EVENTS_MAX 16384
 #define AHEAD_FRAMES_MAX 256
+/* Maps kept for processes attached as they started, until they join (a few ms, normally; a
+ * process that never reaches MPI_Init keeps its entry until newer ones push it out): a node's
+ * starting ranks, at tens of KiB each (NWChem maps 481 objects). */
+#define AHEAD_MAPS_MAX 64
 
 /* An event, or a frames record, of a process whose probes are being attached. */
 struct kept {
@@ -45,19 +50,20 @@ struct ahead_job {
 	struct pdi_ahead_attach *a;    /* the attach; NULL: a join waiting for WARM alone */
 	struct pdi_objwarm *warm;      /* objects its join reads, read first (objwarm.h); or NULL */
 	bool warmed;                   /* its join waits for WARM, or for a leader's */
-	int rank;                      /* if WARMED: its rank, maps and executable (an fd, or -1), read */
-	struct pdi_maps maps;          /* at its MPI_Init */
-	int exe_fd;
+	int rank;                      /* if WARMED: its rank */
+	struct pdi_maps maps;          /* its maps and executable (an fd, or -1): if WARMED, read at its */
+	int exe_fd;                    /* MPI_Init; else (if A) on the worker after the attach */
+	uint64_t start_ticks;          /* when its process started (the attach's) */
 	struct ahead_job *followers;   /* joins waiting for WARM too, not submitted (their next_follower) */
 	struct ahead_job *next_follower;
 	pid_t pid, root;
 	int result;                    /* of the attach */
 	uint64_t exec_ns, seen_ns, attach_ns; /* its exec, when the loop saw it; the attach's length */
 	bool held;                     /* planned at its MPI_Init trap, not at its exec (exec_ns: the trap's) */
+	bool lib_mapped;               /* MAPS, read after the attach, have the library attached on */
 	bool has_init;                 /* its MPI_Init came before done(): INIT */
 	struct pdi_event init;
-	struct kept *kept;             /* its later events and frames records, in order */
-	unsigned nkept, cap;
+	struct pdi_held_queue kept;    /* its later events and frames records (struct kept), in order */
 	uint64_t dropped, dropped_from, dropped_to; /* events past the bound, and their times */
 	uint64_t frames_dropped;       /* frames records past theirs */
 };
@@ -116,6 +122,73 @@ void pdi_ahead_close_dropped(struct pdi_daemon *d)
 		pdi_detach_fds_later(d->workers, fds, n, NULL);
 }
 
+/* A process attached as it started, and what was read of it then: its maps and executable. */
+struct pdi_ahead_maps {
+	pid_t pid;
+	uint64_t start_ticks;
+	struct pdi_maps maps;
+	int exe_fd;
+};
+
+static void ahead_maps_free(struct pdi_ahead_maps *m)
+{
+	pdi_maps_free(&m->maps);
+	if (m->exe_fd >= 0)
+		close(m->exe_fd);
+}
+
+/* J's maps and executable kept for its join; the oldest kept go past AHEAD_MAPS_MAX. */
+static void keep_maps(struct pdi_daemon *d, struct ahead_job *j)
+{
+	if (!d->ahead_maps && !(d->ahead_maps = calloc(AHEAD_MAPS_MAX, sizeof(*d->ahead_maps))))
+		return;
+	if (d->nahead_maps == AHEAD_MAPS_MAX) {
+		ahead_maps_free(&d->ahead_maps[0]);
+		memmove(d->ahead_maps, d->ahead_maps + 1, sizeof(*d->ahead_maps) * --d->nahead_maps);
+	}
+	d->ahead_maps[d->nahead_maps++] = (struct pdi_ahead_maps){.pid = j->pid, .start_ticks = j->start_ticks,
+								 .maps = j->maps, .exe_fd = j->exe_fd};
+	j->maps = (struct pdi_maps){0};
+	j->exe_fd = -1;
+}
+
+int pdi_ahead_take_maps(struct pdi_daemon *d, pid_t pid, uint64_t start_ticks, struct pdi_maps *ret_maps,
+			int *ret_exe_fd)
+{
+	for (unsigned i = 0; i < d->nahead_maps; i++) {
+		struct pdi_ahead_maps *m = &d->ahead_maps[i];
+
+		if (m->pid != pid)
+			continue;
+		if (m->start_ticks != start_ticks) {
+			/* another process of that pid: its maps are nobody's now */
+			ahead_maps_free(m);
+			memmove(m, m + 1, sizeof(*m) * (--d->nahead_maps - i));
+			return -ENOENT;
+		}
+		*ret_maps = m->maps;
+		*ret_exe_fd = m->exe_fd;
+		memmove(m, m + 1, sizeof(*m) * (--d->nahead_maps - i));
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* An fd on the executable PID maps (in MAPS), or -1: if PID is gone by its join, and a worker
+ * could not read its executable, that is still read from it (pdi_tracer_attach_exited()). */
+static int pin_exe(pid_t pid, const struct pdi_maps *maps)
+{
+	const struct pdi_mapping *m;
+	dev_t dev;
+	ino_t ino;
+	int fd;
+
+	if (pdi_exe_identity(pid, &dev, &ino) < 0 || !(m = pdi_maps_of_file(maps, dev, ino)) ||
+	    pdi_objopen_mapped(pid, m, &fd) < 0)
+		return -1;
+	return fd;
+}
+
 /* On a worker: the uprobe_multi attach, on the job's copies only. */
 static void ahead_run(struct pdi_job *pj)
 {
@@ -124,6 +197,12 @@ static void ahead_run(struct pdi_job *pj)
 	j->attach_ns = pdi_now_ns();
 	if (j->a)
 		j->result = pdi_ahead_attach_run(j->a);
+	/* attached: what its join needs if it ends before it (its sites' objects; Open MPI's handles
+	 * once ld.so has mapped the library, which a quick attach may beat) */
+	if (j->a && j->result == 0 && !j->warmed && pdi_maps_read(j->pid, &j->maps) == 0) {
+		j->exe_fd = pin_exe(j->pid, &j->maps);
+		j->lib_mapped = pdi_ahead_attach_lib_mapped(j->a, &j->maps);
+	}
 	if (j->warm)
 		pdi_objwarm_run(j->warm);
 	j->attach_ns = pdi_now_ns() - j->attach_ns;
@@ -134,6 +213,9 @@ static void ahead_run(struct pdi_job *pj)
 static void replay(struct pdi_daemon *d, struct ahead_job *j)
 {
 	struct pdi_task *t;
+	void *records;
+	struct kept *kept;
+	unsigned nkept;
 
 	if (j->has_init) {
 		/* its objects read: it joins now, whatever the cache let go since */
@@ -147,8 +229,10 @@ static void replay(struct pdi_daemon *d, struct ahead_job *j)
 			j->maps = (struct pdi_maps){0};
 		}
 	}
-	for (unsigned i = 0; i < j->nkept; i++) {
-		struct kept *k = &j->kept[i];
+	pdi_held_queue_take(&j->kept, &d->ahead_events, &records, &nkept);
+	kept = records;
+	for (unsigned i = 0; i < nkept; i++) {
+		struct kept *k = &kept[i];
 
 		if (k->frames) {
 			pdi_tracer_replay_frames(d->tracer, k->frames);
@@ -158,7 +242,7 @@ static void replay(struct pdi_daemon *d, struct ahead_job *j)
 			(void)pdi_tracer_replay_event(d->tracer, &k->event);
 		}
 	}
-	d->ahead_events -= j->nkept;
+	free(kept);
 	if (j->frames_dropped)
 		log_warning_limited(AHEAD_FRAMES_MAX, "pid %d: %" PRIu64 " call chains left unresolved while its probes "
 				    "were attached (more than %d stacks kept for starting processes)", (int)j->pid,
@@ -173,11 +257,19 @@ static void replay(struct pdi_daemon *d, struct ahead_job *j)
 			    "(more than %d kept for starting processes)", (int)j->pid, j->dropped, AHEAD_EVENTS_MAX);
 }
 
-/* J's links taken into the tracer (they are the task's when its MPI_Init joins it). */
+/* J's links taken into the tracer (they are the task's when its MPI_Init joins it), and what
+ * was read of its process kept for that join. */
 static void commit_attach(struct pdi_daemon *d, struct ahead_job *j, bool cancelled)
 {
 	int r = pdi_tracer_ahead_end(d->tracer, j->a, cancelled ? -ECANCELED : j->result);
 
+	if (r == 0 && j->maps.n) {
+		/* the executable is mapped at the exec, the MPI library once ld.so has run: a quick attach
+		 * may end before (its handles then stay unplaced if it ends before it joins) */
+		log_debug("pid %d: maps kept for its join, %s", (int)j->pid,
+			  j->lib_mapped ? "its MPI library mapped" : "read before its MPI library was mapped");
+		keep_maps(d, j);
+	}
 	/* how late the loop saw the exec, and what the attach itself cost (bench/startup.py) */
 	if (r == 0)
 		log_debug("pid %d: probes attached %s, %.1f ms after its %s (seen after %.1f ms, attached in %.1f ms "
@@ -189,7 +281,7 @@ static void commit_attach(struct pdi_daemon *d, struct ahead_job *j, bool cancel
 			  strerror(-r));
 }
 
-/* What J's join would have read of its process, had it waited: freed. */
+/* What was read of J's process and not kept: freed. */
 static void free_warmed(struct ahead_job *j)
 {
 	pdi_maps_free(&j->maps);
@@ -228,7 +320,6 @@ static void ahead_done(struct pdi_job *pj, bool cancelled)
 		ahead_done(&f->job, cancelled);
 	}
 	free_warmed(j);
-	free(j->kept);
 	free(j);
 }
 
@@ -242,7 +333,8 @@ static struct ahead_job *new_job(struct pdi_daemon *d, const struct pdi_event *e
 		return NULL;
 	*j = (struct ahead_job){.job = {.run = ahead_run, .done = ahead_done}, .d = d, .pid = (pid_t)e->pid,
 				.root = (pid_t)e->args[0], .exec_ns = e->t_enter, .seen_ns = pdi_now_ns(),
-				.held = init && !(e->flags & PDI_EVF_NOT_HELD), .has_init = init, .exe_fd = -1};
+				.held = init && !(e->flags & PDI_EVF_NOT_HELD), .has_init = init, .exe_fd = -1,
+				.start_ticks = pdi_ns_to_ticks(e->args[3])};
 	if (init)
 		j->init = *e;
 	return j;
@@ -314,21 +406,6 @@ static struct ahead_job *warm_leader(struct pdi_daemon *d, const struct pdi_objw
 	return NULL;
 }
 
-/* An fd on the executable PID maps (in MAPS), or -1: if PID is gone by its join, and a worker
- * could not read its executable, that is still read from it (pdi_tracer_attach_exited()). */
-static int pin_exe(pid_t pid, const struct pdi_maps *maps)
-{
-	const struct pdi_mapping *m;
-	dev_t dev;
-	ino_t ino;
-	int fd;
-
-	if (pdi_exe_identity(pid, &dev, &ino) < 0 || !(m = pdi_maps_of_file(maps, dev, ino)) ||
-	    pdi_objopen_mapped(pid, m, &fd) < 0)
-		return -1;
-	return fd;
-}
-
 bool pdi_ahead_warm_first(struct pdi_daemon *d, const struct pdi_event *e, int rank)
 {
 	struct pdi_maps maps = {0};
@@ -382,19 +459,7 @@ bool pdi_ahead_on_held_init(struct pdi_daemon *d, const struct pdi_event *e)
 /* A place for one more record at the end of J's, or NULL past the bound. */
 static struct kept *keep_slot(struct pdi_daemon *d, struct ahead_job *j)
 {
-	if (d->ahead_events >= AHEAD_EVENTS_MAX)
-		return NULL;
-	if (j->nkept == j->cap) {
-		unsigned cap = j->cap ? 2 * j->cap : 64;
-		struct kept *v = realloc(j->kept, sizeof(*v) * cap);
-
-		if (!v)
-			return NULL;
-		j->kept = v;
-		j->cap = cap;
-	}
-	d->ahead_events++;
-	return &j->kept[j->nkept++];
+	return pdi_held_queue_push(&j->kept, sizeof(struct kept), &d->ahead_events, AHEAD_EVENTS_MAX);
 }
 
 /* E kept in J's records, in order; past the bound counted and its time noted. */
@@ -456,4 +521,9 @@ void pdi_ahead_close(struct pdi_daemon *d)
 	pdi_workers_free(d->ahead_workers);
 	d->ahead_workers = NULL;
 	pdi_ahead_close_dropped(d);
+	for (unsigned i = 0; i < d->nahead_maps; i++)
+		ahead_maps_free(&d->ahead_maps[i]);
+	free(d->ahead_maps);
+	d->ahead_maps = NULL;
+	d->nahead_maps = 0;
 }

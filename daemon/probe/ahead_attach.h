@@ -14,9 +14,11 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct pdi_daemon;
+struct pdi_maps;
 struct pdi_event;
 struct pdi_frames;
 
@@ -44,6 +46,13 @@ bool pdi_ahead_keep(struct pdi_daemon *d, const struct pdi_event *e);
 bool pdi_ahead_keep_frames(struct pdi_daemon *d, const struct pdi_frames *f);
 /* Is a process of ROOT's tree still being attached? Its watch stays until it is. */
 bool pdi_ahead_pending_root(struct pdi_daemon *d, pid_t root);
+/* The maps of process PID (started at START_TICKS) and its executable pinned (an fd, or -1), read
+ * on the worker right after its probes were attached as it started, taken into *RET_MAPS and
+ * *RET_EXE_FD: a process that exited before it joined (pdimond stopped or busy meanwhile) is joined
+ * from them (pdi_tracer_attach_exited(): Open MPI's handles are addresses in it). Whoever joins
+ * takes them, alive or not. -ENOENT (nothing changed) if none are kept. */
+int pdi_ahead_take_maps(struct pdi_daemon *d, pid_t pid, uint64_t start_ticks, struct pdi_maps *ret_maps,
+			int *ret_exe_fd);
 /* Close, on a worker, the links of processes attached ahead that will never join. */
 void pdi_ahead_close_dropped(struct pdi_daemon *d);
 /* At shutdown: the attaches in flight finish, and what they kept is handled. */

@@ -474,6 +474,15 @@ uint64_t pdi_elfobj_file_size(const struct pdi_elfobj *o)
 	return o->size;
 }
 
+uint64_t pdi_elfobj_bytes_held(const struct pdi_elfobj *o)
+{
+	uint64_t bytes = 0;
+
+	for (; o; o = o->lines_from)
+		bytes += o->size;
+	return bytes;
+}
+
 const char *pdi_elfobj_build_id(const struct pdi_elfobj *o)
 {
 	return o->build_id;

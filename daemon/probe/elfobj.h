@@ -25,6 +25,9 @@ const char *pdi_elfobj_path(const struct pdi_elfobj *o);
 int pdi_elfobj_fd(const struct pdi_elfobj *o);
 /* The file's size in bytes. */
 uint64_t pdi_elfobj_file_size(const struct pdi_elfobj *o);
+/* The file sizes of O and of the copies of its file it keeps open for the DWARF and frame
+ * information they read (pdi_elfobj_take_lines()): what O holds, for the object cache's bound. */
+uint64_t pdi_elfobj_bytes_held(const struct pdi_elfobj *o);
 
 /* File offset of function NAME's first instruction: what a uprobe attach takes. Looks in .symtab
  * (or, when stripped, the .symtab of its /usr/lib/debug/.build-id file), then .dynsym; defined

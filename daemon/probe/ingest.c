@@ -371,11 +371,16 @@ void pdi_ingest_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_
 		t->model.dropped_edges++;
 }
 
-int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret)
+/* pdi_task_begin(), with KEPT: what was read of its process on a worker when it was attached as it
+ * started (pdi_ahead_take_maps()), for a process gone before its join read its maps. */
+static int task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank,
+		      struct pdi_joining *kept, struct pdi_task **ret)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
 	struct pdi_attachment att = {.multi_fds = {-1, -1}, .object_fd = -1};
 	pid_t pid = id->pid;
+	/* read of it while it surely lived: at its MPI_Init, or else at its attach as it started */
+	struct pdi_joining *read = d->joining.pid == pid ? &d->joining : NULL;
 	struct pdi_task *t;
 	int r, pidfd;
 
@@ -393,10 +398,12 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 	}
 	/* gone already: attached ahead, it ran on, maybe to its end, while the loop was busy; its
 	 * calls are in the ring buffer, and its task ends as soon as it has begun */
-	if (r == -ESRCH || r == -ENOENT)
-		r = pdi_tracer_attach_exited(d->tracer, d->objs, pid, id->start_ticks,
-					     d->joining.pid == pid ? &d->joining.maps : NULL,
-					     d->joining.pid == pid ? d->joining.exe_fd : -1, &att) == 0 ? 0 : r;
+	if (r == -ESRCH || r == -ENOENT) {
+		if (!read && kept->maps.n)
+			read = kept;
+		r = pdi_tracer_attach_exited(d->tracer, d->objs, pid, id->start_ticks, read ? &read->maps : NULL,
+					     read ? read->exe_fd : -1, &att) == 0 ? 0 : r;
+	}
 	if (r < 0) {
 		close(pidfd);
 		return r;
@@ -414,10 +421,10 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 		t->world_comms[t->nworld_comms++] = att.dtypes.comm_world;
 	t->model.clock_offset_ns = pdi_wall_offset_ns(); /* BPF times calls on CLOCK_MONOTONIC */
 	t->lost_checked_ns = pdi_now_ns();
-	if (d->joining.pid == pid && !t->maps.n) {
-		/* read at its MPI_Init, before its objects were read: it may have exited since */
-		t->maps = d->joining.maps;
-		d->joining.maps = (struct pdi_maps){0};
+	if (read && !t->maps.n) {
+		/* read before its join: it may have exited since */
+		t->maps = read->maps;
+		read->maps = (struct pdi_maps){0};
 	}
 	r = pdi_chains_begin(d, t);
 	if (r < 0)
@@ -435,6 +442,20 @@ int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_id
 		 att.nprobes, att.object);
 	*ret = t;
 	return 0;
+}
+
+int pdi_task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi_ident *id, int rank, struct pdi_task **ret)
+{
+	struct pdi_joining kept = {.pid = id->pid, .exe_fd = -1};
+	int r;
+
+	/* whoever joins takes them, alive (they are not needed) or not */
+	(void)pdi_ahead_take_maps(d, id->pid, id->start_ticks, &kept.maps, &kept.exe_fd);
+	r = task_begin(d, s, id, rank, &kept, ret);
+	pdi_maps_free(&kept.maps);
+	if (kept.exe_fd >= 0)
+		close(kept.exe_fd);
+	return r;
 }
 
 /* Events of T the ring buffer had no room for since we last looked: the model's unobserved log
@@ -462,7 +483,7 @@ void pdi_ingest_note_lost(struct pdi_daemon *d)
 void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 {
 	struct pdi_inflight f;
-	pid_t tid;
+	pid_t tid = t->pid;
 
 	if (t->state == PDI_TASK_ENDED)
 		return;
@@ -471,8 +492,8 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 	pdi_site_warm_flush(d, t);
 	note_lost(d, t);
 	t->lost = t->lost_noted;
-	if ((pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1 || pdi_tracer_exited_in(d->tracer, t->pid, &f) == 0) &&
-	    !pdi_attachment_return_lost(&t->att, &f)) {
+	if (pdi_tracer_inflight(d->tracer, t->pid, &t->att, &f, &tid, 1) == 1 ||
+	    (pdi_tracer_exited_in(d->tracer, t->pid, &f) == 0 && !pdi_attachment_return_lost(&t->att, &f))) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
 		uint32_t site;
 
@@ -497,6 +518,8 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 
 void pdi_task_exited(struct pdi_daemon *d, struct pdi_task *t)
 {
+	if (t->exit_due)
+		return; /* told already (its pidfd, then EndStep or Unwatch): it ends once its calls are in */
 	/* its last events first: they may be the ones that wait */
 	(void)pdi_tracer_drain(d->tracer);
 	/* with calls waiting, site_warm.c ends it once they are in: taken in now, they would name

@@ -8,7 +8,8 @@
  * Users decide how many files their processes map (a thousand copies of one library, or a
  * program rebuilt every day for months): the cache keeps the most recently used ones within a
  * count, which bounds the fds held, and within a sum of file sizes, which bounds what reading
- * them may cost; the least recently used object is closed first. */
+ * them may cost (an object's size counts the copies of its file it keeps for what a worker read
+ * in them, pdi_elfobj_take_lines()); the least recently used object is closed first. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -170,7 +171,7 @@ static bool refusal_lasts(int r)
 
 static int put(struct pdi_objcache *c, const struct pdi_mapping *m, struct pdi_elfobj *o, int refused)
 {
-	uint64_t bytes = o ? pdi_elfobj_file_size(o) : 0;
+	uint64_t bytes = o ? pdi_elfobj_bytes_held(o) : 0;
 	struct entry *e;
 	int r;
 
@@ -186,6 +187,18 @@ static int put(struct pdi_objcache *c, const struct pdi_mapping *m, struct pdi_e
 	c->n++;
 	c->bytes += bytes;
 	return 0;
+}
+
+/* E's object takes what the worker's copy O read (pdi_elfobj_take_lines()), and counts the
+ * copy's file if it keeps it. */
+static void take_lines(struct pdi_objcache *c, struct entry *e, struct pdi_elfobj *o)
+{
+	uint64_t bytes;
+
+	pdi_elfobj_take_lines(e->obj, o);
+	bytes = pdi_elfobj_bytes_held(e->obj);
+	c->bytes += bytes - e->bytes;
+	e->bytes = bytes;
 }
 
 /* Does C hold M's object, or its refusal? */
@@ -209,17 +222,22 @@ int pdi_objcache_adopt(struct pdi_objcache *c, pid_t pid, const struct pdi_mappi
 	int r;
 
 	if (e->used) {
+		struct pdi_elfobj *held_obj = e->obj;
+
 		/* held already (or opened twice: on a worker while the loop opened it too): the cache's
 		 * copy stays, and takes what the worker's read of DWARF and frames that it had not */
 		if (e->obj)
-			pdi_elfobj_take_lines(e->obj, o);
+			take_lines(c, e, o);
 		else
 			pdi_elfobj_free(o);
 		e->last_use = ++c->clock;
 		if (e->refused)
 			return e->refused;
+		/* the copy it keeps counts in the bytes: older objects make room (E may move) */
+		while (c->n > 1 && c->bytes > c->max_bytes && evict_oldest(c) == 0)
+			;
 		if (ret)
-			*ret = e->obj;
+			*ret = held_obj;
 		return 0;
 	}
 	if (opened < 0 && !refusal_lasts(opened) && !ret) {

@@ -17,7 +17,7 @@ struct pdi_objcache;
 
 struct pdi_objcache_stats {
 	size_t objects;    /* held now, refusals included */
-	uint64_t bytes;    /* their file sizes */
+	uint64_t bytes;    /* their file sizes, with the copies they keep (pdi_elfobj_bytes_held()) */
 	uint64_t evicted;  /* closed to stay within the limits, since start */
 	size_t max_objects; /* the limits (pdi_objcache_set_limits()) */
 	uint64_t max_bytes;

@@ -6,12 +6,14 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "held_queue.h"
 #include "ingest.h"
 #include "log.h"
 #include "mpi_funcs.h"
 #include "objwarm.h"
 #include "site_warm.h"
 #include "sites.h"
+#include "u64map.h"
 #include "worker.h"
 
 /* Calls waiting, all tasks together (about 200 bytes each): a worker reads an object in tens to
@@ -38,8 +40,7 @@ struct warm_job {
 /* A task's calls waiting for JOB. */
 struct pdi_site_hold {
 	struct warm_job *job;
-	struct held *v;
-	unsigned n, cap;
+	struct pdi_held_queue calls; /* of struct held */
 };
 
 static void warm_run(struct pdi_job *pj)
@@ -55,12 +56,17 @@ static void warm_run(struct pdi_job *pj)
  * may need another read); HOLD is freed. */
 static void take_in(struct pdi_daemon *d, struct pdi_task *t, struct pdi_site_hold *hold, bool force)
 {
-	d->site_held -= hold->n;
-	for (unsigned i = 0; i < hold->n; i++)
-		if (force || !pdi_site_warm_hold(d, t, &hold->v[i].e, &hold->v[i].ch))
-			pdi_ingest_call(d, t, &hold->v[i].e, &hold->v[i].ch);
-	free(hold->v);
+	void *calls;
+	struct held *v;
+	unsigned n;
+
+	pdi_held_queue_take(&hold->calls, &d->site_held, &calls, &n);
+	v = calls;
 	free(hold);
+	for (unsigned i = 0; i < n; i++)
+		if (force || !pdi_site_warm_hold(d, t, &v[i].e, &v[i].ch))
+			pdi_ingest_call(d, t, &v[i].e, &v[i].ch);
+	free(v);
 }
 
 static void warm_done(struct pdi_job *pj, bool cancelled)
@@ -73,7 +79,7 @@ static void warm_done(struct pdi_job *pj, bool cancelled)
 
 	if (hold) {
 		log_info("pid %d: %u objects read on a worker in %.1f ms for a call site's name; %u calls "
-			  "waited %.1f ms%s", (int)j->pid, n, (double)j->run_ns / 1e6, hold->n,
+			  "waited %.1f ms%s", (int)j->pid, n, (double)j->run_ns / 1e6, hold->calls.n,
 			  (double)(pdi_now_ns() - j->queued_ns) / 1e6, cancelled ? " (stopping)" : "");
 		t->site_hold = NULL;
 		take_in(d, t, hold, cancelled);
@@ -120,19 +126,11 @@ static bool start(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_map
 static bool keep(struct pdi_daemon *d, struct pdi_site_hold *hold, const struct pdi_event *e,
 		 const struct pdi_chain *ch)
 {
-	if (d->site_held >= HELD_MAX)
-		return false;
-	if (hold->n == hold->cap) {
-		unsigned cap = hold->cap ? 2 * hold->cap : 64;
-		struct held *v = realloc(hold->v, sizeof(*v) * cap);
+	struct held *h = pdi_held_queue_push(&hold->calls, sizeof(*h), &d->site_held, HELD_MAX);
 
-		if (!v)
-			return false;
-		hold->v = v;
-		hold->cap = cap;
-	}
-	hold->v[hold->n++] = (struct held){.e = *e, .ch = *ch};
-	d->site_held++;
+	if (!h)
+		return false;
+	*h = (struct held){.e = *e, .ch = *ch};
 	return true;
 }
 
@@ -160,6 +158,28 @@ bool pdi_site_warm_hold(struct pdi_daemon *d, struct pdi_task *t, const struct p
 	return false;
 }
 
+int pdi_site_warm_inflight(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_inflight *f, pid_t tid,
+			   uint32_t *ret_site)
+{
+	const struct pdi_mapping *cold[2];
+	struct pdi_chain ch;
+	unsigned ncold;
+	uint16_t fn;
+	int r = pdi_inflight_chain(t, f, tid, &ch, &fn);
+
+	if (r < 0)
+		return r;
+	if (pdi_site_known(t, &ch, fn) == PDI_U64MAP_NONE) {
+		/* a read under way: it may be this site's */
+		if (t->site_hold)
+			return -EAGAIN;
+		ncold = t->site_warms < WARMS_PER_TASK ? pdi_site_cold(t, d->objs, &ch, fn, cold) : 0;
+		if (ncold && start(d, t, cold, ncold))
+			return -EAGAIN;
+	}
+	return pdi_site_lookup(t, d->objs, &ch, fn, ret_site);
+}
+
 void pdi_site_warm_flush(struct pdi_daemon *d, struct pdi_task *t)
 {
 	struct pdi_site_hold *hold = t->site_hold;
@@ -167,6 +187,6 @@ void pdi_site_warm_flush(struct pdi_daemon *d, struct pdi_task *t)
 	if (!hold)
 		return;
 	t->site_hold = NULL; /* its job's done() finds no calls waiting for it */
-	log_debug("pid %d: %u calls taken in before a worker read their site's objects", (int)t->pid, hold->n);
+	log_debug("pid %d: %u calls taken in before a worker read their site's objects", (int)t->pid, hold->calls.n);
 	take_in(d, t, hold, true);
 }

@@ -12,10 +12,13 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 struct pdi_chain;
 struct pdi_daemon;
 struct pdi_event;
+struct pdi_inflight;
 struct pdi_task;
 struct pdi_site_hold;
 
@@ -26,6 +29,14 @@ struct pdi_site_hold;
  * calls were taken in first). */
 bool pdi_site_warm_hold(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e,
 			const struct pdi_chain *ch);
+
+/* The site of the call thread TID of T is in (F, from pdi_tracer_inflight()), as
+ * pdi_site_of_inflight() names it, unless naming it would read what may take long
+ * (pdi_site_cold()), or T's calls wait for such a read: then -EAGAIN, and a worker reads it (T's
+ * calls wait behind, as for a call's site): what is built now (a view, a report) says the call's
+ * function, what is built once it is read, its site. */
+int pdi_site_warm_inflight(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_inflight *f, pid_t tid,
+			   uint32_t *ret_site);
 
 /* T's waiting calls, if any, taken in now on the loop, naming their sites there: T ends, and its
  * model must hold all its calls. The worker's reading still goes to the cache. */

@@ -253,8 +253,8 @@ unsigned pdi_site_cold(struct pdi_task *t, struct pdi_objcache *objs, const stru
 	return n;
 }
 
-int pdi_site_of_inflight(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_inflight *f, pid_t tid,
-			 uint32_t *ret_site)
+int pdi_inflight_chain(struct pdi_task *t, const struct pdi_inflight *f, pid_t tid, struct pdi_chain *ret_ch,
+		       uint16_t *ret_fn)
 {
 	struct pdi_chain ch = {.callsite = f->callsite, .caller = f->caller, .via = f->via, .end = f->chain};
 	unsigned fn = PDI_COOKIE_FN(f->cookie);
@@ -262,5 +262,17 @@ int pdi_site_of_inflight(struct pdi_task *t, struct pdi_objcache *objs, const st
 	if (fn >= pdi_mpi_nfuncs)
 		return -EINVAL;
 	(void)pdi_chains_complete(t, tid, f->t_enter, &ch);
-	return pdi_site_lookup(t, objs, &ch, (uint16_t)fn, ret_site);
+	*ret_ch = ch;
+	*ret_fn = (uint16_t)fn;
+	return 0;
+}
+
+int pdi_site_of_inflight(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_inflight *f, pid_t tid,
+			 uint32_t *ret_site)
+{
+	struct pdi_chain ch;
+	uint16_t fn;
+	int r = pdi_inflight_chain(t, f, tid, &ch, &fn);
+
+	return r < 0 ? r : pdi_site_lookup(t, objs, &ch, fn, ret_site);
 }

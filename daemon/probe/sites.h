@@ -42,6 +42,12 @@ static inline struct pdi_chain pdi_chain_direct(uint64_t addr)
  * BPF side could not finish). What the hang judge asks once a second. */
 int pdi_site_cached(const struct pdi_task *t, const struct pdi_inflight *f, uint32_t *ret_site);
 
+/* The chain and function of the call thread TID of task T is in (F, from pdi_tracer_inflight()),
+ * completed as its return would complete them: what its site is named by. 0, or -EINVAL if F's
+ * function is not one pdimon knows. */
+int pdi_inflight_chain(struct pdi_task *t, const struct pdi_inflight *f, pid_t tid, struct pdi_chain *ret_ch,
+		       uint16_t *ret_fn);
+
 /* The site of the call thread TID of task T is in (F, from pdi_tracer_inflight()), named like
  * the same call once it has returned. -EINVAL if F's function is not one pdimon knows. */
 int pdi_site_of_inflight(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_inflight *f, pid_t tid,

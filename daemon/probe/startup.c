@@ -498,6 +498,13 @@ int pdi_ahead_attach_run(struct pdi_ahead_attach *a)
 	return pdi_uprobe_multi_attach_pair(a->progs, a->path, a->offsets, a->cookies, a->n, true, a->pid, a->fds);
 }
 
+bool pdi_ahead_attach_lib_mapped(const struct pdi_ahead_attach *a, const struct pdi_maps *maps)
+{
+	struct stat st;
+
+	return fstat(a->lib_fd, &st) == 0 && pdi_maps_of_file(maps, st.st_dev, st.st_ino);
+}
+
 int pdi_tracer_ahead_end(struct pdi_tracer *t, struct pdi_ahead_attach *a, int result)
 {
 	int i = find_ahead(t, a->pid);

@@ -420,73 +420,91 @@ uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid)
 	return v;
 }
 
-int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,
-			int max)
-{
-	int fd = bpf_map__fd(t->skel->maps.inflight), n = 0;
-	__u64 key = (__u64)pid << 32 | (__u32)pid, next, *prev = NULL;
-
-	/* the main thread first, by its key: MPI is mostly called there, and a walk of the map
-	 * may miss entries while other processes' entries come and go */
-	if (max > 0 && bpf_map_lookup_elem(fd, &key, &out[n]) == 0 && out[n].active > 0)
-		tids[n++] = pid;
-	while (n < max && bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if ((pid_t)(key >> 32) != pid || (pid_t)(__u32)key == pid)
-			continue;
-		/* threads keep their entry between calls: only busy ones are inside MPI */
-		if (bpf_map_lookup_elem(fd, &key, &out[n]) == 0 && out[n].active > 0)
-			tids[n++] = (pid_t)(__u32)key;
-	}
-	return n;
-}
-
 /* Threads of a process looked up at most: past that the answer is "not known" (a caller holding
  * links for its calls holds them until its bound). */
 #define INFLIGHT_THREADS_MAX 4096
+
+/* The next thread of DIR (a /proc/PID/task) into *RET_TID: 1; 0 past the last, or past
+ * INFLIGHT_THREADS_MAX of them (-E2BIG); -errno. SEEN counts them. */
+static int next_thread(DIR *dir, unsigned *seen, pid_t *ret_tid)
+{
+	struct dirent *de;
+
+	while ((errno = 0, de = readdir(dir))) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+
+		if (de->d_name[0] == '.' || *end || tid <= 0)
+			continue;
+		if (++*seen > INFLIGHT_THREADS_MAX)
+			return -E2BIG;
+		*ret_tid = (pid_t)tid;
+		return 1;
+	}
+	return errno ? -errno : 0;
+}
+
+static DIR *open_threads(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	return opendir(path);
+}
+
+/* Thread TID of PID's entry into *RET, if it is inside a call: one map lookup. */
+static bool thread_in_call(int fd, pid_t pid, pid_t tid, struct pdi_inflight *ret)
+{
+	__u64 key = (__u64)pid << 32 | (__u32)tid;
+
+	return bpf_map_lookup_elem(fd, &key, ret) == 0 && ret->active > 0;
+}
+
+int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, const struct pdi_attachment *att,
+			struct pdi_inflight *out, pid_t *tids, int max)
+{
+	int fd = bpf_map__fd(t->skel->maps.inflight), n = 0;
+	unsigned seen = 0;
+	pid_t tid;
+	DIR *dir;
+
+	/* the main thread first: MPI is mostly called there, and its entry outlives the process
+	 * (until pdi_tracer_forget()), where an ended task's last call is read */
+	if (max > 0 && thread_in_call(fd, pid, pid, &out[n]) && !(att && pdi_attachment_return_lost(att, &out[n])))
+		tids[n++] = pid;
+	/* then the others, one lookup each (a thread that never called a probed function has no
+	 * entry): an MPI thread that is not the main one, as MPI_THREAD_FUNNELED or MULTIPLE allow */
+	if (n >= max || !(dir = open_threads(pid)))
+		return n;
+	while (n < max && next_thread(dir, &seen, &tid) > 0)
+		if (tid != pid && thread_in_call(fd, pid, tid, &out[n]) &&
+		    !(att && pdi_attachment_return_lost(att, &out[n])))
+			tids[n++] = tid;
+	closedir(dir);
+	return n;
+}
 
 int pdi_tracer_inflight_fns_before(struct pdi_tracer *t, pid_t pid, uint64_t before_ns,
 				   uint64_t ret[PDI_LINK_GEN_FUNCS / 64])
 {
 	uint64_t fns[PDI_LINK_GEN_FUNCS / 64] = {0};
-	int fd = bpf_map__fd(t->skel->maps.inflight), r = 0;
+	int fd = bpf_map__fd(t->skel->maps.inflight), r;
 	unsigned seen = 0;
-	struct dirent *de;
-	char path[64];
+	pid_t tid;
 	DIR *dir;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	if (!(dir = opendir(path)))
+	if (!(dir = open_threads(pid)))
 		return errno == ENOENT || errno == ESRCH ? -ENOENT : -errno;
-	while ((errno = 0, de = readdir(dir))) {
-		char *end;
-		long tid = strtol(de->d_name, &end, 10);
-		__u64 key = (__u64)pid << 32 | (__u32)tid;
+	while ((r = next_thread(dir, &seen, &tid)) > 0) {
 		struct pdi_inflight f;
 
-		if (de->d_name[0] == '.' || *end || tid <= 0)
-			continue;
-		if (++seen > INFLIGHT_THREADS_MAX) {
-			r = -E2BIG;
-			break;
-		}
-		/* a thread that never called a probed function has no entry */
-		if (bpf_map_lookup_elem(fd, &key, &f) == 0 && f.active && f.t_enter < before_ns &&
-		    PDI_COOKIE_FN(f.cookie) < PDI_LINK_GEN_FUNCS)
+		if (thread_in_call(fd, pid, tid, &f) && f.t_enter < before_ns && PDI_COOKIE_FN(f.cookie) < PDI_LINK_GEN_FUNCS)
 			fns[PDI_COOKIE_FN(f.cookie) / 64] |= 1ull << (PDI_COOKIE_FN(f.cookie) % 64);
 	}
-	if (!de && errno)
-		r = -errno;
 	closedir(dir);
 	if (r == 0)
 		memcpy(ret, fns, sizeof(fns));
 	return r;
-}
-
-int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret)
-{
-	return pdi_tracer_inflight_thread(t, pid, pid, ret);
 }
 
 int pdi_tracer_inflight_thread(struct pdi_tracer *t, pid_t pid, pid_t tid, struct pdi_inflight *ret)

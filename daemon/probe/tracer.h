@@ -143,6 +143,8 @@ int pdi_tracer_ahead_plan(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t 
 /* Any thread: attach A's links, unless its process has exited (its pid could be another's by
  * then). 0 or a negative errno; it touches nothing but A. */
 int pdi_ahead_attach_run(struct pdi_ahead_attach *a);
+/* Any thread: is the library A attaches on among MAPS (its process has mapped it)? */
+bool pdi_ahead_attach_lib_mapped(const struct pdi_ahead_attach *a, const struct pdi_maps *maps);
 /* On the loop, RESULT being run's (-ECANCELED: it never ran): A's links go to its process's entry,
  * which pdi_tracer_attach() takes from now on (0); else the entry goes (RESULT, or -ESRCH when it
  * went meanwhile: its root stopped being watched) and whatever A attached joins the links to
@@ -194,16 +196,17 @@ static inline bool pdi_attachment_return_lost(const struct pdi_attachment *a, co
 	       (a->returns_lost_fns[fn / 64] >> (fn % 64) & 1);
 }
 
-/* Where the threads of PID are inside MPI now. Fills up to MAX, returns how many. */
-int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *out, pid_t *tids,
-			int max);
+/* Where the threads of PID are inside MPI now: up to MAX calls into OUT and their threads into
+ * TIDS, the main thread's first, then the others' (an MPI thread need not be the main one);
+ * returns how many. With ATT, PID's attachment, a call that lost its return
+ * (pdi_attachment_return_lost()) is passed over: it tells where a thread was. One map lookup per
+ * thread of /proc/PID/task; of a process gone, the main thread's entry alone. */
+int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, const struct pdi_attachment *att,
+			struct pdi_inflight *out, pid_t *tids, int max);
 
 /* Whether thread TID of PID is inside MPI now, into *RET: 1 (yes), 0 (no), or -errno. One map
  * lookup, no walk of the map: what a trapped thread's join asks at every MPI_Init. */
 int pdi_tracer_inflight_thread(struct pdi_tracer *t, pid_t pid, pid_t tid, struct pdi_inflight *ret);
-
-/* The same for the main thread of PID: what the hang judge asks of every task once a second. */
-int pdi_tracer_inflight_main(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret);
 
 /* The call a thread of PID other than its main one was inside when it exited: where an ended
  * task died when its main thread was not in MPI (pdi_tracer_inflight() reads the main thread,

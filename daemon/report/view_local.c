@@ -12,6 +12,7 @@
 #include "ingest.h"
 #include "log.h"
 #include "mpi_funcs.h"
+#include "site_warm.h"
 #include "sites.h"
 #include "task_activity.h"
 #include "tracer.h"
@@ -54,8 +55,7 @@ void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where 
 	uint64_t now = pdi_now_ns();
 
 	*w = (struct pdi_where){.site = -1};
-	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &f, &tid, 1) == 1 &&
-	    !pdi_attachment_return_lost(&t->att, &f)) {
+	if (t->state == PDI_TASK_RUNNING && pdi_tracer_inflight(d->tracer, t->pid, &t->att, &f, &tid, 1) == 1) {
 		unsigned fn = PDI_COOKIE_FN(f.cookie);
 		/* inside MPI for a moment is what MPI programs do; past what the step's own history
 		 * makes plausible it is a hang suspect (the hang judge's) */
@@ -63,7 +63,7 @@ void pdi_task_locate(struct pdi_daemon *d, struct pdi_task *t, struct pdi_where 
 		w->kind = w->for_ns >= d->up->hang_blocked_after_ns(d, s) ? PDI_WHERE_BLOCKED : PDI_WHERE_IN_MPI;
 		w->callsite = f.callsite;
 		w->tid = tid;
-		if (pdi_site_of_inflight(t, d->objs, &f, tid, &site) == 0) {
+		if (pdi_site_warm_inflight(d, t, &f, tid, &site) == 0) {
 			snprintf(w->text, sizeof(w->text), "%s", s->sites[site].name);
 			w->site = site;
 		} else {

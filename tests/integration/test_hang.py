@@ -15,7 +15,11 @@ the report does, so the hang is told with the spinning rank alone as least progr
 HangDetached: the same with MPI_Allreduce detached, so that the waiting ranks' entries are not
 seen and their stacks place them.
 
+HangThreaded: ranks that call MPI from a second thread, one of them stopped: the others are
+told waiting in their call (the judge reads every thread's entry, not the main thread's alone).
+
 Run as: test_hang.py HangFaults.test_debugger_stop_and_restart
+        test_hang.py HangThreaded.test_mpi_thread_not_main
         test_hang.py HangBudget.test_thinned_waiters_placed_by_stack
         test_hang.py HangDetached.test_detached_waiters_placed_by_stack
 """
@@ -187,6 +191,47 @@ class HangFaults(DaemonAndJob):
                 return f.read()
         except FileNotFoundError:
             return ""
+
+
+class HangThreaded(DaemonAndJob):
+    """Ranks whose MPI thread is not their main one (MPI_THREAD_MULTIPLE: the loop runs in a
+    second thread while the main thread waits in pthread_join()): when one is stopped, the others
+    are told waiting in their MPI call, read from that thread's entry, not sleeping after it (the
+    main thread's, which is never in MPI)."""
+
+    def settings(self):
+        return ("hang_timeout_ms=0", "hang_false_alarm_rate=1")
+
+    def test_mpi_thread_not_main(self):
+        cmd = mpirun("openmpi", RANKS, "waits", 600)
+        cmd[1:1] = ["-x", "WAITS_THREAD"]
+        self.job = subprocess.Popen([PDIMON, "run", "--step", "th", "--", "env", "WAITS_THREAD=1", *cmd],
+                                    env=self.d.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+        out = Lines(self.job.stderr)
+        find_ranks("waits.openmpi", RANKS, self.job.pid)
+        tasks = wait_for(lambda: len(self.d.show("th")["tasks"]) == RANKS and
+                         all(t["calls"] > 100 for t in self.d.show("th")["tasks"]) and self.d.show("th")["tasks"], 60,
+                         "the ranks to run their loop:\n" + out.text())
+        # each rank's calls come from a thread of its own: not the main one
+        for t in tasks:
+            with open(f"/proc/{t['pid']}/task/{t['pid']}/wchan") as f:
+                main_wchan = f.read()
+            self.assertGreater(len(os.listdir(f"/proc/{t['pid']}/task")), 1)
+            print(f"rank {t['rank']}: main thread in {main_wchan}", file=sys.stderr)
+        stopped = next(t for t in tasks if t["rank"] == 2)
+        os.kill(stopped["pid"], signal.SIGSTOP)
+        wait_for(lambda: out.count("looks hung since"), 180, "the hung line on the job's output:\n" + out.text() +
+                 "\n" + self.d.read_log()[-3000:])
+        line = next(x for x in out.lines if "looks hung since" in x)
+        print(line, file=sys.stderr)
+        self.assertRegex(line, r"least progressed \[2\] on \S+, stopped by a signal .*; the others wait in \S+", line)
+        self.assertNotIn("sleeping", line)
+        # the view reads the same thread: the others are in their Allreduce
+        for t in self.d.show("th")["tasks"]:
+            if t["rank"] != 2:
+                self.assertEqual(t["current"].get("in_mpi"), "MPI_Allreduce", t["current"])
+        os.kill(stopped["pid"], signal.SIGCONT)
 
 
 class HangBudget(DaemonAndJob):

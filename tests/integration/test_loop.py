@@ -136,6 +136,11 @@ class Loop(DaemonTest):
         with self.cold_ring_waiting("cold") as (job, _):
             with self.probe() as probe:
                 self.assertEqual([t["calls"] for t in self.d.show("cold")["tasks"]], [0, 0])
+                # a view built meanwhile says the call a rank is inside by its function: naming its
+                # site waits for the same read (pdi_site_warm_inflight()), not made on the loop
+                inside = wait_for(lambda: [t["current"] for t in self.d.show("cold")["tasks"]
+                                           if "in_mpi" in t["current"]], 60, "a rank inside a call")
+                self.assertEqual([c for c in inside if "site" in c], [], inside)
         probe.check(self, "while a call site's object is read")
         wait_for(lambda: all(t["calls"] for t in self.d.show("cold")["tasks"]), 60, "the calls in once read")
         os.killpg(job.pid, signal.SIGKILL)

@@ -370,6 +370,15 @@ class Monitor(DaemonTest):
         self.assertIn("nothing attached", r.stderr)
         self.assertEqual(json.loads(self.d.pdimon("steps", "--json").stdout), [])
         self.assertEqual(self.d.status()["tasks"], 0)
+        # a watch catches processes at their MPI_Init: one running an MPI program already is told
+        # to attach instead (it was watched, and never joined)
+        r = self.busctl("call", "org.pdimon.Monitor1", "/org/pdimon/Monitor1", "org.pdimon.Monitor1", "Watch", "su",
+                        "late", rank[0])
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn(f"pid {rank[0]} runs an MPI program already", r.stderr)
+        self.assertIn(f"use 'pdimon attach --step late --pid {rank[0]}'", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertEqual(json.loads(self.d.pdimon("steps", "--json").stdout), [])
         r = self.d.pdimon("attach", "--pid", "12ab", check=False)
         self.assertEqual(r.returncode, 1)
         self.assertIn("invalid pid", r.stderr)

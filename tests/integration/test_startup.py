@@ -107,9 +107,18 @@ class Startup(DaemonTest):
                          "the ranks to end while pdimond is stopped")
             finally:
                 self.d.proc.send_signal(signal.SIGCONT)
-        # (a process gone before it joined has no maps left to name its call sites from)
-        third = self.calls(f"third-{impl}", named=False)
+        # their maps and executable, read on a worker right after their attach, name their call
+        # sites; where ld.so had mapped the MPI library by then, they place Open MPI's handles
+        # (addresses in the process) too, and the calls keep their bytes
+        third = self.calls(f"third-{impl}")
         self.assertEqual(sorted(str(pid) for pid, _ in third.values()), sorted(ranks))
+        log = self.d.read_log()
+        for t in self.d.show(f"third-{impl}")["tasks"]:
+            if f"pid {t['pid']}: maps kept for its join, its MPI library mapped" not in log:
+                continue
+            sent = {st["name"]: st["bytes"] for p in t["phases"] for st in p["states"] if "bytes" in st}
+            gather = [b for name, b in sent.items() if re.fullmatch(r"MPI_Gather@startup\.c:\d+", name)]
+            self.assertEqual(gather, [3 * 8], f"rank {t['rank']}: {sent}")
 
     @contextlib.contextmanager
     def waiting_ranks(self, step, impl):

@@ -18,6 +18,9 @@
  *   WAITS_SLICE=sleep     the loop's 2 ms slice is slept rather than computed: a code whose
  *                         ranks mostly wait on something else (a GPU, a device), costing little
  *                         CPU, so that many steps can run at once on a small machine
+ *   WAITS_THREAD=1        the loop runs in a second thread (MPI_THREAD_MULTIPLE) while the main
+ *                         thread waits for it in pthread_join(): a rank whose MPI thread is not
+ *                         its main one
  * and fault.h's PDIMON_FAULT (hang, drop...) at iteration PDIMON_FAULT_ITER. Rank 0 prints
  * "waits: N iterations in S s" at the end. */
 #include "fault.h" /* first: it asks for _GNU_SOURCE */
@@ -80,22 +83,23 @@ static void stuck_in_io(void)
 			;
 }
 
-int main(int argc, char **argv)
+static int rank, size;
+static double seconds;
+
+/* The loop, on whichever thread calls MPI. */
+static void *run(void *unused)
 {
-	double seconds = argc > 1 ? atof(argv[1]) : 20, t0, elapsed = 0, mine;
+	double t0, elapsed = 0, mine;
 	double long_s = env_double("WAITS_LONG_S", 0), long_at = env_double("WAITS_LONG_AT", 5);
 	double long_every = env_double("WAITS_LONG_EVERY", 0), stuck_at = env_double("WAITS_STUCK_AT", -1);
 	int long_rank = (int)env_double("WAITS_LONG_RANK", 0), stuck_rank = (int)env_double("WAITS_STUCK_RANK", 1);
 	const char *kind = getenv("WAITS_LONG_KIND"), *dir = getenv("WAITS_DIR"), *slice = getenv("WAITS_SLICE");
 	bool sleep_slice = slice && !strcmp(slice, "sleep");
 	const struct timespec two_ms = {0, 2000000};
-	int rank, size, flag = 0;
+	int flag = 0;
 	long it;
 
-	MPI_Init(&argc, &argv);
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	fault_init(rank);
+	(void)unused;
 	kind = kind ? kind : "compute";
 	dir = dir ? dir : "/tmp";
 	t0 = now_s();
@@ -130,6 +134,33 @@ int main(int argc, char **argv)
 	}
 	if (rank == 0)
 		printf("waits: %ld iterations in %.1f s\n", it, now_s() - t0);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *thread = getenv("WAITS_THREAD");
+	bool in_thread = thread && !strcmp(thread, "1");
+	int provided = MPI_THREAD_SINGLE;
+	pthread_t th;
+
+	seconds = argc > 1 ? atof(argv[1]) : 20;
+	if (in_thread)
+		MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+	else
+		MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	fault_init(rank);
+	if (!in_thread) {
+		run(NULL);
+	} else if (provided == MPI_THREAD_MULTIPLE && pthread_create(&th, NULL, run, NULL) == 0) {
+		pthread_join(th, NULL);
+	} else {
+		fprintf(stderr, "waits: no MPI thread (MPI_THREAD_MULTIPLE %s)\n",
+			provided == MPI_THREAD_MULTIPLE ? "given" : "refused");
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
 	MPI_Finalize();
 	return 0;
 }

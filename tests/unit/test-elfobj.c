@@ -447,3 +447,58 @@ Test(elfobj, objcache_lru)
 	pdi_maps_free(&maps);
 	cr_assert_eq(open_fds(), fds);
 }
+
+/* A worker's copy of an object whose DWARF and frames the cache's object takes (site_warm.h) is
+ * kept open with it: its file counts in the cache's bytes, so older objects make room for it. */
+Test(elfobj, objcache_counts_kept_copies)
+{
+	struct pdi_objcache_stats st;
+	const struct pdi_mapping *libc, *self;
+	struct pdi_elfobj *o1, *o2, *lib, *dup;
+	struct pdi_objcache *c;
+	struct pdi_maps maps;
+	uint64_t s, l;
+	int fds = open_fds();
+
+	read_self_maps(&maps);
+	self = pdi_maps_find(&maps, (uintptr_t)call_site);
+	libc = pdi_maps_find(&maps, (uintptr_t)gnu_get_libc_version);
+	cr_assert_eq(pdi_objcache_new(&c), 0);
+	cr_assert_eq(pdi_objcache_get(c, getpid(), libc, &lib), 0);
+	cr_assert_eq(pdi_objcache_get(c, getpid(), self, &o1), 0);
+	s = pdi_elfobj_file_size(o1);
+	l = pdi_elfobj_file_size(lib);
+	cr_assert_eq(pdi_elfobj_bytes_held(o1), s, "nothing kept yet");
+	pdi_objcache_stats(c, &st);
+	cr_assert_eq(st.bytes, s + l);
+	/* the cache full to the byte: the copy it keeps makes libc, the older, go */
+	pdi_objcache_set_limits(c, 100, s + l);
+	cr_assert_eq(pdi_objcache_open(getpid(), self, &dup), 0);
+	pdi_elfobj_preload(dup, true);
+	cr_assert_eq(pdi_objcache_adopt(c, getpid(), self, 0, dup, &o2), 0);
+	cr_assert_eq(o2, o1);
+	cr_assert(pdi_elfobj_lines_loaded(o1));
+	cr_assert_eq(pdi_elfobj_bytes_held(o1), 2 * s);
+	pdi_objcache_stats(c, &st);
+	cr_assert_eq(st.objects, 1);
+	cr_assert_eq(st.bytes, 2 * s);
+	cr_assert_eq(st.evicted, 1);
+	cr_assert(!pdi_objcache_holds(c, libc));
+	/* a copy that read nothing the cache's object lacks is not kept, nor counted */
+	pdi_objcache_set_limits(c, 100, UINT64_MAX);
+	cr_assert_eq(pdi_objcache_open(getpid(), self, &dup), 0);
+	pdi_elfobj_preload(dup, true);
+	cr_assert_eq(pdi_objcache_adopt(c, getpid(), self, 0, dup, &o2), 0);
+	pdi_objcache_stats(c, &st);
+	cr_assert_eq(st.bytes, 2 * s);
+	/* evicted, the object closes its copy too */
+	pdi_objcache_set_limits(c, 100, 1);
+	cr_assert_eq(pdi_objcache_get(c, getpid(), libc, &lib), 0);
+	pdi_objcache_stats(c, &st);
+	cr_assert_eq(st.objects, 1);
+	cr_assert_eq(st.bytes, l);
+	cr_assert_leq(open_fds(), fds + 2, "one object: one or two fds"); /* with the copy it was 3 */
+	pdi_objcache_free(c);
+	pdi_maps_free(&maps);
+	cr_assert_eq(open_fds(), fds);
+}

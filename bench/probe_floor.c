@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* probe_floor.c -- attaches do-nothing uprobes exactly where pdimond attaches its own: the floor.
  *
- * Usage: probe-floor [--perf-links] [--at-start] [--max-seconds S] --pid PID...
+ * Usage: probe-floor [--perf-links] [--at-start] [--object LIB] [--close-together] [--max-seconds S]
+ *                    --pid PID...
  *        probe-floor --list [--at-start] --pid PID...
  *
  * The probes are those pdi_probe_targets_find() gives pdimond, attached the same way (one
@@ -9,7 +10,14 @@
  * and direction) with the same cookies, and the same placement of entry probes on emulated
  * instructions (entry_place.h) unless --at-start puts every probe on its function's first byte. Prints "attached N probes ..." on stdout once all
  * processes are probed, then stays attached until stdin reaches end of file, SIGTERM or
- * SIGINT arrives, or --max-seconds (default 3600) pass; then detaches and exits 0.
+ * SIGINT arrives, or --max-seconds (default 3600) pass; then detaches and exits 0. On stderr it
+ * prints what each process's link creates took, and what closing all the links took.
+ *
+ * --object LIB takes the probes from the MPI library LIB for every process, instead of from the
+ *   library each process maps: the processes need not map it yet (a link with a pid filter takes
+ *   effect when its process maps the library; bench/attach_scale.py --order).
+ * --close-together closes the links at the end from one thread each (close_together.h), not one
+ *   after the other.
  *
  * --list attaches nothing: it prints one line per probe of each process, tab-separated
  *   pid function symbol_offset probe_offset skipped_bytes probed_kind first_kind why
@@ -29,6 +37,8 @@
 
 #include <bpf/libbpf.h>
 
+#include "close_together.h"
+#include "elfobj.h"
 #include "empty.skel.h"
 #include "event.h"
 #include "mpi_funcs.h"
@@ -46,6 +56,9 @@ struct floor {
 	unsigned nlinks;
 	unsigned nprobes;
 	unsigned target_flags; /* PDI_TARGETS_AT_START with --at-start */
+	struct pdi_elfobj *object; /* --object's library, or NULL: each process's own */
+	const char *object_path;
+	bool close_together;       /* --close-together: close the links at once (close_together.h) */
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -53,6 +66,14 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	if (level == LIBBPF_DEBUG || level == LIBBPF_INFO)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static int add_fd(struct floor *f, int fd)
@@ -116,8 +137,6 @@ static int attach_perf(struct floor *f, const struct pdi_probe_targets *pt, pid_
 	return 0;
 }
 
-static double now_s(void);
-
 static int floor_attach(struct floor *f, pid_t pid)
 {
 	struct pdi_probe_targets *pt = malloc(sizeof(*pt));
@@ -126,10 +145,15 @@ static int floor_attach(struct floor *f, pid_t pid)
 
 	if (!pt)
 		return -ENOMEM;
-	r = pdi_probe_targets_find(f->objs, pid, f->target_flags, pt);
+	r = f->object ? pdi_probe_targets_of(f->object, f->target_flags, pt)
+		      : pdi_probe_targets_find(f->objs, pid, f->target_flags, pt);
 	if (r < 0) {
 		fprintf(stderr, "probe-floor: no MPI probes for pid %d: %s\n", (int)pid, strerror(-r));
 		goto out;
+	}
+	if (f->object) {
+		snprintf(pt->path, sizeof(pt->path), "%s", f->object_path);
+		snprintf(pt->object, sizeof(pt->object), "%s", f->object_path);
 	}
 	t0 = now_s();
 	r = f->multi ? attach_multi(f, pt, pid) : attach_perf(f, pt, pid);
@@ -168,23 +192,25 @@ static int floor_list(struct floor *f, pid_t pid)
 
 static void floor_free(struct floor *f)
 {
-	for (unsigned i = 0; i < f->nfds; i++)
-		close(f->fds[i]);
+	double t0 = now_s();
+
+	if (f->close_together) {
+		pdi_links_close_together(f->fds, f->nfds, f->links, f->nlinks);
+	} else {
+		for (unsigned i = 0; i < f->nfds; i++)
+			close(f->fds[i]);
+		for (unsigned i = 0; i < f->nlinks; i++)
+			bpf_link__destroy(f->links[i]);
+	}
 	free(f->fds);
-	for (unsigned i = 0; i < f->nlinks; i++)
-		bpf_link__destroy(f->links[i]);
 	free(f->links);
+	/* each unregistration walks the processes that still map the library (bench/attach_scale.py) */
+	if (f->nfds + f->nlinks)
+		fprintf(stderr, "probe-floor: %u links closed in %.3f ms\n", f->nfds + f->nlinks, (now_s() - t0) * 1e3);
 	empty_bpf__destroy(f->skel);
+	pdi_elfobj_free(f->object);
 	pdi_objcache_free(f->objs);
 	*f = (struct floor){0};
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Until stdin ends, SIGTERM/SIGINT arrives (through SFD) or MAX_S seconds pass. */
@@ -221,7 +247,8 @@ static int wait_for_end(int sfd, double max_s)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: probe-floor [--perf-links] [--at-start] [--max-seconds S] --pid PID...\n"
+	fprintf(out, "usage: probe-floor [--perf-links] [--at-start] [--object LIB] [--close-together]\n"
+		     "                   [--max-seconds S] --pid PID...\n"
 		     "       probe-floor --list [--at-start] --pid PID...\n");
 }
 
@@ -232,6 +259,8 @@ int main(int argc, char **argv)
 					     {"at-start", no_argument, NULL, 's'},
 					     {"list", no_argument, NULL, 'L'},
 					     {"max-seconds", required_argument, NULL, 'm'},
+					     {"object", required_argument, NULL, 'o'},
+					     {"close-together", no_argument, NULL, 'T'},
 					     {"help", no_argument, NULL, 'h'},
 					     {0}};
 	struct floor f = {0};
@@ -244,13 +273,15 @@ int main(int argc, char **argv)
 
 	if (!pids)
 		return 1;
-	while ((c = getopt_long(argc, argv, "p:lsLm:h", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "p:lsLm:o:Th", opts, NULL)) >= 0) {
 		switch (c) {
 		case 'L': list = true; break;
 		case 's': f.target_flags |= PDI_TARGETS_AT_START; break;
 		case 'p': pids[npids++] = (pid_t)atoi(optarg); break;
 		case 'l': perf_links = true; break;
 		case 'm': max_s = atof(optarg); break;
+		case 'o': f.object_path = optarg; break;
+		case 'T': f.close_together = true; break;
 		case 'h': usage(stdout); free(pids); return 0;
 		default: usage(stderr); free(pids); return 2;
 		}
@@ -286,6 +317,10 @@ int main(int argc, char **argv)
 	r = pdi_objcache_new(&f.objs);
 	if (r < 0)
 		goto out;
+	if (f.object_path && (r = pdi_elfobj_open(f.object_path, &f.object)) < 0) {
+		fprintf(stderr, "probe-floor: cannot read %s: %s\n", f.object_path, strerror(-r));
+		goto out;
+	}
 	if (list) {
 		for (unsigned i = 0; i < npids && r == 0; i++)
 			r = floor_list(&f, pids[i]);

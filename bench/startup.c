@@ -7,7 +7,10 @@
  * start-up, which is what the benchmark measures.
  *
  * With PDI_STARTUP_WAIT=FILE in its environment a rank first waits (at most 120 s) until FILE
- * exists: tests/integration/test_startup.py holds the ranks between their exec and MPI_Init. */
+ * exists: tests/integration/test_startup.py holds the ranks between their exec and MPI_Init.
+ * With PDI_STARTUP_STAMP=1 a rank first prints "main PID NS" on stderr, NS the clock at main:
+ * its exec, ld.so's mapping of the MPI library and the constructors are done by then
+ * (bench/attach_scale.py --order times them). */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +40,10 @@ int main(int argc, char **argv)
 	uint64_t mine[3], *all = NULL;
 	int rank, size;
 
+	if (getenv("PDI_STARTUP_STAMP")) {
+		fprintf(stderr, "main %d %llu\n", (int)getpid(), (unsigned long long)now_ns());
+		fflush(stderr);
+	}
 	if (wait)
 		wait_for_file(wait);
 	mine[0] = now_ns();

@@ -17,6 +17,10 @@ Target: a step's delay <= 20 ms + 2 ms per rank.
 With --baseline BUILD, a pdimond of that build directory runs beside ours (each watches only its
 own steps), and every round also runs the step under it, right after ours: both columns side by
 side, from the same minutes of the machine's load.
+With --set log_level=debug, also printed per pdimond: its probe link closes over the run (how
+many, their total and largest time on a worker): a step's closes run on while the next step
+starts, and take the kernel's dup_mmap_sem as its attaches do. --keep-log PATH keeps our
+pdimond's log at PATH and the baseline's at PATH.base.
 """
 import argparse
 import os
@@ -105,6 +109,12 @@ def monitored(d, tag, step, impl, n, rnd, fig, timeout):
           f"{' '.join(f'{v:.1f}' for v in sorted(h.values()))}", flush=True)
 
 
+def closes(log):
+    """The link closes pdimond logged at debug level: (how many, total ms, largest ms)."""
+    ms = [float(x) for x in re.findall(r"\d+ probe links closed in ([0-9.]+) ms on a worker", log)]
+    return len(ms), sum(ms), max(ms, default=0.0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", default="1,4,16,64")
@@ -133,9 +143,12 @@ def main():
                         monitored(base, "base", f"startup-{step}-b", impl, n, rnd, before, a.timeout)
                 rows.append((impl, n, bl.median(plain_init), this.cells(), before.cells() if base else None))
     finally:
+        logs = {"this": d.read_log(), "base": base.read_log() if base else None}
         if a.keep_log:
-            with open(a.keep_log, "w") as f:
-                f.write(d.read_log())
+            for tag, path in (("this", a.keep_log), ("base", a.keep_log + ".base")):
+                if logs[tag] is not None:
+                    with open(path, "w") as f:
+                        f.write(logs[tag])
         rc = d.stop()
         if base:
             base.stop()
@@ -147,6 +160,10 @@ def main():
         for tag, (first, med, mx, nh, mi) in (("this", this), ("base", before)) if before else (("this", this),):
             print(f"{impl:8s} {n:5d} {20 + 2 * n:7d} {tag:>7s} {first:8.1f} {med:9.1f} {mx:9.1f} "
                   f"{nh[0]:4d}/{nh[1]:<4d} {pi:10.1f} {mi:9.1f}")
+    for tag, log in logs.items():
+        n, total, most = closes(log or "")
+        if n:
+            print(f"{tag}: {n} probe link closes on workers, {total / 1e3:.1f} s in all, the longest {most:.1f} ms")
     return 0 if rc in (0, None) else 1
 
 

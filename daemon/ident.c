@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,13 @@ void pdi_ident_release(struct pdi_ident *id)
 bool pdi_ident_alive(const struct pdi_ident *id)
 {
 	return id->pidfd >= 0 && pidfd_signal(id->pidfd, 0) == 0;
+}
+
+bool pdi_pidfd_exited(int pidfd)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+
+	return pidfd >= 0 && poll(&p, 1, 0) > 0;
 }
 
 int pdi_ident_signal(const struct pdi_ident *id, int sig)

@@ -26,6 +26,9 @@ void pdi_ident_release(struct pdi_ident *id);
 
 /* Does the pinned process still run? */
 bool pdi_ident_alive(const struct pdi_ident *id);
+/* Has the process of PIDFD exited (its pidfd readable: a zombie or reaped, its memory gone)?
+ * Never blocks; false for -1. */
+bool pdi_pidfd_exited(int pidfd);
 /* Signal the pinned process and no other: -ESRCH if it has exited. */
 int pdi_ident_signal(const struct pdi_ident *id, int sig);
 

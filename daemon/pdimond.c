@@ -39,6 +39,7 @@
 #include "service.h"
 #include "step_health.h"
 #include "site_store.h"
+#include "step_detach.h"
 #include "step_end.h"
 #include "tracer.h"
 #include "trapped.h"
@@ -200,6 +201,7 @@ static void on_timer(struct pdi_daemon *d)
 	(void)pdi_tracer_drain(d->tracer);
 	pdi_ingest_note_lost(d);
 	pdi_ahead_close_dropped(d); /* links of processes attached ahead that never joined */
+	pdi_step_detach_tick(d);    /* exited tasks' links that waited long enough for their step */
 	pdi_hang_tick(d); /* once a second: the live steps' health (hang/step_health.h) */
 	pdi_log_ratelimit_flush(); /* what the rate limits held back, once their interval is over */
 	pdi_site_store_tick(d);

@@ -18,6 +18,7 @@ struct pdi_step;
 struct pdi_site_samples;
 struct pdi_budget_task;
 struct pdi_site_hold;
+struct pdi_detach_batch;
 
 enum pdi_task_state {
 	PDI_TASK_RUNNING,
@@ -110,6 +111,8 @@ struct pdi_step {
 	struct pdi_step_health *health;
 	uint8_t on_hang;              /* enum pdi_on_hang: --pdi-monitor=on-hang=...; 0: the site's */
 	bool quiet;                   /* --pdi-monitor=notify=off: no line on the user's output */
+	struct pdi_detach_batch *closing; /* its exited tasks' probe links, to close together
+					   * (probe/step_detach.h); NULL: none */
 };
 
 /* A caller waiting for the report of a step's end (step_end.h): STATUS 0 and the report's

@@ -6,6 +6,7 @@
 #include "api.h"
 #include "budget.h"
 #include "callchain.h"
+#include "detach.h"
 #include "health_state.h"
 #include "samples.h"
 #include "step_end.h"
@@ -23,6 +24,7 @@ static void step_parts_free(struct pdi_step *s)
 {
 	pdi_site_samples_unref(s->site_samples);
 	pdi_step_health_free(s->health);
+	pdi_detach_batch_submit(NULL, &s->closing); /* a step given up while it runs: now */
 }
 
 const struct pdi_registry_parts pdi_registry_parts = {

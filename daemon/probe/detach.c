@@ -2,6 +2,7 @@
 /* detach.c -- uprobe links closed on a worker (see detach.h). A job owns its links from the
  * moment it is made: the task keeps nothing that could fire for it or be closed twice. */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -87,21 +88,33 @@ static void take_fd(struct detach_job *j, int *fd)
 	*fd = -1;
 }
 
-void pdi_detach_later(struct pdi_workers *w, struct pdi_attachment *a)
+/* Move all of A's links into J (A keeps its object, datatypes and counts); false without memory,
+ * and A keeps them. */
+static bool take_links(struct detach_job *j, struct pdi_attachment *a)
 {
 	unsigned most = 2 + a->nretired + a->nretired_returns + (a->fns ? 2 * pdi_mpi_nfuncs : 0);
-	struct detach_job *j = calloc(1, sizeof(*j));
+	int *fds = realloc(j->fds, sizeof(*fds) * (j->nfds + most));
+	struct bpf_link **links;
 
-	if (!j || !(j->fds = malloc(sizeof(*j->fds) * most))) {
-		free(j);
-		pdi_attachment_detach(a);
-		return;
+	if (!fds)
+		return false;
+	j->fds = fds;
+	if (a->nlinks && j->nlinks) {
+		if (!(links = realloc(j->links, sizeof(*links) * (j->nlinks + a->nlinks))))
+			return false;
+		memcpy(links + j->nlinks, a->links, sizeof(*links) * a->nlinks);
+		j->links = links;
+		j->nlinks += a->nlinks;
+		free(a->links);
+	} else if (a->nlinks) {
+		j->links = a->links;
+		j->nlinks = a->nlinks;
+	} else {
+		free(a->links);
 	}
 	/* only the links: every other fd of an attachment stays the caller's (an object_fd of 0,
 	 * as calloc left it, had the worker close fd 0, which by then was someone else's: a
 	 * trapped process's pidfd, left stopped) */
-	j->links = a->links;
-	j->nlinks = a->nlinks;
 	a->links = NULL;
 	a->nlinks = 0;
 	for (unsigned k = 0; k < 2; k++)
@@ -117,7 +130,64 @@ void pdi_detach_later(struct pdi_workers *w, struct pdi_attachment *a)
 	a->nretired_returns = 0;
 	a->returns_held_ns = 0;
 	a->returns_waiting = false;
+	return true;
+}
+
+void pdi_detach_later(struct pdi_workers *w, struct pdi_attachment *a)
+{
+	struct detach_job *j = calloc(1, sizeof(*j));
+
+	if (!j || !take_links(j, a)) {
+		free(j);
+		pdi_attachment_detach(a);
+		return;
+	}
 	submit(w, j);
+}
+
+struct pdi_detach_batch {
+	struct detach_job job; /* first: the job's done() frees the batch */
+	uint64_t since_ns;     /* when its first links came */
+	unsigned nadded;       /* attachments whose links it took */
+};
+
+bool pdi_detach_batch_add(struct pdi_detach_batch **b, struct pdi_attachment *a)
+{
+	struct pdi_detach_batch *n = *b ? *b : calloc(1, sizeof(*n));
+
+	if (!n)
+		return false;
+	if (!take_links(&n->job, a)) {
+		if (!*b)
+			free(n);
+		return false;
+	}
+	if (!*b)
+		n->since_ns = pdi_now_ns();
+	n->nadded++;
+	n->job.together = true;
+	*b = n;
+	return true;
+}
+
+uint64_t pdi_detach_batch_since(const struct pdi_detach_batch *b)
+{
+	return b ? b->since_ns : 0;
+}
+
+unsigned pdi_detach_batch_count(const struct pdi_detach_batch *b)
+{
+	return b ? b->nadded : 0;
+}
+
+void pdi_detach_batch_submit(struct pdi_workers *w, struct pdi_detach_batch **b)
+{
+	struct pdi_detach_batch *n = *b;
+
+	if (!n)
+		return;
+	*b = NULL;
+	submit(w, &n->job);
 }
 
 /* A job closing the N link fds FDS (an array it takes), counted in *IN_FLIGHT; NULL without memory. */

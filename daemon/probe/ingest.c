@@ -18,13 +18,13 @@
 #include "budget.h"
 #include "daemon.h"
 #include "ingest.h"
-#include "detach.h"
 #include "log.h"
 #include "mpi_funcs.h"
 #include "callchain.h"
 #include "program.h"
 #include "site_warm.h"
 #include "sites.h"
+#include "step_detach.h"
 #include "tracer.h"
 #include "task_activity.h"
 #include "u64map.h"
@@ -509,8 +509,9 @@ void pdi_task_finish(struct pdi_daemon *d, struct pdi_task *t)
 	pdi_chains_end(d, t);
 	pdi_tracer_forget(d->tracer, t->pid);
 	pdi_budget_task_end(d, t);
-	pdi_detach_later(d->workers, &t->att);
+	pdi_step_detach_task(d, t);
 	pdi_registry_end_task(&d->reg, t);
+	pdi_step_detach_settle(d, t->step);
 	log_info("Task pid %d (rank %d) of step %s ended%s%s", (int)t->pid, t->rank, t->step->name,
 		 t->ended_in ? " inside " : "", t->ended_in ? t->ended_in : "");
 	d->up->step_ended(d, t->step);

@@ -28,7 +28,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +40,7 @@
 #include "clock.h"
 #include "close_together.h"
 #include "elfobj.h"
+#include "ident.h"
 #include "log.h"
 #include "mpi_funcs.h"
 #include "mpitrace.skel.h"
@@ -106,6 +106,14 @@ static int find_trapped(const struct pdi_tracer *t, dev_t dev, ino_t ino)
 		if (t->trapped[i].dev == dev && t->trapped[i].ino == ino)
 			return (int)i;
 	return -1;
+}
+
+bool pdi_tracer_maps_trapped(const struct pdi_tracer *t, const struct pdi_maps *maps)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		if (maps->v[i].path && find_trapped(t, (dev_t)maps->v[i].dev, (ino_t)maps->v[i].ino) >= 0)
+			return true;
+	return false;
 }
 
 /* Trapped library L (object O) has its offsets computed now, and kept registered by pdimond's
@@ -225,13 +233,6 @@ void pdi_tracer_take_dropped(struct pdi_tracer *t, int **ret_fds, unsigned *ret_
 	t->ndropped_fds = 0;
 }
 
-static bool exited(int pidfd)
-{
-	struct pollfd p = {.fd = pidfd, .events = POLLIN};
-
-	return poll(&p, 1, 0) != 0;
-}
-
 /* Processes that exited before they joined leave: they never reached MPI_Init, or their
  * MPI_Init was not handled yet and never will be after AHEAD_KEEP_NS (a short program may run
  * to its end while the loop is busy, and joins when its MPI_Init is: pdi_startup_take_exited()). */
@@ -241,7 +242,7 @@ static void sweep(struct pdi_tracer *t)
 
 	for (unsigned i = t->nahead; i-- > 0;)
 		if (!t->ahead[i].attaching && now - t->ahead[i].attached_ns > AHEAD_KEEP_NS &&
-		    exited(t->ahead[i].ident.pidfd))
+		    pdi_pidfd_exited(t->ahead[i].ident.pidfd))
 			drop_ahead(t, i);
 }
 
@@ -493,7 +494,7 @@ int pdi_tracer_ahead_plan(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t 
 
 int pdi_ahead_attach_run(struct pdi_ahead_attach *a)
 {
-	if (exited(a->pidfd))
+	if (pdi_pidfd_exited(a->pidfd))
 		return -ESRCH;
 	return pdi_uprobe_multi_attach_pair(a->progs, a->path, a->offsets, a->cookies, a->n, true, a->pid, a->fds);
 }
@@ -555,7 +556,7 @@ int pdi_startup_take(struct pdi_tracer *t, pid_t pid, const struct pdi_probe_tar
 		return -ENOENT;
 	}
 	/* gone while its maps were read: its links stay for pdi_startup_take_exited() */
-	if (exited(a->ident.pidfd))
+	if (pdi_pidfd_exited(a->ident.pidfd))
 		return -ESRCH;
 	take_links(t, (unsigned)i, fds);
 	return 0;
@@ -575,7 +576,7 @@ int pdi_startup_take_exited(struct pdi_tracer *t, pid_t pid, uint64_t start_tick
 	l = &t->trapped[a->lib];
 	of = pdi_tracer_targets_of(t, NULL, l->dev, l->ino);
 	/* the very process (its start), gone: alive, it would have been attached from its maps */
-	if (a->ident.start_ticks != start_ticks || !exited(a->ident.pidfd) || !of)
+	if (a->ident.start_ticks != start_ticks || !pdi_pidfd_exited(a->ident.pidfd) || !of)
 		return -ESRCH;
 	memcpy(pt, of, sizeof(*pt));
 	pt->obj = NULL;
@@ -594,7 +595,7 @@ int pdi_tracer_ahead_ident(struct pdi_tracer *t, pid_t pid, uint64_t start_ticks
 	int i = find_ahead(t, pid), fd;
 
 	if (i < 0 || t->ahead[i].attaching || t->ahead[i].ident.start_ticks != start_ticks ||
-	    !exited(t->ahead[i].ident.pidfd))
+	    !pdi_pidfd_exited(t->ahead[i].ident.pidfd))
 		return -ESRCH;
 	fd = fcntl(t->ahead[i].ident.pidfd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import BUILD, PDIMON, DaemonTest, _ancestors, kill_tree, wait_for
+from harness import BUILD, PDIMON, DaemonTest, _ancestors, find_ranks, kill_tree, mpirun, wait_for
 
 RANKS = 2
 
@@ -322,6 +322,33 @@ class Startup(DaemonTest):
     def test_dlopen_held_attached_on_a_worker(self):
         self.check_dlopen("openmpi", "libmpi.so.40")
         self.check_dlopen("mpich", "libmpich.so.12")
+
+    def test_exited_ranks_links_closed_together(self):
+        # a step's exited tasks' probe links are closed all at once, once none of its tasks runs,
+        # or after a bound while one runs on; never one task's after another's as each exits
+        # (daemon/probe/step_detach.c: each close walks every process that still maps the library)
+        before = self.d.bpf_links()
+        jobs = [subprocess.Popen(mpirun("mpich", 1, "ring", 10**7, 1000), stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True) for _ in range(3)]
+        self.children += jobs
+        pids = [find_ranks("ring.mpich", 1, j.pid)[0] for j in jobs]
+        self.d.pdimon("attach", "--step", "closing", "--pid", *pids)
+
+        def closes():
+            return re.findall(r"Step closing: closing the probe links of (\d+) exited tasks together \((.*)\)",
+                              self.d.read_log())
+        # one ends while the others run: its links go after the bound, theirs stay
+        os.kill(pids[0], signal.SIGKILL)
+        wait_for(closes, 60, "the links of the ended task closed while the others run")
+        self.assertEqual(closes(), [("1", "waited long enough")])
+        self.assertEqual([j.poll() for j in jobs[1:]], [None, None])
+        # the others end at once: the last to end closes what is left, whether they came apart
+        # by the bound or in one batch
+        for p in pids[1:]:
+            os.kill(p, signal.SIGKILL)
+        wait_for(lambda: sum(int(n) for n, _ in closes()) == 3, 60, "the links of the last two closed")
+        self.assertEqual(closes()[-1][1], "no task left running")
+        wait_for(lambda: self.d.bpf_links() == before, 60, f"pdimond's BPF links back to {before}")
 
     def test_attached_at_exec_openmpi(self):
         self.check("openmpi")

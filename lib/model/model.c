@@ -819,21 +819,17 @@ const struct pdi_request *pdi_model_find_request(const struct pdi_model *m, uint
 
 /* ---- the kernel's counts per phase (struct pdi_usage) ---- */
 
-static bool usage_after(const struct pdi_usage *a, const struct pdi_usage *b) /* B no earlier than A */
-{
-	return b->at_ns >= a->at_ns && b->cpu_ns >= a->cpu_ns && b->wait_ns >= a->wait_ns;
-}
-
 void pdi_model_usage_add(struct pdi_model *m, const struct pdi_usage *u)
 {
 	struct pdi_usage *first;
 
-	if (!m->nphases || !u->at_ns || (m->usage_now.at_ns && !usage_after(&m->usage_now, u)))
+	if (!m->nphases || !u->at_ns || (m->usage_now.at_ns && !pdi_usage_after(&m->usage_now, u)))
 		return;
 	first = &m->phases[m->nphases - 1].usage;
 	if (!first->at_ns)
 		*first = *u;
 	m->usage_now = *u;
+	pdi_usage_log_add(&m->usage_log, u);
 }
 
 bool pdi_model_phase_usage(const struct pdi_model *m, uint32_t p, struct pdi_phase_usage *ret)
@@ -845,7 +841,7 @@ bool pdi_model_phase_usage(const struct pdi_model *m, uint32_t p, struct pdi_pha
 		return false;
 	a = &m->phases[p].usage;
 	b = p + 1 < m->nphases ? &m->phases[p + 1].usage : &m->usage_now;
-	if (!a->at_ns || !b->at_ns || b->at_ns <= a->at_ns || !usage_after(a, b))
+	if (!a->at_ns || !b->at_ns || b->at_ns <= a->at_ns || !pdi_usage_after(a, b))
 		return false;
 	busy = (b->cpu_ns - a->cpu_ns) + (b->wait_ns - a->wait_ns);
 	*ret = (struct pdi_phase_usage){.wall_ns = b->at_ns - a->at_ns, .cpu_ns = b->cpu_ns - a->cpu_ns,

@@ -1313,16 +1313,16 @@ Test(model, phases_share_the_kernels_counts)
 	struct task k;
 
 	task_init(&k, NULL);
-	cr_assert_not(pdi_model_usage_due(&k.m), "no phase, nothing to read for");
+	cr_assert_not(pdi_model_usage_due(&k.m, k.t), "no phase, nothing to read for");
 	call(&k, 1, send, 0, 10);
-	cr_assert(pdi_model_usage_due(&k.m));
+	cr_assert(pdi_model_usage_due(&k.m, k.t));
 	usage_at(&k, 100, 0);
-	cr_assert_not(pdi_model_usage_due(&k.m));
+	cr_assert_not(pdi_model_usage_due(&k.m, k.t));
 	cr_assert_not(pdi_model_phase_usage(&k.m, 0, &u), "one reading spans no time");
 	/* phase 0 runs 1 s: 0.5 s on a CPU, 0.2 s waiting for one, 0.3 s neither */
 	k.t += 1000000000;
 	call(&k, 2, pcontrol, 0, 10);
-	cr_assert(pdi_model_usage_due(&k.m), "a new phase wants its reading");
+	cr_assert(pdi_model_usage_due(&k.m, k.t), "a new phase wants its reading");
 	usage_at(&k, 100 + 500000000, 200000000);
 	cr_assert(pdi_model_phase_usage(&k.m, 0, &u));
 	cr_assert_eq(u.wall_ns, 1000000010);
@@ -1367,7 +1367,7 @@ Test(model, merged_phases_keep_the_first_reading)
 	for (unsigned i = 0; i < PDI_MODEL_PERIOD_SAMPLE + 40; i++) {
 		call(&k, 1, barrier, 1000000, 1000000);
 		cpu += 1200000;
-		if (pdi_model_usage_due(&k.m))
+		if (pdi_model_usage_due(&k.m, k.t))
 			usage_at(&k, cpu, 0);
 	}
 	cr_assert_gt(k.m.merged_phases, 0, "phases were merged");

@@ -245,11 +245,12 @@ uint64_t pdi_model_cut_horizon(const struct pdi_model *m);
  * same phases, the last one running to the task's end. */
 void pdi_model_fold_past(struct pdi_model *m, uint64_t horizon);
 
-/* Line up the N models of one step (tasks on several nodes, merged at different times): coarsen
- * them to the longest automatic phases among them, then fold them all at the earliest cut
+/* Line up the N models of one step (tasks on several nodes, merged at different times): a task
+ * whose collective count is in doubt turns to the wall clock, and once any task cuts on it, every
+ * task still cutting on collectives turns too (its phases keep the slots they started in);
+ * coarsen them to the longest automatic phases among them, then fold them all at the earliest cut
  * horizon; phases on the wall clock keep only the slots every task began a phase in (up to the
- * latest slot all of them reached), the others fold into the phase before. Tasks that chose
- * differently (collectives and wall clock) fold to one phase and cut no more. Returns how many
+ * latest slot all of them reached), the others fold into the phase before. Returns how many
  * could not be coarsened (left as they were). */
 size_t pdi_models_line_up(struct pdi_model *models, size_t n);
 /* The same, for models held elsewhere (the running tasks of a step on this node). */

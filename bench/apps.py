@@ -49,6 +49,7 @@ says abnormal (a hang always does).
                rank; both ranks of a deadlock, which are least progressed together)
                against verdict.least_progressed
   quiet        fault-free runs: diagnosis.abnormal is false ("nothing abnormal found")
+  hist         the analysis judged the run against earlier runs of the program (--history)
 A fault that did not fire (the application ended before the planned point; a spin the agent
 never began) leaves nothing to be right about: such a run is counted in the "unfired" column
 and left out of the percentages; the "all runs" columns count it as a miss for phase, task and
@@ -60,10 +61,19 @@ Each run's directory under --out keeps what scoring it needs (run.json: the plan
 database analyses its ended step again. Hangs are scored from their recorded analysis (what
 the kernel said of a stuck task is gone once the job is); --reanalyze skips them.
 
+--history K runs like a site, where pdimond sees the same program many times: per application one
+store (pdimond's database) kept across all of its runs, K fault-free runs of the same input and
+rank count first (seeds 1000..; not scored with the others, listed as "(earlier runs)"), then the
+measured runs, each judged against the earlier runs pdimond finds there as AutomaDeD's sample
+runs (the three most recent that completed with nothing abnormal found). Every measured run goes
+into the store too, as on a site. Without it (the default) every run has a fresh store: no
+earlier run of the program. The table's head says which; its column "hist%" is the share of runs
+the analysis judged against earlier runs (a floor may name it: CLASS.hist=PCT).
+
 Usage: apps.py [--apps gromacs,hpcc,meep,mpb,nwchem,halo] [--faults none,stop,...] [--seeds N]
-               [--first-seed S] [--short] [--hog-group own|job] [--budget PCT] [--floor SPEC|FILE]
-               [--out DIR]
-       apps.py --reanalyze DIR [--apps ...] [--faults ...]
+               [--first-seed S] [--short] [--hog-group own|job] [--budget PCT] [--history K]
+               [--floor SPEC|FILE] [--out DIR]
+       apps.py --reanalyze DIR [--own-phases-only] [--apps ...] [--faults ...]
 --short sizes every input for a run of a few seconds (the CI subset); the full inputs run
 20-60 s each at 4 ranks on this 2-core machine. Run as root, under the heavy lock (shared).
 """
@@ -102,7 +112,9 @@ BUDGET = None  # --budget PCT: pdimond's max_overhead_pct (None: its default)
 # the FIFO ($1); then it becomes the job's command
 HOG_IN_JOB = 'f=$1; hog=$2; kind=$3; secs=$4; shift 4; ' \
              '(read cpu < "$f" && exec taskset -c "$cpu" "$hog" "$kind" "$secs") & exec "$@"'
-METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet"]
+HISTORY_FIRST_SEED = 1000  # --history: the seeds of the earlier fault-free runs, apart from the measured ones
+SAMPLE_RUNS = 3  # the earlier runs pdimond takes as sample runs by default (pdimond.conf(5): sample_runs)
+METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet", "hist"]
 AS_BEFORE = ["phase", "task", "alone"]  # also over every run, a fault that did not fire a miss
 
 
@@ -462,10 +474,13 @@ class Stallfs:
         subprocess.run(["fusermount3", "-u", "-z", self.mountpoint], capture_output=True)
 
 
-def run_one(plan, cmd, workdir, usual, short, runlog):
+def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
+    """One run under a pdimond of its own: on a fresh database, or on STORE (--history: the
+    application's store, kept across its runs), which then stays where it is and a copy of it
+    as the run left it is kept in WORKDIR."""
     name = f"app-{os.getpid()}-{plan.app}-{plan.fault}-{plan.seed}"
     bus = campaign.new_bus()
-    d = harness.Daemon(*([f"max_overhead_pct={BUDGET}"] if BUDGET is not None else []), bus=bus)
+    d = harness.Daemon(*([f"max_overhead_pct={BUDGET}"] if BUDGET is not None else []), bus=bus, database=store)
     p, inj, end, doc, show, fs = None, None, "timeout", None, None, None
     truth_file = os.path.join(workdir, "deadlock.truth")
     try:
@@ -532,7 +547,7 @@ def run_one(plan, cmd, workdir, usual, short, runlog):
         except AssertionError as e:
             campaign.log(runlog, f"# {name}: pdimond did not stop cleanly: {str(e)[:300]}")
         bus.stop()
-        keep_database(d, workdir)
+        keep_database(d, workdir, kept_across_runs=store is not None)
     truth = inj.truth if inj else None
     if truth and plan.fault in SPUN:
         try:  # the spin began when the rank left MPI (the agent spins outside MPI only)
@@ -551,20 +566,23 @@ def run_one(plan, cmd, workdir, usual, short, runlog):
     return name, truth, doc, show, end, progress
 
 
-def keep_database(d, workdir):
-    """The run's database into WORKDIR (for --reanalyze); the daemon's directory goes."""
+def keep_database(d, workdir, kept_across_runs=False):
+    """The run's database into WORKDIR (for --reanalyze; a copy of it when the application's
+    runs share it: a fresh pdimond on the copy finds the same earlier runs); the daemon's
+    directory goes."""
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(d.database + suffix):
-            shutil.move(d.database + suffix, os.path.join(workdir, "pdimon.db" + suffix))
+            (shutil.copyfile if kept_across_runs else shutil.move)(d.database + suffix,
+                                                                   os.path.join(workdir, "pdimon.db" + suffix))
     shutil.rmtree(d.dir, ignore_errors=True)
 
 
-def reanalyze(workdir, name):
-    """`pdimon analyze NAME --json` by a fresh pdimond on the run's kept database."""
+def reanalyze(workdir, name, settings=()):
+    """`pdimon analyze NAME --json` by a fresh pdimond (with SETTINGS) on the run's kept database."""
     bus = campaign.new_bus()
     d = None
     try:
-        d = harness.Daemon(bus=bus, database=os.path.join(workdir, "pdimon.db"))
+        d = harness.Daemon(*settings, bus=bus, database=os.path.join(workdir, "pdimon.db"))
         return campaign.query_json(d, "analyze", name, "--json")
     finally:
         if d:
@@ -598,11 +616,17 @@ def stack_looks(doc):
     return out
 
 
+def sample_runs(doc):
+    """How many earlier runs the analysis judged the run against (AutomaDeD's sample runs)."""
+    return ((doc or {}).get("automaded") or {}).get("sample_runs", 0)
+
+
 def score(plan, truth, doc, show, end):
     s = {m: None for m in METRICS}
     doc = doc or {}
     diag = doc.get("diagnosis") or {}
-    looks = f" stack_looks={stack_looks(doc)}"
+    looks = f" stack_looks={stack_looks(doc)} samples={sample_runs(doc)}"
+    s["hist"] = doc != {} and sample_runs(doc) > 0
     if plan.fault == "none":
         s["quiet"] = doc != {} and not diag.get("abnormal", True)
         return s, f"abnormal={diag.get('abnormal')} method={diag.get('method')} phase={diag.get('faulty_phase')} " \
@@ -671,12 +695,12 @@ def fmt(v):
 
 def table(tallies, out):
     print(f"{'app / fault':<22} {'runs':>4} {'unfired':>7} {'phase%':>6} {'task%':>6} {'alone%':>6} {'top5%':>6} "
-          f"{'LPrec%':>6} {'LPprec%':>7} {'quiet%':>6} | all runs: {'phase%':>6} {'task%':>6} {'alone%':>6}",
+          f"{'LPrec%':>6} {'LPprec%':>7} {'quiet%':>6} {'hist%':>6} | all runs: {'phase%':>6} {'task%':>6} {'alone%':>6}",
           file=out)
     for key in sorted(tallies):
         t = tallies[key]
         print(f"{key:<22} {t.runs:>4} {t.unfired:>7} " + " ".join(f"{fmt(t.pct(m)):>6}" for m in METRICS[:5]) +
-              f" {fmt(t.pct('lp_precision')):>7} {fmt(t.pct('quiet')):>6} |           " +
+              f" {fmt(t.pct('lp_precision')):>7} {fmt(t.pct('quiet')):>6} {fmt(t.pct('hist')):>6} |           " +
               " ".join(f"{fmt(t.pct_all(m)):>6}" for m in AS_BEFORE), file=out)
 
 
@@ -690,8 +714,21 @@ def load_average():
     return float(open("/proc/loadavg").read().split()[0])
 
 
-def report(by_key, by_class, overall, out, started, loads):
-    print(f"\n{overall.runs} runs in {time.monotonic() - started:.0f} s on this shared 2-core VM, load average "
+def mode(history, own_phases_only=False):
+    """The campaign's mode, for the table's head."""
+    if own_phases_only:
+        return (f"mode: re-analysed against each run's own phases only (pdimond sample_runs=0)"
+                f"{f', the runs of --history {history}' if history else ''}")
+    if not history:
+        return "mode: a fresh store per run (no earlier runs of the program)"
+    return (f"mode: --history {history}, one store per application kept across its runs: {history} fault-free "
+            f"runs first, then each measured run judged against the earlier ones (pdimond takes the "
+            f"{SAMPLE_RUNS} most recent normal runs as sample runs)")
+
+
+def report(by_key, by_class, overall, out, started, loads, mode_line):
+    print(f"\n{mode_line}")
+    print(f"{overall.runs} runs in {time.monotonic() - started:.0f} s on this shared 2-core VM, load average "
           f"{min(loads)}-{max(loads)} (median {sorted(loads)[len(loads) // 2]}) at the runs' starts "
           f"(per-run lines: {os.path.join(out, 'apps.log')})")
     table(by_key, sys.stdout)
@@ -718,9 +755,11 @@ def tally(by_key, by_class, overall, app, fault, s):
         t.add(s)
 
 
-def print_run(plan, s, end, seconds, doc=None):
+def print_run(plan, s, end, seconds, doc=None, earlier=False):
     looks = sum(n for _r, n in stack_looks(doc))
     end += f", {looks} stack looks" if looks else ""
+    end += f", judged against {sample_runs(doc)} earlier runs" if sample_runs(doc) else ""
+    plan = f"earlier run: {plan}" if earlier else plan
     if s.get("fired") is False:
         print(f"  {plan}: fault did not fire ({end}, {seconds:.0f} s)", flush=True)
         return
@@ -731,7 +770,7 @@ def print_run(plan, s, end, seconds, doc=None):
 def rescore(args, apps, faults):
     """--reanalyze: every kept run of APPS and FAULTS analysed again and scored."""
     runlog = open(os.path.join(args.reanalyze, "reanalyze.log"), "w")
-    by_key, by_class, overall, loads = {}, {}, Tally(), []
+    by_key, by_class, overall, loads, history = {}, {}, Tally(), [], 0
     started = time.monotonic()
     for run in sorted(os.listdir(args.reanalyze)):
         path = os.path.join(args.reanalyze, run, "run.json")
@@ -745,18 +784,24 @@ def rescore(args, apps, faults):
         plan = Plan(app, fault, seed, Usual(**rec["usual"]) if "usual" in rec else Usual(rec["usual_s"], 0))
         doc = rec["analysis"]
         if fault not in HANGS and os.path.exists(os.path.join(args.reanalyze, run, "pdimon.db")):
-            doc = reanalyze(os.path.join(args.reanalyze, run), rec["name"])
-            with open(os.path.join(args.reanalyze, run, "reanalysis.json"), "w") as f:
+            doc = reanalyze(os.path.join(args.reanalyze, run), rec["name"],
+                            ["sample_runs=0"] if args.own_phases_only else [])
+            kept = "reanalysis-own-phases.json" if args.own_phases_only else "reanalysis.json"
+            with open(os.path.join(args.reanalyze, run, kept), "w") as f:
                 json.dump(doc, f)
         s, line = score(plan, rec["truth"], doc, rec.get("show"), rec["end"])
         campaign.log(runlog, f"{plan} | {line}")
-        print_run(plan, s, rec["end"], 0, doc)
+        print_run(plan, s, rec["end"], 0, doc, rec.get("earlier_run"))
+        history = rec.get("history") or 0
+        if rec.get("earlier_run"):
+            by_key.setdefault(f"{app} (earlier runs)", Tally()).add(s)
+            continue
         loads.append(rec.get("load", 0.0))
         tally(by_key, by_class, overall, app, fault, s)
     if not overall.runs:
         raise SystemExit(f"apps: no kept run of those applications and faults in {args.reanalyze}")
     print(f"re-analysed by this build: {args.reanalyze}")
-    report(by_key, by_class, overall, args.reanalyze, started, loads)
+    report(by_key, by_class, overall, args.reanalyze, started, loads, mode(history, args.own_phases_only))
     return check_floor(args.floor, by_class, overall) if args.floor else 0
 
 
@@ -774,8 +819,14 @@ def main():
     ap.add_argument("--budget", type=float, default=None, metavar="PCT",
                     help="pdimond's max_overhead_pct for the runs (default: pdimond's own); a tiny one thins the "
                          "probes so that the hang judge reads still tasks' stacks")
+    ap.add_argument("--history", type=int, default=0, metavar="K",
+                    help="run like a site: per application one store kept across its runs, K fault-free runs "
+                         "first, then the measured runs judged against the earlier ones (AutomaDeD's sample runs)")
     ap.add_argument("--out", default="")
     ap.add_argument("--reanalyze", default="", metavar="DIR", help="score the kept runs in DIR again")
+    ap.add_argument("--own-phases-only", action="store_true",
+                    help="with --reanalyze: judge every run against its own phases only (pdimond sample_runs=0), "
+                         "as without --history, whatever its kept store holds")
     args = ap.parse_args()
     global HOG_GROUP, BUDGET
     HOG_GROUP, BUDGET = args.hog_group, args.budget
@@ -805,28 +856,33 @@ def main():
           f"max_overhead_pct {'default' if BUDGET is None else BUDGET}; "
           f"load average {load_average()}", flush=True)
     for app in apps:
-        for fault in faults:
-            if fault == "deadlock" and app != "halo":
-                continue  # a real deadlock needs a program of ours
-            for seed in range(args.first_seed, args.first_seed + args.seeds):
-                workdir = tempfile.mkdtemp(prefix=f"{app}-{fault}-{seed}-", dir=out)
-                cmd, usual = APPS[app](workdir, args.short)
-                plan = Plan(app, fault, seed, usual)
-                t_run = time.monotonic()
-                load = load_average()
-                name, truth, doc, show, end, progress = run_one(plan, cmd, workdir, usual, args.short, runlog)
-                s, line = score(plan, truth, doc, show, end)
-                with open(os.path.join(workdir, "run.json"), "w") as f:
-                    json.dump({"plan": str(plan), "app": app, "fault": fault, "seed": seed, "usual": vars(usual),
-                               "budget": BUDGET,
-                               "name": name, "load": load, "truth": truth, "analysis": doc, "show": show,
-                               "end": end, "progress": progress}, f)
-                done = " ".join(f"{k}={v:.1f}" for k, v in progress.items() if v is not None)
-                campaign.log(runlog, f"{plan} load={load} {done} | {line}")
-                print_run(plan, s, end, time.monotonic() - t_run, doc)
-                loads.append(load)
-                tally(by_key, by_class, overall, app, fault, s)
-    report(by_key, by_class, overall, out, started, loads)
+        # --history: the application's one store, where K fault-free runs go first
+        store = os.path.join(tempfile.mkdtemp(prefix=f"{app}-store-", dir=out), "pdimon.db") if args.history else None
+        runs = [("none", HISTORY_FIRST_SEED + k, True) for k in range(args.history)]
+        runs += [(fault, seed, False) for fault in faults if fault != "deadlock" or app == "halo"  # ours only
+                 for seed in range(args.first_seed, args.first_seed + args.seeds)]
+        for fault, seed, earlier in runs:
+            workdir = tempfile.mkdtemp(prefix=f"{app}-{'history' if earlier else fault}-{seed}-", dir=out)
+            cmd, usual = APPS[app](workdir, args.short)
+            plan = Plan(app, fault, seed, usual)
+            t_run = time.monotonic()
+            load = load_average()
+            name, truth, doc, show, end, progress = run_one(plan, cmd, workdir, usual, args.short, runlog, store)
+            s, line = score(plan, truth, doc, show, end)
+            with open(os.path.join(workdir, "run.json"), "w") as f:
+                json.dump({"plan": str(plan), "app": app, "fault": fault, "seed": seed, "usual": vars(usual),
+                           "budget": BUDGET, "history": args.history, "earlier_run": earlier,
+                           "name": name, "load": load, "truth": truth, "analysis": doc, "show": show,
+                           "end": end, "progress": progress}, f)
+            done = " ".join(f"{k}={v:.1f}" for k, v in progress.items() if v is not None)
+            campaign.log(runlog, f"{'earlier run: ' if earlier else ''}{plan} load={load} {done} | {line}")
+            print_run(plan, s, end, time.monotonic() - t_run, doc, earlier)
+            if earlier:  # the store's history, scored apart: not one of the measured runs
+                by_key.setdefault(f"{app} (earlier runs)", Tally()).add(s)
+                continue
+            loads.append(load)
+            tally(by_key, by_class, overall, app, fault, s)
+    report(by_key, by_class, overall, out, started, loads, mode(args.history))
     return check_floor(args.floor, by_class, overall) if args.floor else 0
 
 

@@ -76,6 +76,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.call_site_hops = true,
 		.max_overhead_pct = 3,
 		.budget_programs = 256,
+		.sample_runs = 3,
 	};
 	for (unsigned i = 0; i < ELEMENTSOF(default_libraries); i++)
 		c->init_libraries[c->ninit_libraries++] = strdup(default_libraries[i]);
@@ -302,6 +303,8 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 	}
 	if (!strcmp(key, "budget_programs"))
 		return set_uint(value, 0, 65536, &c->budget_programs);
+	if (!strcmp(key, "sample_runs"))
+		return set_uint(value, 0, 16, &c->sample_runs);
 	if (!strcmp(key, "probe_placement")) {
 		/* "emulated": past single-stepped first instructions where safe (probe/entry_place.h) */
 		if (strcmp(value, "emulated") && strcmp(value, "function-start"))

@@ -60,6 +60,7 @@ struct pdi_config {
 	bool probe_at_start;                  /* entry probes on functions' first byte, never moved */
 	double max_overhead_pct;              /* the most a task's probes may cost it; 0: no budget */
 	unsigned budget_programs;             /* programs whose budget levels are remembered; 0: none */
+	unsigned sample_runs;                 /* earlier runs of a program an analysis is judged against */
 	struct pdi_model_config model;
 };
 

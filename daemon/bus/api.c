@@ -21,6 +21,7 @@
 #include "ingest.h"
 #include "step_end.h"
 #include "persist.h"
+#include "procmaps.h"
 #include "program.h"
 #include "report.h"
 #include "show.h"
@@ -223,6 +224,7 @@ void pdi_unwatch(struct pdi_daemon *d, pid_t root)
 
 struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c, const char *step, pid_t pid)
 {
+	struct pdi_maps maps = {0};
 	struct pdi_ident id;
 	struct pdi_step *s;
 	int r;
@@ -237,12 +239,19 @@ struct pdi_reply pdi_api_watch(struct pdi_daemon *d, const struct pdi_caller *c,
 		return taken;
 	if (pdi_ident_pin(pid, &id) < 0)
 		return fail(-ESRCH, "pid %d: no such process", (int)pid);
-	/* a watch catches a process at its MPI_Init trap; one that runs an MPI program already may be
-	 * past it, and would never join: attaching is what joins it (before its MPI_Init too) */
-	if (pdi_tracer_check(d->objs, pid) == 0) {
-		pdi_ident_release(&id);
-		return fail(-EBUSY, "pid %d runs an MPI program already, and watching catches processes as they start: "
-			    "use 'pdimon attach --step %s --pid %d'", (int)pid, step, (int)pid);
+	/* a watch catches a process at its MPI_Init trap; one that maps a trapped MPI library runs an
+	 * MPI program already, may be past it, and would never join: attaching is what joins it
+	 * (before its MPI_Init too). Its maps only: `pdimon run`'s child, watched before its exec,
+	 * must not have pdimon's own objects read on the loop */
+	if (pdi_maps_read(pid, &maps) == 0) {
+		bool mpi = pdi_tracer_maps_trapped(d->tracer, &maps);
+
+		pdi_maps_free(&maps);
+		if (mpi) {
+			pdi_ident_release(&id);
+			return fail(-EBUSY, "pid %d runs an MPI program already, and watching catches processes as they "
+				    "start: use 'pdimon attach --step %s --pid %d'", (int)pid, step, (int)pid);
+		}
 	}
 	r = pdi_registry_get_step(&d->reg, step, c->uid, &s);
 	if (r == 0)

@@ -108,6 +108,14 @@ static int find_trapped(const struct pdi_tracer *t, dev_t dev, ino_t ino)
 	return -1;
 }
 
+bool pdi_tracer_maps_trapped(const struct pdi_tracer *t, const struct pdi_maps *maps)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		if (maps->v[i].path && find_trapped(t, (dev_t)maps->v[i].dev, (ino_t)maps->v[i].ino) >= 0)
+			return true;
+	return false;
+}
+
 /* Trapped library L (object O) has its offsets computed now, and kept registered by pdimond's
  * own link. */
 static void warm_up(struct pdi_tracer *t, struct pdi_trapped_lib *l, struct pdi_elfobj *o)

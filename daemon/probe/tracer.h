@@ -143,6 +143,9 @@ int pdi_tracer_ahead_plan(struct pdi_tracer *t, pid_t pid, pid_t root, uint64_t 
 /* Any thread: attach A's links, unless its process has exited (its pid could be another's by
  * then). 0 or a negative errno; it touches nothing but A. */
 int pdi_ahead_attach_run(struct pdi_ahead_attach *a);
+/* Does a process whose maps are MAPS map an MPI library whose MPI_Init is trapped? MAPS against
+ * the few trapped libraries; no object is read. */
+bool pdi_tracer_maps_trapped(const struct pdi_tracer *t, const struct pdi_maps *maps);
 /* Any thread: is the library A attaches on among MAPS (its process has mapped it)? */
 bool pdi_ahead_attach_lib_mapped(const struct pdi_ahead_attach *a, const struct pdi_maps *maps);
 /* On the loop, RESULT being run's (-ECANCELED: it never ran): A's links go to its process's entry,

@@ -27,7 +27,6 @@
 #include "worker.h"
 
 #define SAMPLES_BUSY_MS 5000 /* sample runs are worth waiting for a locked database, off the loop */
-#define PDI_SAMPLE_RUNS 3    /* earlier runs taken as AutomaDeD's sample runs */
 #define END_REGATHER_NS (200 * 1000000L) /* between two gathers of a step's end */
 
 struct report_job {
@@ -49,6 +48,7 @@ struct report_job {
 	uint32_t expected_tasks;       /* all the step's tasks, as Slurm counts them; 0: unknown */
 	struct pdi_gather *g;          /* its thread-safe calls only */
 	char *node_name, *database;
+	unsigned sample_runs;          /* at most, from the store (pdimond.conf: sample_runs) */
 	unsigned fanout, level_ms;
 	struct pdi_health_judge *judge; /* PDI_HEALTH: the suspecting judge's copy */
 	struct pdi_report_result res;
@@ -165,12 +165,12 @@ static void load_samples(struct report_job *j, struct pdi_samples *ret)
 {
 	struct pdi_store *store = NULL;
 
-	if (!j->snap->step->executable)
+	if (!j->snap->step->executable || !j->sample_runs)
 		return;
 	if (j->database && pdi_store_attach(j->database, SAMPLES_BUSY_MS, &store) < 0)
 		store = NULL; /* the analysis goes on without the local store's runs, and says so */
 	if (store || j->snap->step->site_samples)
-		(void)pdi_samples_load(store, j->snap->step, PDI_SAMPLE_RUNS, ret);
+		(void)pdi_samples_load(store, j->snap->step, j->sample_runs, ret);
 	pdi_store_close(store);
 }
 
@@ -277,6 +277,7 @@ static int job_new(struct pdi_daemon *d, const char *name, uid_t uid, enum pdi_r
 	j->name = strdup(name);
 	j->node_name = d->cfg.node_name ? strdup(d->cfg.node_name) : NULL;
 	j->database = d->store && d->cfg.database ? strdup(d->cfg.database) : NULL;
+	j->sample_runs = d->cfg.sample_runs;
 	if (!j->name || (d->cfg.node_name && !j->node_name) || (d->store && d->cfg.database && !j->database)) {
 		job_free(j);
 		return -ENOMEM;

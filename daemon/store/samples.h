@@ -33,8 +33,8 @@ struct pdi_samples {
 	unsigned nruns;
 	unsigned ntasks;             /* S->ntasks when loaded: the length of each row */
 	unsigned unreadable;         /* runs skipped: their sites or a model did not decode */
-	unsigned abnormal;           /* runs skipped: not completed, events lost, models incomplete,
-					other ranks */
+	unsigned abnormal;           /* runs skipped: not completed, diagnosed abnormal, events lost,
+					models incomplete, other ranks */
 	bool truncated;              /* stopped at PDI_SAMPLES_MAX_BYTES */
 	size_t bytes;                /* what the models hold, as the model code counts it */
 };
@@ -65,7 +65,8 @@ void pdi_site_samples_unref(struct pdi_site_samples *v);
 
 /* The ended steps in ST that ran S's executable with S's number of tasks (S itself
  * excepted), most recent end first, at most MAX_RUNS, and only those that ran normally: the
- * stored report's verdict is "completed", every task ended outside MPI with no lost event
+ * stored report's verdict is "completed" and its diagnosis found nothing abnormal, every task
+ * ended outside MPI with no lost event
  * and a whole model (nothing dropped), and their ranks are S's ranks. Each run's models are
  * renamed to S's current call sites (see samples.c for how sites are matched), so their
  * state keys compare with S's own. Runs that cannot be read are skipped and counted.

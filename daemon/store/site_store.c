@@ -356,7 +356,6 @@ void pdi_site_store_kick(struct pdi_daemon *d)
 
 /* ---- sample runs from the site ---- */
 
-#define SAMPLE_RUNS 3                     /* as many as the analysis takes (analysis.c) */
 #define SETTLED_NS (1000ull * 1000000ull) /* a step's task count unchanged this long: all joined */
 
 struct fetch_job {
@@ -365,7 +364,7 @@ struct fetch_job {
 	struct pdi_site_pg *pg;
 	char step[129], executable[256];
 	uint32_t total;
-	unsigned ntasks;
+	unsigned ntasks, max_runs;          /* pdimond.conf: sample_runs */
 	int32_t *ranks;
 	struct pdi_site_step **runs;
 	size_t nruns;
@@ -377,7 +376,7 @@ static void fetch_run(struct pdi_job *j)
 {
 	struct fetch_job *f = pdi_job_of(j, struct fetch_job, job);
 
-	f->r = pdi_site_pg_sample_runs(f->pg, f->executable, f->total, f->step, f->ranks, f->ntasks, SAMPLE_RUNS,
+	f->r = pdi_site_pg_sample_runs(f->pg, f->executable, f->total, f->step, f->ranks, f->ntasks, f->max_runs,
 				       &f->runs, &f->nruns, f->why, sizeof(f->why));
 }
 
@@ -426,6 +425,7 @@ static int fetch_submit(struct pdi_site_store *ss, struct pdi_step *s)
 	snprintf(f->step, sizeof(f->step), "%s", s->name);
 	snprintf(f->executable, sizeof(f->executable), "%s", s->executable);
 	f->ntasks = s->ntasks;
+	f->max_runs = ss->d->cfg.sample_runs;
 	f->total = s->total_tasks ? s->total_tasks : s->ntasks;
 	for (unsigned i = 0; i < s->ntasks; i++)
 		f->ranks[i] = s->tasks[i]->rank;
@@ -449,7 +449,8 @@ static void prefetch(struct pdi_site_store *ss)
 		struct pdi_step *s = ss->d->reg.steps[i];
 		bool ranks_known = true;
 
-		if (s->ended || !s->ntasks || !s->executable || s->site_samples_asked == s->ntasks)
+		if (s->ended || !s->ntasks || !s->executable || s->site_samples_asked == s->ntasks ||
+		    !ss->d->cfg.sample_runs)
 			continue;
 		if (s->site_samples_seen != s->ntasks) {
 			s->site_samples_seen = s->ntasks;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "analysis.h"
+#include "baseline.h"
 #include "mpi_funcs.h"
 #include "prefix_tree.h"
 #include "ranges.h"
@@ -22,7 +23,6 @@
  * phases of pure noise reaches about 4 (fault-free runs of real programs in the campaign,
  * bench/apps.py); an injected 2-5 s stall stands at tens to thousands. */
 #define PDI_NOISE_Z 8.0
-#define PDI_EXCESS_MAD_FLOOR_S 0.05
 #define PDI_NOISE_Z_HIGH 30.0
 #define PDI_MIN_PHASES 6       /* compared phases below which no phase is singled out */
 #define PDI_CLASS_TOLERANCE 0.05 /* tasks whose times agree this closely share a class */
@@ -396,42 +396,6 @@ out:
 	return r;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return (a > b) - (a < b);
-}
-
-/* How far the faulty phase's score stands above the step's other compared phases, in robust
- * standard deviations: (score - median) / (1.4826 MAD). The step's own phases are its normal
- * variation; a MAD of 0 (identical phases) counts as a tiny fraction of the median. */
-static double noise_z(const struct pdi_automaded *am, const double *per_phase, double mad_floor)
-{
-	uint32_t n = 0, p;
-	double *v = malloc((am->end_phase - am->first_phase + 1) * sizeof(*v)), med, mad, top;
-
-	if (!v || am->end_phase - am->first_phase < 3) {
-		free(v);
-		return 0;
-	}
-	for (p = am->first_phase; p < am->end_phase; p++)
-		if (p != am->faulty_phase)
-			v[n++] = per_phase[p];
-	qsort(v, n, sizeof(*v), cmp_double);
-	med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-	for (p = 0; p < n; p++)
-		v[p] = fabs(v[p] - med);
-	qsort(v, n, sizeof(*v), cmp_double);
-	mad = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-	free(v);
-	top = per_phase[am->faulty_phase];
-	mad = fmax(1.4826 * mad, mad_floor);
-	if (mad < 1e-3 * fabs(med) || mad <= 0)
-		mad = fmax(1e-3 * fabs(med), 1e-12);
-	return (top - med) / mad;
-}
-
 /* AutomaDeD on classes of the tasks' per-phase models. */
 static int automaded(const struct pdi_analysis_samples *samples, struct pdi_analysis *a)
 {
@@ -469,33 +433,43 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 		add_limit(a, "AutomaDeD: only %u phases compared and no earlier run to compare with: too few to "
 			     "single out a phase with confidence",
 			  a->am.end_phase - a->am.first_phase);
-	/* the evidence against the step's own variation: the scores (dimensionless) when they
-	 * chose the phase, else the time lost (a MAD under 50 ms is taken as 50 ms) */
-	if (a->am.by_lost) {
-		a->excess_s = a->am.lost.total_s;
-		a->noise_z = a->am.lost.z;
-	} else if (a->am.by_starved) {
-		/* how long it was not getting CPU; its share against the other phases' */
-		a->excess_s = a->am.starved.run_s;
-		a->noise_z = a->am.starved.z;
-	} else {
-		a->excess_s = fmax(a->am.phase_excess[a->am.faulty_phase], a->am.lost.phase_s[a->am.faulty_phase]);
-		a->noise_z = noise_z(&a->am, a->am.by_time ? a->am.phase_excess : a->am.phase_score,
-				     a->am.by_time ? PDI_EXCESS_MAD_FLOOR_S : 0);
+	/* the evidence against the step's own variation, and the seconds of it that healthy
+	 * earlier runs of the program reach by themselves (AutomaDeD 3.4: the threshold trained on
+	 * sample runs; the documented floor without any) */
+	{
+		struct pdi_evidence e;
+
+		pdi_evidence_of(&a->am, &e);
+		a->excess_s = e.excess_s;
+		a->noise_z = e.z;
 	}
+	r = pdi_baseline_of(&(struct pdi_automaded_input){.models = models, .weights = weights, .n = a->classes.n,
+							  .dist = PDI_TIME_GAUSS, .samples = rows,
+							  .nsamples = rows ? a->sample_runs : 0},
+			    &a->baseline);
+	if (r < 0)
+		goto out;
 	a->abnormal = a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
 		      a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 && (!few || held) &&
 		      (a->am.by_lost || a->am.by_starved
-			       ? a->excess_s >= PDI_EXCESS_FLOOR_S
-			       : a->am.ntop > 0 && (a->excess_s >= PDI_EXCESS_FLOOR_S ||
+			       ? a->excess_s >= a->baseline.floor_s
+			       : a->am.ntop > 0 && (a->excess_s >= a->baseline.floor_s ||
 						    (a->am.effect == PDI_EFFECT_PERMANENT && a->sample_runs)));
 	a->confidence = !a->abnormal ? "none" : a->noise_z >= PDI_NOISE_Z_HIGH && a->am.task_margin >= 2 ? "high"
 						: a->noise_z >= 2 * PDI_NOISE_Z ? "medium" : "low";
-	if (!a->abnormal && a->am.ntop > 0 && a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES)
+	if (!a->abnormal && a->am.ntop > 0 && (a->baseline.runs || a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES)) {
+		char against[160];
+
+		if (a->baseline.runs)
+			snprintf(against, sizeof(against), "; %u earlier run%s of the program showed up to %.2f s by themselves",
+				 a->baseline.runs, a->baseline.runs > 1 ? "s" : "", a->baseline.excess_s);
+		else
+			against[0] = '\0';
 		add_limit(a, "AutomaDeD: the most deviant phase (%u) stands %.1f robust deviations above the others and took "
-			     "%.2f s longer than usual: within this step's normal variation (abnormal from %.0f deviations "
-			     "and %.1f s)",
-			  a->am.faulty_phase, a->noise_z, a->excess_s, PDI_NOISE_Z, PDI_EXCESS_FLOOR_S);
+			     "%.2f s longer than usual: within the normal variation (abnormal from %.0f deviations and "
+			     "%.2f s%s)",
+			  a->am.faulty_phase, a->noise_z, a->excess_s, PDI_NOISE_Z, a->baseline.floor_s, against);
+	}
 out:
 	free(models);
 	free(weights);
@@ -560,6 +534,16 @@ static int phase_windows(struct pdi_analysis *a)
 	return 0;
 }
 
+void pdi_analysis_confidence_text(const struct pdi_analysis *a, char *buf, size_t len)
+{
+	if (a->sample_runs)
+		snprintf(buf, len, "%s, against %u earlier run%s of the program", a->confidence, a->sample_runs,
+			 a->sample_runs > 1 ? "s" : "");
+	else
+		snprintf(buf, len, "%s, against this step's own phases only (no earlier run of the program)",
+			 a->confidence);
+}
+
 void pdi_time_iso(int64_t epoch_ns, char *buf, size_t len)
 {
 	time_t sec = (time_t)(epoch_ns / 1000000000);
@@ -611,7 +595,7 @@ static int stack_verdict(struct pdi_analysis *a)
 	 * deviations above the others, 4.9 s long, every task alike within 0.2%): there, one peer
 	 * seen waiting while the rank computed, in that very phase, is enough */
 	if (!e->found && a->has_automaded && !a->abnormal && a->am.phase_margin >= PDI_CLEAR_MARGIN &&
-	    a->am.task_margin < PDI_CLEAR_MARGIN && a->noise_z >= PDI_NOISE_Z && a->excess_s >= PDI_EXCESS_FLOOR_S) {
+	    a->am.task_margin < PDI_CLEAR_MARGIN && a->noise_z >= PDI_NOISE_Z && a->excess_s >= a->baseline.floor_s) {
 		pdi_stack_evidence(a->view, true, &a->stack);
 		if (e->found && e->phase != a->am.faulty_phase)
 			a->stack.found = false;

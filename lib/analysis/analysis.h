@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "automaded.h"
+#include "baseline.h"
 #include "eqclass.h"
 #include "pdi.h"
 #include "stack_evidence.h"
@@ -69,6 +70,8 @@ struct pdi_analysis {
 	double noise_z;              /* how far the faulty phase's score stands above the others', in
 					robust standard deviations (median, MAD) */
 	const char *confidence;      /* in words: "none", "low", "medium", "high" */
+	struct pdi_baseline baseline; /* what healthy earlier runs showed by themselves: the seconds of
+					evidence "abnormal" needs (floor_s), from them or the floor alone */
 	double excess_s;             /* the time the faulty phase took beyond its usual length, on the
 					task where it grew most (s): what a person would call the stall */
 
@@ -92,6 +95,11 @@ struct pdi_analysis {
 int pdi_analysis_build(const struct pdi_view *v, const struct pdi_analysis_samples *samples,
 		       struct pdi_analysis *ret);
 void pdi_analysis_done(struct pdi_analysis *a);
+
+/* How sure A's verdict is, and what it was judged against, in words into BUF: "high, against
+ * 3 earlier runs of the program" or "low, against this step's own phases only (no earlier run
+ * of the program)". */
+void pdi_analysis_confidence_text(const struct pdi_analysis *a, char *buf, size_t len);
 
 /* Phase P's window as people read it into BUF: "16.1 s – 16.9 s after start (05:12:44.1 –
  * 05:12:44.9 UTC), steady state"; "" when unknown. */

@@ -197,6 +197,12 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_kv_uint(j, "first_phase", am->first_phase);
 	pdi_json_kv_uint(j, "end_phase", am->end_phase);
 	pdi_json_kv_uint(j, "sample_runs", a->sample_runs);
+	pdi_json_key(j, "baseline");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_uint(j, "runs", a->baseline.runs);
+	pdi_json_kv_double(j, "excess_s", a->baseline.excess_s);
+	pdi_json_kv_double(j, "floor_s", a->baseline.floor_s);
+	pdi_json_obj_end(j);
 	pdi_json_kv_uint(j, "classes", a->classes.n);
 	json_doubles(j, "phase_scores", am->phase_score, am->nphases);
 	json_doubles(j, "phase_excess_s", am->phase_excess, am->nphases);
@@ -306,12 +312,22 @@ static size_t lp_ranks(const struct pdi_analysis *a, int *ranks, int64_t *ret_ph
 	return n;
 }
 
+/* How sure the verdict is in words, and what it was judged against: earlier runs of the
+ * program, or the step's own phases only. BUF is room for the text. */
+static void json_confidence(struct pdi_json *j, const struct pdi_analysis *a, char *buf, size_t len)
+{
+	pdi_json_kv_str(j, "confidence_words", a->confidence);
+	pdi_json_kv_str(j, "judged_against", a->sample_runs ? "earlier_runs" : "own_phases");
+	pdi_analysis_confidence_text(a, buf, len);
+	pdi_json_kv_str(j, "confidence_text", buf);
+}
+
 /* The verdict in one place, whichever analysis made it: PDI for a hang (the phase the
  * least-progressed task stopped in, and where it stopped), AutomaDeD otherwise. */
 static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	int *ranks = pdi_analysis_ranks_alloc(a);
-	char doing[300];
+	char doing[300], sure[160];
 	int64_t phase;
 	size_t n;
 
@@ -357,7 +373,7 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_json_kv_int(j, "faulty_phase", a->stack.phase);
 		json_faulty_window(j, a, a->stack.phase);
 		json_rank_list(j, "faulty_ranks", &a->stack.rank, 1);
-		pdi_json_kv_str(j, "confidence_words", a->confidence);
+		json_confidence(j, a, sure, sizeof(sure));
 		pdi_json_kv_str(j, "doing", doing);
 	} else if (a->has_automaded) {
 		n = pdi_analysis_faulty_ranks(a, ranks);
@@ -369,7 +385,7 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_json_kv_double(j, "confidence", a->abnormal ? pdi_confidence(a->am.phase_margin) *
 										   pdi_confidence(a->am.task_margin)
 								 : 0.0);
-		pdi_json_kv_str(j, "confidence_words", a->confidence);
+		json_confidence(j, a, sure, sizeof(sure));
 		pdi_json_kv_double(j, "noise_z", a->noise_z);
 		pdi_json_kv_double(j, "excess_s", a->excess_s);
 		if (a->am.by_starved) {

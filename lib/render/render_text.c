@@ -17,7 +17,7 @@
 static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_automaded *am = &a->am;
-	char from[1100], to[1100], ranks[1024], when[200], phase[240];
+	char from[1100], to[1100], ranks[1024], when[200], phase[240], sure[160];
 	int *v;
 
 	if (!a->has_automaded || !a->abnormal || !strcmp(a->kind, "hang"))
@@ -32,15 +32,16 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_view_state_name(a->view, am->top[0].to, to, sizeof(to));
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
 	free(v);
+	pdi_analysis_confidence_text(a, sure, sizeof(sure));
 	if (am->effect == PDI_EFFECT_PERMANENT)
 		pdi_json_printf(j, "pdimon: behaviour shifted in phase %s and stayed so, in rank%s %s, at %s => %s "
 				   "(confidence %s)\n",
-				phase, strpbrk(ranks, ",-") ? "s" : "", ranks, from, to, a->confidence);
+				phase, strpbrk(ranks, ",-") ? "s" : "", ranks, from, to, sure);
 	else
 		pdi_json_printf(j, "pdimon: behaviour changed most in phase %s (%.1fx the next), in rank%s %s (%.1fx the "
 				   "next), at %s => %s (confidence %s)\n",
 				phase, am->phase_margin, strpbrk(ranks, ",-") ? "s" : "", ranks, am->task_margin,
-				from, to, a->confidence);
+				from, to, sure);
 	if (am->by_starved) {
 		char doing[300];
 
@@ -53,7 +54,7 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 /* The step's verdict: the stacks' (stack_evidence.h) when it is theirs, AutomaDeD's otherwise. */
 static void summary_verdict(struct pdi_json *j, const struct pdi_analysis *a)
 {
-	char when[200], doing[300];
+	char when[200], doing[300], sure[160];
 
 	if (!a->by_stack) {
 		summary_automaded(j, a);
@@ -61,8 +62,9 @@ static void summary_verdict(struct pdi_json *j, const struct pdi_analysis *a)
 	}
 	pdi_analysis_phase_text(a, a->stack.phase, when, sizeof(when));
 	pdi_stack_evidence_text(&a->stack, doing, sizeof(doing));
+	pdi_analysis_confidence_text(a, sure, sizeof(sure));
 	pdi_json_printf(j, "pdimon: rank %d stalled the others in phase %u%s%s%s: %s (confidence %s)\n", a->stack.rank,
-			a->stack.phase, when[0] ? " (" : "", when, when[0] ? ")" : "", doing, a->confidence);
+			a->stack.phase, when[0] ? " (" : "", when, when[0] ? ")" : "", doing, sure);
 }
 
 static void summary_lines(struct pdi_json *j, const struct pdi_analysis *a)

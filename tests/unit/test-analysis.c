@@ -30,6 +30,7 @@ struct ring_opts {
 	bool spinning;    /* spins 3 s in its own code before the Barrier of iteration 10 of
 			     SPIN_PHASE (its peers wait for it in the Barrier) */
 	int spin_phase;   /* (a program phase > 0; 0: none) */
+	double spin_s;    /* how long it spins (0: 3 s) */
 	int slow_from, slow_to; /* phases with interference on one task's CPU; -1: none */
 	bool slowed;      /* this task is that one: computes 60% longer and gets less CPU; the others
 			     wait longer in the Barrier */
@@ -70,6 +71,7 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 {
 	struct clock k = {0};
 	unsigned seed = (unsigned)rank * 7919u + 13u;
+	double spin_ns = (o->spin_s > 0 ? o->spin_s : 3.0) * 1e9;
 
 	pdi_model_init(m, NULL);
 	if (phases <= 0)
@@ -104,7 +106,7 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 				if (s == BARRIER && p == o->noise_phase)
 					gap *= 25; /* every task: the machine, not the program */
 				if (s == BARRIER && o->spin_phase > 0 && p == o->spin_phase && i == 10)
-					o->spinning ? (void)(gap += 3e9) : (void)(in_mpi += 3000000000ull);
+					o->spinning ? (void)(gap += spin_ns) : (void)(in_mpi += (uint64_t)spin_ns);
 				if (s == BARRIER && slow)
 					o->slowed ? (void)(gap *= o->slow_factor > 0 ? o->slow_factor : 1.6)
 						  : (void)(in_mpi += 12000000);
@@ -1121,4 +1123,105 @@ Test(analysis, looks_that_single_no_rank_out_name_none)
 		unbuild(c, b);
 		free(b);
 	}
+}
+
+/* Earlier normal runs of the program as AutomaDeD's sample runs (3.4): healthy runs in which
+ * rank 1 computes 1.5 s longer than its peers in one phase (HPL's own imbalance on a loaded
+ * machine, issue 9) say that this much is the program's usual, so a step that shows it is no
+ * fault; judged against its own phases only, whose other phases vary by milliseconds, it is.
+ * A 4 s stall still beats them; and clean earlier runs leave the documented floor. */
+struct earlier {
+	struct pdi_model runs[3][4];
+	const struct pdi_model *row[3][4];
+	const struct pdi_model *const *rows[3];
+	struct pdi_analysis_samples samples;
+};
+
+static void earlier_runs(struct earlier *e, int imbalance_phase, double imbalance_s)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1, .slow_to = -1,
+				.usage = true, .spin_phase = imbalance_phase, .spin_s = imbalance_s};
+	struct ring_opts one = all;
+
+	one.spinning = true;
+	for (int r = 0; r < 3; r++) {
+		for (int i = 0; i < 4; i++) {
+			ring_model_with(&e->runs[r][i], i + 10 * (r + 1), 8, i == 1 ? &one : &all);
+			e->row[r][i] = &e->runs[r][i];
+		}
+		e->rows[r] = e->row[r];
+	}
+	e->samples = (struct pdi_analysis_samples){.rows = e->rows, .nruns = 3};
+}
+
+static void earlier_done(struct earlier *e)
+{
+	for (int r = 0; r < 3; r++)
+		for (int i = 0; i < 4; i++)
+			pdi_model_done(&e->runs[r][i]);
+}
+
+/* Case 0 (4 tasks, 8 phases) with rank RANK spinning SPIN_S in program phase 5, judged against
+ * RUNS (NULL: none): whether abnormal, and the analysis's baseline and words into RET_*. */
+static bool judged(int rank, double spin_s, const struct pdi_analysis_samples *runs, struct pdi_baseline *ret_baseline,
+		   char *words, size_t len)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1, .slow_to = -1,
+				.usage = true, .spin_phase = 5, .spin_s = spin_s};
+	struct ring_opts spinning = all;
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	int ranks[MAX_TASKS];
+	bool abnormal;
+
+	cr_assert_not_null(b);
+	spinning.spinning = true;
+	build_with(&cases[0], b, &all, rank, &spinning);
+	cr_assert_eq(pdi_analysis_build(&b->v, runs, &a), 0);
+	abnormal = a.abnormal;
+	if (abnormal)
+		cr_expect(pdi_analysis_faulty_ranks(&a, ranks) == 1 && ranks[0] == rank, "rank %d not named alone", rank);
+	*ret_baseline = a.baseline;
+	pdi_analysis_confidence_text(&a, words, len);
+	pdi_analysis_done(&a);
+	unbuild(&cases[0], b);
+	free(b);
+	return abnormal;
+}
+
+Test(analysis, earlier_runs_that_lose_as_much_by_themselves_make_no_fault)
+{
+	struct earlier e;
+	struct pdi_baseline base;
+	char words[160];
+
+	earlier_runs(&e, 3, 1.5);
+	cr_expect(judged(1, 1.5, NULL, &base, words, sizeof(words)), "own phases only: 1.5 s beats the floor");
+	cr_expect_eq(base.runs, 0);
+	cr_expect_float_eq(base.floor_s, PDI_EXCESS_FLOOR_S, 1e-9);
+	cr_expect(strstr(words, "against this step's own phases only"), "%s", words);
+
+	cr_expect_not(judged(1, 1.5, &e.samples, &base, words, sizeof(words)), "earlier runs lost 1.5 s too");
+	cr_expect_eq(base.runs, 3);
+	cr_expect(base.excess_s > 1.4 && base.excess_s < 1.7, "the earlier runs' most: %g s", base.excess_s);
+	cr_expect_float_eq(base.floor_s, PDI_BASELINE_MARGIN * base.excess_s, 1e-9);
+	cr_expect(strstr(words, "none, against 3 earlier runs of the program"), "%s", words);
+
+	cr_expect(judged(2, 4.0, &e.samples, &base, words, sizeof(words)), "a 4 s stall beats them");
+	cr_expect(strstr(words, "against 3 earlier runs of the program"), "%s", words);
+	earlier_done(&e);
+}
+
+Test(analysis, clean_earlier_runs_leave_the_documented_floor)
+{
+	struct earlier e;
+	struct pdi_baseline base;
+	char words[160];
+
+	earlier_runs(&e, 0, 0); /* no imbalance */
+	cr_expect(judged(1, 1.5, &e.samples, &base, words, sizeof(words)), "1.5 s against clean earlier runs");
+	cr_expect_eq(base.runs, 3);
+	cr_expect_lt(base.excess_s, 0.5 * PDI_EXCESS_FLOOR_S, "clean runs: %g s", base.excess_s);
+	cr_expect_float_eq(base.floor_s, PDI_EXCESS_FLOOR_S, 1e-9);
+	earlier_done(&e);
 }

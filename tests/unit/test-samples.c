@@ -156,6 +156,7 @@ struct run {
 	unsigned build;       /* another build: other site keys */
 	bool extra;           /* makes the call the step does not */
 	bool watched;         /* a watched launcher among its task rows (pdimon run) */
+	const char *abnormal; /* its report's diagnosis.abnormal ("true", "false"); NULL: no diagnosis */
 	int bad_rank;         /* >= 0: that rank has a problem of kind BAD */
 	enum { BAD_NONE, BAD_LOST, BAD_ENDED_IN_MPI, BAD_DROPPED, BAD_CORRUPT, BAD_RANK } bad;
 };
@@ -204,7 +205,7 @@ static void put_task(const struct run *r, int rank)
 static void put_run(struct run r)
 {
 	struct pdi_store_step x = {.started = r.ended ? r.ended - 50 : 1, .ended = r.ended, .ntasks = r.ntasks};
-	char json[256];
+	char json[512], diagnosis[200] = "";
 
 	snprintf(x.name, sizeof(x.name), "%s", r.name);
 	snprintf(x.state, sizeof(x.state), "%s", r.ended ? "ended" : "running");
@@ -221,9 +222,13 @@ static void put_run(struct run r)
 		snprintf(w.state, sizeof(w.state), "watched");
 		cr_assert_eq(pdi_store_put_task(st, r.name, &w), 0);
 	}
+	if (r.abnormal) /* as render_json.c writes it: the faulty ranks before the word */
+		snprintf(diagnosis, sizeof(diagnosis),
+			 ",\"diagnosis\":{\"method\":\"automaded\",\"faulty_ranks\":[2],\"doing\":\"no \\\"abnormal\\\": true\","
+			 "\"abnormal\":%s,\"limits\":[]}", r.abnormal);
 	if (r.verdict) {
-		snprintf(json, sizeof(json), "{\"step\":\"%s\",\"state\":\"ended\",\"verdict\":{\"kind\":\"%s\",\"groups\":[]}}",
-			 r.name, r.verdict);
+		snprintf(json, sizeof(json), "{\"step\":\"%s\",\"state\":\"ended\",\"verdict\":{\"kind\":\"%s\",\"groups\":[]}%s}",
+			 r.name, r.verdict, diagnosis);
 		cr_assert_eq(pdi_store_put_report(st, r.name, json), 0);
 	}
 }
@@ -274,6 +279,7 @@ Test(samples, same_program_and_size_most_recent_first)
 	put_run(x);
 	x = normal("newer", 200, num_mix);
 	x.watched = true;
+	x.abnormal = "false";
 	put_run(x);
 	x = normal("other-exe", 300, num_step);
 	x.exe = "/home/u/bin/other";
@@ -284,6 +290,9 @@ Test(samples, same_program_and_size_most_recent_first)
 	x = normal("hung", 300, num_step);
 	x.verdict = "hang";
 	put_run(x);
+	x = normal("stalled", 300, num_step); /* completed, but its own diagnosis found a fault */
+	x.abnormal = "true";
+	put_run(x);
 	put_run(normal("running", 0, num_step));
 	put_run(normal("now", 400, num_step)); /* the step itself, as a checkpoint left it */
 
@@ -293,7 +302,7 @@ Test(samples, same_program_and_size_most_recent_first)
 	assert_run_is(&v, 0, "newer", false, 0);
 	assert_run_is(&v, 1, "old", false, 0);
 	cr_assert_eq(v.runs[0].ended, 200);
-	cr_assert_eq(v.abnormal, 1, "the hung run");
+	cr_assert_eq(v.abnormal, 2, "the hung run, the stalled run");
 	cr_assert_eq(v.unreadable, 0);
 	cr_assert_not(v.truncated);
 	cr_assert_gt(v.bytes, 0);

@@ -32,6 +32,10 @@ LEVEL = re.compile(r"pid (\d+) \(rank (-?\d+)\) of step \S+: (MPI_\w+) ([a-z0-9/
                    r"(.*as rank (-?\d+) of its step needs)?")
 ATTACHED = re.compile(r"new probes attached in (?P<ms>[0-9.]+) ms")
 CLOSED = re.compile(r"(?P<links>\d+) probe links closed in (?P<ms>[0-9.]+) ms")
+# the budget's replaced return links held for a call in flight (daemon/probe/retired.c), and how
+# long (the second line, from the build that looks when the awaited call ends)
+HELD = re.compile(r"replaced return probes held for calls in flight")
+LET_GO = re.compile(r"replaced return probes let go after (?P<ms>[0-9.]+) ms held")
 LAMMPS_MARKS = ("Setting up Verlet run", "Step ", "Loop time", "Total wall time")
 
 
@@ -165,7 +169,7 @@ def cpu_rows(samples):
 def report(rec, title):
     print(f"== {title}")
     attached, closed = Swaps(ATTACHED), Swaps(CLOSED)
-    loop_time, changes = None, 0
+    loop_time, changes, held, held_ms = None, 0, 0, []
     for t, src, text in rec.lines:
         if src == "lmp":
             m = LOOP.search(text)
@@ -181,6 +185,10 @@ def report(rec, title):
             changes += 1
             by = f" (for rank {m.group(8)})" if m.group(8) else ""
             print(f"{t:7.2f}  rank {m.group(2)}   {m.group(3)} {m.group(4)} -> {m.group(5)} at {m.group(6)}/s{by}")
+        elif HELD.search(text):
+            held += 1
+        elif LET_GO.search(text):
+            held_ms.append(float(LET_GO.search(text).group("ms")))
         elif not attached.take(t, text):
             closed.take(t, text)
     print(f"{'t':>7}  {'attach':>6} {'close':>6}  pdimond CPU ms by thread")
@@ -197,6 +205,13 @@ def report(rec, title):
         print(f"traps at function entries {rec.entry_runs} (BPF entry program runs, current links or not), "
               f"calls taken in {rec.events}; BPF run time per run "
               + ", ".join(f"{k} {ns:.0f} ns ({n} runs)" for k, (ns, n) in rec.prog_ns.items()), flush=True)
+        if rec.events:
+            print("runs per call taken in: "
+                  + ", ".join(f"{k} {n / rec.events:.2f}" for k, (ns, n) in rec.prog_ns.items()), flush=True)
+    held_ms.sort()
+    print(f"return links held for a call in flight {held} times"
+          + (f"; let go after {held_ms[len(held_ms) // 2]:.1f} ms (median), {held_ms[-1]:.1f} ms at most"
+             if held_ms else ""), flush=True)
     return loop_time
 
 

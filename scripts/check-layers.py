@@ -20,7 +20,7 @@ FLOORS = [
     ("probe", ["probe/calibrate", "probe/cfi", "probe/close_together", "probe/datatypes",
                "probe/detach", "probe/elfobj", "probe/entry_place", "probe/needed",
                "probe/objcache", "probe/objopen", "probe/probe_change", "probe/probe_targets",
-               "probe/procmaps", "probe/stackwalk", "probe/startup", "probe/tracer",
+               "probe/procmaps", "probe/stackwalk", "probe/startup", "probe/threads", "probe/tracer",
                "probe/uprobe_multi"]),
     ("state", ["config", "hang/hang", "registry", "daemon"]),
     ("ingest", ["probe/"]),

@@ -404,12 +404,6 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_kv_uint(j, "phase_cuts", m->folded_phase_cuts);
 	pdi_json_obj_end(j);
 	pdi_json_kv_uint(j, "phases_merged", m->merged_phases); /* to fit max_task_memory or max_phases */
-	/* automatic phases cut no further: a collective may have gone unseen ("unobserved") */
-	pdi_json_key(j, "phases_cut_until");
-	if (pdi_model_cut_horizon(m) == UINT64_MAX)
-		pdi_json_null(j);
-	else
-		pdi_json_uint(j, pdi_model_cut_horizon(m));
 	json_call_sites(j, t);
 	pdi_json_kv_uint(j, "model_bytes", m->bytes);
 	json_budget(d, j, t);

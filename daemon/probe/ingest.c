@@ -22,6 +22,7 @@
 #include "mpi_funcs.h"
 #include "callchain.h"
 #include "program.h"
+#include "retired.h"
 #include "site_warm.h"
 #include "sites.h"
 #include "step_detach.h"
@@ -76,9 +77,9 @@ static uint8_t call_flags(struct pdi_task *t, const struct pdi_event *e)
 }
 
 /* T's automatic phases changed (found the loop's period, merged pairwise to fit a bound, cut,
- * or stopped being cut because a collective may have gone unseen): the tasks of its step on this
- * node merge theirs to the longest and fold them at the earliest cut horizon, so that phase I is
- * the same stretch of the program on every task. */
+ * or turned to the wall clock because a collective may have gone unseen): the tasks of its step on
+ * this node turn with it, merge theirs to the longest and fold them where not every task cut, so
+ * that phase I is the same stretch of the program on every task. */
 static void align_phases(struct pdi_task *t)
 {
 	struct pdi_step *s = t->step;
@@ -112,6 +113,7 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	};
 	uint32_t auto_len = t->model.auto_len, nphases = t->model.nphases;
 	uint64_t next_cut = t->model.auto_next_cut;
+	bool slots = t->model.slots;
 	int r;
 
 	if (f->count_arg && f->count_arg <= PDI_NARGS && f->type_arg && f->type_arg <= PDI_NARGS)
@@ -137,12 +139,14 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	}
 	record(d, t, &c);
 	r = pdi_model_add_call(&t->model, &c);
-	if (t->model.auto_len != auto_len || t->model.nphases != nphases ||
+	if (t->model.auto_len != auto_len || t->model.nphases != nphases || t->model.slots != slots ||
 	    (t->model.auto_next_cut == PDI_MODEL_NO_CUT) != (next_cut == PDI_MODEL_NO_CUT))
 		align_phases(t);
-	/* a new phase: the kernel's counts as it begins (its share of CPU, wait, time held); and
-	 * at MPI_Finalize, where the last phase's share ends (the process may be gone at its end) */
-	if (pdi_model_usage_due(&t->model) || f->cls == PDI_FC_FINALIZE)
+	/* a new phase: the kernel's counts as it begins (its share of CPU, wait, time held); through
+	 * the step, where the log of readings wants one (a change inside a long phase: usage_log.h;
+	 * judged by the call's time, so that most calls cost no clock read); and at MPI_Finalize,
+	 * where the last phase's share ends (the process may be gone at its end) */
+	if (pdi_model_usage_due(&t->model, e->t_exit) || f->cls == PDI_FC_FINALIZE)
 		pdi_task_usage_read(t, (pid_t)e->tid, pdi_now_ns());
 	return r;
 }
@@ -351,6 +355,7 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	t->events++;
 	d->events++;
 	pdi_budget_hit(t->budget, e->fn, e->t_enter);
+	pdi_retired_call_ended(d, t, e);
 	ch = (struct pdi_chain){.callsite = e->callsite, .caller = e->caller, .via = e->via, .end = e->chain};
 	pdi_chains_finish(d, t, (pid_t)e->tid, e->t_enter, &ch);
 	/* a call from where T called before is taken in at once, its site from T's cache (one lookup

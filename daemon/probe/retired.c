@@ -20,6 +20,14 @@
  * share it). */
 #define CLOSING_JOBS 4
 
+void pdi_retired_call_ended(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e)
+{
+	const struct pdi_attachment *a = &t->att;
+
+	if (a->nretired_returns && e->t_enter < a->returns_retired_ns && e->t_exit >= a->returns_retired_ns)
+		pdi_retired_close(d, t);
+}
+
 unsigned pdi_retired_count(const struct pdi_task *t)
 {
 	return t->att.nretired + t->att.nretired_returns;
@@ -75,8 +83,12 @@ static bool returns_may_go(struct pdi_daemon *d, struct pdi_task *t)
 {
 	struct pdi_attachment *a = &t->att;
 	uint64_t fns[PDI_LINK_GEN_FUNCS / 64];
-	int r = pdi_tracer_inflight_fns_before(d->tracer, t->pid, a->returns_retired_ns, fns);
+	/* a thread with a call entered before the switch was alive at it: a list read since names it */
+	int r = pdi_threads_since(&a->threads, t->pid, a->returns_retired_ns);
 
+	if (r == 0)
+		r = pdi_tracer_inflight_fns_before(d->tracer, t->pid, a->threads.tids, a->threads.n,
+						   a->returns_retired_ns, fns);
 	if (r == -ENOENT) {
 		memset(fns, 0, sizeof(fns)); /* gone: no call of it waits for a return */
 		r = 0;
@@ -103,6 +115,9 @@ void pdi_retired_close(struct pdi_daemon *d, struct pdi_task *t)
 		return;
 	/* with the entry links, in one job: the returns go once they may */
 	if (a->nretired_returns && returns_may_go(d, t)) {
+		if (a->returns_waiting)
+			log_debug("pid %d (rank %d): %u replaced return probes let go after %.1f ms held", (int)t->pid,
+				  t->rank, a->nretired_returns, (double)(pdi_now_ns() - a->returns_held_ns) / 1e6);
 		for (unsigned i = 0; i < a->nretired_returns; i++) {
 			int pair[2] = {a->retired_returns[i], -1};
 

@@ -21,12 +21,18 @@
 #define PDI_RETURNS_HOLD_NS 2000000000ull
 
 struct pdi_daemon;
+struct pdi_event;
 struct pdi_task;
 
-/* On the loop, at a switch of T's probes and at every budget slot: close T's replaced entry links
- * on a worker, and its replaced return links when no call may need them any more, or when held
- * long enough (as above). Never waits: a few map lookups; a close job already full for the node
- * (4 at once) leaves them for the next call. */
+/* On the loop, at a switch of T's probes, at every budget slot and when a call they may be held
+ * for ends (below): close T's replaced entry links on a worker, and its replaced return links when
+ * no call may need them any more, or when held long enough (as above). Never waits: a map lookup
+ * per thread of T (its thread list read once after each switch, threads.h); a close job already
+ * full for the node (4 at once) leaves them for the next call. */
 void pdi_retired_close(struct pdi_daemon *d, struct pdi_task *t);
+/* T's call E was taken in: if it was in flight when T's return links were last replaced (entered
+ * before, ended after), it may be the call they are held for, and they may go now rather than
+ * at the next slot (pdi_retired_close()). A comparison for any other call. */
+void pdi_retired_call_ended(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e);
 /* The links T holds, still to close. */
 unsigned pdi_retired_count(const struct pdi_task *t);

@@ -5,7 +5,6 @@
  * MPI symbols from: attaching to a library path for all processes would make every
  * process that maps it pay the trap. Only MPI_Init is trapped for all processes, which
  * costs one trap per MPI process in its life. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -359,6 +358,7 @@ void pdi_attachment_detach(struct pdi_attachment *a)
 	a->nretired_returns = 0;
 	a->returns_held_ns = 0;
 	a->returns_waiting = false;
+	pdi_threads_free(&a->threads);
 	free(a->targets);
 	a->targets = NULL;
 	if (a->object_fd >= 0) {
@@ -420,38 +420,6 @@ uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid)
 	return v;
 }
 
-/* Threads of a process looked up at most: past that the answer is "not known" (a caller holding
- * links for its calls holds them until its bound). */
-#define INFLIGHT_THREADS_MAX 4096
-
-/* The next thread of DIR (a /proc/PID/task) into *RET_TID: 1; 0 past the last, or past
- * INFLIGHT_THREADS_MAX of them (-E2BIG); -errno. SEEN counts them. */
-static int next_thread(DIR *dir, unsigned *seen, pid_t *ret_tid)
-{
-	struct dirent *de;
-
-	while ((errno = 0, de = readdir(dir))) {
-		char *end;
-		long tid = strtol(de->d_name, &end, 10);
-
-		if (de->d_name[0] == '.' || *end || tid <= 0)
-			continue;
-		if (++*seen > INFLIGHT_THREADS_MAX)
-			return -E2BIG;
-		*ret_tid = (pid_t)tid;
-		return 1;
-	}
-	return errno ? -errno : 0;
-}
-
-static DIR *open_threads(pid_t pid)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	return opendir(path);
-}
-
 /* Thread TID of PID's entry into *RET, if it is inside a call: one map lookup. */
 static bool thread_in_call(int fd, pid_t pid, pid_t tid, struct pdi_inflight *ret)
 {
@@ -474,9 +442,9 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, const struct pdi_attach
 		tids[n++] = pid;
 	/* then the others, one lookup each (a thread that never called a probed function has no
 	 * entry): an MPI thread that is not the main one, as MPI_THREAD_FUNNELED or MULTIPLE allow */
-	if (n >= max || !(dir = open_threads(pid)))
+	if (n >= max || !(dir = pdi_threads_open(pid)))
 		return n;
-	while (n < max && next_thread(dir, &seen, &tid) > 0)
+	while (n < max && pdi_threads_next(dir, &seen, &tid) > 0)
 		if (tid != pid && thread_in_call(fd, pid, tid, &out[n]) &&
 		    !(att && pdi_attachment_return_lost(att, &out[n])))
 			tids[n++] = tid;
@@ -484,27 +452,22 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, const struct pdi_attach
 	return n;
 }
 
-int pdi_tracer_inflight_fns_before(struct pdi_tracer *t, pid_t pid, uint64_t before_ns,
-				   uint64_t ret[PDI_LINK_GEN_FUNCS / 64])
+int pdi_tracer_inflight_fns_before(struct pdi_tracer *t, pid_t pid, const pid_t *tids, unsigned ntids,
+				   uint64_t before_ns, uint64_t ret[PDI_LINK_GEN_FUNCS / 64])
 {
 	uint64_t fns[PDI_LINK_GEN_FUNCS / 64] = {0};
-	int fd = bpf_map__fd(t->skel->maps.inflight), r;
-	unsigned seen = 0;
-	pid_t tid;
-	DIR *dir;
+	int fd = bpf_map__fd(t->skel->maps.inflight);
 
-	if (!(dir = open_threads(pid)))
-		return errno == ENOENT || errno == ESRCH ? -ENOENT : -errno;
-	while ((r = next_thread(dir, &seen, &tid)) > 0) {
+	/* a thread that never called a probed function, or has exited, has no entry */
+	for (unsigned i = 0; i < ntids; i++) {
 		struct pdi_inflight f;
 
-		if (thread_in_call(fd, pid, tid, &f) && f.t_enter < before_ns && PDI_COOKIE_FN(f.cookie) < PDI_LINK_GEN_FUNCS)
+		if (thread_in_call(fd, pid, tids[i], &f) && f.t_enter < before_ns &&
+		    PDI_COOKIE_FN(f.cookie) < PDI_LINK_GEN_FUNCS)
 			fns[PDI_COOKIE_FN(f.cookie) / 64] |= 1ull << (PDI_COOKIE_FN(f.cookie) % 64);
 	}
-	closedir(dir);
-	if (r == 0)
-		memcpy(ret, fns, sizeof(fns));
-	return r;
+	memcpy(ret, fns, sizeof(fns));
+	return 0;
 }
 
 int pdi_tracer_inflight_thread(struct pdi_tracer *t, pid_t pid, pid_t tid, struct pdi_inflight *ret)

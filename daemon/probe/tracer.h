@@ -8,6 +8,7 @@
 
 #include "datatypes.h"
 #include "event.h"
+#include "threads.h"
 
 struct pdi_tracer;
 struct pdi_objcache;
@@ -64,6 +65,7 @@ struct pdi_attachment {
 	uint64_t returns_lost_before_ns; /* calls entered before this, of a function in
 	                            * returns_lost_fns, had their return probes closed while in flight */
 	uint64_t returns_lost_fns[PDI_LINK_GEN_FUNCS / 64]; /* bit FN % 64 of word FN / 64 */
+	struct pdi_threads threads; /* its threads as the held return links' last look read them */
 	unsigned nmoved;           /* entry probes moved past a single-stepped first instruction */
 	unsigned nstepped;         /* entry probes left on an instruction the kernel single-steps */
 	bool ahead;                /* attached when it executed its program, before MPI_Init */
@@ -178,11 +180,11 @@ void pdi_tracer_discard(struct pdi_tracer *t);
 /* Events the BPF side could not queue for PID (ring buffer full). */
 uint64_t pdi_tracer_lost(struct pdi_tracer *t, pid_t pid);
 
-/* The functions of the calls that PID's threads have in flight, entered before BEFORE_NS, into
- * RET as bits (bit FN % 64 of RET[FN / 64]): one lookup per thread of /proc/PID/task, no walk of
- * the node's map. 0; -ENOENT when PID is gone; other negative errno: not known (RET untouched). */
-int pdi_tracer_inflight_fns_before(struct pdi_tracer *t, pid_t pid, uint64_t before_ns,
-				   uint64_t ret[PDI_LINK_GEN_FUNCS / 64]);
+/* The functions of the calls that threads TIDS of PID have in flight, entered before BEFORE_NS,
+ * into RET as bits (bit FN % 64 of RET[FN / 64]): one lookup per thread, no walk of the node's
+ * map (threads.h gives the list). 0. */
+int pdi_tracer_inflight_fns_before(struct pdi_tracer *t, pid_t pid, const pid_t *tids, unsigned ntids,
+				   uint64_t before_ns, uint64_t ret[PDI_LINK_GEN_FUNCS / 64]);
 
 /* Has the call F, in flight in a thread of the process attached as A, lost its return? Its
  * function's return probes were all closed while it was in flight (the budget holds them a while

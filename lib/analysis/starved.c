@@ -16,12 +16,17 @@ struct work {
 	const struct pdi_model *const *models;
 	const uint32_t *weights;
 	size_t n;
-	uint32_t np;
-	double *log_share;  /* n x np: log of the share of its ready time on a CPU; NAN unknown */
-	double *wall, *wait; /* n x np: the phase's length and the time waiting for a CPU (s) */
+	uint32_t np;        /* phases */
+	uint32_t nu;        /* units compared: the phases [first, end), each cut in slots (slots_of()) */
+	uint32_t *phase;    /* nu: the phase of each unit */
+	uint32_t *unit0;    /* np + 1: each phase's first unit (nu past the last looked at) */
+	double *log_share;  /* n x nu: log of the share of its ready time on a CPU; NAN unknown */
+	double *wall, *wait; /* n x nu: the unit's length and the time waiting for a CPU (s) */
+	double *x;          /* n x nu: how many times less CPU than its peers (log), beyond its usual */
+	struct pdi_usage *readings; /* one model's readings in time order (readings_of()) */
 	struct pdi_weighted *peers; /* n */
-	struct pdi_weighted *byphase; /* np */
-	double *scratch;    /* max(n, np) */
+	struct pdi_weighted *byunit; /* nu */
+	double *scratch;    /* max(n, nu) */
 };
 
 static uint32_t weight(const struct work *w, size_t t)
@@ -29,42 +34,161 @@ static uint32_t weight(const struct work *w, size_t t)
 	return w->weights ? w->weights[t] : 1;
 }
 
-/* The kernel's counts of every model in every phase looked at. False when no phase has any. */
-static bool read_shares(struct work *w, uint32_t first, uint32_t end)
+/* Whether U comes after the last of R[0..K) (a reading of the same moment twice is one). */
+static bool later(const struct pdi_usage *r, size_t k, const struct pdi_usage *u)
 {
+	return !k || (u->at_ns > r[k - 1].at_ns && pdi_usage_after(&r[k - 1], u));
+}
+
+/* Model M's readings in time order into W->readings: each phase's first, the log's through the
+ * step and the latest. Their number. */
+static size_t readings_of(struct work *w, const struct pdi_model *m)
+{
+	const struct pdi_usage_log *l = &m->usage_log;
+	size_t k = 0, i = 0;
+
+	for (uint32_t p = 0; p <= m->nphases; p++) {
+		const struct pdi_usage *u = p < m->nphases ? &m->phases[p].usage : &m->usage_now;
+
+		if (!u->at_ns)
+			continue;
+		for (; i < l->n && l->v[i].at_ns < u->at_ns; i++)
+			if (later(w->readings, k, &l->v[i]))
+				w->readings[k++] = l->v[i];
+		if (later(w->readings, k, u))
+			w->readings[k++] = *u;
+	}
+	return k;
+}
+
+/* The counts at T, between the readings R[0..K) around it (linear in between). */
+static struct pdi_usage counts_at(const struct pdi_usage *r, size_t k, uint64_t t)
+{
+	size_t lo = 0, hi = k - 1;
+	double f;
+
+	if (t <= r[0].at_ns)
+		return r[0];
+	if (t >= r[hi].at_ns)
+		return r[hi];
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if (r[mid].at_ns <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	f = (double)(t - r[lo].at_ns) / (double)(r[hi].at_ns - r[lo].at_ns);
+	return (struct pdi_usage){t, r[lo].cpu_ns + (uint64_t)(f * (double)(r[hi].cpu_ns - r[lo].cpu_ns)),
+				  r[lo].wait_ns + (uint64_t)(f * (double)(r[hi].wait_ns - r[lo].wait_ns))};
+}
+
+/* How many slots phase P is compared in: as many as the readings inside it allow on every model
+ * with its counts (each slot ends at or after one of them), each PDI_STARVED_SLOT_S or longer, at
+ * most PDI_STARVED_SLOTS. 1 where a model was not read inside it (an older model, a phase
+ * shorter than the log's gap). */
+static uint32_t slots_of(const struct work *w, uint32_t p)
+{
+	uint32_t slots = PDI_STARVED_SLOTS;
+	bool read = false;
+
+	for (size_t t = 0; t < w->n; t++) {
+		const struct pdi_model *m = w->models[t];
+		const struct pdi_usage_log *l = &m->usage_log;
+		struct pdi_phase_usage u;
+		uint64_t a, b;
+		uint32_t inside = 0;
+
+		if (p >= m->nphases || !pdi_model_phase_usage(m, p, &u))
+			continue;
+		a = m->phases[p].usage.at_ns;
+		b = a + u.wall_ns;
+		for (uint32_t i = 0; i < l->n; i++)
+			inside += l->v[i].at_ns > a && l->v[i].at_ns < b;
+		slots = (uint32_t)fmin(slots, fmin(inside + 1, fmax(1, floor((double)u.wall_ns / 1e9 / PDI_STARVED_SLOT_S))));
+		read = true;
+	}
+	return read ? slots : 1;
+}
+
+/* The units: each phase in [FIRST, END) cut in slots_of() slots, each task's slot a share of its
+ * own phase (phases line up across tasks, their times nearly). -ENOMEM. */
+static int units_of(struct work *w, uint32_t first, uint32_t end)
+{
+	uint32_t nu = 0;
+
+	if (!(w->unit0 = malloc((w->np + 1) * sizeof(*w->unit0))))
+		return -ENOMEM;
+	for (uint32_t p = 0; p < w->np; p++) {
+		w->unit0[p] = nu;
+		nu += p >= first && p < end ? slots_of(w, p) : 0;
+	}
+	w->unit0[w->np] = w->nu = nu;
+	if (!(w->phase = malloc(nu * sizeof(*w->phase))))
+		return -ENOMEM;
+	for (uint32_t p = 0; p < w->np; p++)
+		for (uint32_t u = w->unit0[p]; u < w->unit0[p + 1]; u++)
+			w->phase[u] = p;
+	return 0;
+}
+
+/* Model T's share in each of phase P's units, from its readings R[0..K). */
+static bool read_phase(struct work *w, size_t t, uint32_t p, const struct pdi_usage *r, size_t k)
+{
+	const struct pdi_model *m = w->models[t];
+	uint32_t slots = w->unit0[p + 1] - w->unit0[p];
+	struct pdi_phase_usage pu;
 	bool any = false;
+	uint64_t a;
 
-	for (size_t t = 0; t < w->n; t++)
-		for (uint32_t p = 0; p < w->np; p++) {
-			struct pdi_phase_usage u;
-			size_t i = t * w->np + p;
-			double ready;
+	if (p >= m->nphases || !pdi_model_phase_usage(m, p, &pu) || !k)
+		return false;
+	a = m->phases[p].usage.at_ns;
+	for (uint32_t j = 0; j < slots; j++) {
+		struct pdi_usage x = counts_at(r, k, a + pu.wall_ns * j / slots);
+		struct pdi_usage y = counts_at(r, k, a + pu.wall_ns * (j + 1) / slots);
+		size_t i = t * w->nu + w->unit0[p] + j;
+		double ready = (double)(y.cpu_ns - x.cpu_ns) + (double)(y.wait_ns - x.wait_ns);
 
-			w->log_share[i] = NAN;
-			w->wall[i] = w->wait[i] = 0;
-			if (p < first || p >= end || p >= w->models[t]->nphases ||
-			    !pdi_model_phase_usage(w->models[t], p, &u) || !u.wall_ns)
-				continue;
-			w->wall[i] = (double)u.wall_ns / 1e9;
-			w->wait[i] = (double)u.wait_ns / 1e9;
-			ready = (double)(u.cpu_ns + u.wait_ns);
-			if (ready < PDI_STARVED_READY * (double)u.wall_ns)
-				continue; /* asleep or held most of it: no share to compare */
-			w->log_share[i] = log(fmax((double)u.cpu_ns / ready, SHARE_FLOOR));
-			any = true;
-		}
+		w->wall[i] = (double)(y.at_ns - x.at_ns) / 1e9;
+		w->wait[i] = (double)(y.wait_ns - x.wait_ns) / 1e9;
+		if (y.at_ns <= x.at_ns || ready < PDI_STARVED_READY * (double)(y.at_ns - x.at_ns))
+			continue; /* asleep or held most of it: no share to compare */
+		w->log_share[i] = log(fmax((double)(y.cpu_ns - x.cpu_ns) / ready, SHARE_FLOOR));
+		any = true;
+	}
 	return any;
 }
 
-/* Model T's peers' median log share in phase P (the other models, and the other tasks of its
+/* The kernel's counts of every model in every unit looked at. False when no unit has any. */
+static bool read_shares(struct work *w)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < w->n * w->nu; i++) {
+		w->log_share[i] = NAN;
+		w->wall[i] = w->wait[i] = 0;
+	}
+	for (size_t t = 0; t < w->n; t++) {
+		size_t k = readings_of(w, w->models[t]);
+
+		for (uint32_t p = 0; p < w->np; p++)
+			if (w->unit0[p + 1] > w->unit0[p])
+				any |= read_phase(w, t, p, w->readings, k);
+	}
+	return any;
+}
+
+/* Model T's peers' median log share in unit U (the other models, and the other tasks of its
  * own class); NAN when it has none. */
-static double peers_median(struct work *w, size_t t, uint32_t p)
+static double peers_median(struct work *w, size_t t, uint32_t u)
 {
 	size_t k = 0;
 
-	for (size_t u = 0; u < w->n; u++) {
-		double v = w->log_share[u * w->np + p];
-		uint32_t wt = u == t ? weight(w, u) - 1 : weight(w, u);
+	for (size_t o = 0; o < w->n; o++) {
+		double v = w->log_share[o * w->nu + u];
+		uint32_t wt = o == t ? weight(w, o) - 1 : weight(w, o);
 
 		if (!isnan(v) && wt)
 			w->peers[k++] = (struct pdi_weighted){v, wt};
@@ -72,52 +196,68 @@ static double peers_median(struct work *w, size_t t, uint32_t p)
 	return k ? pdi_weighted_median(w->peers, k) : NAN;
 }
 
-/* The share Q of model T's time (phases weighed by their lengths) before phase END over which V
- * (n x np; NAN unknown) was at most the value returned (0 when none is known). A high Q makes a
+/* The share Q of model T's time (units weighed by their lengths) before unit END over which V
+ * (n x nu; NAN unknown) was at most the value returned (0 when none is known). A high Q makes a
  * usual that a stretch of interference covering most of the phases does not move, as it would a
  * median (meep, issue 9: a hog for 6 s covered 24 of its 31 compared phases, the rank's usual
  * became the interference and nothing was found); Q 0.5 is the median by length, what a task got
- * before a phase (below_usual()). */
+ * before a unit (below_usual()). */
 static double by_length(struct work *w, size_t t, const double *v, double q, uint32_t end)
 {
 	size_t k = 0;
 
-	for (uint32_t p = 0; p < end; p++) {
-		double x = v[t * w->np + p];
+	for (uint32_t u = 0; u < end; u++) {
+		double x = v[t * w->nu + u];
 
-		if (!isnan(x) && !isnan(w->log_share[t * w->np + p]))
-			w->byphase[k++] = (struct pdi_weighted){x, (uint32_t)fmin(w->wall[t * w->np + p] * 1e4 + 1, 4e9)};
+		if (!isnan(x) && !isnan(w->log_share[t * w->nu + u]))
+			w->byunit[k++] = (struct pdi_weighted){x, (uint32_t)fmin(w->wall[t * w->nu + u] * 1e4 + 1, 4e9)};
 	}
-	return k ? pdi_weighted_quantile(w->byphase, k, q) : 0;
+	return k ? pdi_weighted_quantile(w->byunit, k, q) : 0;
 }
 
-/* X: how many times less CPU each model got than its peers (log), beyond its own usual; 0
- * where unknown. */
+/* Model T's log ratio in unit U (0 unknown). */
+static double x_of(const struct work *w, size_t t, uint32_t u)
+{
+	return w->x[t * w->nu + u];
+}
+
+/* W->x: how many times less CPU each model got than its peers (log), beyond its own usual; 0
+ * where unknown. S->x: the same per phase, its units' by their lengths. */
 static bool ratios(struct work *w, struct pdi_starved *s)
 {
 	bool any = false;
 
-	for (size_t i = 0; i < w->n * w->np; i++)
-		s->x[i] = NAN;
-	for (uint32_t p = s->first; p < s->end; p++)
+	for (size_t i = 0; i < w->n * w->nu; i++)
+		w->x[i] = NAN;
+	for (uint32_t u = 0; u < w->nu; u++)
 		for (size_t t = 0; t < w->n; t++) {
-			double ls = w->log_share[t * w->np + p], med;
+			double ls = w->log_share[t * w->nu + u], med;
 
-			if (isnan(ls) || isnan(med = peers_median(w, t, p)))
+			if (isnan(ls) || isnan(med = peers_median(w, t, u)))
 				continue;
-			s->x[t * w->np + p] = med - ls;
+			w->x[t * w->nu + u] = med - ls;
 			any = true;
 		}
 	/* a task that always gets less (it shares its CPU by placement) is taken at its usual */
 	for (size_t t = 0; any && s->end - s->first > 1 && t < w->n; t++) {
-		double usual = fmax(0.0, by_length(w, t, s->x, PDI_STARVED_USUAL_Q, w->np));
+		double usual = fmax(0.0, by_length(w, t, w->x, PDI_STARVED_USUAL_Q, w->nu));
 
-		for (uint32_t p = s->first; p < s->end; p++)
-			s->x[t * w->np + p] -= usual;
+		for (uint32_t u = 0; u < w->nu; u++)
+			w->x[t * w->nu + u] -= usual;
 	}
-	for (size_t i = 0; i < w->n * w->np; i++)
-		if (isnan(s->x[i]))
-			s->x[i] = 0;
+	for (size_t i = 0; i < w->n * w->nu; i++)
+		if (isnan(w->x[i]))
+			w->x[i] = 0;
+	for (size_t t = 0; t < w->n; t++)
+		for (uint32_t p = s->first; p < s->end; p++) {
+			double sum = 0, len = 0;
+
+			for (uint32_t u = w->unit0[p]; u < w->unit0[p + 1]; u++) {
+				sum += x_of(w, t, u) * w->wall[t * w->nu + u];
+				len += w->wall[t * w->nu + u];
+			}
+			s->x[t * s->nphases + p] = len > 0 ? sum / len : 0;
+		}
 	return any;
 }
 
@@ -127,169 +267,183 @@ bool pdi_starved_named(const struct pdi_starved *s, size_t t)
 	       (t == s->task || s->window[t] >= PDI_STARVED_ALSO_SHARE * s->window[s->task]);
 }
 
-/* How far model T fell behind over phases [FROM, TO] (log ratio times seconds, where it did). */
-static double behind(const struct work *w, const struct pdi_starved *s, size_t t, uint32_t from, uint32_t to)
+/* How far model T fell behind over units [FROM, TO] (log ratio times seconds, where it did). */
+static double behind(const struct work *w, size_t t, uint32_t from, uint32_t to)
 {
 	double sum = 0;
 
-	for (uint32_t p = from; p <= to; p++)
-		sum += fmax(0.0, pdi_starved_of(s, t, p)) * w->wall[t * w->np + p];
+	for (uint32_t u = from; u <= to; u++)
+		sum += fmax(0.0, x_of(w, t, u)) * w->wall[t * w->nu + u];
 	return sum;
 }
 
-/* The run: the phases in a row where one task got at most 1/PDI_STARVED_JOIN of its peers'
- * share, with one at most 1/PDI_STARVED_RATIO, that it fell furthest behind over (a long
- * interference outweighs a short one that peaked higher). */
-static bool best_run(const struct work *w, struct pdi_starved *s)
+/* The run (units, into RUN): the units in a row where one task got at most 1/PDI_STARVED_JOIN
+ * of its peers' share, with one at most 1/PDI_STARVED_RATIO, that it fell furthest behind over (a
+ * long interference outweighs a short one that peaked higher). */
+struct run {
+	uint32_t onset, last, peak;
+};
+
+static bool best_run(const struct work *w, struct pdi_starved *s, struct run *ret)
 {
 	double join = log(PDI_STARVED_JOIN), best = 0;
 
 	for (size_t t = 0; t < w->n; t++)
-		for (uint32_t p = s->first; p < s->end;) {
-			uint32_t q = p, top = p;
+		for (uint32_t u = 0; u < w->nu;) {
+			uint32_t q = u, top = u;
 			double area;
 
-			if (pdi_starved_of(s, t, p) < join) {
-				p++;
+			if (x_of(w, t, u) < join) {
+				u++;
 				continue;
 			}
-			while (q + 1 < s->end && pdi_starved_of(s, t, q + 1) >= join)
+			while (q + 1 < w->nu && x_of(w, t, q + 1) >= join)
 				q++;
-			for (uint32_t r = p; r <= q; r++)
-				if (pdi_starved_of(s, t, r) > pdi_starved_of(s, t, top))
+			for (uint32_t r = u; r <= q; r++)
+				if (x_of(w, t, r) > x_of(w, t, top))
 					top = r;
-			area = behind(w, s, t, p, q);
-			if (pdi_starved_of(s, t, top) >= log(PDI_STARVED_RATIO) && area > best) {
+			area = behind(w, t, u, q);
+			if (x_of(w, t, top) >= log(PDI_STARVED_RATIO) && area > best) {
 				best = area;
 				s->task = t;
-				s->onset = p;
-				s->last = q;
-				s->peak = top;
+				*ret = (struct run){.onset = u, .last = q, .peak = top};
 			}
-			p = q + 1;
+			u = q + 1;
 		}
 	return best > 0;
 }
 
-/* Model T's usual log share: its median over the phases looked at (0 when none). */
-static double usual_share(struct work *w, const struct pdi_starved *s, size_t t)
+/* Model T's usual log share: its median over the units looked at (0 when none). */
+static double usual_share(struct work *w, size_t t)
 {
-	const double *ls = &w->log_share[t * w->np];
+	const double *ls = &w->log_share[t * w->nu];
 	size_t k = 0;
 
-	for (uint32_t p = s->first; p < s->end; p++)
-		if (!isnan(ls[p]))
-			w->scratch[k++] = ls[p];
+	for (uint32_t u = 0; u < w->nu; u++)
+		if (!isnan(ls[u]))
+			w->scratch[k++] = ls[u];
 	return pdi_median(w->scratch, k);
 }
 
-/* Whether the finding's task got at most 1/PDI_STARVED_ONSET of its usual share in phase P: of
- * the share it reached over the step (its best tenth), and of the share it got before P (the
+/* Whether the finding's task got at most 1/PDI_STARVED_ONSET of its usual share in unit U: of
+ * the share it reached over the step (its best tenth), and of the share it got before U (the
  * median, by length: a short phase at a high share there is no usual). The second tells the
  * scheduler settling after a hog arrived (the share falls from what it was just before) from a
  * machine that was busier for everyone earlier on (GROMACS at load 17, issue 9: every rank got 5%
  * of a CPU for the first 8.4 s and 8-10% after the hog; by the step's usual alone, the start
  * moved back over all of them to the set-up, 6 phases early). */
-static bool below_usual(struct work *w, const struct pdi_starved *s, uint32_t p)
+static bool below_usual(struct work *w, const struct pdi_starved *s, uint32_t u)
 {
-	double step = by_length(w, s->task, w->log_share, 1 - PDI_STARVED_USUAL_Q, w->np);
-	double before = by_length(w, s->task, w->log_share, 0.5, p); /* 0 (a share of 1): none known */
+	double step = by_length(w, s->task, w->log_share, 1 - PDI_STARVED_USUAL_Q, w->nu);
+	double before = by_length(w, s->task, w->log_share, 0.5, u); /* 0 (a share of 1): none known */
 
-	return fmin(step, before) - w->log_share[s->task * w->np + p] >= log(PDI_STARVED_ONSET);
+	return fmin(step, before) - w->log_share[s->task * w->nu + u] >= log(PDI_STARVED_ONSET);
 }
 
 /* The run's start, earlier: where the interference begins, the scheduler takes a moment to
  * settle, and the task's peers may get as little as it does (campaign: for 0.5-4 s, every rank
- * near 0% while the victim's CPU was shared), and the phase it began in shows it in part. The
- * phases before the run in which the task got at most 1/PDI_STARVED_ONSET of its own usual
+ * near 0% while the victim's CPU was shared), and the unit it began in shows it in part. The
+ * units before the run in which the task got at most 1/PDI_STARVED_ONSET of its own usual
  * share (below_usual), or of its peers' (beyond its usual ratio), belong to it: the second where
  * the phase it began in is a long one, which weighs in its usual (HPCC's 3.4 s set-up, issue 9:
  * 57% of its peers' share there, the hog's last second in it, then 5% for 5 s). */
-static void onset_of(struct work *w, struct pdi_starved *s)
+static void onset_of(struct work *w, struct pdi_starved *s, struct run *run)
 {
-	const double *ls = &w->log_share[s->task * w->np];
+	const double *ls = &w->log_share[s->task * w->nu];
 
-	while (s->onset > s->first && !isnan(ls[s->onset - 1]) &&
-	       (below_usual(w, s, s->onset - 1) ||
-		pdi_starved_of(s, s->task, s->onset - 1) >= log(PDI_STARVED_ONSET)))
-		s->onset--;
+	while (run->onset > 0 && !isnan(ls[run->onset - 1]) &&
+	       (below_usual(w, s, run->onset - 1) || x_of(w, s->task, run->onset - 1) >= log(PDI_STARVED_ONSET)))
+		run->onset--;
 }
 
-/* How much more of the CPU than its usual each model got over the run (log, mean of the phases
+/* How much more of the CPU than its usual each model got over the run (log, mean of the units
  * known, each by its length): a rank that spins in its own code takes the CPU its neighbour goes
  * without. By length, since the run's start may have moved back over a phase of milliseconds
  * before the spin (GROMACS, issue 9: 28% of a CPU in 0.06 s, then 98% in 2.5 s; unweighted,
  * the spinner's gain fell under PDI_STARVED_TOOK and its victim was named instead). */
-static void gains(struct work *w, struct pdi_starved *s)
+static void gains(struct work *w, struct pdi_starved *s, const struct run *run)
 {
 	for (size_t t = 0; t < w->n; t++) {
-		double usual = usual_share(w, s, t), sum = 0, len = 0;
+		double usual = usual_share(w, t), sum = 0, len = 0;
 
-		for (uint32_t p = s->onset; p <= s->last; p++)
-			if (!isnan(w->log_share[t * w->np + p])) {
-				sum += (w->log_share[t * w->np + p] - usual) * w->wall[t * w->np + p];
-				len += w->wall[t * w->np + p];
+		for (uint32_t u = run->onset; u <= run->last; u++)
+			if (!isnan(w->log_share[t * w->nu + u])) {
+				sum += (w->log_share[t * w->nu + u] - usual) * w->wall[t * w->nu + u];
+				len += w->wall[t * w->nu + u];
 			}
 		s->gain[t] = len > 0 ? sum / len : 0;
 	}
+}
+
+/* The most any model fell behind in one phase outside the run's phases. */
+static double other_behind(const struct work *w, const struct pdi_starved *s)
+{
+	double most = 0;
+
+	for (uint32_t p = s->first; p < s->end; p++)
+		for (size_t t = 0; (p < s->onset || p > s->last) && w->unit0[p + 1] > w->unit0[p] && t < w->n; t++)
+			most = fmax(most, behind(w, t, w->unit0[p], w->unit0[p + 1] - 1));
+	return most;
 }
 
 /* The run, the tasks beside it and how far it stands above the step's noise. */
 static void find(struct work *w, struct pdi_starved *s)
 {
 	double peak, median, next = 0, run_s = 0;
+	struct run run = {0};
 	size_t k = 0, i;
 
-	if (!best_run(w, s))
+	if (!best_run(w, s, &run))
 		return;
-	/* the run itself lasts a stall's worth: its start moved back over phases where every rank
+	/* the run itself lasts a stall's worth: its start moved back over units where every rank
 	 * got less (onset_of) does not make a blip of 0.1 s a finding (HPCC, issue 9: a phase of
 	 * 0.11 s at a quarter of the one ready peer's share, after 4.8 s of a machine busier for all) */
-	for (uint32_t p = s->onset; p <= s->last; p++)
-		run_s += w->wall[s->task * w->np + p];
+	for (uint32_t u = run.onset; u <= run.last; u++)
+		run_s += w->wall[s->task * w->nu + u];
 	if (run_s < PDI_STARVED_MIN_S)
 		return;
-	onset_of(w, s);
-	peak = pdi_starved_of(s, s->task, s->peak);
+	onset_of(w, s, &run);
+	peak = x_of(w, s->task, run.peak);
 	s->ratio = exp(peak);
-	for (uint32_t p = s->onset; p <= s->last; p++) {
-		s->run_s += w->wall[s->task * w->np + p];
-		s->wait_s += w->wait[s->task * w->np + p];
+	for (uint32_t u = run.onset; u <= run.last; u++) {
+		s->run_s += w->wall[s->task * w->nu + u];
+		s->wait_s += w->wait[s->task * w->nu + u];
 	}
+	s->onset = w->phase[run.onset];
+	s->last = w->phase[run.last];
+	s->peak = w->phase[run.peak];
 	s->found = true;
 	for (size_t t = 0; t < w->n; t++)
-		s->window[t] = behind(w, s, t, s->onset, s->last);
-	gains(w, s);
-	i = s->task * w->np + s->peak;
+		s->window[t] = behind(w, t, run.onset, run.last);
+	gains(w, s, &run);
+	i = s->task * w->nu + run.peak;
 	s->wait_share = w->wall[i] > 0 ? w->wait[i] / w->wall[i] : 0;
 	for (size_t t = 0; t < w->n; t++) {
-		if (t != s->task && w->wall[t * w->np + s->peak] > 0)
-			w->scratch[k++] = w->wait[t * w->np + s->peak] / w->wall[t * w->np + s->peak];
+		if (t != s->task && w->wall[t * w->nu + run.peak] > 0)
+			w->scratch[k++] = w->wait[t * w->nu + run.peak] / w->wall[t * w->nu + run.peak];
 		if (!pdi_starved_named(s, t))
 			next = fmax(next, s->window[t]);
 	}
 	s->peers_wait_share = pdi_median(w->scratch, k);
 	s->task_margin = next > 0 ? s->window[s->task] / next : 1e9;
-	for (uint32_t p = s->first; p < s->end; p++)
-		for (size_t t = 0; (p < s->onset || p > s->last) && t < w->n; t++)
-			s->other_behind = fmax(s->other_behind, behind(w, s, t, p, p));
-	/* the noise: the other phases' largest ratios, or with few phases the other tasks' */
+	s->other_behind = other_behind(w, s);
+	/* the noise: the other units' largest ratios, or with few units the other tasks' */
 	k = 0;
-	if (s->end - s->first >= 6) {
-		for (uint32_t p = s->first; p < s->end; p++) {
+	if (w->nu >= 6) {
+		for (uint32_t u = 0; u < w->nu; u++) {
 			double top = 0;
 
-			if (p >= s->onset && p <= s->last)
+			if (u >= run.onset && u <= run.last)
 				continue;
 			for (size_t t = 0; t < w->n; t++)
-				top = fmax(top, pdi_starved_of(s, t, p));
+				top = fmax(top, x_of(w, t, u));
 			s->other_phase = fmax(s->other_phase, top);
 			w->scratch[k++] = top;
 		}
 	} else {
 		for (size_t t = 0; t < w->n; t++)
 			if (t != s->task)
-				w->scratch[k++] = fmax(0.0, pdi_starved_of(s, t, s->peak));
+				w->scratch[k++] = fmax(0.0, x_of(w, t, run.peak));
 	}
 	median = pdi_median(w->scratch, k);
 	s->z = (peak - median) / pdi_robust_sd(w->scratch, k, median, PDI_STARVED_NOISE_FLOOR);
@@ -300,36 +454,48 @@ int pdi_starved_find(const struct pdi_model *const *models, const uint32_t *weig
 {
 	struct pdi_starved s = {.n = n, .first = first, .end = end};
 	struct work w = {.models = models, .weights = weights, .n = n};
+	size_t most = 0;
 	int r = -ENOMEM;
 
-	for (size_t t = 0; t < n; t++)
+	for (size_t t = 0; t < n; t++) {
 		if (models[t]->nphases > w.np)
 			w.np = models[t]->nphases;
+		if (models[t]->nphases + models[t]->usage_log.n > most)
+			most = models[t]->nphases + models[t]->usage_log.n;
+	}
 	if (!n || first >= end || end > w.np)
 		return -EINVAL;
 	s.nphases = w.np;
 	s.x = calloc(n * w.np, sizeof(*s.x));
 	s.window = calloc(n, sizeof(*s.window));
 	s.gain = calloc(n, sizeof(*s.gain));
-	w.log_share = malloc(n * w.np * sizeof(*w.log_share));
-	w.wall = malloc(n * w.np * sizeof(*w.wall));
-	w.wait = malloc(n * w.np * sizeof(*w.wait));
-	w.peers = malloc(n * sizeof(*w.peers));
-	w.byphase = malloc(w.np * sizeof(*w.byphase));
-	w.scratch = malloc((n > w.np ? n : w.np) * sizeof(*w.scratch));
-	if (!s.x || !s.window || !s.gain || !w.log_share || !w.wall || !w.wait || !w.peers || !w.byphase || !w.scratch)
+	if (!s.x || !s.window || !s.gain || units_of(&w, first, end) < 0)
 		goto out;
-	if (read_shares(&w, first, end) && (s.has_usage = ratios(&w, &s)))
+	w.log_share = malloc(n * w.nu * sizeof(*w.log_share));
+	w.wall = malloc(n * w.nu * sizeof(*w.wall));
+	w.wait = malloc(n * w.nu * sizeof(*w.wait));
+	w.x = malloc(n * w.nu * sizeof(*w.x));
+	w.readings = malloc((most + 1) * sizeof(*w.readings));
+	w.peers = malloc(n * sizeof(*w.peers));
+	w.byunit = malloc(w.nu * sizeof(*w.byunit));
+	w.scratch = malloc((n > w.nu ? n : w.nu) * sizeof(*w.scratch));
+	if (!w.log_share || !w.wall || !w.wait || !w.x || !w.readings || !w.peers || !w.byunit || !w.scratch)
+		goto out;
+	if (read_shares(&w) && (s.has_usage = ratios(&w, &s)))
 		find(&w, &s);
 	*ret = s;
 	s = (struct pdi_starved){0};
 	r = 0;
 out:
+	free(w.phase);
+	free(w.unit0);
 	free(w.log_share);
 	free(w.wall);
 	free(w.wait);
+	free(w.x);
+	free(w.readings);
 	free(w.peers);
-	free(w.byphase);
+	free(w.byunit);
 	free(w.scratch);
 	pdi_starved_done(&s);
 	return r;
@@ -370,6 +536,8 @@ void pdi_starved_text(const struct pdi_starved *s, char *buf, size_t len)
 		snprintf(where, sizeof(where), "from phase %u to %u (%.1f s)", s->onset, s->last, s->run_s);
 	else
 		snprintf(where, sizeof(where), "in phase %u (%.1f s)", s->onset, s->run_s);
-	snprintf(buf, len, "waited %.1f s for a CPU %s, %.0f%% of phase %u (its peers %.0f%%): %s of their share of the CPU",
+	snprintf(buf, len,
+		 "waited %.1f s for a CPU %s, at worst %.0f%% of the time in phase %u (its peers %.0f%%): %s of their "
+		 "share of the CPU",
 		 s->wait_s, where, 100 * s->wait_share, s->peak, 100 * s->peers_wait_share, share);
 }

@@ -11,16 +11,18 @@
  * ratio, and a rank that always gets less (it shares its CPU by placement) is taken at its
  * usual ratio, so neither is a fault.
  *
- * The finding is the run of phases in a row where one task fell furthest behind (how far times
- * how long: a 6 s interference outweighs a sharper blip), beginning where its share first fell
- * below its own usual: where interference begins, the scheduler takes a moment to settle and
- * every rank may get as little for a while. A task sharing the CPU with it that fell nearly as
- * far behind is named beside it.
+ * The shares are compared in slots of each phase where the kernel's counts were read inside it
+ * (usage_log.h), so that a hog that arrived late in a phase, or covered most of a long one, is
+ * not diluted by the rest of it. The finding is the run of slots in a row where one task fell
+ * furthest behind (how far times how long: a 6 s interference outweighs a sharper blip), its
+ * phases the finding's, beginning where its share first fell below its own usual: where
+ * interference begins, the scheduler takes a moment to settle and every rank may get as little
+ * for a while. A task sharing the CPU with it that fell nearly as far behind is named beside it.
  *
- * The kernel's counts are struct pdi_usage (read by pdimond as each phase begins, from
- * /proc/PID/task/TID/schedstat): no per-call cost. A phase counts for a task only when it was
- * ready to run (on a CPU or waiting for one) most of it: a task asleep in MPI has no share to
- * compare. */
+ * The kernel's counts are struct pdi_usage (read by pdimond from /proc/PID/task/TID/schedstat as
+ * each phase begins and every quarter of a second through the step): no per-call cost. A slot
+ * counts for a task only when it was ready to run (on a CPU or waiting for one) most of it: a
+ * task asleep in MPI has no share to compare. */
 #pragma once
 
 #include <stdbool.h>
@@ -49,6 +51,11 @@
  * a set-up of 3.4 s it began in), while a task that shares its CPU by placement gets less all
  * the time, in its best tenth too. */
 #define PDI_STARVED_USUAL_Q 0.1
+/* A phase is compared in slots of at least this long (s), as many as the readings inside it on
+ * every task allow (usage_log.h), at most PDI_STARVED_SLOTS: a process that came to share a
+ * rank's CPU late in a phase, or for most of a long one, shows in the slots it was there. */
+#define PDI_STARVED_SLOT_S 0.25
+#define PDI_STARVED_SLOTS 16
 /* The spread of the phases' log ratios below which it is taken as this: about 10%. */
 #define PDI_STARVED_NOISE_FLOOR 0.1
 /* Another task that fell this share as far behind over the run (log ratio times seconds)
@@ -62,8 +69,9 @@ struct pdi_starved {
 	size_t task;         /* the model that fell furthest behind */
 	uint32_t peak, onset, last; /* the run's first and last phase (the run it fell furthest behind
 				       over), and the phase in it where it fell furthest behind */
-	double ratio;        /* at the peak: its peers' share of the CPU over its own, beyond its usual */
-	double wait_share;   /* at the peak: the share of the phase it waited for a CPU */
+	double ratio;        /* at the peak (the slot of phase PEAK where it fell furthest behind): its
+				peers' share of the CPU over its own, beyond its usual */
+	double wait_share;   /* at the peak: the share of the slot it waited for a CPU */
 	double peers_wait_share; /* ... and its peers' (median) */
 	double run_s;        /* the run's length (s) */
 	double wait_s;       /* the time it waited for a CPU over the run (s) */
@@ -94,5 +102,6 @@ double pdi_starved_of(const struct pdi_starved *s, size_t t, uint32_t p);
  * over the run (it shares the CPU). */
 bool pdi_starved_named(const struct pdi_starved *s, size_t t);
 /* What the finding's task was doing, in words, into BUF: "waited 4.8 s for a CPU from phase 5 to
- * 9 (6.0 s), 62% of phase 7 (its peers 20%): a fifth of their share of the CPU"; "" when none. */
+ * 9 (6.0 s), at worst 62% of the time in phase 7 (its peers 20%): a fifth of their share of the
+ * CPU"; "" when none. */
 void pdi_starved_text(const struct pdi_starved *s, char *buf, size_t len);

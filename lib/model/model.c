@@ -14,9 +14,12 @@
  *
  * A cut at a count is only worth something if the count is right: once a step-wide collective may
  * have gone unseen (the overhead budget moved or thinned the probes, or the ring buffer was full:
- * the unobserved log says when), the task cuts no more, its phases since then fold into the one
- * before, and its siblings fold theirs at the same collective (pdi_model_cut_horizon()), so that
- * phases still line up, the last one running to each task's end.
+ * the unobserved log says when), the task's phases since then fold into the one before and it
+ * turns to the wall clock (below): its earlier phases keep the slot they started in, and its
+ * siblings turn with it (pdi_models_line_up()), so that phases still line up and go on being cut.
+ * A step without wall-clock phases (auto_slots_from_ns 0) cuts no more instead, and its siblings
+ * fold theirs at the same collective (pdi_model_cut_horizon()), the last phase running to each
+ * task's end.
  *
  * Codes that make too few step-wide collectives (a grid code whose collectives run on rows and
  * columns of a process grid made by MPI_Comm_split or _create, a stencil that talks point to point)
@@ -365,7 +368,55 @@ static void stop_cuts(struct pdi_model *m, uint64_t doubt)
 	m->auto_next_cut = PDI_MODEL_NO_CUT;
 }
 
-/* Before a call entered at T is fed: stop M's cuts if its count may be short by then. The log is
+/* The wall-clock slot of M's time T. */
+static uint64_t slot_of(const struct pdi_model *m, uint64_t t)
+{
+	int64_t w = pdi_phase_wall_ns(m, t);
+
+	return w > 0 ? (uint64_t)w / ((uint64_t)m->auto_len * 1000000) : 0;
+}
+
+/* Could M, cutting on collectives or not cutting yet, cut on the wall clock instead? */
+static bool may_turn(const struct pdi_model *m)
+{
+	return !m->saw_pcontrol && m->cfg.auto_phases && !m->slots;
+}
+
+/* M turns to the wall clock, its collective count in doubt since DOUBT (UINT64_MAX: never): its
+ * phases cut since then fold into the one before, as stop_cuts() would; each earlier one keeps the
+ * slot it started in (phases that started in one slot merge), so that it stays lined up with its
+ * siblings' phases of that slot whichever way they were cut: a collective is entered by every
+ * task within the same moments. It cuts at its first call in each slot after its last call, or
+ * after DOUBT where that is later, and not before the instant its step fixed for wall-clock
+ * phases (auto_slots_from_ns): before it, as for a task that turns there, it is still set-up. */
+static void turn_to_slots(struct pdi_model *m, uint64_t doubt)
+{
+	uint64_t last = doubt != UINT64_MAX && doubt > m->last_enter ? doubt : m->last_enter;
+	uint32_t keep = m->nphases;
+	uint64_t from;
+
+	while (keep > 1 && m->phases[keep - 1].t_start >= doubt)
+		keep--;
+	fold_from(m, keep);
+	m->slots = true;
+	m->auto_len = SLOT_MS;
+	for (uint32_t i = 1; i < m->nphases; i++)
+		m->phases[i].first_collective = slot_of(m, m->phases[i].t_start);
+	for (uint32_t i = 2; i < m->nphases;)
+		if (m->phases[i].first_collective == m->phases[i - 1].first_collective)
+			fold_into_previous(m, i);
+		else
+			i++;
+	m->auto_next_cut = slot_of(m, last) + 1;
+	from = m->cfg.auto_slots_from_ns > 0 ? (uint64_t)m->cfg.auto_slots_from_ns / (SLOT_MS * 1000000ull) + 1 : 0;
+	if (m->auto_next_cut < from)
+		m->auto_next_cut = from;
+	free(m->coll_fns);
+	m->coll_fns = NULL;
+}
+
+/* Before a call entered at T is fed: if M's count may be short by then, M turns to the wall
+ * clock where its step has wall-clock phases (turn_to_slots()), or else cuts no more. The log is
  * looked at again only when it changed; a record that arrives late (lost events are counted
  * when pdimond next looks, a gap is marked once the probes are back) may start before cuts
  * already made, or before the doubt M stopped at: those cuts fold too. */
@@ -378,9 +429,11 @@ static void check_count(struct pdi_model *m, uint64_t t)
 		m->count_doubt_ns = doubt_since(&m->unobserved);
 		m->count_doubt_seen = seen;
 	}
-	if (m->saw_pcontrol || !m->cfg.auto_phases || m->slots || t < m->count_doubt_ns)
+	if (!may_turn(m) || t < m->count_doubt_ns)
 		return;
-	if (changed || m->auto_next_cut != PDI_MODEL_NO_CUT)
+	if (m->cfg.auto_slots_from_ns)
+		turn_to_slots(m, m->count_doubt_ns);
+	else if (changed || m->auto_next_cut != PDI_MODEL_NO_CUT)
 		stop_cuts(m, m->count_doubt_ns);
 }
 
@@ -445,8 +498,8 @@ static int cut_mode(const struct pdi_model *m)
 	return m->slots ? 1 : m->auto_len ? 0 : -1;
 }
 
-/* Tasks of one step chose differently (a collective straddled the instant they decided at):
- * their phases cannot be lined up, so each keeps one and cuts no more. */
+/* The phases of a step's tasks cannot be compared (no memory to line them up): each keeps one
+ * and cuts no more, which is still in line. */
 static void stop_all(size_t n, struct pdi_model *(*get)(void *ctx, size_t i), void *ctx)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -474,7 +527,10 @@ static int line_up_slots(size_t n, struct pdi_model *(*get)(void *ctx, size_t i)
 		if (cut_mode(m) != 1 || !m->nphases)
 			continue;
 		ntasks++;
-		/* phase 0 starts at 0: a task that has not cut yet holds every fold back */
+		/* phase 0 starts at 0: a task that has not cut yet holds every fold back; one that will
+		 * cut no more (stopped, or in MPI_Finalize) holds none: slots it has none in never come */
+		if (m->auto_next_cut == PDI_MODEL_NO_CUT || (m->calls && pdi_mpi_funcs[m->last_fn].cls == PDI_FC_FINALIZE))
+			continue;
 		if (m->phases[m->nphases - 1].first_collective < reached)
 			reached = m->phases[m->nphases - 1].first_collective;
 	}
@@ -507,6 +563,31 @@ static int line_up_slots(size_t n, struct pdi_model *(*get)(void *ctx, size_t i)
 	return r;
 }
 
+/* Tasks of one step cut on the wall clock alike: a task whose count is in doubt turns now, where
+ * its step has wall-clock phases (it may not have made a call since, as its siblings have); then,
+ * once any task cuts on the wall clock, those still cutting on collectives turn too (a sibling on
+ * another node saw what this one missed, or a collective straddled the instant they decided at),
+ * so that every task holds the same slots. */
+static void turn_alike(size_t n, struct pdi_model *(*get)(void *ctx, size_t i), void *ctx)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < n; i++) {
+		struct pdi_model *m = get(ctx, i);
+		uint64_t doubt = doubt_since(&m->unobserved);
+
+		if (may_turn(m) && m->cfg.auto_slots_from_ns && doubt != UINT64_MAX)
+			turn_to_slots(m, doubt);
+		any |= cut_mode(m) == 1;
+	}
+	for (size_t i = 0; any && i < n; i++) {
+		struct pdi_model *m = get(ctx, i);
+
+		if (cut_mode(m) == 0)
+			turn_to_slots(m, doubt_since(&m->unobserved));
+	}
+}
+
 /* pdi_models_line_up() over models reached through GET. */
 static size_t line_up(size_t n, struct pdi_model *(*get)(void *ctx, size_t i), void *ctx)
 {
@@ -514,15 +595,12 @@ static size_t line_up(size_t n, struct pdi_model *(*get)(void *ctx, size_t i), v
 	uint32_t len[2] = {0, 0};
 	size_t failed = 0;
 
+	turn_alike(n, get, ctx);
 	for (size_t i = 0; i < n; i++) {
 		int mode = cut_mode(get(ctx, i));
 
 		if (mode >= 0 && get(ctx, i)->auto_len > len[mode])
 			len[mode] = get(ctx, i)->auto_len;
-	}
-	if (len[0] && len[1]) {
-		stop_all(n, get, ctx);
-		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct pdi_model *m = get(ctx, i);
@@ -576,14 +654,6 @@ static uint32_t find_period(const uint32_t *s)
 			return p;
 	}
 	return 1;
-}
-
-/* The wall-clock slot of M's time T. */
-static uint64_t slot_of(const struct pdi_model *m, uint64_t t)
-{
-	int64_t w = pdi_phase_wall_ns(m, t);
-
-	return w > 0 ? (uint64_t)w / ((uint64_t)m->auto_len * 1000000) : 0;
 }
 
 /* On the wall clock: does C start a phase, in slot *RET_FIRST? */
@@ -749,21 +819,17 @@ const struct pdi_request *pdi_model_find_request(const struct pdi_model *m, uint
 
 /* ---- the kernel's counts per phase (struct pdi_usage) ---- */
 
-static bool usage_after(const struct pdi_usage *a, const struct pdi_usage *b) /* B no earlier than A */
-{
-	return b->at_ns >= a->at_ns && b->cpu_ns >= a->cpu_ns && b->wait_ns >= a->wait_ns;
-}
-
 void pdi_model_usage_add(struct pdi_model *m, const struct pdi_usage *u)
 {
 	struct pdi_usage *first;
 
-	if (!m->nphases || !u->at_ns || (m->usage_now.at_ns && !usage_after(&m->usage_now, u)))
+	if (!m->nphases || !u->at_ns || (m->usage_now.at_ns && !pdi_usage_after(&m->usage_now, u)))
 		return;
 	first = &m->phases[m->nphases - 1].usage;
 	if (!first->at_ns)
 		*first = *u;
 	m->usage_now = *u;
+	pdi_usage_log_add(&m->usage_log, u);
 }
 
 bool pdi_model_phase_usage(const struct pdi_model *m, uint32_t p, struct pdi_phase_usage *ret)
@@ -775,7 +841,7 @@ bool pdi_model_phase_usage(const struct pdi_model *m, uint32_t p, struct pdi_pha
 		return false;
 	a = &m->phases[p].usage;
 	b = p + 1 < m->nphases ? &m->phases[p + 1].usage : &m->usage_now;
-	if (!a->at_ns || !b->at_ns || b->at_ns <= a->at_ns || !usage_after(a, b))
+	if (!a->at_ns || !b->at_ns || b->at_ns <= a->at_ns || !pdi_usage_after(a, b))
 		return false;
 	busy = (b->cpu_ns - a->cpu_ns) + (b->wait_ns - a->wait_ns);
 	*ret = (struct pdi_phase_usage){.wall_ns = b->at_ns - a->at_ns, .cpu_ns = b->cpu_ns - a->cpu_ns,

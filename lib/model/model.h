@@ -14,6 +14,7 @@
 #include "timedist.h"
 #include "u64map.h"
 #include "stack_seen.h"
+#include "usage_log.h"
 #include "unobserved.h"
 
 #define PDI_STATE_COMP (1ull << 63)
@@ -77,18 +78,6 @@ struct pdi_edge {
 	uint32_t from, to; /* indices into the phase's states */
 	struct pdi_gauss time;
 	struct pdi_hist hist;
-};
-
-/* What the node's kernel counted for a task's MPI thread (/proc/PID/task/TID/schedstat) at one
- * moment: from two of them, the time it ran, waited for a CPU, and was neither running nor
- * runnable (stopped, sleeping, in I/O) in between. The call timings cannot tell these apart:
- * a rank stopped inside MPI and the ranks busy-polling for it all sit in the same call, and
- * interference only stretches times. The daemon reads them (the model does no I/O); all
- * zero when not read. */
-struct pdi_usage {
-	uint64_t at_ns;   /* CLOCK_MONOTONIC of the reading */
-	uint64_t cpu_ns;  /* time on a CPU so far */
-	uint64_t wait_ns; /* time runnable but waiting for a CPU so far */
 };
 
 /* A phase's share of the kernel's counts (pdi_model_phase_usage()), in ns. */
@@ -191,6 +180,7 @@ struct pdi_model {
 	struct pdi_stack_seen_log stack_seen;
 
 	struct pdi_usage usage_now; /* the latest reading: where the current phase's share ends */
+	struct pdi_usage_log usage_log; /* readings through the step, inside long phases too */
 };
 
 /* A phase's time T (its t_start or t_end) on the wall clock, ns since the epoch. */
@@ -206,15 +196,16 @@ void pdi_model_done(struct pdi_model *m);
  * first phase cannot be made (the model is intact). */
 int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c);
 
-/* Does the current phase lack its reading of the kernel's counts? The daemon asks after each
- * call it feeds, and reads them when so: a few microseconds per phase and task. */
-static inline bool pdi_model_usage_due(const struct pdi_model *m)
+/* Does the current phase lack its reading of the kernel's counts, or is one due at NOW for the
+ * readings through the step (usage_log.h)? The daemon asks after each call it feeds, and reads
+ * them when so: a few microseconds per phase and task, and per quarter of a second. */
+static inline bool pdi_model_usage_due(const struct pdi_model *m, uint64_t now)
 {
-	return m->nphases && !m->phases[m->nphases - 1].usage.at_ns;
+	return m->nphases && (!m->phases[m->nphases - 1].usage.at_ns || pdi_usage_log_due(&m->usage_log, now));
 }
 
-/* A reading U of the task's counts: the current phase's first when it has none, and the latest
- * (where the current phase's share ends). Readings out of order (a clock or counter going back)
+/* A reading U of the task's counts: the current phase's first when it has none, the latest
+ * (where the current phase's share ends), and one of the log's when due. Readings out of order (a clock or counter going back)
  * are ignored. */
 void pdi_model_usage_add(struct pdi_model *m, const struct pdi_usage *u);
 
@@ -254,11 +245,12 @@ uint64_t pdi_model_cut_horizon(const struct pdi_model *m);
  * same phases, the last one running to the task's end. */
 void pdi_model_fold_past(struct pdi_model *m, uint64_t horizon);
 
-/* Line up the N models of one step (tasks on several nodes, merged at different times): coarsen
- * them to the longest automatic phases among them, then fold them all at the earliest cut
+/* Line up the N models of one step (tasks on several nodes, merged at different times): a task
+ * whose collective count is in doubt turns to the wall clock, and once any task cuts on it, every
+ * task still cutting on collectives turns too (its phases keep the slots they started in);
+ * coarsen them to the longest automatic phases among them, then fold them all at the earliest cut
  * horizon; phases on the wall clock keep only the slots every task began a phase in (up to the
- * latest slot all of them reached), the others fold into the phase before. Tasks that chose
- * differently (collectives and wall clock) fold to one phase and cut no more. Returns how many
+ * latest slot all of them reached), the others fold into the phase before. Returns how many
  * could not be coarsened (left as they were). */
 size_t pdi_models_line_up(struct pdi_model *models, size_t n);
 /* The same, for models held elsewhere (the running tasks of a step on this node). */

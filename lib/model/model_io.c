@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* model_io.c -- encoding a task's model into a portable blob and rebuilding it from one.
  *
- * Payload of format 6, after the header described in model_io.h:
+ * Payload of format 8, after the header described in model_io.h:
  *
  *	u16 nfns, then nfns x (u8 length, name)      MPI functions the blob refers to
  *	u64 calls, dropped_states, dropped_edges, dropped_requests, folded_phase_cuts,
@@ -24,7 +24,10 @@
  *	what its live stack said (stack_seen.h):
  *	u32 n, then n x (u64 t_first, t_last; u16 fn (blob index, 0xffff: outside MPI); u16 looks),
  *	    then u64 dropped
+ *	the readings through the step (usage_log.h):
+ *	u64 gap_ns; u32 n, then n x (u64 at_ns, cpu_ns, wait_ns), oldest first
  *
+ * Format 7 (read only) lacks the readings through the step: read as none.
  * Format 6 (read only) lacks an unobserved record's from_earlier_runs: read as 0.
  * Format 5 (read only) lacks what the live stack said: read as nothing.
  * Format 4 (read only) lacks the slots flag: its phases are on collectives.
@@ -54,6 +57,7 @@
 #define REQUEST_SIZE 22
 #define UNOBSERVED_SIZE 29 /* format 7; 28 before */
 #define STACK_SEEN_SIZE 20
+#define USAGE_SIZE 24
 #define FLAG_STARTED 1
 #define FLAG_SAW_PCONTROL 2
 #define FLAG_SLOTS 4 /* format 5 on */
@@ -73,7 +77,7 @@ _Static_assert(sizeof(struct pdi_phase) == 128, "struct pdi_phase changed: encod
 _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
 /* count_doubt_ns and count_doubt_seen are not encoded: derived from the unobserved log; nor is
  * cfg: the decoder's caller gives it */
-_Static_assert(sizeof(struct pdi_model) == 288 + sizeof(struct pdi_stack_seen_log),
+_Static_assert(sizeof(struct pdi_model) == 288 + sizeof(struct pdi_stack_seen_log) + sizeof(struct pdi_usage_log),
 	       "struct pdi_model changed: encode the new field");
 _Static_assert(sizeof(struct pdi_stack_seen) == 24, "struct pdi_stack_seen changed: encode the new field");
 _Static_assert(sizeof(struct pdi_unobserved) == 32, "struct pdi_unobserved changed: encode the new field");
@@ -287,6 +291,14 @@ static void enc_stack_seen(struct pdi_wire_writer *w, const struct pdi_model *m,
 	pdi_wire_put_u64(w, l->dropped);
 }
 
+static void enc_usage_log(struct pdi_wire_writer *w, const struct pdi_model *m)
+{
+	pdi_wire_put_u64(w, m->usage_log.gap_ns);
+	pdi_wire_put_u32(w, m->usage_log.n);
+	for (uint32_t i = 0; i < m->usage_log.n; i++)
+		enc_usage(w, &m->usage_log.v[i]);
+}
+
 static void seal(uint8_t *p, size_t len)
 {
 	memcpy(p, PDI_MODEL_MAGIC, 4);
@@ -315,6 +327,7 @@ int pdi_model_encode(const struct pdi_model *m, void **ret_buf, size_t *ret_len)
 	enc_requests(&w, m, &t);
 	enc_unobserved(&w, m, &t);
 	enc_stack_seen(&w, m, &t);
+	enc_usage_log(&w, m);
 	if ((r = w.err) < 0)
 		goto out;
 	seal(w.buf, w.len);
@@ -712,6 +725,25 @@ static int dec_stack_seen(struct dec *d, struct pdi_model *m)
 	return 0;
 }
 
+/* The readings through the step: in order, each no earlier than the one before on every count. */
+static int dec_usage_log(struct dec *d, struct pdi_model *m)
+{
+	struct pdi_usage_log *l = &m->usage_log;
+	uint32_t n;
+
+	l->gap_ns = r_u64(&d->r);
+	n = r_u32(&d->r);
+	if (!r_fits(&d->r, n, USAGE_SIZE) || n > PDI_USAGE_LOG_MAX)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < n; i++) {
+		dec_usage(&d->r, &l->v[i]);
+		if (d->r.bad || !l->v[i].at_ns || (i && !pdi_usage_after(&l->v[i - 1], &l->v[i])))
+			return -EBADMSG;
+		l->n = i + 1;
+	}
+	return 0;
+}
+
 /* What the model code charges to its budget: every array's capacity and every map's table
  * (grow_array() and map_put() in model.c; the period sample is not charged). */
 static size_t model_bytes(const struct pdi_model *m)
@@ -752,7 +784,8 @@ static int dec_model(struct dec *d, struct pdi_model *m)
 
 	if ((e = dec_fn_table(d)) < 0 || (e = dec_scalars(d, m)) < 0 || (e = dec_coll_fns(d, m)) < 0 ||
 	    (e = dec_phases(d, m)) < 0 || (e = dec_requests(d, m)) < 0 ||
-	    (d->version >= 2 && (e = dec_unobserved(d, m)) < 0) || (d->version >= 6 && (e = dec_stack_seen(d, m)) < 0))
+	    (d->version >= 2 && (e = dec_unobserved(d, m)) < 0) || (d->version >= 6 && (e = dec_stack_seen(d, m)) < 0) ||
+	    (d->version >= 8 && (e = dec_usage_log(d, m)) < 0))
 		return e;
 	if (d->r.bad || d->r.left)
 		return -EBADMSG;

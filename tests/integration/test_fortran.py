@@ -39,18 +39,21 @@ task scf energy
 UNRESOLVED = " (call chain unresolved)"
 
 
+def may_miss_collectives(s):
+    """Did the overhead budget, or a loss, leave a task's probes blind to some calls (anything
+    but entry-only probes, which see every call)?"""
+    return any(u["level"] != "entry only" for t in s["tasks"] for u in t["unobserved"])
+
+
 def assert_phases_line_up(test, s, at_least):
     """Every task has the same automatic phases: the same count, each starting at the same
-    collective of the step, on the wall clock in order; at least AT_LEAST of them where no task
-    may have missed a collective (then pdimond cuts no more: phases_cut_until)."""
+    collective of the step (or in the same wall-clock slot), on the wall clock in order; at least
+    AT_LEAST of them where no task may have missed a collective (one that may have turns the step
+    to the wall clock: pdimond cuts on from 5 s into the step, so a short run may have few)."""
     starts = {t["rank"]: [p["first_collective"] for p in t["phases"]] for t in s["tasks"]}
     first = starts[0]
-    cut_until = {t["rank"]: t["phases_cut_until"] for t in s["tasks"]}
-    if all(c is None for c in cut_until.values()):
+    if not may_miss_collectives(s):
         test.assertGreaterEqual(len(first), at_least, starts)
-    else:
-        # folded at the earliest collective that every task vouches for
-        test.assertEqual(first[-1], min(c for c in cut_until.values() if c is not None), (starts, cut_until))
     for rank, st in starts.items():
         test.assertEqual(st, first, f"rank {rank}'s phases start elsewhere than rank 0's")
     for t in s["tasks"]:
@@ -158,7 +161,6 @@ class Fortran(FortranSteps):
             self.assertFalse(t["incomplete"], t["dropped"])
             self.assertEqual(t["events_lost"], 0)
             self.assertGreater(t["calls"], 10000)
-            self.assertIsNone(t["phases_cut_until"], t["unobserved"])
 
 
 class FortranBudget(FortranSteps):
@@ -185,9 +187,6 @@ class FortranBudget(FortranSteps):
     def test_nwchem_phases_line_up(self):
         s = self.run_nwchem()
         assert_phases_line_up(self, s, 10)
-        # phases were cut no further only because a task of the step missed something
-        if any(t["phases_cut_until"] is not None for t in s["tasks"]):
-            self.assertTrue([u for t in s["tasks"] for u in t["unobserved"] if u["level"] != "entry only"], s["tasks"])
 
 
 class FortranSmallMemory(DaemonTest):

@@ -32,6 +32,7 @@ struct ring_opts {
 	int spin_phase;   /* (a program phase > 0; 0: none) */
 	double spin_s;    /* how long it spins (0: 3 s) */
 	int slow_from, slow_to; /* phases with interference on one task's CPU; -1: none */
+	int slow_from_i;  /* ... from this iteration (of 40) of phase SLOW_FROM on (0: all of it) */
 	bool slowed;      /* this task is that one: computes 60% longer and gets less CPU; the others
 			     wait longer in the Barrier */
 	double slow_share; /* the CPU share it gets then (0: 0.25) */
@@ -39,7 +40,8 @@ struct ring_opts {
 	double share;     /* the CPU share of every phase (0: 0.4) */
 	double busy_share; /* ... but this one in phases [busy_from, busy_to] (the machine's load; 0: none) */
 	int busy_from, busy_to;
-	bool usage;       /* the daemon read the kernel's counts at each phase's first call */
+	bool usage;       /* the daemon read the kernel's counts at each phase's first call, and every
+			     quarter of a second (usage_log.h) */
 };
 
 /* The kernel's counts as a generated task goes: 40% of its time on a CPU and 60% waiting for
@@ -60,7 +62,7 @@ static void advance(struct clock *k, uint64_t dt, double cpu_share, bool held)
 static void add_call_read(struct pdi_model *m, const struct pdi_call *c, const struct clock *k, bool usage)
 {
 	cr_assert_eq(pdi_model_add_call(m, c), 0);
-	if (usage && pdi_model_usage_due(m))
+	if (usage && pdi_model_usage_due(m, c->t_exit))
 		pdi_model_usage_add(m, &(struct pdi_usage){.at_ns = k->t + 1, .cpu_ns = k->cpu, .wait_ns = k->wait});
 }
 
@@ -96,6 +98,8 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 			for (int s = IRECV; s <= BARRIER; s++) {
 				struct pdi_call x = {.site = (uint32_t)s, .fn = (uint16_t)pdi_mpi_func_find(fns[s]),
 						     .peer = PDI_NO_PEER};
+				bool slow_i = slow && (p != o->slow_from || i >= o->slow_from_i);
+				double share_i = slow_i ? share : usual;
 				double gap = s == BARRIER ? 20e6 : 2e6; /* ns: 20 ms of computation */
 				uint64_t in_mpi = 3000000;
 
@@ -107,14 +111,14 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 					gap *= 25; /* every task: the machine, not the program */
 				if (s == BARRIER && o->spin_phase > 0 && p == o->spin_phase && i == 10)
 					o->spinning ? (void)(gap += spin_ns) : (void)(in_mpi += (uint64_t)spin_ns);
-				if (s == BARRIER && slow)
+				if (s == BARRIER && slow_i)
 					o->slowed ? (void)(gap *= o->slow_factor > 0 ? o->slow_factor : 1.6)
 						  : (void)(in_mpi += 12000000);
-				advance(&k, (uint64_t)gap, share, false);
+				advance(&k, (uint64_t)gap, share_i, false);
 				x.t_enter = k.t;
-				advance(&k, in_mpi, share, false);
+				advance(&k, in_mpi, share_i, false);
 				if (s == WAITALL && p == o->stop_phase && i == 10)
-					advance(&k, 3000000000ull, share, o->stopped);
+					advance(&k, 3000000000ull, share_i, o->stopped);
 				x.t_exit = k.t;
 				add_call_read(m, &x, &k, o->usage);
 			}
@@ -804,23 +808,24 @@ struct starved_case {
 	int abnormal;
 	int phase;           /* the faulty phase, -1: not checked */
 	bool by_starved;     /* the phase and task were picked by the CPU share */
+	int from_i;          /* it began in iteration FROM_I (of 40) of phase FROM (0: the first) */
 };
 
 static const struct starved_case starved_cases[] = {
 	{"a fifth of its peers' share for 3 phases, hardly slower: found where it began", 0.4, 0.08, 1.2, 3, 5, false,
-	 1, 4, true},
-	{"the same on a busier machine (every task 15%)", 0.15, 0.03, 1.2, 2, 4, false, 1, 3, true},
+	 1, 4, true, 0},
+	{"the same on a busier machine (every task 15%)", 0.15, 0.03, 1.2, 2, 4, false, 1, 3, true, 0},
 	{"interference from the fifth phase to the end: a lasting shift, from where it began", 0.4, 0.08, 1.2, 4, 7,
-	 false, 1, 5, true},
+	 false, 1, 5, true, 0},
 	{"two thirds of its peers' share: a scheduler's unevenness, not interference", 0.4, 0.27, 1.0, 3, 5, false, 0,
-	 -1, false},
+	 -1, false, 0},
 	{"a third of their share in every phase (its placement): its usual, no fault", 0.4, 0.13, 1.0, 0, 7, true, 0, -1,
-	 false},
-	{"half their share for 3 phases: under the ratio, no fault", 0.4, 0.2, 1.0, 3, 5, false, 0, -1, false},
+	 false, 0},
+	{"half their share for 3 phases: under the ratio, no fault", 0.4, 0.2, 1.0, 3, 5, false, 0, -1, false, 0},
 	{"a fifth of their share for 5 of the 8 phases (most of a short step): its usual is the rest, found", 0.4, 0.08,
-	 1.2, 1, 5, false, 1, 2, true},
+	 1.2, 1, 5, false, 1, 2, true, 0},
 	{"a fifth of their share in the tear-down, which AutomaDeD leaves out: found there", 0.4, 0.08, 1.2, 7, 7,
-	 false, 1, 8, true},
+	 false, 1, 8, true, 0},
 };
 
 /* SC on a machine whose load gave every task BUSY_SHARE in program phases [BUSY_FROM, BUSY_TO]
@@ -839,6 +844,7 @@ static void expect_starved(const struct starved_case *sc, double busy_share, int
 	char *text;
 
 	victim.slowed = true;
+	victim.slow_from_i = sc->from_i;
 	victim.slow_share = sc->victim_share;
 	victim.slow_factor = sc->victim_factor;
 	/* the peers wait for it no longer than it computes longer */
@@ -879,12 +885,29 @@ Test(analysis, a_task_not_getting_cpu_is_named_with_its_phase)
 Test(analysis, a_task_not_getting_cpu_is_found_where_its_share_fell)
 {
 	const struct starved_case busier = {"every task got half as much before it (a busier machine): found where "
-					    "it began, not at the start", 0.4, 0.08, 1.2, 5, 6, false, 1, 6, true};
+					    "it began, not at the start", 0.4, 0.08, 1.2, 5, 6, false, 1, 6, true, 0};
 	const struct starved_case settling = {"every task got a quarter as much in the phase before it (the scheduler "
-					      "settling): found there", 0.4, 0.08, 1.2, 5, 6, false, 1, 5, true};
+					      "settling): found there", 0.4, 0.08, 1.2, 5, 6, false, 1, 5, true, 0};
 
 	expect_starved(&busier, 0.2, 0, 4);
 	expect_starved(&settling, 0.1, 4, 4);
+}
+
+/* Where it began inside a phase (the kernel's counts read every quarter of a second, usage_log.h):
+ * late in a phase, where the phase as a whole shows too little of it (HPCC, issue 9: the hog in
+ * the last part of a 1 s phase, placed one phase late), or for most of a long phase, where the
+ * rest of it dilutes it under the ratio (MPB: 6 s of a 6.6 s phase at 0.46 of its peers' share,
+ * nothing found). */
+Test(analysis, a_task_not_getting_cpu_is_found_inside_a_phase)
+{
+	const struct starved_case late = {"a fifth of its peers' share from the last sixth of a phase on: found in "
+					  "that phase, not the next", 0.4, 0.08, 1.2, 4, 6, false, 1, 5, true, 34};
+	const struct starved_case diluted = {"a third of its peers' share for the last two thirds of one phase (half "
+					     "of it over the phase): found there", 0.4, 0.12, 1.5, 4, 4, false, 1, 5,
+					     true, 14};
+
+	expect_starved(&late, 0, 0, 0);
+	expect_starved(&diluted, 0, 0, 0);
 }
 
 /* Interference in a step of few phases (3 program phases: AutomaDeD has no usual phase): the

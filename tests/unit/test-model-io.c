@@ -123,7 +123,7 @@ static void feed(struct pdi_model *m, const struct script *s, size_t from, size_
 {
 	for (size_t i = from; i < to; i++) {
 		cr_assert_eq(pdi_model_add_call(m, &s->v[i]), 0, "call %zu", i);
-		if (pdi_model_usage_due(m))
+		if (pdi_model_usage_due(m, s->v[i].t_exit))
 			pdi_model_usage_add(m, &(struct pdi_usage){.at_ns = s->v[i].t_exit, .cpu_ns = s->v[i].t_exit / 2,
 								   .wait_ns = s->v[i].t_exit / 4});
 	}
@@ -211,6 +211,9 @@ static void assert_same_model(const struct pdi_model *a, const struct pdi_model 
 	cr_assert_eq(a->stack_seen.n, b->stack_seen.n);
 	cr_assert_eq(a->stack_seen.dropped, b->stack_seen.dropped);
 	cr_assert(memcmp(a->stack_seen.v, b->stack_seen.v, a->stack_seen.n * sizeof(a->stack_seen.v[0])) == 0);
+	cr_assert_eq(a->usage_log.n, b->usage_log.n);
+	cr_assert_eq(a->usage_log.gap_ns, b->usage_log.gap_ns);
+	cr_assert(memcmp(a->usage_log.v, b->usage_log.v, a->usage_log.n * sizeof(a->usage_log.v[0])) == 0);
 }
 
 struct blob {

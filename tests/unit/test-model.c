@@ -1223,7 +1223,7 @@ Test(model, what_may_hide_a_collective_stops_the_cuts)
 Test(model, a_loss_noticed_late_folds_the_cuts_made_since)
 {
 	struct task a;
-	uint32_t before;
+	uint32_t before = 0;
 	uint64_t t_lost;
 
 	/* the daemon counts lost events when it next looks: the record starts in the past */
@@ -1313,16 +1313,16 @@ Test(model, phases_share_the_kernels_counts)
 	struct task k;
 
 	task_init(&k, NULL);
-	cr_assert_not(pdi_model_usage_due(&k.m), "no phase, nothing to read for");
+	cr_assert_not(pdi_model_usage_due(&k.m, k.t), "no phase, nothing to read for");
 	call(&k, 1, send, 0, 10);
-	cr_assert(pdi_model_usage_due(&k.m));
+	cr_assert(pdi_model_usage_due(&k.m, k.t));
 	usage_at(&k, 100, 0);
-	cr_assert_not(pdi_model_usage_due(&k.m));
+	cr_assert_not(pdi_model_usage_due(&k.m, k.t));
 	cr_assert_not(pdi_model_phase_usage(&k.m, 0, &u), "one reading spans no time");
 	/* phase 0 runs 1 s: 0.5 s on a CPU, 0.2 s waiting for one, 0.3 s neither */
 	k.t += 1000000000;
 	call(&k, 2, pcontrol, 0, 10);
-	cr_assert(pdi_model_usage_due(&k.m), "a new phase wants its reading");
+	cr_assert(pdi_model_usage_due(&k.m, k.t), "a new phase wants its reading");
 	usage_at(&k, 100 + 500000000, 200000000);
 	cr_assert(pdi_model_phase_usage(&k.m, 0, &u));
 	cr_assert_eq(u.wall_ns, 1000000010);
@@ -1367,7 +1367,7 @@ Test(model, merged_phases_keep_the_first_reading)
 	for (unsigned i = 0; i < PDI_MODEL_PERIOD_SAMPLE + 40; i++) {
 		call(&k, 1, barrier, 1000000, 1000000);
 		cpu += 1200000;
-		if (pdi_model_usage_due(&k.m))
+		if (pdi_model_usage_due(&k.m, k.t))
 			usage_at(&k, cpu, 0);
 	}
 	cr_assert_gt(k.m.merged_phases, 0, "phases were merged");
@@ -1517,29 +1517,151 @@ Test(model, a_world_loop_keeps_its_phases_on_collectives)
 	pdi_model_done(&k.m);
 }
 
-Test(model, tasks_that_chose_differently_keep_one_phase)
+/* One step of a program in lockstep: COMP_MS of computation, then a world Allreduce and a send;
+ * UNSEEN: the Allreduce happens but the probes miss it. */
+static void world_step(struct task *k, uint64_t comp_ms, bool unseen)
 {
-	struct pdi_model_config cfg = pdi_model_config_default;
+	if (unseen)
+		k->t += comp_ms * MS + 1000;
+	else
+		call(k, 1, fn_id("MPI_Allreduce"), comp_ms * MS, 1000);
+	call_full(k, 2, fn_id("MPI_Send"), 1000, 500, 1, 0);
+}
+
+/* A and B step in lockstep, every collective seen, until A's clock passes END. */
+static void world_steps_until(struct task *a, struct task *b, uint64_t end)
+{
+	while (a->t < end) {
+		world_step(a, 5, false);
+		world_step(b, 5, false);
+		b->t = a->t;
+	}
+}
+
+Test(model, tasks_that_chose_differently_line_up_on_the_wall_clock)
+{
 	struct task a, b;
+	uint32_t cut_a;
 
 	/* A saw 96 world collectives before the instant, B (whose count a collective straddled,
-	 * say) did not: phases cannot line up, so each keeps one and cuts no more */
-	cfg.auto_slots_from_ns = 3000000000ll;
-	task_init(&a, &cfg);
-	task_init(&b, &cfg);
-	barrier_loop(&a, 400, NULL);
+	 * say) did not: lined up, A turns to the wall clock as B did, its phases keep the slots they
+	 * started in, and both go on cutting the same slots */
+	slot_tasks_init(&a, &b);
+	while (a.t < 9000000000ull)
+		world_step(&a, 3, false);
 	while (b.t < 9000000000ull)
 		stencil_step(&b, 2, 3);
 	cr_assert(!a.m.slots && a.m.nphases > 1);
 	cr_assert(b.m.slots && b.m.nphases > 1);
 	line_up_two(&a, &b);
-	cr_assert_eq(a.m.nphases, 1);
-	cr_assert_eq(b.m.nphases, 1);
-	barrier_loop(&a, 200, NULL);
-	stencil_step(&b, 2, 300);
-	stencil_step(&b, 2, 300);
-	cr_assert_eq(a.m.nphases, 1);
-	cr_assert_eq(b.m.nphases, 1);
+	cr_assert(a.m.slots);
+	assert_in_slots(&a.m);
+	cut_a = a.m.nphases;
+	while (a.t < 12100000000ull)
+		world_step(&a, 3, false);
+	while (b.t < 12100000000ull)
+		stencil_step(&b, 2, 3);
+	cr_assert_gt(a.m.nphases, cut_a, "A cuts on");
+	line_up_two(&a, &b);
+	assert_lined_up(&a.m, &b.m);
+	assert_in_slots(&a.m);
+	cr_assert_gt(a.m.phases[a.m.nphases - 1].t_start, 11000000000ull, "both cut to the end");
+	check_model(&a.m);
+	check_model(&b.m);
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}
+
+Test(model, a_count_in_doubt_turns_to_the_wall_clock_and_siblings_follow)
+{
+	const uint16_t allreduce = fn_id("MPI_Allreduce");
+	const uint64_t doubt = 2500000000ull, end = 12000000000ull;
+	struct task a, b;
+	uint64_t calls_a, calls_b;
+	uint32_t before = 0;
+
+	/* A and B cut on their world Allreduces (96 of them by 1.5 s); at 2.5 s the overhead budget
+	 * samples the Allreduce on both, as it does for a step's tasks on a node: from then on A misses
+	 * every third call, B every fifth, and their counts go astray. Neither may cut on them, but
+	 * their phases must go on, lined up, rather than fold into one from 2.5 s to the end */
+	slot_tasks_init(&a, &b);
+	for (unsigned it = 0; a.t < end; it++) {
+		if (a.t >= doubt && !a.m.unobserved.n) {
+			cr_assert_eq(pdi_unobserved_begin(&a.m.unobserved, allreduce, PDI_UNOBS_SAMPLED, 1, 200, 2000, a.t), 0);
+			cr_assert_eq(pdi_unobserved_begin(&b.m.unobserved, allreduce, PDI_UNOBS_SAMPLED, 1, 200, 2000, a.t), 0);
+			before = a.m.nphases;
+		}
+		world_step(&a, 5, a.m.unobserved.n && it % 3 == 0);
+		world_step(&b, 5, b.m.unobserved.n && it % 5 == 0);
+		b.t = a.t; /* in lockstep */
+	}
+	cr_assert_gt(before, 3, "phases on the collectives before the doubt");
+	calls_a = model_transitions(&a.m);
+	calls_b = model_transitions(&b.m);
+	line_up_two(&a, &b);
+	cr_assert(a.m.slots && b.m.slots);
+	assert_lined_up(&a.m, &b.m);
+	cr_assert_eq(model_transitions(&a.m), calls_a, "folded, not dropped");
+	cr_assert_eq(model_transitions(&b.m), calls_b, "folded, not dropped");
+	cr_assert_gt(a.m.nphases, before + 10, "phases go on after the doubt");
+	cr_assert_lt(a.m.phases[2].t_start, doubt, "the phases cut on collectives before it stay");
+	cr_assert_gt(a.m.phases[a.m.nphases - 1].t_start, end - 1000 * MS, "cut to the end");
+	for (uint32_t i = 1; i < a.m.nphases; i++) {
+		uint64_t s = a.m.phases[i].t_start;
+
+		/* none starts in the stretch between the doubt and the step's wall-clock instant */
+		cr_assert(s < doubt || s >= 3000000000ull, "phase %u starts at %llu", i, (unsigned long long)s);
+		cr_assert_eq(s / (a.m.auto_len * MS), a.m.phases[i].first_collective, "phase %u", i);
+	}
+	cr_assert_eq(pdi_model_cut_horizon(&a.m), UINT64_MAX, "slots need no count vouched for");
+	check_model(&a.m);
+	check_model(&b.m);
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}
+
+Test(model, a_loss_on_one_task_turns_its_siblings_at_line_up)
+{
+	struct task a, b;
+
+	/* A's ring buffer was full for a moment (a loss of A alone): A turns at its next call, B, which
+	 * saw everything, when the step is lined up; from then on both cut the same slots */
+	slot_tasks_init(&a, &b);
+	world_steps_until(&a, &b, 4000000000ull);
+	cr_assert_eq(pdi_unobserved_add(&a.m.unobserved, PDI_UNOBSERVED_ALL, PDI_UNOBS_LOST, a.t - 10 * MS, a.t), 0);
+	world_steps_until(&a, &b, a.t + 1);
+	cr_assert(a.m.slots && !b.m.slots);
+	line_up_two(&a, &b);
+	cr_assert(b.m.slots);
+	assert_lined_up(&a.m, &b.m);
+	world_steps_until(&a, &b, 8000000000ull);
+	line_up_two(&a, &b);
+	assert_lined_up(&a.m, &b.m);
+	cr_assert_gt(a.m.phases[a.m.nphases - 1].t_start, 7000000000ull);
+	check_model(&a.m);
+	check_model(&b.m);
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+}
+
+Test(model, tasks_that_ended_in_different_slots_line_up_to_the_end)
+{
+	struct task a, b;
+
+	/* B computes on for 400 ms after A's last step: its MPI_Finalize falls in a later slot than
+	 * A's, where A will never cut; lined up after both finalized, they hold the same phases */
+	slot_tasks_init(&a, &b);
+	while (a.t < 9010000000ull)
+		stencil_step(&a, 3, 5);
+	while (b.t < 9010000000ull)
+		stencil_step(&b, 3, 5);
+	call(&a, 30, fn_id("MPI_Finalize"), MS, MS);
+	call(&b, 30, fn_id("MPI_Finalize"), 400 * MS, MS);
+	cr_assert_eq(b.m.nphases, a.m.nphases + 1);
+	line_up_two(&a, &b);
+	assert_lined_up(&a.m, &b.m);
+	cr_assert_geq(b.m.phases[b.m.nphases - 1].t_end, 9400000000ull, "B's last phase holds its last call");
+	check_model(&b.m);
 	pdi_model_done(&a.m);
 	pdi_model_done(&b.m);
 }

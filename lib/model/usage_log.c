@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* usage_log.c -- the bounded log of a task's readings of the kernel's counts (usage_log.h). */
+#include "usage_log.h"
+
+bool pdi_usage_after(const struct pdi_usage *a, const struct pdi_usage *b)
+{
+	return b->at_ns >= a->at_ns && b->cpu_ns >= a->cpu_ns && b->wait_ns >= a->wait_ns;
+}
+
+uint64_t pdi_usage_log_gap(const struct pdi_usage_log *l)
+{
+	return l->gap_ns ? l->gap_ns : PDI_USAGE_LOG_GAP_NS;
+}
+
+bool pdi_usage_log_due(const struct pdi_usage_log *l, uint64_t now)
+{
+	return !l->n || now >= l->v[l->n - 1].at_ns + pdi_usage_log_gap(l);
+}
+
+void pdi_usage_log_add(struct pdi_usage_log *l, const struct pdi_usage *u)
+{
+	if (!u->at_ns || !pdi_usage_log_due(l, u->at_ns) || (l->n && !pdi_usage_after(&l->v[l->n - 1], u)))
+		return;
+	if (l->n == PDI_USAGE_LOG_MAX) {
+		for (uint32_t i = 1; i < PDI_USAGE_LOG_MAX / 2; i++)
+			l->v[i] = l->v[2 * i];
+		l->n = PDI_USAGE_LOG_MAX / 2;
+		l->gap_ns = 2 * pdi_usage_log_gap(l);
+		if (!pdi_usage_log_due(l, u->at_ns))
+			return;
+	}
+	l->v[l->n++] = *u;
+}

@@ -229,7 +229,16 @@ class Daemon:
             args += ["--set", s]
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
-        wait_for(lambda: self._ready(), 30, "pdimond to own its bus name", longest_pause=0.02)
+        try:
+            wait_for(lambda: self._ready(), 30, "pdimond to own its bus name", longest_pause=0.02)
+        except AssertionError:
+            # setUp fails and nobody would stop it: a daemon ready late stayed running, bus and all
+            self.proc.kill()
+            self.proc.wait()
+            self.log.close()
+            if self.own_bus:
+                self.bus.stop()
+            raise
 
     def _ready(self):
         if self.proc.poll() is not None:

@@ -197,9 +197,10 @@ static void ahead_run(struct pdi_job *pj)
 	j->attach_ns = pdi_now_ns();
 	if (j->a)
 		j->result = pdi_ahead_attach_run(j->a);
-	/* attached: what its join needs if it ends before it (its sites' objects; Open MPI's handles
-	 * once ld.so has mapped the library, which a quick attach may beat) */
-	if (j->a && j->result == 0 && !j->warmed && pdi_maps_read(j->pid, &j->maps) == 0) {
+	/* attached as it started: what its join needs if it ends before it (its sites' objects; Open
+	 * MPI's handles once ld.so has mapped the library, which a quick attach may beat). Not for a
+	 * process held at its MPI_Init: it joins at done(), and waits for nothing but its attach */
+	if (j->a && j->result == 0 && !j->warmed && !j->held && pdi_maps_read(j->pid, &j->maps) == 0) {
 		j->exe_fd = pin_exe(j->pid, &j->maps);
 		j->lib_mapped = pdi_ahead_attach_lib_mapped(j->a, &j->maps);
 	}

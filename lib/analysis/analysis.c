@@ -379,10 +379,23 @@ static int automaded_input(const struct pdi_analysis_samples *samples, struct pd
 		rows = calloc(samples->nruns * a->classes.n + 1, sizeof(*rows));
 		if (!rows)
 			goto out;
-		for (unsigned run = 0; run < samples->nruns; run++)
-			for (size_t c = 0; c < a->classes.n; c++)
-				rows[run * a->classes.n + c] = samples->rows[run][a->classes.classes[c].members[0]];
-		a->sample_runs = samples->nruns;
+		for (unsigned run = 0; run < samples->nruns; run++) {
+			const struct pdi_model **row = rows + a->sample_runs * a->classes.n;
+			bool phased = true;
+
+			for (size_t c = 0; c < a->classes.n; c++) {
+				row[c] = samples->rows[run][a->classes.classes[c].members[0]];
+				phased &= row[c] && row[c]->nphases >= 2;
+			}
+			/* a run of one phase (NWChem's, when the budget its earlier runs learned thinned
+			 * the collectives phases are cut on from the start) has no phase to line up with
+			 * the step's: comparing with it would find nothing, not tell normal from abnormal */
+			a->sample_runs += phased;
+		}
+		if (!a->sample_runs) {
+			free(rows);
+			rows = NULL;
+		}
 	}
 	*ret_models = models;
 	*ret_weights = weights;

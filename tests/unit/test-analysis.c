@@ -1248,3 +1248,36 @@ Test(analysis, clean_earlier_runs_leave_the_documented_floor)
 	cr_expect_float_eq(base.floor_s, PDI_EXCESS_FLOOR_S, 1e-9);
 	earlier_done(&e);
 }
+
+/* Earlier runs of one phase (NWChem's, when the budget its earlier runs learned thinned the
+ * collectives its phases are cut on from the start) have no phase to line up with the step's:
+ * they are no sample runs, and the step is judged against its own phases, as it says. */
+Test(analysis, earlier_runs_of_one_phase_are_no_sample_runs)
+{
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_model one[4];
+	const struct pdi_model *row[4];
+	const struct pdi_model *const *rows[1] = {row};
+	struct pdi_analysis a;
+	char words[160];
+
+	cr_assert_not_null(b);
+	build(&cases[1], b); /* rank 2 stalls */
+	for (int i = 0; i < 4; i++) {
+		ring_model(&one[i], i + 10, 0, -1); /* fewer than two phases to line up */
+		cr_assert_lt(one[i].nphases, 2);
+		row[i] = &one[i];
+	}
+	cr_assert_eq(pdi_analysis_build(&b->v, &(struct pdi_analysis_samples){.rows = rows, .nruns = 1}, &a), 0);
+	cr_expect_eq(a.sample_runs, 0);
+	cr_expect(a.abnormal);
+	cr_expect_eq(a.am.faulty_phase, 6);
+	cr_expect_gt(a.am.ntop, 0, "the characteristic transitions, against its own phases");
+	pdi_analysis_confidence_text(&a, words, sizeof(words));
+	cr_expect(strstr(words, "against this step's own phases only"), "%s", words);
+	pdi_analysis_done(&a);
+	for (int i = 0; i < 4; i++)
+		pdi_model_done(&one[i]);
+	unbuild(&cases[1], b);
+	free(b);
+}

@@ -385,11 +385,12 @@ static int automaded_input(const struct pdi_analysis_samples *samples, struct pd
 
 			for (size_t c = 0; c < a->classes.n; c++) {
 				row[c] = samples->rows[run][a->classes.classes[c].members[0]];
-				phased &= row[c] && row[c]->nphases >= 2;
+				phased &= row[c] && (row[c]->nphases >= 2 || models[c]->nphases < 2);
 			}
 			/* a run of one phase (NWChem's, when the budget its earlier runs learned thinned
 			 * the collectives phases are cut on from the start) has no phase to line up with
-			 * the step's: comparing with it would find nothing, not tell normal from abnormal */
+			 * a step of several: comparing with it would find nothing, not tell normal from
+			 * abnormal. Against a step of one phase it is like with like. */
 			a->sample_runs += phased;
 		}
 		if (!a->sample_runs) {

@@ -286,6 +286,11 @@ class Startup(DaemonTest):
                 # the order is forced: they reached MPI_Init, and ended, before any read
                 self.assertRegex(log, r"reached MPI_Init: the objects it maps are read on a worker")
                 self.assertNotIn("objects it maps read on a worker in", log)
+        # let go, the worker reads the objects and only then are the ranks' calls taken in: a view
+        # built meanwhile shows them joined with their calls still to come (it never waits for a
+        # worker on the loop)
+        wait_for(lambda: all(t["calls"] == 3 for t in self.d.show("ended")["tasks"]), 60,
+                 "the ended ranks' calls to be taken in once the worker read their objects")
         s = self.d.show("ended")
         self.assertEqual(sorted(str(t["pid"]) for t in s["tasks"]), sorted(ranks))
         for t in s["tasks"]:

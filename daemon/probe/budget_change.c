@@ -3,7 +3,6 @@
  * attached on a worker (see budget_change.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include "clock.h"
 #include "daemon.h"
 #include "detach.h"
+#include "ident.h"
 #include "log.h"
 #include "mpi_funcs.h"
 #include "probe_change.h"
@@ -45,9 +45,8 @@ bool pdi_budget_change_pending(const struct pdi_task *t)
 static void change_run(struct pdi_job *pj)
 {
 	struct change_job *j = pdi_job_of(pj, struct change_job, job);
-	struct pollfd p = {.fd = j->pidfd, .events = POLLIN};
 
-	if (j->pidfd >= 0 && poll(&p, 1, 0) > 0) {
+	if (pdi_pidfd_exited(j->pidfd)) {
 		j->result = -ESRCH;
 		return;
 	}

@@ -1160,6 +1160,15 @@ static void assert_lined_up(const struct pdi_model *a, const struct pdi_model *b
 		cr_assert_eq(a->phases[i].first_collective, b->phases[i].first_collective, "phase %u", i);
 }
 
+/* Two sibling tasks' models, checked whole, then freed. */
+static void check_and_free_two(struct task *a, struct task *b)
+{
+	check_model(&a->m);
+	check_model(&b->m);
+	pdi_model_done(&a->m);
+	pdi_model_done(&b->m);
+}
+
 Test(model, unseen_collectives_stop_the_cuts_and_siblings_fold_at_the_same_one)
 {
 	struct task a, b;
@@ -1436,10 +1445,7 @@ Test(model, grid_codes_cut_on_the_wall_clock)
 	assert_in_slots(&a.m);
 	assert_in_slots(&b.m);
 	cr_assert_geq(a.m.phases[1].t_start, 3000000000ull, "set-up before the instant is phase 0");
-	check_model(&a.m);
-	check_model(&b.m);
-	pdi_model_done(&a.m);
-	pdi_model_done(&b.m);
+	check_and_free_two(&a, &b);
 }
 
 Test(model, a_stopped_task_holds_one_wall_clock_phase_on_every_task)
@@ -1566,10 +1572,7 @@ Test(model, tasks_that_chose_differently_line_up_on_the_wall_clock)
 	assert_lined_up(&a.m, &b.m);
 	assert_in_slots(&a.m);
 	cr_assert_gt(a.m.phases[a.m.nphases - 1].t_start, 11000000000ull, "both cut to the end");
-	check_model(&a.m);
-	check_model(&b.m);
-	pdi_model_done(&a.m);
-	pdi_model_done(&b.m);
+	check_and_free_two(&a, &b);
 }
 
 Test(model, a_count_in_doubt_turns_to_the_wall_clock_and_siblings_follow)
@@ -1614,10 +1617,7 @@ Test(model, a_count_in_doubt_turns_to_the_wall_clock_and_siblings_follow)
 		cr_assert_eq(s / (a.m.auto_len * MS), a.m.phases[i].first_collective, "phase %u", i);
 	}
 	cr_assert_eq(pdi_model_cut_horizon(&a.m), UINT64_MAX, "slots need no count vouched for");
-	check_model(&a.m);
-	check_model(&b.m);
-	pdi_model_done(&a.m);
-	pdi_model_done(&b.m);
+	check_and_free_two(&a, &b);
 }
 
 Test(model, a_loss_on_one_task_turns_its_siblings_at_line_up)
@@ -1638,10 +1638,7 @@ Test(model, a_loss_on_one_task_turns_its_siblings_at_line_up)
 	line_up_two(&a, &b);
 	assert_lined_up(&a.m, &b.m);
 	cr_assert_gt(a.m.phases[a.m.nphases - 1].t_start, 7000000000ull);
-	check_model(&a.m);
-	check_model(&b.m);
-	pdi_model_done(&a.m);
-	pdi_model_done(&b.m);
+	check_and_free_two(&a, &b);
 }
 
 Test(model, tasks_that_ended_in_different_slots_line_up_to_the_end)

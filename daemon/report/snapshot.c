@@ -109,6 +109,7 @@ static int copy_model(const struct pdi_model *m, struct pdi_model *ret)
 static int own_view(const struct pdi_view *v, struct pdi_step *k, struct pdi_view *ret)
 {
 	struct pdi_view c = *v;
+	int r = -ENOMEM;
 
 	c.name = NULL;
 	c.tasks = NULL;
@@ -123,21 +124,21 @@ static int own_view(const struct pdi_view *v, struct pdi_step *k, struct pdi_vie
 	c.tasks = calloc(v->ntasks + 1, sizeof(*c.tasks));
 	c.own_models = calloc(v->ntasks + 1, sizeof(*c.own_models));
 	if (!c.name || !c.tasks || !c.own_models)
-		goto nomem;
+		goto fail;
 	for (unsigned i = 0; i < v->ntasks; i++) {
 		c.tasks[i] = v->tasks[i];
 		c.tasks[i].stack = NULL;
 		c.tasks[i].nstack = 0;
-		if (copy_model(v->tasks[i].model, &c.own_models[i]) < 0)
-			goto nomem;
+		if ((r = copy_model(v->tasks[i].model, &c.own_models[i])) < 0)
+			goto fail;
 		c.nown_models++;
 		c.tasks[i].model = &c.own_models[i];
 	}
 	*ret = c;
 	return 0;
-nomem:
+fail:
 	pdi_view_done(&c);
-	return -ENOMEM;
+	return r;
 }
 
 int pdi_snapshot_take(struct pdi_daemon *d, struct pdi_step *s, struct pdi_snapshot **ret)

@@ -249,6 +249,25 @@ static size_t phase_bytes(const struct pdi_phase *p)
 	       pdi_u64map_bytes(&p->state_idx) + pdi_u64map_bytes(&p->edge_idx);
 }
 
+/* After M's phases were merged: the room past what they may soon grow into is given back. A
+ * task that folds 90 phases into 4 holds no more than 4 need, and its saved model stays within
+ * the capacity model_io's decoder takes for its count (cap_ok(): 4n + 16 at most; a snapshot of
+ * a step whose phases had folded was refused as corrupt, and its report failed). */
+static void fit_phases(struct pdi_model *m)
+{
+	uint32_t cap = m->nphases + m->nphases / 2 + 8;
+	struct pdi_phase *v;
+
+	if (m->cap_phases <= 2 * m->nphases + 16)
+		return;
+	v = realloc(m->phases, (size_t)cap * sizeof(*v));
+	if (!v)
+		return; /* smaller cannot fail on glibc; the larger array is still whole if it does */
+	m->bytes -= (size_t)(m->cap_phases - cap) * sizeof(*v);
+	m->phases = v;
+	m->cap_phases = cap;
+}
+
 /* Halve the automatic phases after the prologue: (1,2) -> 1, (3,4) -> 2, ... The phases keep
  * starting on the grid of the doubled length; so does the next cut. */
 static void halve_auto_phases(struct pdi_model *m)
@@ -280,6 +299,7 @@ static void halve_auto_phases(struct pdi_model *m)
 	}
 	m->nphases = out;
 	m->auto_len *= 2;
+	fit_phases(m);
 }
 
 /* Fold M's phase I into the one before (I >= 1): its usage and the phases after move up. */
@@ -290,6 +310,7 @@ static void fold_into_previous(struct pdi_model *m, uint32_t i)
 	phase_done(&m->phases[i]);
 	memmove(&m->phases[i], &m->phases[i + 1], (m->nphases - i - 1) * sizeof(*m->phases));
 	m->phases[--m->nphases] = (struct pdi_phase){0};
+	fit_phases(m);
 }
 
 /* Double the slots of phases on the wall clock: a phase starting in slot S now starts in S / 2,
@@ -332,6 +353,7 @@ static void fold_from(struct pdi_model *m, uint32_t keep)
 		m->phases[i] = (struct pdi_phase){0};
 	}
 	m->nphases = keep;
+	fit_phases(m);
 }
 
 /* Could record U hide a step-wide collective? Entry-only probes see every call; thinner

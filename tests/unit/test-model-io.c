@@ -447,6 +447,31 @@ Test(model_io, ring_with_automatic_phases_and_merges)
 	script_free(&s);
 }
 
+/* A task whose phases are folded into one (its collective count fell in doubt, lib/model)
+ * keeps no more room than one phase needs, and its model is read back: a snapshot of such a task
+ * was once refused as corrupt (90 phases' room for 4), and the step's report failed. */
+Test(model_io, phases_folded_to_one)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct script s;
+	struct pdi_model m, d;
+
+	cfg.auto_phase_min_collectives = 4;
+	cfg.max_phases = 200;
+	script_init(&s);
+	ring(&s, 96 + 600);
+	pdi_model_init(&m, &cfg);
+	feed(&m, &s, 0, s.n);
+	cr_assert_gt(m.nphases, 40, "cut into many phases first: %u", m.nphases);
+	pdi_model_fold_past(&m, 0);
+	cr_assert_eq(m.nphases, 1);
+	cr_assert_leq(m.cap_phases, 16, "room for %u phases kept", m.cap_phases);
+	round_trip(&m, &d);
+	pdi_model_done(&d);
+	pdi_model_done(&m);
+	script_free(&s);
+}
+
 Test(model_io, ring_without_phases)
 {
 	struct pdi_model_config cfg = pdi_model_config_default;

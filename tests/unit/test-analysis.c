@@ -1053,6 +1053,40 @@ Test(analysis, a_spinning_rank_is_named_not_the_peer_it_took_the_cpu_from)
 		expect_spinner_named(k);
 }
 
+/* A rank stopped 3 s inside MPI in program phase 2, and another that computed 4 s longer than its
+ * peers in phase 5 (a loaded machine stretching the program's own imbalance: NWChem at a load of
+ * 37, issue 9, spin11, 2.8 s in an 11 s phase against 2.6 s held). No healthy task is held for
+ * seconds: the stopped rank is named, in its phase. */
+Test(analysis, a_task_held_for_seconds_beats_a_longer_computation_elsewhere)
+{
+	const struct view_case *c = &cases[0]; /* 4 tasks, 8 phases */
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = 2, .slow_from = -1,
+				.slow_to = -1, .usage = true, .spin_phase = 5, .spin_s = 4};
+	struct ring_opts stopped = all, longer = all;
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	int ranks[MAX_TASKS];
+	size_t n;
+
+	stopped.stopped = true;
+	longer.spinning = true;
+	cr_assert_not_null(b);
+	build(c, b);
+	for (int i = 0; i < 4; i++) {
+		pdi_model_done(&b->models[i]);
+		ring_model_with(&b->models[i], i, c->phases, i == 2 ? &stopped : i == 1 ? &longer : &all);
+	}
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	n = pdi_analysis_faulty_ranks(&a, ranks);
+	cr_expect(a.abnormal, "abnormal %d (z %g, %g s)", a.abnormal, a.noise_z, a.excess_s);
+	cr_expect(a.am.by_lost && a.am.lost.kind == PDI_LOST_HELD && a.am.faulty_phase == 3,
+		  "phase %u, by lost %d (%s)", a.am.faulty_phase, a.am.by_lost, pdi_lost_kind_names[a.am.lost.kind]);
+	cr_expect(n == 1 && ranks[0] == 2, "%zu ranks, first %d", n, n ? ranks[0] : -1);
+	pdi_analysis_done(&a);
+	unbuild(c, b);
+	free(b);
+}
+
 /* Task I of B seen by its live stack in FN ("" outside MPI) in the middle of phase P of its
  * model, LOOKS looks 3 s apart. */
 static void seen(struct built *b, unsigned i, const char *fn, uint32_t p, unsigned looks)

@@ -733,6 +733,15 @@ static bool cuts_early(struct pdi_model *m, uint64_t t)
 	return true;
 }
 
+/* M, cutting early slots, entered a step-wide collective at T: it is still in its set-up (a code
+ * without a loop of them makes its last ones before its loop; one with such a loop folds them all
+ * at its 96th anyway), so its early phases fold into phase 0 and cut on from the next slot. */
+static void set_up_goes_on(struct pdi_model *m, uint64_t t)
+{
+	fold_from(m, 1);
+	m->auto_next_cut = slot_of(m, t) + 1;
+}
+
 /* M's step-wide collectives showed their period before its step's instant: its early phases fold
  * into the set-up, and it cuts on collectives as though it had never cut on the wall clock. */
 static void leave_early(struct pdi_model *m)
@@ -782,8 +791,10 @@ static bool starts_phase(struct pdi_model *m, const struct pdi_call *c, uint64_t
 			}
 			free(m->coll_fns);
 			m->coll_fns = NULL;
+		} else if (cuts_early(m, c->t_enter)) {
+			set_up_goes_on(m, c->t_enter);
 		}
-		return cuts_early(m, c->t_enter) && starts_slot(m, c, ret_first);
+		return false;
 	}
 	if (k != m->auto_next_cut)
 		return false;

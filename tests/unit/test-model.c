@@ -1544,9 +1544,9 @@ static void world_steps_until(struct task *a, struct task *b, uint64_t end)
 	}
 }
 
-/* A and B as meep's ranks: a set-up of 44 world Allreduces, then a time loop that talks to
- * different numbers of neighbours at different paces, until END; their step cuts early phases
- * from 1.5 s (0.5 s into the run) and decides at 5 s. */
+/* A and B as meep's ranks: a set-up of 44 world Allreduces until 2.32 s, then a time loop that
+ * talks to different numbers of neighbours at different paces, until END; their step cuts early
+ * phases from 1.5 s (0.5 s into the run) and decides at 5 s. */
 static void early_tasks_run(struct task *a, struct task *b, uint64_t end)
 {
 	struct pdi_model_config cfg = pdi_model_config_default;
@@ -1557,8 +1557,8 @@ static void early_tasks_run(struct task *a, struct task *b, uint64_t end)
 	task_init(a, &cfg);
 	task_init(b, &cfg);
 	for (unsigned i = 0; i < 44; i++) {
-		call(a, 1, allreduce, 5 * MS, 1000);
-		call(b, 1, allreduce, 5 * MS, 1000);
+		call(a, 1, allreduce, 30 * MS, 1000);
+		call(b, 1, allreduce, 30 * MS, 1000);
 	}
 	while (a->t < end)
 		stencil_step(a, 4, 7);
@@ -1570,18 +1570,19 @@ Test(model, a_code_without_a_world_loop_cuts_phases_before_the_instant)
 {
 	struct task a, b;
 
-	/* a run that ends at 3.5 s, before its step decides at 5 s, was one set-up phase: now it has
-	 * the slots from 1.5 s on, lined up, the set-up before them phase 0 */
-	early_tasks_run(&a, &b, 3500000000ull);
+	/* a run that ends at 4.5 s, before its step decides at 5 s, was one set-up phase: now it has
+	 * the slots from its set-up's last collective on, lined up, the set-up before them phase 0 */
+	early_tasks_run(&a, &b, 4500000000ull);
 	cr_assert(a.m.early && b.m.early);
 	line_up_two(&a, &b);
 	assert_lined_up(&a.m, &b.m);
 	cr_assert_geq(a.m.nphases, 8, "%u phases", a.m.nphases);
 	assert_in_slots(&a.m);
 	assert_in_slots(&b.m);
-	cr_assert_geq(a.m.phases[1].t_start, 1500000000ull);
-	cr_assert_lt(a.m.phases[1].t_start, 1750000000ull, "the first slot past the early instant");
+	cr_assert_geq(a.m.phases[1].t_start, 2500000000ull, "the first slot past the set-up");
+	cr_assert_lt(a.m.phases[1].t_start, 2750000000ull);
 	cr_assert_eq(state_visits(&a.m.phases[0], pdi_state_comm(1)), 44, "the set-up's collectives in phase 0");
+	cr_assert_eq(state_visits(&b.m.phases[0], pdi_state_comm(1)), 44);
 	pdi_model_done(&a.m);
 	pdi_model_done(&b.m);
 	/* past the instant the step decides for the wall clock: the early phases stay, cutting goes on */
@@ -1590,7 +1591,7 @@ Test(model, a_code_without_a_world_loop_cuts_phases_before_the_instant)
 	line_up_two(&a, &b);
 	assert_lined_up(&a.m, &b.m);
 	assert_in_slots(&a.m);
-	cr_assert_lt(a.m.phases[1].t_start, 1750000000ull, "the early phases are kept");
+	cr_assert_lt(a.m.phases[1].t_start, 2750000000ull, "the early phases are kept");
 	cr_assert_gt(a.m.phases[a.m.nphases - 1].t_start, 7500000000ull, "and slots cut to the end");
 	check_and_free_two(&a, &b);
 }
@@ -1611,7 +1612,7 @@ Test(model, early_phases_fold_into_the_set_up_when_the_world_loop_shows)
 		world_step(&k, 30, false);
 		world_step(&plain, 30, false);
 		if (i == 50)
-			cr_assert(k.m.early && k.m.nphases > 2, "early slots while the sample fills");
+			cr_assert(k.m.early && k.m.nphases <= 2, "early slots fold at each collective of the sample");
 	}
 	while (k.t < 9000000000ull) {
 		world_step(&k, 30, false);

@@ -478,14 +478,39 @@ static int lost_at_the_edges(struct work *w, struct pdi_automaded *a)
 	return 0;
 }
 
+/* Whether the time the lost time's task lost computing came from its own code, not from a CPU
+ * it went without, and is the stronger evidence: it is the task the shares single out, but it
+ * lost its time outside their run, in a phase where it got no less than its usual share against
+ * its peers, and that loss stands further above the step's noise than its share fell. A rank
+ * spinning in its own code computes seconds longer on its own CPU (NWChem at a load of 28, issue
+ * 9, spin11: rank 0 spun 4.4 s in phase 7, computing 1.9 s longer than its peers at 1.7 times
+ * their share of the CPU, z 29; a blip of 1.1 s at a quarter of their share in phase 17, z 5,
+ * was named, "nothing abnormal"). A victim of interference may also compute longer elsewhere by
+ * the program's own imbalance, but less clearly than it went without (HPCC cpu and mem, load
+ * 11-24: 2.8-3.9 s of HPL's imbalance at z 10-19 against 6-9 s at a fifth of the peers' share,
+ * z 29). */
+static bool computed_on_its_own_cpu(const struct pdi_automaded *a)
+{
+	const struct pdi_starved *s = &a->starved;
+	const struct pdi_lost *l = &a->lost;
+
+	return l->task == s->task && (l->peak < s->onset || l->peak > s->last) &&
+	       pdi_starved_of(s, l->task, l->peak) <= 0 && l->z > s->z;
+}
+
 /* One task got a fraction of its peers' share of the CPU for a stall's worth of time
  * (starved.h): the first phase of the run it fell behind in is the faulty one, and that task the
  * faulty task. A task held by the kernel for a stall's worth comes first (a stop is a stall
- * whatever else shows), and so does another task that lost a stall's worth computing while it
- * got more CPU than usual: a rank spinning in its own code takes the CPU of the rank that shares
- * it (campaign: the spin fault's neighbour got a sixth of its peers' share while the spinner got
+ * whatever else shows), and so does another task that lost a stall's worth computing, in the
+ * phases the finding's task went without, while it got more CPU than usual or than its peers
+ * (starved.h, gain): a rank spinning in its own code takes the CPU of the rank that shares it
+ * (campaign: the spin fault's neighbour got a sixth of its peers' share while the spinner got
  * three times its own), but the spinning is the fault. One that computed longer at its usual
- * share was only waited for less than the victim. The shares are compared in every phase, the
+ * share was only waited for less than the victim; one that did so in other phases, while a hog
+ * took the CPU from the victim, lost its time to something else (NWChem, lead23's cpu seed 90:
+ * a bystander 1.6 s in phase 21, at 3.8 times its peers' share during the victim's run in
+ * phases 3-13); and so does the finding's own task when it lost its time computing elsewhere,
+ * on its own CPU (computed_on_its_own_cpu()). The shares are compared in every phase, the
  * set-up and the tear-down too: a task's peers in the same phase are its yardstick, whatever the
  * phase does, and a short run of a real code may spend half its time in its set-up (meep, HPCC:
  * 3-5 s of 8, where the campaign's interference often began). */
@@ -496,7 +521,9 @@ static bool by_starved(const struct work *w, struct pdi_automaded *a)
 	bool lost = l->found && l->total_s >= PDI_EXCESS_FLOOR_S;
 
 	if (!s->found || (lost && l->kind == PDI_LOST_HELD) ||
-	    (lost && l->task != s->task && s->gain[l->task] >= log(PDI_STARVED_TOOK)))
+	    (lost && l->task != s->task && l->onset <= s->last && l->last >= s->onset &&
+	     s->gain[l->task] >= log(PDI_STARVED_TOOK)) ||
+	    (lost && l->kind == PDI_LOST_COMPUTING && computed_on_its_own_cpu(a)))
 		return false;
 	a->effect = s->last + 1 >= w->end && s->last > s->onset + 1 ? PDI_EFFECT_PERMANENT : PDI_EFFECT_TEMPORARY;
 	a->stepped = false;
@@ -828,15 +855,23 @@ static void lost_scores(struct pdi_automaded *a)
 }
 
 /* The faulty task when its share of the CPU picked the phase: the task that fell behind (each
- * task scored by how far it fell behind over the run). */
+ * task scored by how far it fell behind over the run), or the one task of the step that took the
+ * CPU it went without (each scored by how much more of the CPU it got: starved.h, taken). */
 static void starved_scores(struct pdi_automaded *a)
 {
 	const struct pdi_starved *s = &a->starved;
 
 	for (size_t t = 0; t < s->n; t++) {
 		a->task_score[t] = 0;
-		for (uint32_t p = s->onset; p <= s->last; p++)
+		for (uint32_t p = s->onset; !s->taken && p <= s->last; p++)
 			a->task_score[t] += fmax(0.0, pdi_starved_of(s, t, p));
+		if (s->taken)
+			a->task_score[t] = fmax(0.0, s->gain[t]);
+	}
+	if (s->taken) { /* by how much longer it was on a CPU than any other */
+		a->faulty_task = s->taker;
+		a->task_margin = s->next_cpu_s > 0 ? s->taker_cpu_s / s->next_cpu_s : 1e9;
+		return;
 	}
 	a->faulty_task = s->task;
 	a->task_margin = s->task_margin;

@@ -15,9 +15,11 @@
  *
  * Each is taken beyond the task's own usual offset from its peers (a rank that always does
  * the I/O, a sub-domain that is always larger), so that a steady imbalance is not a fault.
- * The finding is the task and phase that lost the most; the run of adjacent phases where the
- * same task kept losing a good part of that (interference that lasts several phases) is one
- * event, and its first phase is where the fault began.
+ * The finding is the task and phase that lost the most, or held the most where a task was held
+ * for a stall's worth (no healthy task is; a loaded machine stretches a program's own imbalance
+ * by seconds); the run of adjacent phases where the same task kept losing a good part of that
+ * (interference that lasts several phases) is one event, and its first phase is where the fault
+ * began.
  *
  * With a single phase (a program with no collective to cut phases on) nothing says what is
  * usual for a task: its total computation differs between ranks by construction, so only the
@@ -51,7 +53,8 @@ struct pdi_lost {
 	uint32_t peak, onset, last; /* the phase it lost most in; the run's first and last phase */
 	double peak_s, total_s;    /* lost in the peak phase; over the run */
 	double next_task_s;        /* the most another task lost in the peak phase */
-	double other_phase_s;      /* the most any task lost in a phase outside the run */
+	double other_phase_s;      /* the most any task lost in a phase outside the run (held, when the
+				      finding is time held) */
 	double noise_s;            /* the phases' robust spread of phase_s (1.4826 MAD), floored; with
 				      fewer than PDI_LOST_MIN_PHASES phases, the other tasks' spread in
 				      the peak phase */

@@ -263,6 +263,8 @@ static bool ratios(struct work *w, struct pdi_starved *s)
 
 bool pdi_starved_named(const struct pdi_starved *s, size_t t)
 {
+	if (s->taken)
+		return t == s->taker;
 	return s->found && t < s->n &&
 	       (t == s->task || s->window[t] >= PDI_STARVED_ALSO_SHARE * s->window[s->task]);
 }
@@ -356,22 +358,27 @@ static void onset_of(struct work *w, struct pdi_starved *s, struct run *run)
 		run->onset--;
 }
 
-/* How much more of the CPU than its usual each model got over the run (log, mean of the units
- * known, each by its length): a rank that spins in its own code takes the CPU its neighbour goes
- * without. By length, since the run's start may have moved back over a phase of milliseconds
- * before the spin (GROMACS, issue 9: 28% of a CPU in 0.06 s, then 98% in 2.5 s; unweighted,
- * the spinner's gain fell under PDI_STARVED_TOOK and its victim was named instead). */
+/* How much more of the CPU each model got over the run (log, mean of the units known, each by
+ * its length) than its usual, or than its peers beyond its usual ratio to them, whichever is more:
+ * a rank that spins in its own code takes the CPU its neighbour goes without. By length, since
+ * the run's start may have moved back over a phase of milliseconds before the spin (GROMACS,
+ * issue 9: 28% of a CPU in 0.06 s, then 98% in 2.5 s; unweighted, the spinner's gain fell under
+ * PDI_STARVED_TOOK and its victim was named instead). Against its peers too, since on a machine
+ * loaded beyond its cores no rank gets much more than its usual share: HPCC at a load of 15
+ * (issue 9, spin11), a rank spinning 4.6 s kept its usual 14% of a CPU while its peers, waiting
+ * for it, fell to 3-7%: 1.8 times their share, and the analysis named the neighbour it starved. */
 static void gains(struct work *w, struct pdi_starved *s, const struct run *run)
 {
 	for (size_t t = 0; t < w->n; t++) {
-		double usual = usual_share(w, t), sum = 0, len = 0;
+		double usual = usual_share(w, t), sum = 0, above = 0, len = 0;
 
 		for (uint32_t u = run->onset; u <= run->last; u++)
 			if (!isnan(w->log_share[t * w->nu + u])) {
 				sum += (w->log_share[t * w->nu + u] - usual) * w->wall[t * w->nu + u];
+				above -= x_of(w, t, u) * w->wall[t * w->nu + u];
 				len += w->wall[t * w->nu + u];
 			}
-		s->gain[t] = len > 0 ? sum / len : 0;
+		s->gain[t] = len > 0 ? fmax(sum, above) / len : 0;
 	}
 }
 
@@ -384,6 +391,45 @@ static double other_behind(const struct work *w, const struct pdi_starved *s)
 		for (size_t t = 0; (p < s->onset || p > s->last) && w->unit0[p + 1] > w->unit0[p] && t < w->n; t++)
 			most = fmax(most, behind(w, t, w->unit0[p], w->unit0[p + 1] - 1));
 	return most;
+}
+
+/* Whether one task of the step took the CPU the finding's task went without (starved.h: taken):
+ * a rank spinning in its own code keeps the CPU while its peers, waiting for it in MPI, yield
+ * theirs (Open MPI yields while it polls on an oversubscribed node) or wait behind it. Such a
+ * rank is on a CPU several times as long as any peer over the run; a process interfering from
+ * outside the step takes the CPU from the ranks beside it without any rank of the step gaining
+ * (HPCC at a load of 13, issue 9, spin11: the spinner 0.70 s on a CPU in a 3.5 s phase, its
+ * peers 0.07-0.17 s, and ranks 0 and 3 were named as not getting CPU). */
+static void taker_of(const struct work *w, struct pdi_starved *s)
+{
+	double cpu[w->n];
+
+	for (size_t t = 0; t < w->n; t++) {
+		struct pdi_phase_usage u;
+
+		cpu[t] = 0;
+		for (uint32_t p = s->onset; p <= s->last; p++) {
+			if (!pdi_model_phase_usage(w->models[t], p, &u))
+				return; /* a task not known there may have had the CPU */
+			cpu[t] += (double)u.cpu_ns / 1e9;
+		}
+	}
+	for (size_t t = 0; t < w->n; t++) {
+		double next = 0;
+
+		if (pdi_starved_named(s, t) || weight(w, t) != 1 || s->gain[t] < log(PDI_STARVED_TOOK))
+			continue;
+		for (size_t o = 0; o < w->n; o++)
+			if (o != t)
+				next = fmax(next, cpu[o]);
+		if (cpu[t] >= PDI_STARVED_RATIO * next && cpu[t] > 0) {
+			s->taken = true;
+			s->taker = t;
+			s->taker_cpu_s = cpu[t];
+			s->next_cpu_s = next;
+			return;
+		}
+	}
 }
 
 /* The run, the tasks beside it and how far it stands above the step's noise. */
@@ -447,6 +493,7 @@ static void find(struct work *w, struct pdi_starved *s)
 	}
 	median = pdi_median(w->scratch, k);
 	s->z = (peak - median) / pdi_robust_sd(w->scratch, k, median, PDI_STARVED_NOISE_FLOOR);
+	taker_of(w, s);
 }
 
 int pdi_starved_find(const struct pdi_model *const *models, const uint32_t *weights, size_t n, uint32_t first,
@@ -528,14 +575,23 @@ void pdi_starved_text(const struct pdi_starved *s, char *buf, size_t len)
 			buf[0] = '\0';
 		return;
 	}
-	if (k >= 2 && k <= 10)
-		snprintf(share, sizeof(share), "%s", parts[k]);
-	else
-		snprintf(share, sizeof(share), "1/%.0f", s->ratio);
+	if (s->taken) {
+		if (s->last > s->onset)
+			snprintf(where, sizeof(where), "phases %u to %u", s->onset, s->last);
+		else
+			snprintf(where, sizeof(where), "phase %u", s->onset);
+		snprintf(buf, len, "on a CPU %.2f s over %s, its peers %.2f s at most: it took the CPU they waited for",
+			 s->taker_cpu_s, where, s->next_cpu_s);
+		return;
+	}
 	if (s->last > s->onset)
 		snprintf(where, sizeof(where), "from phase %u to %u (%.1f s)", s->onset, s->last, s->run_s);
 	else
 		snprintf(where, sizeof(where), "in phase %u (%.1f s)", s->onset, s->run_s);
+	if (k >= 2 && k <= 10)
+		snprintf(share, sizeof(share), "%s", parts[k]);
+	else
+		snprintf(share, sizeof(share), "1/%.0f", s->ratio);
 	snprintf(buf, len,
 		 "waited %.1f s for a CPU %s, at worst %.0f%% of the time in phase %u (its peers %.0f%%): %s of their "
 		 "share of the CPU",

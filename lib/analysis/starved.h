@@ -84,8 +84,16 @@ struct pdi_starved {
 	/* what pdi_starved_of() reads */
 	double *x;           /* n x nphases: each model's log ratio beyond its usual; 0 unknown */
 	double *window;      /* n: how far each model fell behind over the run (log ratio x s) */
-	double *gain;        /* n: how much more of the CPU than its usual each model got over the run
-				(log share; the spinning rank that took it) */
+	bool taken;          /* the CPU it went without was taken by one task of the step (a rank spinning
+				in its own code while its peers wait for it: the fault is that task's) */
+	size_t taker;        /* ... that model: a single task, on a CPU over the run's phases
+				PDI_STARVED_RATIO times as long as any other, and more than its usual
+				share or its peers' (gain) by PDI_STARVED_TOOK */
+	double taker_cpu_s, next_cpu_s; /* its time on a CPU over the run's phases, and the most any other
+				task had there (s) */
+	double *gain;        /* n: how much more of the CPU each model got over the run than its usual,
+				or than its peers beyond its usual ratio, whichever is more (log share;
+				the spinning rank that took it) */
 	size_t n;
 	uint32_t nphases, first, end;
 };
@@ -98,10 +106,11 @@ void pdi_starved_done(struct pdi_starved *s);
 
 /* Model T's log ratio in phase P (0 outside, or unknown). */
 double pdi_starved_of(const struct pdi_starved *s, size_t t, uint32_t p);
-/* Whether model T is named with the finding: the task, or one that fell nearly as far behind
- * over the run (it shares the CPU). */
+/* Whether model T is named with the finding: the task that took the CPU (taken), or else the
+ * task, or one that fell nearly as far behind over the run (it shares the CPU). */
 bool pdi_starved_named(const struct pdi_starved *s, size_t t);
 /* What the finding's task was doing, in words, into BUF: "waited 4.8 s for a CPU from phase 5 to
  * 9 (6.0 s), at worst 62% of the time in phase 7 (its peers 20%): a fifth of their share of the
- * CPU"; "" when none. */
+ * CPU"; where the CPU was taken, what the task that took it did: "on a CPU 0.70 s over phase 4,
+ * its peers 0.17 s at most: it took the CPU they waited for"; "" when none. */
 void pdi_starved_text(const struct pdi_starved *s, char *buf, size_t len);

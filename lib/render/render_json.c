@@ -174,6 +174,12 @@ static void json_starved(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_json_kv_double(j, "run_s", s->run_s);
 		pdi_json_kv_double(j, "wait_s", s->wait_s);
 		pdi_json_kv_double(j, "z", s->z);
+		pdi_json_kv_bool(j, "taken", s->taken);
+		if (s->taken) {
+			pdi_json_kv_int(j, "taker_rank", first_rank(a, s->taker));
+			pdi_json_kv_double(j, "taker_cpu_s", s->taker_cpu_s);
+			pdi_json_kv_double(j, "next_cpu_s", s->next_cpu_s);
+		}
 		pdi_json_kv_str(j, "doing", doing);
 	}
 	pdi_json_obj_end(j);

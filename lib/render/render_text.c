@@ -46,8 +46,11 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 		char doing[300];
 
 		pdi_starved_text(&am->starved, doing, sizeof(doing));
-		pdi_json_printf(j, "pdimon:   not getting CPU: rank %d %s\n",
-				a->view->tasks[a->classes.classes[am->starved.task].members[0]].rank, doing);
+		pdi_json_printf(j, "pdimon:   %s: rank %d %s\n", am->starved.taken ? "took the CPU" : "not getting CPU",
+				a->view->tasks[a->classes.classes[am->starved.taken ? am->starved.taker : am->starved.task]
+						       .members[0]]
+					.rank,
+				doing);
 	}
 }
 

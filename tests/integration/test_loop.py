@@ -101,7 +101,11 @@ class Loop(DaemonTest):
         whose object cache has not read its DWARF, with the pool "startup" held in a ptrace stop:
         yields (the job, its ranks' pids) once both ranks' calls wait for a worker to read it and
         some have come."""
-        job = self.spawn(mpirun("openmpi", 2, "ring", 100000, 10000))
+        # 20 iterations a second, 160 calls a second in all: the calls held wait far below the
+        # bound of the held queue (site_warm.c: 16,384) for the whole test, past which they are
+        # taken in on the loop by design and their sites named there (once in ~12 runs at 800
+        # calls a second: a site named while the worker was held)
+        job = self.spawn(mpirun("openmpi", 2, "ring", 100000, 50000))
         pids = find_ranks("ring.openmpi", 2, job.pid)
 
         def past_init(pid):
@@ -133,13 +137,19 @@ class Loop(DaemonTest):
         MPI_Init) a worker of the pool "startup" reads it, held here in a ptrace stop, while the
         ranks' calls wait in order: Status is answered, no event is lost, and once it is read
         every call is counted, at sites named by their lines."""
-        with self.cold_ring_waiting("cold") as (job, _):
+        with self.cold_ring_waiting("cold") as (job, pids):
             with self.probe() as probe:
                 self.assertEqual([t["calls"] for t in self.d.show("cold")["tasks"]], [0, 0])
                 # a view built meanwhile says the call a rank is inside by its function: naming its
-                # site waits for the same read (pdi_site_warm_inflight()), not made on the loop
-                inside = wait_for(lambda: [t["current"] for t in self.d.show("cold")["tasks"]
-                                           if "in_mpi" in t["current"]], 60, "a rank inside a call")
+                # site waits for the same read (pdi_site_warm_inflight()), not made on the loop.
+                # Rank 1 stopped, rank 0 waits for it inside a call (both only sleep between
+                # their calls: a look finds one inside a call once in tens of seconds)
+                os.kill(pids[1], signal.SIGSTOP)
+                try:
+                    inside = wait_for(lambda: [t["current"] for t in self.d.show("cold")["tasks"]
+                                               if "in_mpi" in t["current"]], 60, "a rank inside a call")
+                finally:
+                    os.kill(pids[1], signal.SIGCONT)
                 self.assertEqual([c for c in inside if "site" in c], [], inside)
         probe.check(self, "while a call site's object is read")
         wait_for(lambda: all(t["calls"] for t in self.d.show("cold")["tasks"]), 60, "the calls in once read")

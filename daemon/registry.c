@@ -30,6 +30,7 @@ static void task_free(const struct pdi_registry *r, struct pdi_task *t)
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	free(t->ended_in);
+	free(t->init_chain);
 	free(t);
 }
 

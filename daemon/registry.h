@@ -14,6 +14,7 @@
 #include "tracer.h"
 #include "u64map.h"
 
+struct pdi_chain;
 struct pdi_step;
 struct pdi_site_samples;
 struct pdi_budget_task;
@@ -50,6 +51,8 @@ struct pdi_task {
 	bool init_pending;            /* stopped in MPI_Init before we attached: see ingest.c */
 	bool gap;                     /* the model missed calls: the daemon was down for a while */
 	struct pdi_call init_call;
+	struct pdi_chain *init_chain; /* its chain, read from the stopped process's stack, until its
+					 site is named as the call is taken in (site_warm.h) */
 	uint64_t dropped_sites;       /* calls whose new site did not fit in max_task_memory */
 	bool stored_final;            /* ended, and written so: checkpoints skip it */
 	bool store_pending;           /* written in the transaction under way */

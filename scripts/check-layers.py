@@ -18,7 +18,7 @@ import tempfile
 FLOORS = [
     ("base", ["clock", "log", "ident", "worker", "service", "trapped"]),
     ("probe", ["probe/calibrate", "probe/cfi", "probe/close_together", "probe/datatypes",
-               "probe/detach", "probe/elfobj", "probe/entry_place", "probe/needed",
+               "probe/detach", "probe/elfobj", "probe/entry_place", "probe/line_units", "probe/needed",
                "probe/objcache", "probe/objopen", "probe/probe_change", "probe/probe_targets",
                "probe/procmaps", "probe/stackwalk", "probe/startup", "probe/threads", "probe/tracer",
                "probe/uprobe_multi"]),

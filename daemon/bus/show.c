@@ -404,6 +404,9 @@ static void json_task(struct pdi_daemon *d, struct pdi_json *j, struct pdi_task 
 	pdi_json_kv_uint(j, "phase_cuts", m->folded_phase_cuts);
 	pdi_json_obj_end(j);
 	pdi_json_kv_uint(j, "phases_merged", m->merged_phases); /* to fit max_task_memory or max_phases */
+	/* how its automatic phases are cut, and the instant that chose it (wall-clock-phases.md) */
+	pdi_json_kv_str(j, "phases_cut_on", m->saw_pcontrol ? "pcontrol" : m->slots ? "wall_clock" : "collectives");
+	pdi_json_kv_int(j, "wall_clock_from_ns", m->cfg.auto_slots_from_ns);
 	json_call_sites(j, t);
 	pdi_json_kv_uint(j, "model_bytes", m->bytes);
 	json_budget(d, j, t);

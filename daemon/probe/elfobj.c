@@ -20,6 +20,7 @@
 #include <libelf.h>
 
 #include "elfobj.h"
+#include "line_units.h"
 #include "objopen.h"
 
 #define BUILD_ID_MAX 64 /* bytes; GNU ld makes 20 (SHA-1) */
@@ -60,6 +61,7 @@ struct pdi_elfobj {
 	Elf *dbg_elf;
 	bool dwarf_tried;
 	Dwarf *dwarf;
+	struct pdi_line_units units; /* the line tables read, a worker's or the loop's (line_units.h) */
 	bool cfi_tried;
 	Dwarf_CFI *cfi; /* .eh_frame, for the call-site hops (callchain.c) */
 	struct pdi_elfobj *lines_from; /* the copies DWARF or CFI were taken from, in a list by their own
@@ -446,6 +448,7 @@ void pdi_elfobj_free(struct pdi_elfobj *o)
 		dwarf_cfi_end(o->cfi);
 	dwarf_end(o->dwarf);
 	pdi_elfobj_free(o->lines_from); /* after what was taken from it */
+	pdi_line_units_free(&o->units);
 	free(o->by_addr);
 	free(o->by_name);
 	free(o->loads);
@@ -478,9 +481,9 @@ uint64_t pdi_elfobj_bytes_held(const struct pdi_elfobj *o)
 {
 	uint64_t bytes = 0;
 
-	for (; o; o = o->lines_from)
-		bytes += o->size;
-	return bytes;
+	for (const struct pdi_elfobj *c = o; c; c = c->lines_from)
+		bytes += c->size;
+	return bytes + o->units.bytes;
 }
 
 const char *pdi_elfobj_build_id(const struct pdi_elfobj *o)
@@ -659,24 +662,35 @@ static bool find_cu_by_ranges(Dwarf *dw, uint64_t vaddr, Dwarf_Die *ret)
 	return false;
 }
 
+/* The compile unit of VADDR in O's DWARF, if O has loaded it (it is never loaded here). */
+static bool unit_of(const struct pdi_elfobj *o, uint64_t vaddr, Dwarf_Die *ret)
+{
+	return o->dwarf && (dwarf_addrdie(o->dwarf, vaddr, ret) || find_cu_by_ranges(o->dwarf, vaddr, ret));
+}
+
 static void describe_line(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret)
 {
-	Dwarf *dw = get_dwarf(o);
+	const struct pdi_line_unit *u;
+	struct pdi_line_unit *read;
 	const char *src;
-	Dwarf_Line *line;
 	Dwarf_Die cudie;
 	int lineno;
 
-	if (!dw || (!dwarf_addrdie(dw, vaddr, &cudie) && !find_cu_by_ranges(dw, vaddr, &cudie)))
+	if (!get_dwarf(o) || !unit_of(o, vaddr, &cudie))
 		return;
-	line = dwarf_getsrc_die(&cudie, vaddr);
-	if (!line)
+	u = pdi_line_units_get(&o->units, dwarf_dieoffset(&cudie));
+	if (!u) {
+		/* no worker read it (pdi_elfobj_line_ready() said so): read here */
+		if (pdi_line_unit_read(&cudie, &read) < 0)
+			return;
+		pdi_line_units_add(&o->units, read);
+		if (!(u = pdi_line_units_get(&o->units, dwarf_dieoffset(&cudie))))
+			return;
+	}
+	if (!pdi_line_unit_find(u, vaddr, &src, &lineno))
 		return;
-	src = dwarf_linesrc(line, NULL, NULL);
-	if (src)
-		snprintf(ret->file, sizeof(ret->file), "%s", src);
-	if (dwarf_lineno(line, &lineno) == 0)
-		ret->line = lineno;
+	snprintf(ret->file, sizeof(ret->file), "%s", src);
+	ret->line = lineno;
 }
 
 int pdi_elfobj_symbol_at(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret)
@@ -703,12 +717,33 @@ bool pdi_elfobj_lines_loaded(const struct pdi_elfobj *o)
 	return o->dwarf_tried;
 }
 
+bool pdi_elfobj_line_ready(const struct pdi_elfobj *o, uint64_t vaddr)
+{
+	Dwarf_Die cudie;
+
+	if (!o->dwarf_tried)
+		return false;
+	return !unit_of(o, vaddr, &cudie) || pdi_line_units_get(&o->units, dwarf_dieoffset(&cudie));
+}
+
+void pdi_elfobj_preload_line(struct pdi_elfobj *o, uint64_t vaddr)
+{
+	struct pdi_line_unit *u;
+	Dwarf_Die cudie;
+
+	if (get_dwarf(o) && unit_of(o, vaddr, &cudie) && !pdi_line_units_get(&o->units, dwarf_dieoffset(&cudie)) &&
+	    pdi_line_unit_read(&cudie, &u) == 0)
+		pdi_line_units_add(&o->units, u);
+}
+
 void pdi_elfobj_take_lines(struct pdi_elfobj *o, struct pdi_elfobj *from)
 {
 	bool took = false;
 
 	if (!from)
 		return;
+	/* the line tables are copies of their own: they move whatever else is taken */
+	pdi_line_units_move(&o->units, &from->units);
 	if (!o->dwarf_tried && from->dwarf_tried) {
 		o->dwarf_tried = true;
 		o->dwarf = from->dwarf;

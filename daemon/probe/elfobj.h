@@ -26,7 +26,8 @@ int pdi_elfobj_fd(const struct pdi_elfobj *o);
 /* The file's size in bytes. */
 uint64_t pdi_elfobj_file_size(const struct pdi_elfobj *o);
 /* The file sizes of O and of the copies of its file it keeps open for the DWARF and frame
- * information they read (pdi_elfobj_take_lines()): what O holds, for the object cache's bound. */
+ * information they read (pdi_elfobj_take_lines()), and the line tables O keeps: what O holds,
+ * for the object cache's bound. */
 uint64_t pdi_elfobj_bytes_held(const struct pdi_elfobj *o);
 
 /* File offset of function NAME's first instruction: what a uprobe attach takes. Looks in .symtab
@@ -69,16 +70,24 @@ int pdi_elfobj_symbol_at(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc
 /* Has O's DWARF been looked for (pdi_elfobj_describe() reads no more than a compile unit's line
  * table)? Reading it may take long on a big program's: the loop has a worker do it (site_warm.h). */
 bool pdi_elfobj_lines_loaded(const struct pdi_elfobj *o);
-/* O, the cache's object for a file, takes the DWARF and frame information FROM (another object of
- * the very file, read on a worker with pdi_elfobj_preload()) has loaded and O has not; FROM is
- * taken (kept while O uses what it read, freed otherwise). NULL FROM ok. */
+/* Would pdi_elfobj_describe(O, VADDR) read no more than O holds: its DWARF loaded, and the line
+ * table of VADDR's compile unit read (or there is none)? A compile unit's table is read whole, at
+ * about 0.1 us a row (a big generated unit: 48 ms): a worker reads it (pdi_elfobj_preload_line()). */
+bool pdi_elfobj_line_ready(const struct pdi_elfobj *o, uint64_t vaddr);
+/* O, the cache's object for a file, takes the DWARF, frame information and line tables FROM
+ * (another object of the very file, read on a worker with pdi_elfobj_preload()) has loaded and O
+ * has not; FROM is taken (kept while O uses what it read, freed otherwise). NULL FROM ok. */
 void pdi_elfobj_take_lines(struct pdi_elfobj *o, struct pdi_elfobj *from);
 
 /* Load now what pdi_elfobj_cfi() and, with LINES, pdi_elfobj_describe() would load on first use
  * (the frame information; the DWARF and its address index), so that a worker pays for it rather
- * than the loop at a call site's first call (objwarm.h). Each compile unit's line table still
- * loads when a site in it is first described. */
+ * than the loop at a call site's first call (objwarm.h). A compile unit's line table is read
+ * by pdi_elfobj_preload_line(), or when a site in it is first described. */
 void pdi_elfobj_preload(struct pdi_elfobj *o, bool lines);
+
+/* On a worker's copy of an object: the line table of VADDR's compile unit read now, with the DWARF
+ * if it is not loaded yet, for pdi_elfobj_take_lines() to hand to the cache's object. */
+void pdi_elfobj_preload_line(struct pdi_elfobj *o, uint64_t vaddr);
 
 /* The object's call frame information (.eh_frame, present in stripped objects too), loaded on
  * first use and owned by the object; NULL if it has none. */

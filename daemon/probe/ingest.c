@@ -131,11 +131,16 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 		return r;
 	if (t->init_pending) {
 		/* We attached while the process was stopped at MPI_Init's entry, too late
-		 * for that call's return probe: its end is taken as the next call's start. */
+		 * for that call's return probe: its end is taken as the next call's start. Its site is
+		 * named now, once a worker has read what naming it needs (pdi_site_warm_hold()). */
 		t->init_pending = false;
-		t->init_call.t_exit = e->t_enter;
-		record(d, t, &t->init_call);
-		(void)pdi_model_add_call(&t->model, &t->init_call);
+		if (pdi_site_lookup(t, d->objs, t->init_chain, t->init_call.fn, &t->init_call.site) == 0) {
+			t->init_call.t_exit = e->t_enter;
+			record(d, t, &t->init_call);
+			(void)pdi_model_add_call(&t->model, &t->init_call);
+		}
+		free(t->init_chain);
+		t->init_chain = NULL;
 	}
 	record(d, t, &c);
 	r = pdi_model_add_call(&t->model, &c);
@@ -151,14 +156,20 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	return r;
 }
 
-/* MPI_Init's site, while the process is stopped at its entry: the chain is read from its stack
- * (the hops could not be known before we attached). */
-static int init_site(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e)
+/* MPI_Init's chain, while the process is stopped at its entry: read from its stack (the hops
+ * could not be known before we attached). Its site is named when the call is taken in: naming it
+ * may read a compile unit's line table, which a worker does (site_warm.h). */
+static int init_chain(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_event *e)
 {
-	struct pdi_chain ch = pdi_chain_direct(e->callsite);
+	struct pdi_chain *ch = malloc(sizeof(*ch));
 
-	pdi_chains_of_stopped(d, t, e->args[1], e->args[2], &ch);
-	return pdi_site_lookup(t, d->objs, &ch, e->fn, &t->init_call.site);
+	if (!ch)
+		return -ENOMEM;
+	*ch = pdi_chain_direct(e->callsite);
+	pdi_chains_of_stopped(d, t, e->args[1], e->args[2], ch);
+	free(t->init_chain);
+	t->init_chain = ch;
+	return 0;
 }
 
 /* May the trapped process ID join step S as a descendant of watch W? Only if W's root is
@@ -269,7 +280,7 @@ static void on_init_trap(struct pdi_daemon *d, const struct pdi_event *e)
 	t = w ? join_watch(d, w, &id, !held, rank) : NULL;
 	/* attached while the process was stopped at MPI_Init's entry: that call's entry and return
 	 * probes came too late (see add_call()) */
-	if (t && !init_entry_seen(d, e) && init_site(d, t, e) == 0) {
+	if (t && !init_entry_seen(d, e) && init_chain(d, t, e) == 0) {
 		t->init_call.fn = e->fn;
 		t->init_call.t_enter = e->t_enter;
 		t->init_call.peer = PDI_NO_PEER;
@@ -362,7 +373,7 @@ int pdi_ingest_event(void *daemon, const struct pdi_event *e)
 	 * per call); a site new to the step whose naming reads a cold object waits for a worker, and
 	 * the calls behind it with it (site_warm.h) */
 	site = t->site_hold ? PDI_U64MAP_NONE : pdi_site_known(t, &ch, e->fn);
-	if (site == PDI_U64MAP_NONE && pdi_site_warm_hold(d, t, e, &ch))
+	if ((site == PDI_U64MAP_NONE || t->init_pending) && pdi_site_warm_hold(d, t, e, &ch))
 		return 0;
 	if (add_call(d, t, e, &ch, site) < 0)
 		t->model.dropped_edges++;

@@ -162,6 +162,25 @@ int pdi_objcache_open(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj 
 	return open_fd(fd, ret);
 }
 
+int pdi_objcache_open_fd(int fd, struct pdi_elfobj **ret)
+{
+	return open_fd(fd, ret);
+}
+
+int pdi_objcache_dup_held(const struct pdi_objcache *c, const struct pdi_mapping *m, int *ret_fd)
+{
+	const struct entry *e = lookup(c->slots, c->cap, m->dev, m->ino);
+	int fd;
+
+	if (!e->used || !e->obj)
+		return -ENOENT;
+	fd = fcntl(pdi_elfobj_fd(e->obj), F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	return 0;
+}
+
 /* Worth remembering: the file itself is unfit, whichever process maps it. Not a vanished
  * process or a transient error: the next process may show us the file. */
 static bool refusal_lasts(int r)

@@ -52,6 +52,13 @@ bool pdi_objcache_holds(const struct pdi_objcache *c, const struct pdi_mapping *
 /* The object behind mapping M of process PID opened and indexed as pdi_objcache_get() opens it,
  * without the cache: touches nothing shared, so a worker may call it. -EINVAL if M maps no file. */
 int pdi_objcache_open(pid_t pid, const struct pdi_mapping *m, struct pdi_elfobj **ret);
+/* The object read from FD (taken), a file pdi_objcache_dup_held() or objopen.h gave: touches
+ * nothing shared, so a worker may call it. */
+int pdi_objcache_open_fd(int fd, struct pdi_elfobj **ret);
+/* On the loop: a descriptor of its own of the file of the object C holds for mapping M (the very
+ * file that was read), for a worker to read it again, whatever the process that maps it does
+ * meanwhile (it may have exited). -ENOENT if C holds none. */
+int pdi_objcache_dup_held(const struct pdi_objcache *c, const struct pdi_mapping *m, int *ret_fd);
 /* On the loop: hand the cache what pdi_objcache_open(PID, M) returned (OPENED, and O if it is
  * 0), as pdi_objcache_get() would have kept it: O is taken (if the cache holds M already, its
  * object takes the DWARF and frame information O read and it lacks, pdi_elfobj_take_lines()),

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "elfobj.h"
 #include "objcache.h"
@@ -14,8 +15,10 @@ struct pdi_objwarm {
 	uint64_t max_bytes;          /* what the cache keeps: no more is read */
 	struct pdi_maps to_read;     /* the mappings to read, one per file, paths the job's own */
 	int *opened;                 /* per mapping: pdi_objcache_open()'s result */
+	int *held_fd;                /* per mapping: the file of the cache's object, or -1 */
 	struct pdi_elfobj **objs;    /* and the object when it is 0 */
 	bool lines;                  /* the DWARF of every object read, not the executable's alone */
+	uint64_t line_at;            /* an address in the first object whose unit's line table is read, or 0 */
 };
 
 static bool listed(const struct pdi_maps *v, const struct pdi_mapping *m)
@@ -32,6 +35,10 @@ void pdi_objwarm_free(struct pdi_objwarm *w)
 		return;
 	for (size_t i = 0; w->objs && i < w->to_read.n; i++)
 		pdi_elfobj_free(w->objs[i]);
+	for (size_t i = 0; w->held_fd && i < w->to_read.n; i++)
+		if (w->held_fd[i] >= 0)
+			close(w->held_fd[i]);
+	free(w->held_fd);
 	free(w->objs);
 	free(w->opened);
 	pdi_maps_free(&w->to_read);
@@ -73,10 +80,13 @@ static int plan_done(struct pdi_objcache *c, pid_t pid, int r, struct pdi_objwar
 		w->max_bytes = st.max_bytes;
 		w->opened = calloc(w->to_read.n, sizeof(*w->opened));
 		w->objs = calloc(w->to_read.n, sizeof(*w->objs));
-		if (!w->opened || !w->objs)
+		w->held_fd = malloc(w->to_read.n * sizeof(*w->held_fd));
+		if (!w->opened || !w->objs || !w->held_fd)
 			r = -ENOMEM;
-		for (size_t i = 0; r == 0 && i < w->to_read.n; i++)
+		for (size_t i = 0; r == 0 && i < w->to_read.n; i++) {
 			w->opened[i] = -ECANCELED; /* until run: a job cancelled at shutdown reads nothing */
+			w->held_fd[i] = -1;
+		}
 	}
 	if (r < 0) {
 		if (w)
@@ -105,7 +115,7 @@ int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *m
 }
 
 int pdi_objwarm_plan_lines(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *const *maps, unsigned n,
-			   struct pdi_objwarm **ret)
+			   uint64_t line_at, struct pdi_objwarm **ret)
 {
 	struct pdi_objwarm *w = NULL;
 	int r = 0;
@@ -113,9 +123,20 @@ int pdi_objwarm_plan_lines(struct pdi_objcache *c, pid_t pid, const struct pdi_m
 	for (unsigned i = 0; i < n && r == 0; i++)
 		if (maps[i]->path)
 			r = add_mapping(&w, maps[i]);
-	if (r == 0 && w)
+	if (r == 0 && w) {
 		w->lines = true;
-	return plan_done(c, pid, r, w, ret);
+		/* the first mapping is MAPS[0]'s: add_mapping() keeps the order */
+		w->line_at = maps[0]->path ? line_at : 0;
+	}
+	r = plan_done(c, pid, r, w, &w);
+	if (r < 0)
+		return r;
+	/* an object the cache holds (its DWARF or a line table is what is read) is read again from
+	 * its very file: the process may have exited by the time the worker runs, its calls waiting */
+	for (size_t i = 0; w && i < w->to_read.n; i++)
+		(void)pdi_objcache_dup_held(c, &w->to_read.v[i], &w->held_fd[i]);
+	*ret = w;
+	return 0;
 }
 
 bool pdi_objwarm_covers(const struct pdi_objwarm *a, const struct pdi_objwarm *b)
@@ -138,7 +159,12 @@ void pdi_objwarm_run(struct pdi_objwarm *w)
 
 		if (bytes >= w->max_bytes)
 			break; /* the rest, if the join needs them, are opened then */
-		w->opened[i] = pdi_objcache_open(w->pid, m, &w->objs[i]);
+		if (w->held_fd[i] >= 0) {
+			w->opened[i] = pdi_objcache_open_fd(w->held_fd[i], &w->objs[i]);
+			w->held_fd[i] = -1; /* taken, also on failure */
+		} else {
+			w->opened[i] = pdi_objcache_open(w->pid, m, &w->objs[i]);
+		}
 		if (w->opened[i] == 0)
 			bytes += pdi_elfobj_file_size(w->objs[i]);
 		/* the DWARF of the executable only, where the program's call sites mostly are: reading
@@ -148,6 +174,8 @@ void pdi_objwarm_run(struct pdi_objwarm *w)
 			pdi_elfobj_preload(w->objs[i], w->lines || (have_exe && m->dev == exe_dev && m->ino == exe_ino));
 		else
 			w->objs[i] = NULL;
+		if (i == 0 && w->line_at && w->objs[i])
+			pdi_elfobj_preload_line(w->objs[i], w->line_at);
 	}
 }
 

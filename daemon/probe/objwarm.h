@@ -21,11 +21,12 @@ struct pdi_objwarm;
  * for a worker. 0 and *RET NULL when there are none (nothing to wait for), or negative errno. */
 int pdi_objwarm_plan(struct pdi_objcache *c, pid_t pid, const struct pdi_maps *maps, struct pdi_objwarm **ret);
 /* On the loop: the objects behind MAPS[0..N) of process PID, which a call site's first name needs
- * (sites.h: the cache lacks them, or their DWARF), copied for a worker that reads each with its
- * DWARF; pdi_objwarm_commit() gives the cache what its own objects lack. 0 and *RET NULL when N
- * is 0, or negative errno. */
+ * (sites.h: the cache lacks them, their DWARF, or a compile unit's line table), copied for a worker
+ * that reads each with its DWARF, and, if LINE_AT is not 0, the line table of the compile unit at
+ * that ELF address of MAPS[0]'s object; pdi_objwarm_commit() gives the cache what its own objects
+ * lack. 0 and *RET NULL when N is 0, or negative errno. */
 int pdi_objwarm_plan_lines(struct pdi_objcache *c, pid_t pid, const struct pdi_mapping *const *maps, unsigned n,
-			   struct pdi_objwarm **ret);
+			   uint64_t line_at, struct pdi_objwarm **ret);
 /* What plan copied, nothing read handed to the cache (a job not submitted). NULL ok. */
 void pdi_objwarm_free(struct pdi_objwarm *w);
 /* Does A read every object B lists? Reads only what plan wrote (a worker may be running A). */

@@ -21,8 +21,9 @@
  * taken in on the loop, the read going on for the cache. */
 #define HELD_MAX 16384
 /* Reads per task: a site whose object a worker could not read (replaced, unreadable) is named on
- * the loop at the next try, rather than sent to a worker again and again. */
-#define WARMS_PER_TASK 16
+ * the loop at the next try, rather than sent to a worker again and again. A compile unit's line
+ * table is a read too, and a program's sites fall in many units (one per Fortran module). */
+#define WARMS_PER_TASK 64
 
 struct held {
 	struct pdi_event e;
@@ -92,14 +93,15 @@ static void warm_done(struct pdi_job *pj, bool cancelled)
 
 /* A worker reads the mappings COLD of T, which naming a call's site needs; T's calls wait. False
  * when no worker takes it. */
-static bool start(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_mapping *const *cold, unsigned ncold)
+static bool start(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_mapping *const *cold, unsigned ncold,
+		  uint64_t line_at)
 {
 	/* the pool that reads a joining process's objects (objwarm.h), at the loop's priority */
 	struct pdi_workers *pool = d->ahead_workers ? d->ahead_workers : d->workers;
 	struct warm_job *j = calloc(1, sizeof(*j));
 	struct pdi_site_hold *hold = calloc(1, sizeof(*hold));
 	struct pdi_objwarm *warm = NULL;
-	int r = !pool ? -ESHUTDOWN : j && hold ? pdi_objwarm_plan_lines(d->objs, t->pid, cold, ncold, &warm) : -ENOMEM;
+	int r = !pool ? -ESHUTDOWN : j && hold ? pdi_objwarm_plan_lines(d->objs, t->pid, cold, ncold, line_at, &warm) : -ENOMEM;
 
 	if (r == 0 && warm) {
 		*j = (struct warm_job){.job = {.run = warm_run, .done = warm_done}, .d = d, .pid = t->pid,
@@ -109,8 +111,8 @@ static bool start(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_map
 			hold->job = j;
 			t->site_hold = hold;
 			t->site_warms++;
-			log_info("pid %d: a call site's first name waits for %u objects read on a worker", (int)t->pid,
-				  ncold);
+			log_info("pid %d: a call site's first name waits for %u objects read on a worker%s", (int)t->pid,
+				  ncold, line_at ? ", with its compile unit's line table" : "");
 			return true;
 		}
 		pdi_objwarm_free(warm);
@@ -120,6 +122,17 @@ static bool start(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_map
 	free(hold);
 	free(j);
 	return false;
+}
+
+/* What naming the sites of T's call FN with chain CH needs read (pdi_site_cold()): first that of
+ * MPI_Init, taken in before it when T joined stopped at its entry (ingest.c), then its own. */
+static unsigned cold_before(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_chain *ch, uint16_t fn,
+			    const struct pdi_mapping *ret_maps[2], uint64_t *ret_line_at)
+{
+	unsigned n = t->init_pending ? pdi_site_cold(t, d->objs, t->init_chain, t->init_call.fn, ret_maps, ret_line_at)
+				     : 0;
+
+	return n ? n : pdi_site_cold(t, d->objs, ch, fn, ret_maps, ret_line_at);
 }
 
 /* E and CH kept in T's hold. False (nothing kept) past HELD_MAX or out of memory. */
@@ -138,6 +151,7 @@ bool pdi_site_warm_hold(struct pdi_daemon *d, struct pdi_task *t, const struct p
 			const struct pdi_chain *ch)
 {
 	const struct pdi_mapping *cold[2];
+	uint64_t line_at;
 	unsigned ncold;
 
 	if (t->site_hold) {
@@ -149,8 +163,8 @@ bool pdi_site_warm_hold(struct pdi_daemon *d, struct pdi_task *t, const struct p
 	}
 	if (t->site_warms >= WARMS_PER_TASK || d->site_held >= HELD_MAX || e->fn >= pdi_mpi_nfuncs)
 		return false;
-	ncold = pdi_site_cold(t, d->objs, ch, e->fn, cold);
-	if (!ncold || !start(d, t, cold, ncold))
+	ncold = cold_before(d, t, ch, e->fn, cold, &line_at);
+	if (!ncold || !start(d, t, cold, ncold, line_at))
 		return false;
 	if (keep(d, t->site_hold, e, ch))
 		return true;
@@ -162,6 +176,7 @@ int pdi_site_warm_inflight(struct pdi_daemon *d, struct pdi_task *t, const struc
 			   uint32_t *ret_site)
 {
 	const struct pdi_mapping *cold[2];
+	uint64_t line_at = 0;
 	struct pdi_chain ch;
 	unsigned ncold;
 	uint16_t fn;
@@ -173,8 +188,8 @@ int pdi_site_warm_inflight(struct pdi_daemon *d, struct pdi_task *t, const struc
 		/* a read under way: it may be this site's */
 		if (t->site_hold)
 			return -EAGAIN;
-		ncold = t->site_warms < WARMS_PER_TASK ? pdi_site_cold(t, d->objs, &ch, fn, cold) : 0;
-		if (ncold && start(d, t, cold, ncold))
+		ncold = t->site_warms < WARMS_PER_TASK ? pdi_site_cold(t, d->objs, &ch, fn, cold, &line_at) : 0;
+		if (ncold && start(d, t, cold, ncold, line_at))
 			return -EAGAIN;
 	}
 	return pdi_site_lookup(t, d->objs, &ch, fn, ret_site);

@@ -224,11 +224,13 @@ int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct 
 }
 
 unsigned pdi_site_cold(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_chain *ch, uint16_t fn,
-		       const struct pdi_mapping *ret_maps[2])
+		       const struct pdi_mapping *ret_maps[2], uint64_t *ret_line_at)
 {
 	const struct pdi_mapping *m[2];
 	struct code_addr at, via;
 	unsigned n = 0;
+
+	*ret_line_at = 0;
 
 	if (pdi_site_known(t, ch, fn) != PDI_U64MAP_NONE)
 		return 0;
@@ -245,11 +247,15 @@ unsigned pdi_site_cold(struct pdi_task *t, struct pdi_objcache *objs, const stru
 	if (n)
 		return n;
 	/* all read: a site the step knows needs their symbols only; a new one is named by its line,
-	 * from the DWARF of the object it is in, which may not be loaded yet (a big program's) */
+	 * from the DWARF of the object it is in, which may not be loaded yet (a big program's), and
+	 * from its compile unit's line table, read whole at the unit's first site */
 	if (pdi_u64map_get(&t->step->site_idx, site_key(t, objs, ch, fn, &at, &via)) != PDI_U64MAP_NONE)
 		return 0;
-	if (at.obj && !pdi_elfobj_lines_loaded(at.obj) && (m[0] = pdi_maps_find(&t->maps, ch->caller)))
+	if (at.obj && at.vaddr > 0 && !pdi_elfobj_line_ready(at.obj, at.vaddr - 1) &&
+	    (m[0] = pdi_maps_find(&t->maps, ch->caller))) {
 		ret_maps[n++] = m[0];
+		*ret_line_at = at.vaddr - 1; /* as new_site() describes it */
+	}
 	return n;
 }
 

@@ -22,10 +22,12 @@ int pdi_site_lookup(struct pdi_task *t, struct pdi_objcache *objs, const struct 
 /* What pdi_site_lookup() of CH would read that may take long, as mappings of T (valid until T's
  * maps are next reread) into RET_MAPS: the objects of its places the cache has not read (opening
  * one indexes its symbols), or, for a site new to the step, the object whose DWARF names its line
- * if that DWARF is not loaded yet. How many (0: the lookup is quick; a worker reads them first
- * otherwise, site_warm.h). Reads T's maps again if the places are not in them. */
+ * if that DWARF is not loaded yet or the line table of the line's compile unit not read: then
+ * *RET_LINE_AT is the line's ELF address in it (0 otherwise). How many (0: the lookup is quick; a
+ * worker reads them first otherwise, site_warm.h). Reads T's maps again if the places are not in
+ * them. */
 unsigned pdi_site_cold(struct pdi_task *t, struct pdi_objcache *objs, const struct pdi_chain *ch, uint16_t fn,
-		       const struct pdi_mapping *ret_maps[2]);
+		       const struct pdi_mapping *ret_maps[2], uint64_t *ret_line_at);
 
 /* The site T's own cache gives the call of FN with chain CH (T called from there before: one
  * lookup, nothing resolved or read), or PDI_U64MAP_NONE. */

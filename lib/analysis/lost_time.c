@@ -183,7 +183,8 @@ static bool peak_of(struct pdi_lost *l, enum pdi_lost_kind kind, double at_least
 		for (uint32_t p = l->first; p < l->end; p++) {
 			double x = l->by_task[t * l->nphases + p];
 
-			if (x > l->peak_s && x >= at_least && (kind == PDI_LOST_NONE || l->kinds[t * l->nphases + p] == kind)) {
+			if (x > l->peak_s && x >= at_least &&
+			    (kind == PDI_LOST_NONE || l->kinds[t * l->nphases + p] == kind)) {
 				l->peak_s = x;
 				l->task = t;
 				l->peak = p;
@@ -238,7 +239,8 @@ static void find(struct pdi_lost *l, double *scratch)
 			l->next_task_s = fmax(l->next_task_s, l->by_task[t * l->nphases + l->peak]);
 	for (uint32_t p = l->first; p < l->end; p++)
 		if (p < l->onset || p > l->last)
-			l->other_phase_s = fmax(l->other_phase_s, phase_loss(l, p, held ? PDI_LOST_HELD : PDI_LOST_NONE));
+			l->other_phase_s =
+				fmax(l->other_phase_s, phase_loss(l, p, held ? PDI_LOST_HELD : PDI_LOST_NONE));
 }
 
 /* W's X: signal S of every model in every phase looked at, NAN elsewhere. */

@@ -402,7 +402,8 @@ static double other_behind(const struct work *w, const struct pdi_starved *s)
  * peers 0.07-0.17 s, and ranks 0 and 3 were named as not getting CPU). */
 static void taker_of(const struct work *w, struct pdi_starved *s)
 {
-	double cpu[w->n];
+	double *cpu = w->scratch, next = 0; /* each model's time on a CPU over the run's phases (s) */
+	size_t top = 0;
 
 	for (size_t t = 0; t < w->n; t++) {
 		struct pdi_phase_usage u;
@@ -414,21 +415,19 @@ static void taker_of(const struct work *w, struct pdi_starved *s)
 			cpu[t] += (double)u.cpu_ns / 1e9;
 		}
 	}
-	for (size_t t = 0; t < w->n; t++) {
-		double next = 0;
-
-		if (pdi_starved_named(s, t) || weight(w, t) != 1 || s->gain[t] < log(PDI_STARVED_TOOK))
-			continue;
-		for (size_t o = 0; o < w->n; o++)
-			if (o != t)
-				next = fmax(next, cpu[o]);
-		if (cpu[t] >= PDI_STARVED_RATIO * next && cpu[t] > 0) {
-			s->taken = true;
-			s->taker = t;
-			s->taker_cpu_s = cpu[t];
-			s->next_cpu_s = next;
-			return;
-		}
+	/* only the model on a CPU longest can be PDI_STARVED_RATIO times as long as every other */
+	for (size_t t = 1; t < w->n; t++)
+		if (cpu[t] > cpu[top])
+			top = t;
+	for (size_t t = 0; t < w->n; t++)
+		if (t != top)
+			next = fmax(next, cpu[t]);
+	if (cpu[top] > 0 && cpu[top] >= PDI_STARVED_RATIO * next && !pdi_starved_named(s, top) &&
+	    weight(w, top) == 1 && s->gain[top] >= log(PDI_STARVED_TOOK)) {
+		s->taken = true;
+		s->taker = top;
+		s->taker_cpu_s = cpu[top];
+		s->next_cpu_s = next;
 	}
 }
 

@@ -488,6 +488,16 @@ static void build_with(const struct view_case *c, struct built *b, const struct 
 	}
 }
 
+/* Builds case C with task I generated from OPTS[I]. */
+static void build_each(const struct view_case *c, struct built *b, const struct ring_opts *const *opts)
+{
+	build(c, b);
+	for (unsigned i = 0; i < c->ntasks; i++) {
+		pdi_model_done(&b->models[i]);
+		ring_model_with(&b->models[i], (int)i, c->phases, opts[i]);
+	}
+}
+
 /* The faulty phase, ranks, and whether abnormal, of case C built with OPTS (RANK: THEIRS). */
 static void expect_verdict(const struct ring_opts *opts, int rank, const struct ring_opts *theirs, int phase,
 			   int abnormal, enum pdi_lost_kind kind, const char *what)
@@ -1023,11 +1033,7 @@ static void expect_spinner_named(int k)
 		spinner.slow_factor = 1;
 	}
 	cr_assert_not_null(b);
-	build(c, b);
-	for (int i = 0; i < 4; i++) {
-		pdi_model_done(&b->models[i]);
-		ring_model_with(&b->models[i], i, c->phases, i == 1 ? &spinner : i == 2 ? &neighbour : &other);
-	}
+	build_each(c, b, (const struct ring_opts *[]){&other, &spinner, &neighbour, &other});
 	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
 	n = pdi_analysis_faulty_ranks(&a, ranks);
 	cr_expect(a.abnormal, "case %d: abnormal %d (z %g, %g s)", k, a.abnormal, a.noise_z, a.excess_s);
@@ -1071,11 +1077,7 @@ Test(analysis, a_task_held_for_seconds_beats_a_longer_computation_elsewhere)
 	stopped.stopped = true;
 	longer.spinning = true;
 	cr_assert_not_null(b);
-	build(c, b);
-	for (int i = 0; i < 4; i++) {
-		pdi_model_done(&b->models[i]);
-		ring_model_with(&b->models[i], i, c->phases, i == 2 ? &stopped : i == 1 ? &longer : &all);
-	}
+	build_each(c, b, (const struct ring_opts *[]){&all, &longer, &stopped, &all});
 	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
 	n = pdi_analysis_faulty_ranks(&a, ranks);
 	cr_expect(a.abnormal, "abnormal %d (z %g, %g s)", a.abnormal, a.noise_z, a.excess_s);

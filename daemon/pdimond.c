@@ -360,14 +360,26 @@ static int run_loop(struct pdi_daemon *d)
 	return 0;
 }
 
+/* How long a stop waits for the workers' queued jobs and their follow-ups: each job bounds its own
+ * time, a chain of them does not (reports that walk stacks, reads a done() starts again), and a
+ * stop must end within seconds whatever the jobs are. Past it, what has not started is cancelled
+ * (done() with CANCELLED): the running steps go to the store below all the same. */
+#define STOP_WAIT_NS (5000ull * 1000000ull)
+
 static void daemon_done(struct pdi_daemon *d)
 {
+	uint64_t deadline = pdi_now_ns() + STOP_WAIT_NS;
+	bool idle;
+
 	/* first: the attaches of starting processes, whose joins may hand the other workers jobs */
-	pdi_ahead_close(d);
-	/* then the jobs queued and running finish (each is bounded) and hand their results in:
-	 * the reports of steps that ended, the answers to callers */
+	idle = pdi_ahead_close(d, deadline);
+	/* then the jobs queued and running finish and hand their results in: the reports of steps
+	 * that ended, the answers to callers */
 	if (d->workers)
-		pdi_workers_wait_idle(d->workers);
+		idle = pdi_workers_wait_idle_until(d->workers, deadline) && idle;
+	if (!idle)
+		log_warning("Stopping: the workers' jobs not started within %llu s are cancelled",
+			    STOP_WAIT_NS / 1000000000ull);
 	pdi_workers_free(d->workers);
 	d->workers = NULL;
 	pdi_learned_store_flush(d); /* written before the store closes */

@@ -246,6 +246,7 @@ static int append_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, in
 		cfg.auto_phases = s->phases == PDI_PHASES_AUTO;
 	/* the same instant for every task of the step: they choose alike how to cut phases */
 	cfg.auto_slots_from_ns = (int64_t)s->started * 1000000000ll + PDI_MODEL_SLOTS_AFTER_NS;
+	cfg.auto_slots_early_ns = (int64_t)s->started * 1000000000ll + PDI_MODEL_EARLY_AFTER_NS;
 	pdi_model_init(&t->model, &cfg);
 	r->tasks[r->ntasks++] = t;
 	/* a step lists its tasks by rank, those without one last */

@@ -277,15 +277,26 @@ static bool idle(struct pdi_workers *w)
 	return r;
 }
 
-void pdi_workers_wait_idle(struct pdi_workers *w)
+bool pdi_workers_wait_idle_until(struct pdi_workers *w, uint64_t deadline_ns)
 {
 	for (;;) {
+		uint64_t now;
+
 		(void)pdi_workers_dispatch(w);
 		if (idle(w))
-			return;
+			return true;
+		now = pdi_now_ns();
+		if (now >= deadline_ns)
+			return false;
 		/* a job that finishes after the check has written the eventfd already */
-		(void)poll(&(struct pollfd){.fd = w->efd, .events = POLLIN}, 1, -1);
+		(void)poll(&(struct pollfd){.fd = w->efd, .events = POLLIN}, 1,
+			   deadline_ns == UINT64_MAX ? -1 : (int)((deadline_ns - now + 999999) / 1000000));
 	}
+}
+
+void pdi_workers_wait_idle(struct pdi_workers *w)
+{
+	(void)pdi_workers_wait_idle_until(w, UINT64_MAX);
 }
 
 void pdi_workers_free(struct pdi_workers *w)

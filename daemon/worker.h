@@ -85,6 +85,9 @@ unsigned pdi_workers_dispatch(struct pdi_workers *w);
  * finish (so that a done() may submit follow-up jobs, which are waited for too). For
  * shutdown and tests only: the loop stands still meanwhile. */
 void pdi_workers_wait_idle(struct pdi_workers *w);
+/* The same, until DEADLINE_NS (pdi_now_ns()) at the latest: true once idle, false at the
+ * deadline with jobs still queued or running (each is bounded, a chain of follow-ups is not). */
+bool pdi_workers_wait_idle_until(struct pdi_workers *w, uint64_t deadline_ns);
 
 struct pdi_workers_stats {
 	unsigned threads, busy;   /* threads created; those running a job now */

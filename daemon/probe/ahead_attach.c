@@ -515,10 +515,10 @@ bool pdi_ahead_keep(struct pdi_daemon *d, const struct pdi_event *e)
 	return true;
 }
 
-void pdi_ahead_close(struct pdi_daemon *d)
+bool pdi_ahead_close(struct pdi_daemon *d, uint64_t deadline_ns)
 {
-	if (d->ahead_workers)
-		pdi_workers_wait_idle(d->ahead_workers);
+	bool idle = !d->ahead_workers || pdi_workers_wait_idle_until(d->ahead_workers, deadline_ns);
+
 	pdi_workers_free(d->ahead_workers);
 	d->ahead_workers = NULL;
 	pdi_ahead_close_dropped(d);
@@ -527,4 +527,5 @@ void pdi_ahead_close(struct pdi_daemon *d)
 	free(d->ahead_maps);
 	d->ahead_maps = NULL;
 	d->nahead_maps = 0;
+	return idle;
 }

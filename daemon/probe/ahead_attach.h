@@ -55,5 +55,6 @@ int pdi_ahead_take_maps(struct pdi_daemon *d, pid_t pid, uint64_t start_ticks, s
 			int *ret_exe_fd);
 /* Close, on a worker, the links of processes attached ahead that will never join. */
 void pdi_ahead_close_dropped(struct pdi_daemon *d);
-/* At shutdown: the attaches in flight finish, and what they kept is handled. */
-void pdi_ahead_close(struct pdi_daemon *d);
+/* At shutdown: the attaches in flight finish, and what they kept is handled; jobs of the pool still
+ * queued at DEADLINE_NS (pdi_now_ns()) are cancelled. False if some were. */
+bool pdi_ahead_close(struct pdi_daemon *d, uint64_t deadline_ns);

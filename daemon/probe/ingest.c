@@ -113,7 +113,7 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	};
 	uint32_t auto_len = t->model.auto_len, nphases = t->model.nphases;
 	uint64_t next_cut = t->model.auto_next_cut;
-	bool slots = t->model.slots;
+	bool slots = t->model.slots, early = t->model.early;
 	int r;
 
 	if (f->count_arg && f->count_arg <= PDI_NARGS && f->type_arg && f->type_arg <= PDI_NARGS)
@@ -145,7 +145,7 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	record(d, t, &c);
 	r = pdi_model_add_call(&t->model, &c);
 	if (t->model.auto_len != auto_len || t->model.nphases != nphases || t->model.slots != slots ||
-	    (t->model.auto_next_cut == PDI_MODEL_NO_CUT) != (next_cut == PDI_MODEL_NO_CUT))
+	    t->model.early != early || (t->model.auto_next_cut == PDI_MODEL_NO_CUT) != (next_cut == PDI_MODEL_NO_CUT))
 		align_phases(t);
 	/* a new phase: the kernel's counts as it begins (its share of CPU, wait, time held); through
 	 * the step, where the log of readings wants one (a change inside a long phase: usage_log.h;

@@ -398,10 +398,11 @@ static uint64_t slot_of(const struct pdi_model *m, uint64_t t)
 	return w > 0 ? (uint64_t)w / ((uint64_t)m->auto_len * 1000000) : 0;
 }
 
-/* Could M, cutting on collectives or not cutting yet, cut on the wall clock instead? */
+/* Could M, cutting on collectives, not cutting yet or cutting early slots, cut on the wall clock
+ * for good instead? */
 static bool may_turn(const struct pdi_model *m)
 {
-	return !m->saw_pcontrol && m->cfg.auto_phases && !m->slots;
+	return !m->saw_pcontrol && m->cfg.auto_phases && (!m->slots || m->early);
 }
 
 /* M turns to the wall clock, its collective count in doubt since DOUBT (UINT64_MAX: never): its
@@ -417,6 +418,12 @@ static void turn_to_slots(struct pdi_model *m, uint64_t doubt)
 	uint32_t keep = m->nphases;
 	uint64_t from;
 
+	free(m->coll_fns);
+	m->coll_fns = NULL;
+	if (m->early) { /* already on the grid, whatever its count says: it stays there */
+		m->early = false;
+		return;
+	}
 	while (keep > 1 && m->phases[keep - 1].t_start >= doubt)
 		keep--;
 	fold_from(m, keep);
@@ -433,8 +440,6 @@ static void turn_to_slots(struct pdi_model *m, uint64_t doubt)
 	from = m->cfg.auto_slots_from_ns > 0 ? (uint64_t)m->cfg.auto_slots_from_ns / (SLOT_MS * 1000000ull) + 1 : 0;
 	if (m->auto_next_cut < from)
 		m->auto_next_cut = from;
-	free(m->coll_fns);
-	m->coll_fns = NULL;
 }
 
 /* Before a call entered at T is fed: if M's count may be short by then, M turns to the wall
@@ -600,7 +605,8 @@ static void turn_alike(size_t n, struct pdi_model *(*get)(void *ctx, size_t i), 
 
 		if (may_turn(m) && m->cfg.auto_slots_from_ns && doubt != UINT64_MAX)
 			turn_to_slots(m, doubt);
-		any |= cut_mode(m) == 1;
+		/* early slots are lined up with the others, but turn no one: their period may still show */
+		any |= cut_mode(m) == 1 && !m->early;
 	}
 	for (size_t i = 0; any && i < n; i++) {
 		struct pdi_model *m = get(ctx, i);
@@ -693,17 +699,57 @@ static bool starts_slot(struct pdi_model *m, const struct pdi_call *c, uint64_t 
 }
 
 /* Has M, entering a call at T, reached the instant its step decides at without the collectives'
- * period? Then it cuts on the wall clock from the next slot on. */
+ * period? Then it cuts on the wall clock: on from its early phases if it cut them, from the next
+ * slot on if not. */
 static bool turns_to_slots(struct pdi_model *m, uint64_t t)
 {
 	if (!m->cfg.auto_slots_from_ns || m->ncollectives >= PERIOD_SAMPLE || pdi_phase_wall_ns(m, t) < m->cfg.auto_slots_from_ns)
 		return false;
+	free(m->coll_fns);
+	m->coll_fns = NULL;
+	if (m->early) {
+		m->early = false;
+		return true;
+	}
 	m->slots = true;
 	m->auto_len = SLOT_MS;
 	m->auto_next_cut = slot_of(m, t) + 1;
-	free(m->coll_fns);
-	m->coll_fns = NULL;
 	return true;
+}
+
+/* Does M, still looking for the collectives' period at T, cut early phases on the wall clock? From
+ * the first call at or after its step's early instant on, in the slots of the grid every task
+ * uses (slot_of()), the set-up before it staying phase 0. */
+static bool cuts_early(struct pdi_model *m, uint64_t t)
+{
+	if (m->early)
+		return true;
+	if (m->auto_len || !m->cfg.auto_slots_from_ns || !m->cfg.auto_slots_early_ns ||
+	    pdi_phase_wall_ns(m, t) < m->cfg.auto_slots_early_ns)
+		return false;
+	m->slots = m->early = true;
+	m->auto_len = SLOT_MS;
+	m->auto_next_cut = slot_of(m, t);
+	return true;
+}
+
+/* M, cutting early slots, entered a step-wide collective at T: it is still in its set-up (a code
+ * without a loop of them makes its last ones before its loop; one with such a loop folds them all
+ * at its 96th anyway), so its early phases fold into phase 0 and cut on from the next slot. */
+static void set_up_goes_on(struct pdi_model *m, uint64_t t)
+{
+	fold_from(m, 1);
+	m->auto_next_cut = slot_of(m, t) + 1;
+}
+
+/* M's step-wide collectives showed their period before its step's instant: its early phases fold
+ * into the set-up, and it cuts on collectives as though it had never cut on the wall clock. */
+static void leave_early(struct pdi_model *m)
+{
+	fold_from(m, 1);
+	m->slots = m->early = false;
+	m->auto_len = 0;
+	m->auto_next_cut = 0;
 }
 
 /* Does call C start a new phase, after *RET_FIRST step-wide collectives (or in that slot)?
@@ -721,12 +767,12 @@ static bool starts_phase(struct pdi_model *m, const struct pdi_call *c, uint64_t
 	}
 	if (m->saw_pcontrol || !m->cfg.auto_phases)
 		return false;
-	if (m->slots)
+	if (m->slots && !m->early)
 		return starts_slot(m, c, ret_first);
 	if (turns_to_slots(m, c->t_enter))
-		return false;
+		return starts_slot(m, c, ret_first);
 	if (!pdi_fn_is_collective(c->fn) || (c->flags & PDI_CALL_SUBCOMM))
-		return false;
+		return cuts_early(m, c->t_enter) && starts_slot(m, c, ret_first);
 	k = m->ncollectives++;
 	if (k < PERIOD_SAMPLE) {
 		if (!m->coll_fns && !(m->coll_fns = calloc(PERIOD_SAMPLE, sizeof(*m->coll_fns))))
@@ -736,6 +782,8 @@ static bool starts_phase(struct pdi_model *m, const struct pdi_call *c, uint64_t
 			uint32_t p = find_period(m->coll_fns);
 			uint32_t min = m->cfg.auto_phase_min_collectives ? m->cfg.auto_phase_min_collectives : 1;
 
+			if (m->early)
+				leave_early(m);
 			/* a sample that may lack collectives finds no period its siblings share */
 			if (m->auto_next_cut != PDI_MODEL_NO_CUT) {
 				m->auto_len = (min + p - 1) / p * p;
@@ -743,6 +791,8 @@ static bool starts_phase(struct pdi_model *m, const struct pdi_call *c, uint64_t
 			}
 			free(m->coll_fns);
 			m->coll_fns = NULL;
+		} else if (cuts_early(m, c->t_enter)) {
+			set_up_goes_on(m, c->t_enter);
 		}
 		return false;
 	}

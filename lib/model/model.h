@@ -60,11 +60,20 @@ struct pdi_model_config {
 	 * that has not sampled the step-wide collectives' period by then (a code that communicates
 	 * on process grids or point to point only) cuts its phases on the wall clock instead */
 	int64_t auto_slots_from_ns;
+	/* an earlier instant (ns since the epoch; 0: none) from which a task that has not found that
+	 * period yet cuts on the wall clock already, in the same slots: kept if it turns to the wall
+	 * clock at auto_slots_from_ns, folded into its set-up if the period shows first. A code with
+	 * no step-wide loop then has phases from its first seconds, not from the fifth on. */
+	int64_t auto_slots_early_ns;
 };
 
 /* How long after a step began its tasks decide how to cut automatic phases (auto_slots_from_ns):
  * time enough for a main loop on MPI_COMM_WORLD to show, at an idle machine's pace. */
 #define PDI_MODEL_SLOTS_AFTER_NS 5000000000ll
+/* How long after a step began its tasks cut early wall-clock phases (auto_slots_early_ns) while
+ * they wait for that: past MPI_Init and the set-up's first collectives, at an idle machine's pace
+ * (meep's 44 MPI_Allreduces end within its first second; doc/design/wall-clock-phases.md). */
+#define PDI_MODEL_EARLY_AFTER_NS 1000000000ll
 
 extern const struct pdi_model_config pdi_model_config_default;
 
@@ -152,6 +161,8 @@ struct pdi_model {
 	bool saw_pcontrol;
 	bool slots; /* automatic phases are cut on the wall clock: slots of auto_len ms, counted from
 		       the epoch, so that a phase of a slot starts in the same one on every task */
+	bool early; /* ... before the step's instant decided it (auto_slots_early_ns): they fold into
+		       the set-up should the step-wide collectives' period show first */
 	uint64_t ncollectives;
 	uint32_t *coll_fns;     /* the first collectives' functions, to find the loop's period */
 	uint64_t auto_next_cut; /* collective count (slot) at which the next automatic phase starts;

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* model_io.c -- encoding a task's model into a portable blob and rebuilding it from one.
  *
- * Payload of format 8, after the header described in model_io.h:
+ * Payload of format 9, after the header described in model_io.h:
  *
  *	u16 nfns, then nfns x (u8 length, name)      MPI functions the blob refers to
  *	u64 calls, dropped_states, dropped_edges, dropped_requests, folded_phase_cuts,
  *	    ncollectives, auto_next_cut, last_enter, last_exit
  *	u32 auto_len, last_site
  *	u16 last_fn (index into the blob's functions)
- *	u8  flags: 1 started, 2 saw_pcontrol, 4 slots (phases on the wall clock)
+ *	u8  flags: 1 started, 2 saw_pcontrol, 4 slots (phases on the wall clock), 8 early (slots
+ *	    cut before the step decided: model.h)
  *	i64 clock_offset_ns; u64 merged_phases
  *	u64 usage_now.at_ns, cpu_ns, wait_ns         the latest reading of the kernel's counts
  *	u32 ncoll, then ncoll x u16                  the collectives' functions sampled so far
@@ -27,6 +28,7 @@
  *	the readings through the step (usage_log.h):
  *	u64 gap_ns; u32 n, then n x (u64 at_ns, cpu_ns, wait_ns), oldest first
  *
+ * Format 8 (read only) lacks the early flag: its slots are decided.
  * Format 7 (read only) lacks the readings through the step: read as none.
  * Format 6 (read only) lacks an unobserved record's from_earlier_runs: read as 0.
  * Format 5 (read only) lacks what the live stack said: read as nothing.
@@ -61,6 +63,7 @@
 #define FLAG_STARTED 1
 #define FLAG_SAW_PCONTROL 2
 #define FLAG_SLOTS 4 /* format 5 on */
+#define FLAG_EARLY 8 /* format 9 on */
 
 _Static_assert(sizeof(double) == 8 && sizeof(float) == 4, "IEEE-754 binary64 and binary32 expected");
 
@@ -77,7 +80,7 @@ _Static_assert(sizeof(struct pdi_phase) == 128, "struct pdi_phase changed: encod
 _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
 /* count_doubt_ns and count_doubt_seen are not encoded: derived from the unobserved log; nor is
  * cfg: the decoder's caller gives it */
-_Static_assert(sizeof(struct pdi_model) == 288 + sizeof(struct pdi_stack_seen_log) + sizeof(struct pdi_usage_log),
+_Static_assert(sizeof(struct pdi_model) == 296 + sizeof(struct pdi_stack_seen_log) + sizeof(struct pdi_usage_log),
 	       "struct pdi_model changed: encode the new field");
 _Static_assert(sizeof(struct pdi_stack_seen) == 24, "struct pdi_stack_seen changed: encode the new field");
 _Static_assert(sizeof(struct pdi_unobserved) == 32, "struct pdi_unobserved changed: encode the new field");
@@ -190,7 +193,7 @@ static void enc_scalars(struct pdi_wire_writer *w, const struct pdi_model *m, co
 	pdi_wire_put_u32(w, m->last_site);
 	pdi_wire_put_u16(w, (uint16_t)(t->ref[m->last_fn] - 1));
 	pdi_wire_put_u8(w, (m->started ? FLAG_STARTED : 0) | (m->saw_pcontrol ? FLAG_SAW_PCONTROL : 0) |
-				   (m->slots ? FLAG_SLOTS : 0));
+				   (m->slots ? FLAG_SLOTS : 0) | (m->early ? FLAG_EARLY : 0));
 	pdi_wire_put_u64(w, (uint64_t)m->clock_offset_ns);
 	pdi_wire_put_u64(w, m->merged_phases);
 	enc_usage(w, &m->usage_now);
@@ -489,13 +492,15 @@ static int dec_scalars(struct dec *d, struct pdi_model *m)
 	if ((e = dec_fn(d, &m->last_fn)) < 0)
 		return e;
 	flags = r_u8(&d->r);
-	if (d->r.bad || flags & ~(FLAG_STARTED | FLAG_SAW_PCONTROL | (d->version >= 5 ? FLAG_SLOTS : 0)))
+	if (d->r.bad || flags & ~(FLAG_STARTED | FLAG_SAW_PCONTROL | (d->version >= 5 ? FLAG_SLOTS : 0) |
+				  (d->version >= 9 ? FLAG_EARLY : 0)))
 		return -EBADMSG;
 	m->started = flags & FLAG_STARTED;
 	m->saw_pcontrol = flags & FLAG_SAW_PCONTROL;
 	m->slots = flags & FLAG_SLOTS;
-	if (m->slots && !m->auto_len)
-		return -EBADMSG; /* slots of no length */
+	m->early = flags & FLAG_EARLY;
+	if ((m->slots && !m->auto_len) || (m->early && !m->slots))
+		return -EBADMSG; /* slots of no length, early phases not on slots */
 	if (d->version >= 3) {
 		m->clock_offset_ns = (int64_t)r_u64(&d->r);
 		m->merged_phases = r_u64(&d->r);

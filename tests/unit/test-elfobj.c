@@ -502,3 +502,44 @@ Test(elfobj, objcache_counts_kept_copies)
 	pdi_maps_free(&maps);
 	cr_assert_eq(open_fds(), fds);
 }
+
+/* A compile unit's line table, read by a worker's copy of the object (reading it through the
+ * cache's own object would be the loop's time): the cache's object takes the rows, counts their
+ * bytes, and names the line from them. */
+Test(elfobj, line_table_read_by_a_copy)
+{
+	const struct pdi_mapping *self;
+	struct pdi_elfobj *o, *o2, *copy;
+	struct pdi_objcache *c;
+	struct pdi_srcloc loc;
+	struct pdi_maps maps;
+	uint64_t vaddr, s;
+	void *ra;
+	int line, fd;
+
+	call_site(&ra, &line);
+	read_self_maps(&maps);
+	self = pdi_maps_find(&maps, (uintptr_t)ra - 1);
+	cr_assert_eq(pdi_objcache_new(&c), 0);
+	cr_assert_eq(pdi_objcache_get(c, getpid(), self, &o), 0);
+	s = pdi_elfobj_bytes_held(o);
+	vaddr = addr_to_vaddr(o, self, (uintptr_t)ra - 1);
+	cr_assert_not(pdi_elfobj_line_ready(o, vaddr), "no DWARF loaded yet");
+	pdi_elfobj_preload(o, true);
+	cr_assert_not(pdi_elfobj_line_ready(o, vaddr), "the DWARF loaded, the unit's table not read");
+	/* the worker's copy, from the cache's very file */
+	cr_assert_eq(pdi_objcache_dup_held(c, self, &fd), 0);
+	cr_assert_eq(pdi_objcache_open_fd(fd, &copy), 0);
+	pdi_elfobj_preload_line(copy, vaddr);
+	cr_assert(pdi_elfobj_line_ready(copy, vaddr));
+	cr_assert_eq(pdi_objcache_adopt(c, getpid(), self, 0, copy, &o2), 0);
+	cr_assert_eq(o2, o);
+	cr_assert(pdi_elfobj_line_ready(o, vaddr), "the cache's object took the copy's table");
+	cr_assert_gt(pdi_elfobj_bytes_held(o), s, "its rows count in the cache's bytes");
+	cr_assert_eq(pdi_elfobj_describe(o, vaddr, &loc), 0);
+	cr_assert_eq(loc.line, line);
+	cr_assert(ends_with(loc.file, "/test-elfobj.c") || !strcmp(loc.file, "test-elfobj.c"), "file %s", loc.file);
+	cr_assert_eq(pdi_objcache_dup_held(c, pdi_maps_find(&maps, (uintptr_t)gnu_get_libc_version), &fd), -ENOENT);
+	pdi_objcache_free(c);
+	pdi_maps_free(&maps);
+}

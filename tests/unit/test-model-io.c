@@ -1134,6 +1134,26 @@ Test(model_io, phases_on_the_wall_clock)
 	script_free(&s);
 }
 
+Test(model_io, early_phases_on_the_wall_clock)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct script s;
+	struct pdi_model m;
+
+	cfg.auto_slots_early_ns = 1500000000; /* 0.5 s into the script */
+	cfg.auto_slots_from_ns = 4500000000;
+	script_init(&s);
+	stencil(&s, 600); /* 2.2 s: early slots only */
+	pdi_model_init(&m, &cfg);
+	feed(&m, &s, 0, s.n);
+	cr_assert(m.slots && m.early);
+	cr_assert_gt(m.nphases, 3);
+	pdi_model_done(&m);
+	stencil(&s, 900); /* on past the instant, where the early slots are kept */
+	resume_everywhere(&cfg, &s, 97);
+	script_free(&s);
+}
+
 /* A model of format VERSION with FLAGS, phases on the wall clock of AUTO_LEN ms, nothing else. */
 static int forge_slots(uint32_t version, uint8_t flags, uint32_t auto_len, struct pdi_model *ret)
 {
@@ -1154,6 +1174,14 @@ static int forge_slots(uint32_t version, uint8_t flags, uint32_t auto_len, struc
 	f_le(&f, 0, 4);
 	f_le(&f, 0, 4); /* nothing unobserved */
 	f_le(&f, 0, 8);
+	if (version >= 6) { /* nothing the stack said */
+		f_le(&f, 0, 4);
+		f_le(&f, 0, 8);
+	}
+	if (version >= 8) { /* no readings through the step */
+		f_le(&f, 0, 8);
+		f_le(&f, 0, 4);
+	}
 	return f_decode(&f, ret);
 }
 
@@ -1170,4 +1198,9 @@ Test(model_io, forged_slots)
 	pdi_model_done(&m);
 	cr_assert_eq(forge_slots(5, 1 | 4, 0, &m), -EBADMSG, "slots of no length would divide by zero");
 	cr_assert_eq(forge_slots(4, 1 | 4, 250, &m), -EBADMSG, "format 4 had no such flag");
+	cr_assert_eq(forge_slots(9, 1 | 4 | 8, 250, &m), 0);
+	cr_assert(m.slots && m.early);
+	pdi_model_done(&m);
+	cr_assert_eq(forge_slots(9, 1 | 8, 250, &m), -EBADMSG, "early phases are slots");
+	cr_assert_eq(forge_slots(8, 1 | 4 | 8, 250, &m), -EBADMSG, "format 8 had no such flag");
 }

@@ -1544,6 +1544,117 @@ static void world_steps_until(struct task *a, struct task *b, uint64_t end)
 	}
 }
 
+/* A and B as meep's ranks: a set-up of 44 world Allreduces until 2.32 s, then a time loop that
+ * talks to different numbers of neighbours at different paces, until END; their step cuts early
+ * phases from 1.5 s (0.5 s into the run) and decides at 5 s. */
+static void early_tasks_run(struct task *a, struct task *b, uint64_t end)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+	const uint16_t allreduce = fn_id("MPI_Allreduce");
+
+	cfg.auto_slots_early_ns = 1500000000ll;
+	cfg.auto_slots_from_ns = 5000000000ll;
+	task_init(a, &cfg);
+	task_init(b, &cfg);
+	for (unsigned i = 0; i < 44; i++) {
+		call(a, 1, allreduce, 30 * MS, 1000);
+		call(b, 1, allreduce, 30 * MS, 1000);
+	}
+	while (a->t < end)
+		stencil_step(a, 4, 7);
+	while (b->t < end)
+		stencil_step(b, 2, 11);
+}
+
+Test(model, a_code_without_a_world_loop_cuts_phases_before_the_instant)
+{
+	struct task a, b;
+
+	/* a run that ends at 4.5 s, before its step decides at 5 s, was one set-up phase: now it has
+	 * the slots from its set-up's last collective on, lined up, the set-up before them phase 0 */
+	early_tasks_run(&a, &b, 4500000000ull);
+	cr_assert(a.m.early && b.m.early);
+	line_up_two(&a, &b);
+	assert_lined_up(&a.m, &b.m);
+	cr_assert_geq(a.m.nphases, 8, "%u phases", a.m.nphases);
+	assert_in_slots(&a.m);
+	assert_in_slots(&b.m);
+	cr_assert_geq(a.m.phases[1].t_start, 2500000000ull, "the first slot past the set-up");
+	cr_assert_lt(a.m.phases[1].t_start, 2750000000ull);
+	cr_assert_eq(state_visits(&a.m.phases[0], pdi_state_comm(1)), 44, "the set-up's collectives in phase 0");
+	cr_assert_eq(state_visits(&b.m.phases[0], pdi_state_comm(1)), 44);
+	pdi_model_done(&a.m);
+	pdi_model_done(&b.m);
+	/* past the instant the step decides for the wall clock: the early phases stay, cutting goes on */
+	early_tasks_run(&a, &b, 8000000000ull);
+	cr_assert(a.m.slots && !a.m.early && b.m.slots && !b.m.early);
+	line_up_two(&a, &b);
+	assert_lined_up(&a.m, &b.m);
+	assert_in_slots(&a.m);
+	cr_assert_lt(a.m.phases[1].t_start, 2750000000ull, "the early phases are kept");
+	cr_assert_gt(a.m.phases[a.m.nphases - 1].t_start, 7500000000ull, "and slots cut to the end");
+	check_and_free_two(&a, &b);
+}
+
+Test(model, early_phases_fold_into_the_set_up_when_the_world_loop_shows)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task k, plain;
+
+	/* a world loop slow to start (a loaded machine): its 96th collective comes at about 3.9 s,
+	 * after the early instant, before the decision; the model is then the one a step without
+	 * early phases makes */
+	cfg.auto_slots_from_ns = 5000000000ll;
+	task_init(&plain, &cfg);
+	cfg.auto_slots_early_ns = 1500000000ll;
+	task_init(&k, &cfg);
+	for (unsigned i = 0; i < 96; i++) {
+		world_step(&k, 30, false);
+		world_step(&plain, 30, false);
+		if (i == 50)
+			cr_assert(k.m.early && k.m.nphases <= 2, "early slots fold at each collective of the sample");
+	}
+	while (k.t < 9000000000ull) {
+		world_step(&k, 30, false);
+		world_step(&plain, 30, false);
+	}
+	cr_assert(!k.m.slots && !k.m.early);
+	cr_assert_eq(k.m.nphases, plain.m.nphases);
+	cr_assert_eq(k.m.auto_len, plain.m.auto_len);
+	for (uint32_t p = 0; p < k.m.nphases; p++) {
+		cr_assert_eq(k.m.phases[p].first_collective, plain.m.phases[p].first_collective, "phase %u", p);
+		cr_assert_eq(phase_transitions(&k.m.phases[p]), phase_transitions(&plain.m.phases[p]), "phase %u", p);
+	}
+	check_and_free_two(&k, &plain);
+}
+
+Test(model, an_early_sibling_does_not_turn_a_task_on_collectives)
+{
+	struct pdi_model_config cfg = pdi_model_config_default;
+	struct task a, b;
+
+	/* A has made its 96 world collectives and cuts on them; B is a few short of them (they
+	 * straddle a snapshot), still cutting early slots: lined up, A stays on collectives */
+	cfg.auto_slots_early_ns = 1500000000ll;
+	cfg.auto_slots_from_ns = 5000000000ll;
+	task_init(&a, &cfg);
+	task_init(&b, &cfg);
+	for (unsigned i = 0; i < 100; i++)
+		world_step(&a, 30, false);
+	for (unsigned i = 0; i < 94; i++)
+		world_step(&b, 30, false);
+	cr_assert(!a.m.slots && a.m.auto_len);
+	cr_assert(b.m.early);
+	line_up_two(&a, &b);
+	cr_assert(!a.m.slots, "A's period is the step's");
+	for (unsigned i = 0; i < 6; i++)
+		world_step(&b, 30, false);
+	cr_assert(!b.m.slots && !b.m.early);
+	line_up_two(&a, &b);
+	assert_lined_up(&a.m, &b.m);
+	check_and_free_two(&a, &b);
+}
+
 Test(model, tasks_that_chose_differently_line_up_on_the_wall_clock)
 {
 	struct task a, b;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "worker.h"
 
 struct job {
@@ -227,6 +228,49 @@ Test(worker, done_may_submit_a_follow_up)
 	cr_expect_eq(second.dones, 1);
 	pdi_workers_free(a);
 	pdi_workers_free(b);
+}
+
+/* A job whose done() submits it again, as long as the pool takes it: a chain with no end. */
+struct chain {
+	struct pdi_job job;
+	struct pdi_workers *w;
+	int runs, cancelled;
+};
+
+static void chain_run(struct pdi_job *pj)
+{
+	pdi_job_of(pj, struct chain, job)->runs++;
+	sleep_ms(20);
+}
+
+static void chain_done(struct pdi_job *pj, bool cancelled)
+{
+	struct chain *c = pdi_job_of(pj, struct chain, job);
+
+	if (cancelled)
+		c->cancelled++;
+	else
+		(void)pdi_workers_submit(c->w, &c->job);
+}
+
+Test(worker, wait_idle_until_ends_a_chain_at_its_deadline)
+{
+	struct chain c = {.job = {.run = chain_run, .done = chain_done}};
+	struct timespec t0, t1;
+	double waited;
+
+	cr_assert_eq(pdi_workers_new("chain", 1, 0, &c.w), 0);
+	cr_assert_eq(pdi_workers_submit(c.w, &c.job), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_expect_not(pdi_workers_wait_idle_until(c.w, pdi_now_ns() + 200000000ull), "a chain with no end went idle");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	cr_expect_geq(waited, 0.19, "returned %.3f s into a 0.2 s wait", waited);
+	cr_expect_lt(waited, 5.0, "a 0.2 s wait took %.3f s", waited);
+	cr_expect_geq(c.runs, 2, "the chain ran %d times in 0.2 s", c.runs);
+	/* what is queued then is cancelled, once, and what runs finishes */
+	pdi_workers_free(c.w);
+	cr_expect_leq(c.cancelled, 1);
 }
 
 Test(worker, workers_block_every_signal)

@@ -393,14 +393,51 @@ static double other_behind(const struct work *w, const struct pdi_starved *s)
 	return most;
 }
 
+/* Model T's share of its ready time on a CPU over the run's units (by their lengths); NAN when
+ * it was ready in none (asleep in MPI: it competed for no CPU). */
+static double run_share(const struct work *w, size_t t, const struct run *run)
+{
+	double sum = 0, len = 0;
+
+	for (uint32_t u = run->onset; u <= run->last; u++)
+		if (!isnan(w->log_share[t * w->nu + u])) {
+			sum += exp(w->log_share[t * w->nu + u]) * w->wall[t * w->nu + u];
+			len += w->wall[t * w->nu + u];
+		}
+	return len > 0 ? sum / len : NAN;
+}
+
+/* Whether model TOP had a CPU to itself over the run while every other ready task got at most
+ * 1/PDI_STARVED_OWN_OVER of its share. At a low load the waiting ranks busy-poll, so the
+ * spinner is on a CPU only 1.5-2.3 times as long as they are (GROMACS, meep, HPCC, issue 9, lead
+ * at load 5: 4.71 s against 2.07 s), but it hardly ever waits for one (3-26% of its time, its
+ * peers 50-95%); a process from outside the step leaves no rank of it that (the highest share
+ * over the run in the same campaign's GROMACS and HPCC CPU interference: 35-37%), and on a node
+ * with a core per rank every task but the victim has a CPU to itself, none alone. */
+static bool own_cpu(const struct work *w, size_t top, const struct run *run)
+{
+	double share = run_share(w, top, run);
+
+	if (isnan(share) || share < PDI_STARVED_OWN_CPU)
+		return false;
+	for (size_t t = 0; t < w->n; t++) {
+		double other = t == top ? NAN : run_share(w, t, run);
+
+		if (!isnan(other) && other * PDI_STARVED_OWN_OVER > share)
+			return false;
+	}
+	return true;
+}
+
 /* Whether one task of the step took the CPU the finding's task went without (starved.h: taken):
  * a rank spinning in its own code keeps the CPU while its peers, waiting for it in MPI, yield
  * theirs (Open MPI yields while it polls on an oversubscribed node) or wait behind it. Such a
- * rank is on a CPU several times as long as any peer over the run; a process interfering from
+ * rank is on a CPU several times as long as any peer over the run, or at a low load, where they
+ * poll without yielding, has a CPU to itself (own_cpu()); a process interfering from
  * outside the step takes the CPU from the ranks beside it without any rank of the step gaining
  * (HPCC at a load of 13, issue 9, spin11: the spinner 0.70 s on a CPU in a 3.5 s phase, its
  * peers 0.07-0.17 s, and ranks 0 and 3 were named as not getting CPU). */
-static void taker_of(const struct work *w, struct pdi_starved *s)
+static void taker_of(const struct work *w, struct pdi_starved *s, const struct run *run)
 {
 	double *cpu = w->scratch, next = 0; /* each model's time on a CPU over the run's phases (s) */
 	size_t top = 0;
@@ -422,8 +459,8 @@ static void taker_of(const struct work *w, struct pdi_starved *s)
 	for (size_t t = 0; t < w->n; t++)
 		if (t != top)
 			next = fmax(next, cpu[t]);
-	if (cpu[top] > 0 && cpu[top] >= PDI_STARVED_RATIO * next && !pdi_starved_named(s, top) &&
-	    weight(w, top) == 1 && s->gain[top] >= log(PDI_STARVED_TOOK)) {
+	if (cpu[top] > 0 && (cpu[top] >= PDI_STARVED_RATIO * next || own_cpu(w, top, run)) &&
+	    !pdi_starved_named(s, top) && weight(w, top) == 1 && s->gain[top] >= log(PDI_STARVED_TOOK)) {
 		s->taken = true;
 		s->taker = top;
 		s->taker_cpu_s = cpu[top];
@@ -492,7 +529,7 @@ static void find(struct work *w, struct pdi_starved *s)
 	}
 	median = pdi_median(w->scratch, k);
 	s->z = (peak - median) / pdi_robust_sd(w->scratch, k, median, PDI_STARVED_NOISE_FLOOR);
-	taker_of(w, s);
+	taker_of(w, s, &run);
 }
 
 int pdi_starved_find(const struct pdi_model *const *models, const uint32_t *weights, size_t n, uint32_t first,

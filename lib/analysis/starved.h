@@ -41,6 +41,10 @@
 #define PDI_STARVED_ONSET 1.3
 /* A task whose share rose this many times over its usual during the run took the CPU. */
 #define PDI_STARVED_TOOK 1.25
+/* ... or a task that was on a CPU this share of the time it was ready over the run, while every
+ * other ready task got at most 1/PDI_STARVED_OWN_OVER of its share, had a CPU to itself. */
+#define PDI_STARVED_OWN_CPU 0.8
+#define PDI_STARVED_OWN_OVER 1.5
 /* The run must last this long (s): a stall's worth of not getting CPU, not a scheduler tick. */
 #define PDI_STARVED_MIN_S 1.0
 /* A phase counts for a task when it was ready to run this share of it. */
@@ -87,8 +91,9 @@ struct pdi_starved {
 	bool taken;          /* the CPU it went without was taken by one task of the step (a rank spinning
 				in its own code while its peers wait for it: the fault is that task's) */
 	size_t taker;        /* ... that model: a single task, on a CPU over the run's phases
-				PDI_STARVED_RATIO times as long as any other, and more than its usual
-				share or its peers' (gain) by PDI_STARVED_TOOK */
+				PDI_STARVED_RATIO times as long as any other or with a CPU to itself
+				(PDI_STARVED_OWN_CPU), and more than its usual share or its peers'
+				(gain) by PDI_STARVED_TOOK */
 	double taker_cpu_s, next_cpu_s; /* its time on a CPU over the run's phases, and the most any other
 				task had there (s) */
 	double *gain;        /* n: how much more of the CPU each model got over the run than its usual,

@@ -1006,7 +1006,11 @@ Test(analysis, a_rank_that_lost_cpu_to_a_spinner_is_not_named_beside_it)
  * models: only the kernel's counts tell (HPCC at a load of 13: on a CPU 0.70 s against its
  * peers' 0.07-0.17 s, and ranks 0 and 3 were named). CASE 2: its peers wait in MPI at their usual
  * share, it spins at 60% of a CPU, and a blip in program phase 1 left it a quarter of its peers'
- * share for the phase (NWChem at a load of 28: the blip's phase was named, "nothing abnormal"). */
+ * share for the phase (NWChem at a load of 28: the blip's phase was named, "nothing abnormal").
+ * CASE 3: a low load, where its peers busy-poll as they wait: it has a CPU to itself (97% of its
+ * time on one), only 2.2 times as long as the peers polling (45%), and the one sharing its CPU
+ * gets 12%, its computation 4 times as long (meep at a load of 5, lead: rank 2 "waited 4.5 s for
+ * a CPU" was named). */
 static void expect_spinner_named(int k)
 {
 	const struct view_case *c = &cases[0]; /* 4 tasks, 8 phases */
@@ -1024,6 +1028,14 @@ static void expect_spinner_named(int k)
 		other.busy_share = k ? 0.1 : 0.2;
 		neighbour.busy_from = neighbour.busy_to = other.busy_from = other.busy_to = 4;
 		neighbour.wait_unseen = other.wait_unseen = k == 1;
+	} else if (k == 3) {
+		spinner.busy_share = 0.97;
+		other.busy_share = 0.45;
+		spinner.busy_from = spinner.busy_to = other.busy_from = other.busy_to = 4;
+		neighbour.slowed = true;
+		neighbour.slow_from = neighbour.slow_to = 4;
+		neighbour.slow_share = 0.12;
+		neighbour.slow_factor = 4;
 	} else {
 		spinner.busy_share = 0.6;
 		spinner.busy_from = spinner.busy_to = 4;
@@ -1055,7 +1067,7 @@ static void expect_spinner_named(int k)
 
 Test(analysis, a_spinning_rank_is_named_not_the_peer_it_took_the_cpu_from)
 {
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 		expect_spinner_named(k);
 }
 

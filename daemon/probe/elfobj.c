@@ -668,25 +668,30 @@ static bool unit_of(const struct pdi_elfobj *o, uint64_t vaddr, Dwarf_Die *ret)
 	return o->dwarf && (dwarf_addrdie(o->dwarf, vaddr, ret) || find_cu_by_ranges(o->dwarf, vaddr, ret));
 }
 
+/* The line table of O's compile unit CU: the one read already, or read here and kept (on the
+ * loop, where no worker read it: pdi_elfobj_line_ready() said so). NULL when it cannot be read
+ * or kept. */
+static const struct pdi_line_unit *lines_of(struct pdi_elfobj *o, Dwarf_Die *cu)
+{
+	uint64_t off = dwarf_dieoffset(cu);
+	const struct pdi_line_unit *u = pdi_line_units_get(&o->units, off);
+	struct pdi_line_unit *read;
+
+	if (u || pdi_line_unit_read(cu, &read) < 0)
+		return u;
+	pdi_line_units_add(&o->units, read);
+	return pdi_line_units_get(&o->units, off);
+}
+
 static void describe_line(struct pdi_elfobj *o, uint64_t vaddr, struct pdi_srcloc *ret)
 {
 	const struct pdi_line_unit *u;
-	struct pdi_line_unit *read;
 	const char *src;
 	Dwarf_Die cudie;
 	int lineno;
 
-	if (!get_dwarf(o) || !unit_of(o, vaddr, &cudie))
+	if (!get_dwarf(o) || !unit_of(o, vaddr, &cudie) || !(u = lines_of(o, &cudie)))
 		return;
-	u = pdi_line_units_get(&o->units, dwarf_dieoffset(&cudie));
-	if (!u) {
-		/* no worker read it (pdi_elfobj_line_ready() said so): read here */
-		if (pdi_line_unit_read(&cudie, &read) < 0)
-			return;
-		pdi_line_units_add(&o->units, read);
-		if (!(u = pdi_line_units_get(&o->units, dwarf_dieoffset(&cudie))))
-			return;
-	}
 	if (!pdi_line_unit_find(u, vaddr, &src, &lineno))
 		return;
 	snprintf(ret->file, sizeof(ret->file), "%s", src);
@@ -728,12 +733,10 @@ bool pdi_elfobj_line_ready(const struct pdi_elfobj *o, uint64_t vaddr)
 
 void pdi_elfobj_preload_line(struct pdi_elfobj *o, uint64_t vaddr)
 {
-	struct pdi_line_unit *u;
 	Dwarf_Die cudie;
 
-	if (get_dwarf(o) && unit_of(o, vaddr, &cudie) && !pdi_line_units_get(&o->units, dwarf_dieoffset(&cudie)) &&
-	    pdi_line_unit_read(&cudie, &u) == 0)
-		pdi_line_units_add(&o->units, u);
+	if (get_dwarf(o) && unit_of(o, vaddr, &cudie))
+		(void)lines_of(o, &cudie);
 }
 
 void pdi_elfobj_take_lines(struct pdi_elfobj *o, struct pdi_elfobj *from)

@@ -861,17 +861,17 @@ static void starved_scores(struct pdi_automaded *a)
 {
 	const struct pdi_starved *s = &a->starved;
 
-	for (size_t t = 0; t < s->n; t++) {
-		a->task_score[t] = 0;
-		for (uint32_t p = s->onset; !s->taken && p <= s->last; p++)
-			a->task_score[t] += fmax(0.0, pdi_starved_of(s, t, p));
-		if (s->taken)
-			a->task_score[t] = fmax(0.0, s->gain[t]);
-	}
 	if (s->taken) { /* by how much longer it was on a CPU than any other */
+		for (size_t t = 0; t < s->n; t++)
+			a->task_score[t] = fmax(0.0, s->gain[t]);
 		a->faulty_task = s->taker;
 		a->task_margin = s->next_cpu_s > 0 ? s->taker_cpu_s / s->next_cpu_s : 1e9;
 		return;
+	}
+	for (size_t t = 0; t < s->n; t++) {
+		a->task_score[t] = 0;
+		for (uint32_t p = s->onset; p <= s->last; p++)
+			a->task_score[t] += fmax(0.0, pdi_starved_of(s, t, p));
 	}
 	a->faulty_task = s->task;
 	a->task_margin = s->task_margin;

@@ -194,13 +194,13 @@ static bool peak_of(struct pdi_lost *l, enum pdi_lost_kind kind, double at_least
 	return l->peak_s > 0;
 }
 
-/* The most any task lost in phase P, of kind KIND only when it is not PDI_LOST_NONE. */
-static double phase_loss(const struct pdi_lost *l, uint32_t p, enum pdi_lost_kind kind)
+/* The most any task was held in phase P (the time lost of any kind: L->phase_s). */
+static double held_in_phase(const struct pdi_lost *l, uint32_t p)
 {
 	double most = 0;
 
 	for (size_t t = 0; t < l->n; t++)
-		if (kind == PDI_LOST_NONE || l->kinds[t * l->nphases + p] == kind)
+		if (l->kinds[t * l->nphases + p] == PDI_LOST_HELD)
 			most = fmax(most, l->by_task[t * l->nphases + p]);
 	return most;
 }
@@ -239,8 +239,7 @@ static void find(struct pdi_lost *l, double *scratch)
 			l->next_task_s = fmax(l->next_task_s, l->by_task[t * l->nphases + l->peak]);
 	for (uint32_t p = l->first; p < l->end; p++)
 		if (p < l->onset || p > l->last)
-			l->other_phase_s =
-				fmax(l->other_phase_s, phase_loss(l, p, held ? PDI_LOST_HELD : PDI_LOST_NONE));
+			l->other_phase_s = fmax(l->other_phase_s, held ? held_in_phase(l, p) : l->phase_s[p]);
 }
 
 /* W's X: signal S of every model in every phase looked at, NAN elsewhere. */

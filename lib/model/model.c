@@ -405,6 +405,18 @@ static bool may_turn(const struct pdi_model *m)
 	return !m->saw_pcontrol && m->cfg.auto_phases && (!m->slots || m->early);
 }
 
+/* M cuts on the wall clock for good: the collectives' period is looked for no more. True when it
+ * cut early slots already: it stays on them, whatever its count says. */
+static bool slots_for_good(struct pdi_model *m)
+{
+	free(m->coll_fns);
+	m->coll_fns = NULL;
+	if (!m->early)
+		return false;
+	m->early = false;
+	return true;
+}
+
 /* M turns to the wall clock, its collective count in doubt since DOUBT (UINT64_MAX: never): its
  * phases cut since then fold into the one before, as stop_cuts() would; each earlier one keeps the
  * slot it started in (phases that started in one slot merge), so that it stays lined up with its
@@ -418,12 +430,8 @@ static void turn_to_slots(struct pdi_model *m, uint64_t doubt)
 	uint32_t keep = m->nphases;
 	uint64_t from;
 
-	free(m->coll_fns);
-	m->coll_fns = NULL;
-	if (m->early) { /* already on the grid, whatever its count says: it stays there */
-		m->early = false;
+	if (slots_for_good(m))
 		return;
-	}
 	while (keep > 1 && m->phases[keep - 1].t_start >= doubt)
 		keep--;
 	fold_from(m, keep);
@@ -705,12 +713,8 @@ static bool turns_to_slots(struct pdi_model *m, uint64_t t)
 {
 	if (!m->cfg.auto_slots_from_ns || m->ncollectives >= PERIOD_SAMPLE || pdi_phase_wall_ns(m, t) < m->cfg.auto_slots_from_ns)
 		return false;
-	free(m->coll_fns);
-	m->coll_fns = NULL;
-	if (m->early) {
-		m->early = false;
+	if (slots_for_good(m))
 		return true;
-	}
 	m->slots = true;
 	m->auto_len = SLOT_MS;
 	m->auto_next_cut = slot_of(m, t) + 1;

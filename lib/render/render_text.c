@@ -43,14 +43,13 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 				phase, am->phase_margin, strpbrk(ranks, ",-") ? "s" : "", ranks, am->task_margin,
 				from, to, sure);
 	if (am->by_starved) {
+		const struct pdi_starved *s = &am->starved;
+		size_t named = s->taken ? s->taker : s->task;
 		char doing[300];
 
-		pdi_starved_text(&am->starved, doing, sizeof(doing));
-		pdi_json_printf(j, "pdimon:   %s: rank %d %s\n", am->starved.taken ? "took the CPU" : "not getting CPU",
-				a->view->tasks[a->classes.classes[am->starved.taken ? am->starved.taker : am->starved.task]
-						       .members[0]]
-					.rank,
-				doing);
+		pdi_starved_text(s, doing, sizeof(doing));
+		pdi_json_printf(j, "pdimon:   %s: rank %d %s\n", s->taken ? "took the CPU" : "not getting CPU",
+				a->view->tasks[a->classes.classes[named].members[0]].rank, doing);
 	}
 }
 

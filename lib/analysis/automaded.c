@@ -1164,7 +1164,8 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 				goto out;
 	deviations(&w);
 	phase_scores(&w, &a);
-	if ((r = phase_excess(&w, &a)) < 0 || (r = pdi_lost_time(in->models, in->weights, w.n, w.first, w.end, &a.lost)) < 0 ||
+	if ((r = phase_excess(&w, &a)) < 0 ||
+	    (r = pdi_lost_time(in->models, in->weights, w.n, w.first, w.end, &a.lost)) < 0 ||
 	    (r = lost_at_the_edges(&w, &a)) < 0 ||
 	    (r = pdi_starved_find(in->models, in->weights, w.n, 0, w.np, &a.starved)) < 0)
 		goto out;

@@ -2,16 +2,21 @@
 /* lost_time.c -- the time one task lost against its peers, phase by phase (see lost_time.h). */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lost_time.h"
+#include "pace.h"
 #include "robust.h"
+#include "starved.h"
 
 /* a signal that is no loss: the time a task spent inside MPI calls */
 #define SIGNAL_IN_MPI (PDI_LOST_WAITING + 1)
 /* one phase: the longest single stretch of computation beyond its transition's usual */
 #define SIGNAL_BURST (PDI_LOST_WAITING + 2)
+/* computation beyond its states' usual pace, and in states seen in no other phase (pace.h) */
+#define SIGNAL_PACED (PDI_LOST_WAITING + 3)
 
 const char *const pdi_lost_kind_names[] = {
 	[PDI_LOST_NONE] = "none", [PDI_LOST_COMPUTING] = "computing", [PDI_LOST_HELD] = "held",
@@ -69,7 +74,7 @@ static double burst_s(const struct pdi_phase *p)
 	return burst;
 }
 
-/* Signal S of model M in phase P (s), NAN when unknown. */
+/* Signal S of model M in phase P (s), NAN when unknown; not SIGNAL_PACED (fill()). */
 static double signal_of(const struct pdi_model *m, uint32_t p, int s)
 {
 	const struct pdi_phase *ph = &m->phases[p];
@@ -103,6 +108,8 @@ struct work {
 	double *in_mpi;            /* n x np: the excess of time inside MPI calls */
 	struct pdi_weighted *peers; /* n */
 	double *own;               /* np */
+	double *raw;               /* n x np: the excess of time computing, all of it */
+	struct pdi_pace pace;      /* the computation beyond its usual pace (pace.h) */
 };
 
 /* X becomes each model's excess over its peers' weighted median in the same phase, beyond its
@@ -242,14 +249,98 @@ static void find(struct pdi_lost *l, double *scratch)
 			l->other_phase_s = fmax(l->other_phase_s, held ? held_in_phase(l, p) : l->phase_s[p]);
 }
 
+/* Model M's share of the time it was ready on a CPU over phases [FROM, TO], and how long it was
+ * on one (s) into RET_CPU_S; NAN when the kernel's counts miss a phase or it was ready less than
+ * PDI_LOST_READY of the time (asleep in MPI, it competed for no CPU). */
+static double ready_share(const struct pdi_model *m, uint32_t from, uint32_t to, double *ret_cpu_s)
+{
+	uint64_t cpu = 0, wait = 0, wall = 0;
+	struct pdi_phase_usage u;
+
+	for (uint32_t p = from; p <= to; p++) {
+		if (!pdi_model_phase_usage(m, p, &u))
+			return NAN;
+		cpu += u.cpu_ns;
+		wait += u.wait_ns;
+		wall += u.wall_ns;
+	}
+	*ret_cpu_s = (double)cpu / 1e9;
+	if (!wall || (double)(cpu + wait) < PDI_LOST_READY * (double)wall)
+		return NAN;
+	return (double)cpu / (double)(cpu + wait);
+}
+
+/* Whether the CPU the finding's task waited for was taken by one task of the step with a CPU to
+ * itself (starved.h), on a CPU at least as long as the finding's task lost: a rank spinning in
+ * its own code, where the ranks waiting for it in MPI poll (GROMACS at a load of 5, issue 9: the
+ * spinner on a CPU 97% of its ready time over the 4.9 s phase, its peers 15-43%, and the one
+ * beside it on a CPU 4.1 s behind, which lost 1.3 s waiting beyond its peers and was named). The
+ * starved finding asks the same of its run; it did not find this one, the loss is a third of the
+ * peers' share only against the one beside the spinner. */
+static void taker_of(struct pdi_lost *l, const struct pdi_model *const *models, const uint32_t *weights)
+{
+	double top = NAN, others = 0, top_cpu_s = 0;
+	size_t taker = 0;
+
+	if (!l->found || l->kind != PDI_LOST_WAITING)
+		return;
+	for (size_t t = 0; t < l->n; t++) {
+		double cpu_s, share = t == l->task ? NAN : ready_share(models[t], l->onset, l->last, &cpu_s);
+
+		if (!isnan(share) && (isnan(top) || share > top)) {
+			top = share;
+			taker = t;
+			top_cpu_s = cpu_s;
+		}
+	}
+	/* every other ready task, the finding's own among them */
+	for (size_t t = 0; !isnan(top) && t < l->n; t++) {
+		double cpu_s, share = t == taker ? NAN : ready_share(models[t], l->onset, l->last, &cpu_s);
+
+		if (!isnan(share))
+			others = fmax(others, share);
+	}
+	if (!pdi_starved_cpu_to_itself(top, others) || (weights && weights[taker] != 1) || top_cpu_s < l->total_s)
+		return;
+	l->taken = true;
+	l->taker = taker;
+	l->taker_share = top;
+	l->next_share = others;
+}
+
 /* W's X: signal S of every model in every phase looked at, NAN elsewhere. */
 static void fill(struct work *w, int s)
 {
 	for (size_t t = 0; t < w->n; t++)
 		for (uint32_t p = 0; p < w->np; p++)
-			w->x[t * w->np + p] = p >= w->first && p < w->end && p < w->models[t]->nphases
-						      ? signal_of(w->models[t], p, s)
-						      : NAN;
+			w->x[t * w->np + p] = p < w->first || p >= w->end || p >= w->models[t]->nphases ? NAN
+					      : s == SIGNAL_PACED ? pdi_pace_with_unpaced_s(&w->pace, t, p)
+								  : signal_of(w->models[t], p, s);
+}
+
+/* W's X: each model's excess of signal S over its peers (excess()). Time computing counts no
+ * more than the excess of computation beyond its usual pace (computations seen in no other
+ * phase in full: their peers' in the same phase are the yardstick then): a rank that does more
+ * of its usual work at its usual pace while its peers wait loses nothing (HPL's panel, pace.h);
+ * a rank whose same work took longer (spinning, stopped, a hog on its CPU) loses that. The
+ * lesser of the two: the pace of a code whose calls wrap work of every size (NWChem's one-sided
+ * operations) varies more than its totals do, and that noise is no loss either. False when no
+ * phase has two models that know the signal. */
+static bool excess_of(struct work *w, int s)
+{
+	size_t all = w->n * w->np;
+
+	fill(w, s);
+	if (!excess(w))
+		return false;
+	if (s != PDI_LOST_COMPUTING)
+		return true;
+	memcpy(w->raw, w->x, all * sizeof(*w->raw));
+	fill(w, SIGNAL_PACED);
+	(void)excess(w); /* the same phases and models know it */
+	for (size_t i = 0; i < all; i++)
+		w->x[i] = fmin(w->raw[i], w->x[i]);
+	return true;
 }
 
 /* The most any model but T computed longer than its peers in phase P (s): what T may have
@@ -284,10 +375,11 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 	w.in_mpi = malloc(n * w.np * sizeof(*w.in_mpi));
 	w.peers = malloc(n * sizeof(*w.peers));
 	w.own = malloc((w.np > n ? w.np : n) * sizeof(*w.own));
-	if (!l.phase_s || !l.by_task || !l.kinds || !w.x || !w.in_mpi || !w.peers || !w.own)
+	w.raw = malloc(n * w.np * sizeof(*w.raw));
+	if (!l.phase_s || !l.by_task || !l.kinds || !w.x || !w.in_mpi || !w.peers || !w.own || !w.raw ||
+	    pdi_pace_of(models, n, first, end, &w.pace) < 0)
 		goto out;
-	fill(&w, SIGNAL_IN_MPI);
-	if (!excess(&w))
+	if (!excess_of(&w, SIGNAL_IN_MPI))
 		memset(w.in_mpi, 0, n * w.np * sizeof(*w.in_mpi));
 	else
 		memcpy(w.in_mpi, w.x, n * w.np * sizeof(*w.in_mpi));
@@ -297,8 +389,7 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 	     s <= (end - first > 1 ? PDI_LOST_WAITING : SIGNAL_BURST); s++) {
 		if (end - first == 1 && (s == PDI_LOST_WAITING || s == SIGNAL_IN_MPI))
 			continue;
-		fill(&w, s);
-		if (!excess(&w))
+		if (!excess_of(&w, s))
 			continue;
 		l.has_usage |= s == PDI_LOST_HELD || s == PDI_LOST_WAITING;
 		for (size_t i = 0; i < n * w.np; i++) {
@@ -322,6 +413,7 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 		for (uint32_t p = first; p < end; p++)
 			l.phase_s[p] = fmax(l.phase_s[p], l.by_task[t * w.np + p]);
 	find(&l, w.x);
+	taker_of(&l, models, weights);
 	*ret = l;
 	l = (struct pdi_lost){0};
 	r = 0;
@@ -330,6 +422,8 @@ out:
 	free(w.in_mpi);
 	free(w.peers);
 	free(w.own);
+	free(w.raw);
+	pdi_pace_done(&w.pace);
 	pdi_lost_done(&l);
 	return r;
 }
@@ -408,4 +502,23 @@ bool pdi_lost_kernel_alone(const struct pdi_lost *l, const struct pdi_model *con
 		cpu = other.cpu_ns > cpu ? other.cpu_ns : cpu;
 	}
 	return mine.held_ns >= held + floor || mine.cpu_ns >= cpu + floor;
+}
+
+void pdi_lost_taken_text(const struct pdi_lost *l, char *buf, size_t len)
+{
+	char where[80];
+
+	if (!l->found || !l->taken) {
+		if (len)
+			buf[0] = '\0';
+		return;
+	}
+	if (l->last > l->onset)
+		snprintf(where, sizeof(where), "phases %u to %u", l->onset, l->last);
+	else
+		snprintf(where, sizeof(where), "phase %u", l->onset);
+	snprintf(buf, len,
+		 "on a CPU %.0f%% of the time it was ready over %s, the others %.0f%% at most: it took the CPU they "
+		 "waited for (one of them %.1f s longer than its peers)",
+		 100 * l->taker_share, where, 100 * l->next_share, l->total_s);
 }

@@ -812,6 +812,8 @@ size_t pdi_analysis_faulty_ranks(const struct pdi_analysis *a, int *ranks)
 	}
 	if (!a->has_automaded)
 		return 0;
+	if (am->by_lost && am->lost.taken)
+		return class_ranks(a, am->lost.taker, ranks); /* the one task that took the CPU */
 	if (am->by_lost) {
 		/* the task that lost the time, and any that lost nearly as much in the same phase
 		 * by itself, not to the CPU the first one took from it */

@@ -840,7 +840,8 @@ static int computation_scores(const struct work *w, struct pdi_automaded *a)
 }
 
 /* The faulty task when time lost picked the phase: the task that lost it (each task scored by
- * what it lost over the run). */
+ * what it lost over the run), or the one task of the step that took the CPU it waited for
+ * (lost_time.h, taken: by how much more of its ready time it was on a CPU than any other). */
 static void lost_scores(struct pdi_automaded *a)
 {
 	const struct pdi_lost *l = &a->lost;
@@ -849,6 +850,11 @@ static void lost_scores(struct pdi_automaded *a)
 		a->task_score[t] = 0;
 		for (uint32_t p = l->onset; p <= l->last; p++)
 			a->task_score[t] += pdi_lost_of(l, t, p, NULL);
+	}
+	if (l->taken) {
+		a->faulty_task = l->taker;
+		a->task_margin = l->next_share > 0 ? l->taker_share / l->next_share : 1e9;
+		return;
 	}
 	a->faulty_task = l->task;
 	a->task_margin = l->next_task_s > 0 ? l->peak_s / l->next_task_s : 1e9;

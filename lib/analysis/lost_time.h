@@ -11,7 +11,9 @@
  *   held       time neither running nor runnable, from the kernel's counts (struct pdi_usage):
  *              stopped by a signal or a debugger, asleep in I/O -- the task stopped inside MPI
  *              that the call timings cannot tell from its peers waiting in the same call
- *   waiting    time runnable but without a CPU, from the same counts: interference on its CPU
+ *   waiting    time runnable but without a CPU, from the same counts: interference on its CPU,
+ *              or a rank of the step that took the CPU (taken: spinning in its own code on a
+ *              node with fewer cores than ranks, while the others poll in MPI for it)
  *
  * Each is taken beyond the task's own usual offset from its peers (a rank that always does
  * the I/O, a sub-domain that is always larger), so that a steady imbalance is not a fault.
@@ -61,6 +63,12 @@ struct pdi_lost {
 	double z;                  /* how far the peak stands above the other phases' median (or the
 				      other tasks'), in noise_s */
 	bool has_usage;            /* the kernel's counts were there to look at */
+	bool taken;                /* the finding is time waiting for a CPU, and one other task of the step
+				      had a CPU to itself over the run (PDI_STARVED_OWN_CPU): a rank
+				      spinning in its own code, the fault is that task's */
+	size_t taker;              /* ... that model (a single task) */
+	double taker_share, next_share; /* its share of the time it was ready on a CPU over the run, and the
+				      most any other ready task had */
 
 	/* what pdi_lost_of() reads */
 	double *by_task;           /* n x nphases: lost by model t in phase p (s) */
@@ -77,6 +85,9 @@ struct pdi_lost {
 #define PDI_LOST_MIN_PHASES 6
 /* Another task that lost this share of the peak in the same phase is named beside it. */
 #define PDI_LOST_ALSO_SHARE 0.5
+/* A task waiting for a CPU counts as ready in a run when it was ready this share of its time. */
+#define PDI_LOST_READY 0.5
+
 /* Whether task U of L lost its time in the peak phase to the CPU the finding's task took, not
  * by itself: the finding's task (model C) computed there at no less than its usual share of the
  * CPU, while U (model MU) got less than its own usual share and waited for a CPU, beyond what
@@ -96,6 +107,11 @@ bool pdi_lost_cpu_taken(const struct pdi_lost *l, size_t u, const struct pdi_mod
  * 0.06-0.08 s; a rank spinning 2.8 s, 3.4 s on a CPU against at most 1.9 s. False when a model
  * lacks the counts there. */
 bool pdi_lost_kernel_alone(const struct pdi_lost *l, const struct pdi_model *const *models, size_t n);
+
+/* What the task that took the CPU did (L->taken), in words, into BUF: "on a CPU 97% of the time
+ * it was ready over phase 15, the others 43% at most: it took the CPU they waited for (one of
+ * them 1.3 s longer than its peers)"; "" when none. */
+void pdi_lost_taken_text(const struct pdi_lost *l, char *buf, size_t len);
 
 /* A phase that took this much longer than usual on some task, or a task that lost this much
  * against its peers, is a candidate stall (s): the documented floor below which the diagnosis

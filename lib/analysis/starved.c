@@ -416,17 +416,20 @@ static double run_share(const struct work *w, size_t t, const struct run *run)
  * with a core per rank every task but the victim has a CPU to itself, none alone. */
 static bool own_cpu(const struct work *w, size_t top, const struct run *run)
 {
-	double share = run_share(w, top, run);
+	double others = 0;
 
-	if (isnan(share) || share < PDI_STARVED_OWN_CPU)
-		return false;
 	for (size_t t = 0; t < w->n; t++) {
 		double other = t == top ? NAN : run_share(w, t, run);
 
-		if (!isnan(other) && other * PDI_STARVED_OWN_OVER > share)
-			return false;
+		if (!isnan(other))
+			others = fmax(others, other);
 	}
-	return true;
+	return pdi_starved_cpu_to_itself(run_share(w, top, run), others);
+}
+
+bool pdi_starved_cpu_to_itself(double share, double others)
+{
+	return !isnan(share) && share >= PDI_STARVED_OWN_CPU && others * PDI_STARVED_OWN_OVER <= share;
 }
 
 /* Whether one task of the step took the CPU the finding's task went without (starved.h: taken):

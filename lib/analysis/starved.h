@@ -109,6 +109,11 @@ int pdi_starved_find(const struct pdi_model *const *models, const uint32_t *weig
 		     uint32_t end, struct pdi_starved *ret);
 void pdi_starved_done(struct pdi_starved *s);
 
+/* Whether a task on a CPU SHARE of the time it was ready to run, while no other ready task of
+ * the step was on one more than OTHERS of its own, had a CPU to itself (PDI_STARVED_OWN_CPU,
+ * PDI_STARVED_OWN_OVER): it took the CPU its peers waited for. False when SHARE is NAN. */
+bool pdi_starved_cpu_to_itself(double share, double others);
+
 /* Model T's log ratio in phase P (0 outside, or unknown). */
 double pdi_starved_of(const struct pdi_starved *s, size_t t, uint32_t p);
 /* Whether model T is named with the finding: the task that took the CPU (taken), or else the

@@ -148,6 +148,16 @@ static void json_lost(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_json_kv_double(j, "other_phase_s", l->other_phase_s);
 		pdi_json_kv_double(j, "noise_s", l->noise_s);
 		pdi_json_kv_double(j, "z", l->z);
+		pdi_json_kv_bool(j, "taken", l->taken);
+		if (l->taken) {
+			char doing[300];
+
+			pdi_lost_taken_text(l, doing, sizeof(doing));
+			pdi_json_kv_int(j, "taker_rank", first_rank(a, l->taker));
+			pdi_json_kv_double(j, "taker_share", l->taker_share);
+			pdi_json_kv_double(j, "next_share", l->next_share);
+			pdi_json_kv_str(j, "doing", doing);
+		}
 	}
 	pdi_json_obj_end(j);
 }
@@ -396,6 +406,9 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_json_kv_double(j, "excess_s", a->excess_s);
 		if (a->am.by_starved) {
 			pdi_starved_text(&a->am.starved, doing, sizeof(doing));
+			pdi_json_kv_str(j, "doing", doing);
+		} else if (a->am.by_lost && a->am.lost.taken) {
+			pdi_lost_taken_text(&a->am.lost, doing, sizeof(doing));
 			pdi_json_kv_str(j, "doing", doing);
 		}
 	} else {

@@ -50,6 +50,12 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_starved_text(s, doing, sizeof(doing));
 		pdi_json_printf(j, "pdimon:   %s: rank %d %s\n", s->taken ? "took the CPU" : "not getting CPU",
 				a->view->tasks[a->classes.classes[named].members[0]].rank, doing);
+	} else if (am->by_lost && am->lost.taken) {
+		char doing[300];
+
+		pdi_lost_taken_text(&am->lost, doing, sizeof(doing));
+		pdi_json_printf(j, "pdimon:   took the CPU: rank %d %s\n",
+				a->view->tasks[a->classes.classes[am->lost.taker].members[0]].rank, doing);
 	}
 }
 

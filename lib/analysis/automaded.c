@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "automaded.h"
+#include "pace.h"
 #include "robust.h"
 
 #define NU_SAMPLES 12           /* phases nu is trained on, evenly spread */
@@ -388,22 +389,38 @@ static double busy_length_s(const struct pdi_model *x, uint32_t p)
 }
 
 /* How much longer than usual each compared phase took, on the model where it grew most, beyond
- * the time it waited for a CPU. */
-static void phase_excess(const struct work *w, struct pdi_automaded *a)
+ * the time it waited for a CPU, and no more than its computations took beyond their usual pace
+ * (pace.h): a phase that is long by its work, done at the pace it is done elsewhere or seen
+ * nowhere else, took its usual time for that work (NWChem's 4 s phase 2 against its 0.2-0.5 s
+ * others, issue 9: 1.7-2.0 s longer than usual on every rank, 0.2-1.2 s of it beyond the pace
+ * and 1.0-1.8 s in computations of its own), while a stall whose peers' waits went unseen
+ * stretches computations that took milliseconds elsewhere by seconds (NWChem spin, issue 9:
+ * every rank 2.4-4.7 s beyond its pace). 0, or -ENOMEM. */
+static int phase_excess(const struct work *w, struct pdi_automaded *a)
 {
 	uint32_t m = w->end - w->first;
-	double d[m + 1], len[m + 1];
+	double *d = malloc((m + 1) * sizeof(*d)), *len = malloc((m + 1) * sizeof(*len));
+	struct pdi_pace pace = {0};
+	int r = -ENOMEM;
 
+	if (!d || !len || (r = pdi_pace_of(w->in->models, w->n, w->first, w->end, &pace)) < 0)
+		goto out;
 	for (size_t t = 0; t < w->n; t++) {
-		const struct pdi_model *x = w->in->models[t];
 		double med;
 
 		for (uint32_t i = 0; i < m; i++)
-			d[i] = len[i] = busy_length_s(x, w->first + i);
+			d[i] = len[i] = busy_length_s(w->in->models[t], w->first + i);
 		med = pdi_median(d, m);
 		for (uint32_t i = 0; i < m; i++)
-			a->phase_excess[w->first + i] = fmax(a->phase_excess[w->first + i], len[i] - med);
+			a->phase_excess[w->first + i] =
+				fmax(a->phase_excess[w->first + i],
+				     fmin(len[i] - med, pdi_pace_beyond_s(&pace, t, w->first + i)));
 	}
+out:
+	pdi_pace_done(&pace);
+	free(d);
+	free(len);
+	return r;
 }
 
 /* A temporary effect whose scores point at a phase of usual length, while another phase took
@@ -1147,8 +1164,8 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 				goto out;
 	deviations(&w);
 	phase_scores(&w, &a);
-	phase_excess(&w, &a);
-	if ((r = pdi_lost_time(in->models, in->weights, w.n, w.first, w.end, &a.lost)) < 0 ||
+	if ((r = phase_excess(&w, &a)) < 0 ||
+	    (r = pdi_lost_time(in->models, in->weights, w.n, w.first, w.end, &a.lost)) < 0 ||
 	    (r = lost_at_the_edges(&w, &a)) < 0 ||
 	    (r = pdi_starved_find(in->models, in->weights, w.n, 0, w.np, &a.starved)) < 0)
 		goto out;

@@ -56,7 +56,9 @@ struct pdi_automaded {
 	size_t nsamples;          /* sample runs used (0: the run's own phases) */
 	double *phase_score;      /* per phase (nphases): the tasks' weighted deviations; 0 outside */
 	double *phase_excess;     /* per phase: how much longer than usual it took on the task where it
-				     grew most (s; each task's median over the compared phases); 0 outside */
+				     grew most (s; each task's median over the compared phases), no more
+				     than its computations took beyond their usual pace (pace.h); 0
+				     outside */
 	struct pdi_lost lost;     /* the time one task lost against its peers (lost_time.h): its
 				     phase_s is the most any task lost in each phase, a stall of one
 				     task, which the machine's load, shared by all tasks, hardly makes */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lost_time.h"
+#include "pace.h"
 #include "robust.h"
 #include "starved.h"
 
@@ -14,6 +15,8 @@
 #define SIGNAL_IN_MPI (PDI_LOST_WAITING + 1)
 /* one phase: the longest single stretch of computation beyond its transition's usual */
 #define SIGNAL_BURST (PDI_LOST_WAITING + 2)
+/* computation beyond its states' usual pace, and in states seen in no other phase (pace.h) */
+#define SIGNAL_PACED (PDI_LOST_WAITING + 3)
 
 const char *const pdi_lost_kind_names[] = {
 	[PDI_LOST_NONE] = "none", [PDI_LOST_COMPUTING] = "computing", [PDI_LOST_HELD] = "held",
@@ -71,7 +74,7 @@ static double burst_s(const struct pdi_phase *p)
 	return burst;
 }
 
-/* Signal S of model M in phase P (s), NAN when unknown. */
+/* Signal S of model M in phase P (s), NAN when unknown; not SIGNAL_PACED (fill()). */
 static double signal_of(const struct pdi_model *m, uint32_t p, int s)
 {
 	const struct pdi_phase *ph = &m->phases[p];
@@ -105,6 +108,8 @@ struct work {
 	double *in_mpi;            /* n x np: the excess of time inside MPI calls */
 	struct pdi_weighted *peers; /* n */
 	double *own;               /* np */
+	double *raw;               /* n x np: the excess of time computing, all of it */
+	struct pdi_pace pace;      /* the computation beyond its usual pace (pace.h) */
 };
 
 /* X becomes each model's excess over its peers' weighted median in the same phase, beyond its
@@ -308,9 +313,34 @@ static void fill(struct work *w, int s)
 {
 	for (size_t t = 0; t < w->n; t++)
 		for (uint32_t p = 0; p < w->np; p++)
-			w->x[t * w->np + p] = p >= w->first && p < w->end && p < w->models[t]->nphases
-						      ? signal_of(w->models[t], p, s)
-						      : NAN;
+			w->x[t * w->np + p] = p < w->first || p >= w->end || p >= w->models[t]->nphases ? NAN
+					      : s == SIGNAL_PACED ? pdi_pace_with_unpaced_s(&w->pace, t, p)
+								  : signal_of(w->models[t], p, s);
+}
+
+/* W's X: each model's excess of signal S over its peers (excess()). Time computing counts no
+ * more than the excess of computation beyond its usual pace (computations seen in no other
+ * phase in full: their peers' in the same phase are the yardstick then): a rank that does more
+ * of its usual work at its usual pace while its peers wait loses nothing (HPL's panel, pace.h);
+ * a rank whose same work took longer (spinning, stopped, a hog on its CPU) loses that. The
+ * lesser of the two: the pace of a code whose calls wrap work of every size (NWChem's one-sided
+ * operations) varies more than its totals do, and that noise is no loss either. False when no
+ * phase has two models that know the signal. */
+static bool excess_of(struct work *w, int s)
+{
+	size_t all = w->n * w->np;
+
+	fill(w, s);
+	if (!excess(w))
+		return false;
+	if (s != PDI_LOST_COMPUTING)
+		return true;
+	memcpy(w->raw, w->x, all * sizeof(*w->raw));
+	fill(w, SIGNAL_PACED);
+	(void)excess(w); /* the same phases and models know it */
+	for (size_t i = 0; i < all; i++)
+		w->x[i] = fmin(w->raw[i], w->x[i]);
+	return true;
 }
 
 /* The most any model but T computed longer than its peers in phase P (s): what T may have
@@ -345,10 +375,11 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 	w.in_mpi = malloc(n * w.np * sizeof(*w.in_mpi));
 	w.peers = malloc(n * sizeof(*w.peers));
 	w.own = malloc((w.np > n ? w.np : n) * sizeof(*w.own));
-	if (!l.phase_s || !l.by_task || !l.kinds || !w.x || !w.in_mpi || !w.peers || !w.own)
+	w.raw = malloc(n * w.np * sizeof(*w.raw));
+	if (!l.phase_s || !l.by_task || !l.kinds || !w.x || !w.in_mpi || !w.peers || !w.own || !w.raw ||
+	    pdi_pace_of(models, n, first, end, &w.pace) < 0)
 		goto out;
-	fill(&w, SIGNAL_IN_MPI);
-	if (!excess(&w))
+	if (!excess_of(&w, SIGNAL_IN_MPI))
 		memset(w.in_mpi, 0, n * w.np * sizeof(*w.in_mpi));
 	else
 		memcpy(w.in_mpi, w.x, n * w.np * sizeof(*w.in_mpi));
@@ -358,8 +389,7 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 	     s <= (end - first > 1 ? PDI_LOST_WAITING : SIGNAL_BURST); s++) {
 		if (end - first == 1 && (s == PDI_LOST_WAITING || s == SIGNAL_IN_MPI))
 			continue;
-		fill(&w, s);
-		if (!excess(&w))
+		if (!excess_of(&w, s))
 			continue;
 		l.has_usage |= s == PDI_LOST_HELD || s == PDI_LOST_WAITING;
 		for (size_t i = 0; i < n * w.np; i++) {
@@ -392,6 +422,8 @@ out:
 	free(w.in_mpi);
 	free(w.peers);
 	free(w.own);
+	free(w.raw);
+	pdi_pace_done(&w.pace);
 	pdi_lost_done(&l);
 	return r;
 }

@@ -7,7 +7,9 @@
  * So what one task did beyond the others' median, in the same phase, is the fault's
  * signature, and a loaded machine, which slows every task alike, hardly makes it:
  *
- *   computing  time between its MPI calls (a task spinning in its own code, or slowed in it)
+ *   computing  time between its MPI calls (a task spinning in its own code, or slowed in it), no
+ *              more than its computations took beyond their usual pace (pace.h): more of its
+ *              usual work at its usual pace (HPL's panel) is the program's
  *   held       time neither running nor runnable, from the kernel's counts (struct pdi_usage):
  *              stopped by a signal or a debugger, asleep in I/O -- the task stopped inside MPI
  *              that the call timings cannot tell from its peers waiting in the same call

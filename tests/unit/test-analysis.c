@@ -33,6 +33,12 @@ struct ring_opts {
 	bool wait_unseen; /* ... and this peer waits for it in a call no probe saw: its wait shows as
 			     computation (a polling call the budget detached, HPCC's HPL) */
 	double spin_s;    /* how long it spins (0: 3 s) */
+	int more_from, more_to; /* program phases (> 0; 0: none) in which one task does MORE more
+				   iterations of its usual work at its usual pace while the others
+				   wait for it in the last Barrier (HPL's panel, issue 9) */
+	int more;         /* ... this task's extra iterations (0: it is one that waits) */
+	int own_work_phase; /* a program phase (> 0; 0: none) at whose end the task computes 3 s
+			       before a call it makes nowhere else (a set-up step of the program) */
 	int slow_from, slow_to; /* phases with interference on one task's CPU; -1: none */
 	int slow_from_i;  /* ... from this iteration (of 40) of phase SLOW_FROM on (0: all of it) */
 	bool slowed;      /* this task is that one: computes 60% longer and gets less CPU; the others
@@ -45,6 +51,9 @@ struct ring_opts {
 	bool usage;       /* the daemon read the kernel's counts at each phase's first call, and every
 			     quarter of a second (usage_log.h) */
 };
+
+/* The extra iterations of ring_opts.more a waiting task waits for, at about 38 ms each. */
+#define MORE_ITERS 30
 
 /* The kernel's counts as a generated task goes: 40% of its time on a CPU and 60% waiting for
  * one (a loaded machine), or a share given, or held. */
@@ -96,7 +105,9 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 		advance(&k, 500, share, false);
 		c.t_exit = k.t;
 		add_call_read(m, &c, &k, o->usage);
-		for (int i = 0; i < 40; i++)
+		bool more = o->more_from > 0 && p >= o->more_from && p <= o->more_to;
+
+		for (int i = 0; i < 40 + (more ? o->more : 0); i++)
 			for (int s = IRECV; s <= BARRIER; s++) {
 				struct pdi_call x = {.site = (uint32_t)s, .fn = (uint16_t)pdi_mpi_func_find(fns[s]),
 						     .peer = PDI_NO_PEER};
@@ -114,6 +125,8 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 				if (s == BARRIER && o->spin_phase > 0 && p == o->spin_phase && i == 10)
 					o->spinning || o->wait_unseen ? (void)(gap += spin_ns)
 								       : (void)(in_mpi += (uint64_t)spin_ns);
+				if (s == BARRIER && more && !o->more && i == 39)
+					in_mpi += (uint64_t)(MORE_ITERS * 38e6); /* the worker's extra iterations */
 				if (s == BARRIER && slow_i)
 					o->slowed ? (void)(gap *= o->slow_factor > 0 ? o->slow_factor : 1.6)
 						  : (void)(in_mpi += 12000000);
@@ -125,6 +138,16 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 				x.t_exit = k.t;
 				add_call_read(m, &x, &k, o->usage);
 			}
+		if (p == o->own_work_phase && p > 0) {
+			struct pdi_call x = {.site = WAITALL, .fn = (uint16_t)pdi_mpi_func_find(fns[WAITALL]),
+					     .peer = PDI_NO_PEER};
+
+			advance(&k, 3000000000ull, usual, false); /* after the Barrier: nowhere else */
+			x.t_enter = k.t;
+			advance(&k, 3000, usual, false);
+			x.t_exit = k.t;
+			add_call_read(m, &x, &k, o->usage);
+		}
 	}
 	/* the daemon reads the counts once more at MPI_Finalize: the last phase's end */
 	if (o->usage)
@@ -809,6 +832,43 @@ Test(analysis, a_machine_that_slows_every_task_is_no_fault)
 	expect_verdict(&all, -1, &all, -1, 0, PDI_LOST_NONE, "machine");
 }
 
+/* How much longer than usual a phase took (automaded.h, phase_excess): a phase long by work of
+ * its own, 3 s on every task in computations it makes nowhere else (NWChem's phase 2, issue 9),
+ * is not longer than usual; a rank spinning 3 s in work it does in milliseconds elsewhere made
+ * its phase longer. Model phase P + 1 is program phase P. */
+static double phase_excess_of(const struct ring_opts *opts, int rank, const struct ring_opts *theirs, uint32_t p)
+{
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	double excess;
+
+	cr_assert_not_null(b);
+	build_with(&cases[0], b, opts, rank, theirs);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_assert(a.has_automaded);
+	excess = a.am.phase_excess[p];
+	pdi_analysis_done(&a);
+	unbuild(&cases[0], b);
+	free(b);
+	return excess;
+}
+
+Test(analysis, a_phase_long_by_work_of_its_own_is_not_longer_than_usual)
+{
+	struct ring_opts own = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1, .slow_to = -1,
+				.usage = true, .own_work_phase = 3};
+	struct ring_opts spin = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1, .slow_to = -1,
+				 .usage = true, .spin_phase = 3};
+	struct ring_opts spinner = spin;
+	double own_work, one;
+
+	spinner.spinning = true;
+	own_work = phase_excess_of(&own, -1, &own, 4);
+	one = phase_excess_of(&spin, 1, &spinner, 4);
+	cr_expect(own_work < PDI_EXCESS_FLOOR_S / 2, "3 s of its own work on every task: %g s longer than usual", own_work);
+	cr_expect(one >= PDI_EXCESS_FLOOR_S, "a 3 s spin of one task: %g s longer than usual", one);
+}
+
 /* Not getting CPU (starved.h): one task's share of the CPU against its peers', on a machine where
  * every task waits for a CPU most of the time anyway. The verdicts the design guarantees. */
 struct starved_case {
@@ -1409,4 +1469,34 @@ Test(analysis, earlier_runs_of_one_phase_are_no_sample_runs)
 		pdi_model_done(&one[i]);
 	unbuild(&cases[1], b);
 	free(b);
+}
+
+/* A rank that does more of its usual work in two phases, at its usual pace, while its peers wait
+ * for it (HPL's panel: HPCC's fault-free runs at a load of 15-19 lost 1.0-1.1 s this way, issue
+ * 9) is the program's nature, judged against its own phases only; a rank spinning as long in one
+ * phase, in work it does in milliseconds elsewhere, is still named there (pace.h). */
+Test(analysis, more_work_at_the_usual_pace_is_no_fault_the_same_work_slower_is)
+{
+	const struct view_case *c = &cases[0]; /* 4 tasks, 8 phases */
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1, .slow_to = -1,
+				.usage = true, .more_from = 3, .more_to = 4};
+	struct ring_opts worker = all;
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_baseline base;
+	struct pdi_analysis a;
+	char words[160];
+
+	cr_assert_not_null(b);
+	worker.more = MORE_ITERS;
+	build_with(c, b, &all, 1, &worker);
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	cr_expect(pdi_phase_computation_s(&b->models[1].phases[4]) - pdi_phase_computation_s(&b->models[0].phases[4]) > 0.7,
+		  "the worker computes longer: the case is HPL's");
+	cr_expect_not(a.abnormal, "more of the usual work: abnormal (phase %u, z %g, %g s, lost %g s)", a.am.faulty_phase,
+		      a.noise_z, a.excess_s, a.am.lost.total_s);
+	cr_expect_str_eq(a.confidence, "none");
+	pdi_analysis_done(&a);
+	unbuild(c, b);
+	free(b);
+	cr_expect(judged(1, 1.6, NULL, &base, words, sizeof(words)), "a 1.6 s spin: %s", words);
 }

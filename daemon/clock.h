@@ -36,6 +36,15 @@ static inline uint64_t pdi_thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The CPU time the whole process has used (every thread, those ended too), in nanoseconds. */
+static inline uint64_t pdi_process_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* CLOCK_REALTIME - CLOCK_MONOTONIC now: add it to a time on this clock for the wall clock. */
 static inline int64_t pdi_wall_offset_ns(void)
 {

@@ -53,11 +53,6 @@ static bool entry_only_ok(unsigned fn)
 	return pdi_fn_polls(fn);
 }
 
-unsigned pdi_budget_duty_log2(unsigned level)
-{
-	return level < 2 ? 0 : level < PDI_BUDGET_DETACHED ? level - 1 : 8;
-}
-
 const char *pdi_budget_level_name(unsigned level, char *buf, unsigned len)
 {
 	if (level == 0)
@@ -70,37 +65,34 @@ const char *pdi_budget_level_name(unsigned level, char *buf, unsigned len)
 	return buf;
 }
 
+/* What FN (F) of a task costs on this node: a hit's trap and pdimond's programs (entry and return,
+ * or entry alone); the kernel's visit of the links of every other process probed on the same
+ * instruction and pdimond's own work on the call, which a job that fills its node's cores pays too;
+ * and pdimond's work to switch its probes, which sampled and detached levels make. */
+static struct pdi_budget_price price_of(const struct pdi_daemon *d, const struct pdi_budget_fn *f, unsigned fn)
+{
+	const struct pdi_probe_costs *c = &d->probe_costs;
+	bool stepped = f->kind != PDI_INSN_EMULATED;
+
+	return (struct pdi_budget_price){.hit_ns = stepped ? c->full_stepped : c->full_emulated,
+					 .entry_hit_ns = stepped ? c->entry_only_stepped : c->entry_only_emulated,
+					 .shared_ns = c->per_other_task * c->others + c->ingest_per_event,
+					 .switch_ns = c->switch_cost,
+					 .entry_only = entry_only_ok(fn)};
+}
+
 /* The next level up or down from LEVEL for FN (entry only exists for some functions). */
 static unsigned next_level(unsigned fn, unsigned level, int dir)
 {
-	unsigned l = dir > 0 ? level + 1 : level - 1;
-
-	if (l == 1 && !entry_only_ok(fn))
-		l = dir > 0 ? 2 : 0;
-	return l;
+	return pdi_budget_next_level(&(struct pdi_budget_price){.entry_only = entry_only_ok(fn)}, level, dir);
 }
 
-/* What one hit of FN costs at LEVEL, in ns of the task's CPU: the trap and pdimond's programs;
- * the kernel's visit of the links of every other process probed on the same instruction; and
- * pdimond's own work on the call, which a job that fills its node's cores pays too. */
-static double hit_cost(const struct pdi_daemon *d, const struct pdi_budget_fn *f, unsigned fn, unsigned level)
-{
-	bool entry_only = level == 1 || (level >= 2 && entry_only_ok(fn));
-	const struct pdi_probe_costs *c = &d->probe_costs;
-	double shared = c->per_other_task * c->others + c->ingest_per_event;
-
-	if (f->kind == PDI_INSN_EMULATED)
-		return shared + (entry_only ? c->entry_only_emulated : c->full_emulated);
-	return shared + (entry_only ? c->entry_only_stepped : c->full_stepped);
-}
-
-/* The share of its time FN at LEVEL takes from a task of B: its hits at what each costs, over the
- * share of the CPU the task's thread gets (it pays its hits out of the CPU it has). */
+/* The share of its time FN at LEVEL takes from a task of B (budget_price.h). */
 static double contribution(const struct pdi_daemon *d, const struct pdi_budget_task *b, unsigned fn, unsigned level)
 {
-	const struct pdi_budget_fn *f = &b->fn[fn];
+	struct pdi_budget_price p = price_of(d, &b->fn[fn], fn);
 
-	return f->rate * hit_cost(d, f, fn, level) * 1e-9 / (double)(1u << pdi_budget_duty_log2(level)) / b->cpu_share;
+	return pdi_budget_cost(&p, b->fn[fn].rate, level, PERIOD_NS / 1e9, b->cpu_share);
 }
 
 /* Runnable time a look must have seen for its share to mean something: a thread that slept
@@ -292,24 +284,32 @@ static void degrade(struct pdi_daemon *d, struct pdi_task *t)
 	double max = d->cfg.max_overhead_pct / 100;
 
 	for (unsigned iter = 0; iter < 8 * pdi_mpi_nfuncs && task_cost(d, b, true) > max; iter++) {
-		unsigned worst = pdi_mpi_nfuncs;
+		unsigned worst = pdi_mpi_nfuncs, worst_to = 0;
 		double wc = 0;
 
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
-			unsigned l = needed_level(&b->fn[fn]);
+			const struct pdi_budget_fn *f = &b->fn[fn];
+			struct pdi_budget_price p = price_of(d, f, fn);
+			unsigned l = needed_level(f), to;
 			double c = contribution(d, b, fn, l);
 
 			/* one that costs under 1% of the budget cannot bring the task within it: thinning
 			 * it would only lose its calls (an overestimated rate elsewhere must not detach
 			 * every probe of the task) */
-			if (l < PDI_BUDGET_DETACHED && c > wc && c >= max / 100) {
-				wc = c;
-				worst = fn;
-			}
+			if (l >= PDI_BUDGET_DETACHED || c <= wc || c < max / 100)
+				continue;
+			/* a thinner level that costs less: a sampled one switched twice a period can
+			 * cost more than full probes of a function called a few thousand times a second */
+			to = pdi_budget_cheaper_level(&p, f->rate, l, PERIOD_NS / 1e9, b->cpu_share);
+			if (contribution(d, b, fn, to) >= c)
+				continue;
+			wc = c;
+			worst = fn;
+			worst_to = to;
 		}
 		if (worst == pdi_mpi_nfuncs)
 			break;
-		set_need(&b->fn[worst], next_level(worst, needed_level(&b->fn[worst]), +1));
+		set_need(&b->fn[worst], worst_to);
 	}
 }
 
@@ -404,7 +404,8 @@ static void set_modes_in_place(struct pdi_daemon *d, struct pdi_task *t, const u
 static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint64_t period)
 {
 	uint8_t modes[PDI_LINK_GEN_FUNCS];
-	bool behind = closes_behind(t), any = false;
+	bool behind = closes_behind(t);
+	unsigned switched = 0;
 	int r;
 
 	memset(modes, PDI_PROBE_KEEP, sizeof(modes));
@@ -414,9 +415,12 @@ static void apply(struct pdi_daemon *d, struct pdi_task *t, uint64_t slot, uint6
 		if (pdi_attachment_mode(&t->att, fn) == m || (behind && m != PDI_PROBE_OFF))
 			continue;
 		modes[fn] = (uint8_t)m;
-		any = true;
+		switched++;
 	}
-	r = any ? pdi_budget_change(d, t, modes) : 0;
+	r = switched ? pdi_budget_change(d, t, modes) : 0;
+	/* what pdimond's other threads spend on them is charged per switch (calibrate.h) */
+	if (switched && r == 0)
+		d->probe_costs.switches += switched;
 	if (r == -EOPNOTSUPP)
 		set_modes_in_place(d, t, modes);
 	else if (r < 0 && r != -EBUSY)
@@ -536,7 +540,7 @@ int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t)
 	for (unsigned i = 0; i < pt->n; i++)
 		if (pt->kinds[i] == PDI_INSN_STEPPED)
 			b->fn[PDI_COOKIE_FN(pt->cookies[i])].kind = PDI_INSN_STEPPED;
-	b->period_start_ns = pdi_now_ns();
+	b->begun_ns = b->period_start_ns = pdi_now_ns();
 	t->budget = b;
 	b->program = d->budget_learned ? pdi_program_hash(t->step) : 0;
 	if (b->program && !step_has_others(t))
@@ -554,6 +558,9 @@ void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t)
 
 	if (!b)
 		return;
+	log_info("pid %d (rank %d) of step %s: its probes took %.1f ms of its %.1f ms by the budget's account "
+		 "(max_overhead_pct %g)", (int)t->pid, t->rank, t->step->name, b->charged_ns / 1e6,
+		 (double)(now - b->begun_ns) / 1e6, d->cfg.max_overhead_pct);
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 		pdi_unobserved_end(&t->model.unobserved, (uint16_t)fn, now);
 		peaks[fn] = b->fn[fn].need_learned && b->fn[fn].need > b->fn[fn].peak ? b->fn[fn].need : b->fn[fn].peak;
@@ -590,6 +597,7 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 		if (t->state != PDI_TASK_RUNNING || !b)
 			continue;
 		any = true;
+		b->charged_ns += b->cost * (double)(now - (last > b->begun_ns ? last : b->begun_ns));
 		if (new_period)
 			b->period_start_ns = now;
 		if (new_period || !b->share_seen)

@@ -3,7 +3,8 @@
  *
  * Each task's cost is the sum over its probed functions of (calls per second) x (what a hit
  * costs on this node, calibrate.h), over the share of the CPU its MPI thread gets while ready
- * (bounded: a rank waiting for its core pays its hits out of less CPU). When it would pass the budget, the hottest function is
+ * (bounded: a rank waiting for its core pays its hits out of less CPU), and the switches of its probes
+ * that its levels make (budget_price.h). When it would pass the budget, the hottest function is
  * degraded one step at a time: its return probe dropped (nonblocking calls only), then
  * probed in time slices of 1/2 ... 1/32 of every second, then detached (re-measured in one
  * slice 2 and 3 s after, then every 4 s). When its rate falls, it is restored to the fullest
@@ -19,13 +20,13 @@
 #include <stdlib.h>
 
 #include "budget_learn.h"
+#include "budget_price.h"
 #include "calibrate.h"
 
 struct pdi_daemon;
 struct pdi_task;
 
 #define PDI_BUDGET_SLOTS 32u    /* a period is cut in this many slots */
-#define PDI_BUDGET_DETACHED 7   /* the last level */
 #define PDI_BUDGET_SHARE_BOUND 4 /* a hit costs a task at most this many times its CPU cost */
 
 /* One function of one task. */
@@ -62,6 +63,10 @@ struct pdi_budget_task {
 	uint64_t step_synced_ns;  /* the slot its levels were last made its step's (budget.c) */
 	uint64_t program;         /* pdi_program_hash() of its step, for the levels learned per program;
 				     0: unknown */
+	uint64_t begun_ns;        /* when the budget began to hold it */
+	double charged_ns;        /* the time its probes took from it by the budget's account: COST
+				     over each slot, summed; said at its end, so that what the
+				     budget believed can be set beside what a run measured */
 };
 
 /* The budget timer (a timerfd the loop polls), or -1 when the budget is off. */
@@ -93,7 +98,5 @@ static inline void pdi_budget_task_free(struct pdi_budget_task *b)
  * bounded below by 1 / PDI_BUDGET_SHARE_BOUND; a thread that hardly was ready leaves it. */
 double pdi_budget_cpu_share(double last, uint64_t run, uint64_t wait);
 
-/* Share of its time (1/2^duty_log2) a function at LEVEL is probed; 0 for full-time levels. */
-unsigned pdi_budget_duty_log2(unsigned level);
 /* "full", "entry only", "sampled 1/8", "detached" */
 const char *pdi_budget_level_name(unsigned level, char *buf, unsigned len);

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,25 +205,44 @@ int pdi_probe_calibrate(struct pdi_tracer *t, struct pdi_probe_costs *ret)
 #define INGEST_EVERY_NS 1000000000ull
 #define INGEST_MIN_EVENTS 10000 /* fewer calls a second: the loop's other work would be counted as
                                  * theirs, and at that rate their cost does not matter */
+/* fewer switches a second: the workers' other work (a step's start-up attaches, a stack walk, a
+ * report) would be counted as theirs */
+#define SWITCH_MIN 8
+
+/* The mean of the last figure LAST (0: none yet) and the new one S: one second of a step's end (its
+ * report is taken off the loop, but the registry's work is not) must not degrade the others' probes. */
+static double smoothed(double last, double s)
+{
+	return last > 0 ? (last + s) / 2 : s;
+}
 
 void pdi_probe_costs_sample_ingest(struct pdi_probe_costs *c, uint64_t events, uint64_t now)
 {
-	uint64_t cpu;
+	uint64_t cpu, off_loop;
+	bool recent = c->sample_ns && now - c->sample_ns < 2 * INGEST_EVERY_NS;
 
 	if (c->sample_ns && now - c->sample_ns < INGEST_EVERY_NS)
 		return;
 	cpu = pdi_thread_cpu_ns();
-	if (c->sample_ns && now - c->sample_ns < 2 * INGEST_EVERY_NS && events - c->sample_events >= INGEST_MIN_EVENTS &&
-	    cpu > c->sample_cpu_ns) {
+	off_loop = pdi_process_cpu_ns() - cpu;
+	if (recent && events - c->sample_events >= INGEST_MIN_EVENTS && cpu > c->sample_cpu_ns) {
 		double s = (double)(cpu - c->sample_cpu_ns) / (double)(events - c->sample_events);
 
-		/* averaged with the last figure: one second of a step's end (its report is taken off
-		 * the loop, but the registry's work is not) must not degrade the others' probes */
-		c->ingest_per_event = c->ingest_per_event > 0 ? (c->ingest_per_event + s) / 2 : s;
+		c->ingest_per_event = smoothed(c->ingest_per_event, s);
 		log_debug("pdimond took %" PRIu64 " calls in over the last second, %.0f ns of its CPU each: a hit is "
 			  "charged %.0f ns for it", events - c->sample_events, s, c->ingest_per_event);
+	}
+	if (recent && c->switches - c->sample_switches >= SWITCH_MIN && off_loop > c->sample_off_loop_ns) {
+		double s = (double)(off_loop - c->sample_off_loop_ns) / (double)(c->switches - c->sample_switches);
+
+		c->switch_cost = smoothed(c->switch_cost, s);
+		log_debug("pdimond switched %" PRIu64 " functions' probes over the last second, %.0f us of its other "
+			  "threads' CPU each: a switch is charged %.0f us", c->switches - c->sample_switches, s / 1e3,
+			  c->switch_cost / 1e3);
 	}
 	c->sample_ns = now;
 	c->sample_cpu_ns = cpu;
 	c->sample_events = events;
+	c->sample_off_loop_ns = off_loop;
+	c->sample_switches = c->switches;
 }

@@ -36,7 +36,10 @@ interference (it wants a third of the peers' share or less: lib/analysis/starved
 LAMMPS, Quantum ESPRESSO and CP2K are reserved for an independent evaluation: never here.
 
 Scored per run, against the ground truth the injector knows (rank, CLOCK_MONOTONIC time --
-the BPF timestamps' clock -- and what it did). A verdict of "nothing abnormal found" names no
+the BPF timestamps' clock -- and what it did). The time is when the fault began on the rank: a
+spin when the agent left MPI to spin, an interference when the busy process began (it writes
+its clock as it starts: exec'ing it after the rank was pinned takes time of its own, and a hog
+begun 20 ms before a phase's end is no fault of that phase); a stop when it was sent. A verdict of "nothing abnormal found" names no
 phase and no task to its reader: phase, task, alone and top5 count only when the diagnosis
 says abnormal (a hang always does).
   phase        diagnosis.faulty_phase is the faulty rank's phase whose wall-clock window
@@ -110,8 +113,8 @@ HOG_GROUP = "job"  # --hog-group: the session (scheduling group) the interferenc
 BUDGET = None  # --budget PCT: pdimond's max_overhead_pct (None: its default)
 # --hog-group job: the job's session leader starts the hog when the injector names the CPU in
 # the FIFO ($1); then it becomes the job's command
-HOG_IN_JOB = 'f=$1; hog=$2; kind=$3; secs=$4; shift 4; ' \
-             '(read cpu < "$f" && exec taskset -c "$cpu" "$hog" "$kind" "$secs") & exec "$@"'
+HOG_IN_JOB = 'f=$1; hog=$2; kind=$3; secs=$4; truth=$5; shift 5; ' \
+             '(read cpu < "$f" && exec taskset -c "$cpu" "$hog" "$kind" "$secs" "$truth") & exec "$@"'
 HISTORY_FIRST_SEED = 1000  # --history: the seeds of the earlier fault-free runs, apart from the measured ones
 SAMPLE_RUNS = 3  # the earlier runs pdimond takes as sample runs by default (pdimond.conf(5): sample_runs)
 METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet", "hist"]
@@ -337,6 +340,7 @@ class Injector(threading.Thread):
         self.stop_flag = threading.Event()
         self.hog = None
         self.hog_fifo = None  # --hog-group job: where to name the CPU for the job's hog
+        self.hog_truth = None  # where the hog writes when it began (hog.c)
         self.cpu_s = None  # the ranks' CPU time since they were ready: at the fault, or at the end
         self.ran_s = None  # the wall time since they were ready, alike
 
@@ -390,7 +394,8 @@ class Injector(threading.Thread):
                     with open(self.hog_fifo, "w") as fifo:
                         fifo.write(f"{cpu}\n")
                 else:
-                    self.hog = subprocess.Popen(["taskset", "-c", str(cpu), HOG, f, str(INTERFERENCE_S)])
+                    self.hog = subprocess.Popen(["taskset", "-c", str(cpu), HOG, f, str(INTERFERENCE_S),
+                                                 self.hog_truth])
         except (ProcessLookupError, OSError):
             return
         self.truth = {"fault": f, "rank": self.plan.rank, "t_ns": t, "pid": pid}
@@ -485,6 +490,7 @@ def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
     truth_file = os.path.join(workdir, "deadlock.truth")
     try:
         spin_truth = os.path.join(workdir, "spin.truth")
+        hog_truth = os.path.join(workdir, "hog.truth")
         env = dict(d.env, PDIMON_APPS_RUN=name, LD_PRELOAD=AGENT, PDIMON_SPIN_MS=str(plan.spin_ms()),
                    PDIMON_SPIN_TRUTH=spin_truth, PDIMON_SPIN_IO="")
         if plan.fault == "hang-io":
@@ -499,12 +505,13 @@ def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
         if HOG_GROUP == "job" and plan.fault in ("cpu", "mem"):
             hog_fifo = os.path.join(workdir, "hog.fifo")
             os.mkfifo(hog_fifo)
-            job = ["sh", "-c", HOG_IN_JOB, "sh", hog_fifo, HOG, plan.fault, str(INTERFERENCE_S), *job]
+            job = ["sh", "-c", HOG_IN_JOB, "sh", hog_fifo, HOG, plan.fault, str(INTERFERENCE_S), hog_truth, *job]
         with open(os.path.join(workdir, name + ".out"), "w") as out:
             p = subprocess.Popen(job, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                  env=env)
         inj = Injector(plan, name, d)
         inj.hog_fifo = hog_fifo
+        inj.hog_truth = hog_truth
         inj.start()
         # a hang is taken once it was injected and every rank stood still longer than any
         # stall lasts (Plan: at most 5 s)
@@ -555,6 +562,12 @@ def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
                 truth["t_ns"] = int(f.read())
         except (OSError, ValueError):
             truth = None  # it never spun: a miss
+    if truth and plan.fault in ("cpu", "mem"):
+        try:  # the interference began when the hog did; the injector's decision is kept beside it
+            with open(hog_truth) as f:
+                truth["injected_ns"], truth["t_ns"] = truth["t_ns"], int(f.read())
+        except (OSError, ValueError):
+            truth = None  # it never began
     if plan.fault == "deadlock" and os.path.exists(truth_file):
         with open(truth_file) as f:
             t = json.load(f)
@@ -658,7 +671,8 @@ def score(plan, truth, doc, show, end):
         s["lp_recall"] = lp_truth <= got
         s["lp_precision"] = len(lp_truth & got) / len(got) if got else None
     doing = "; ".join(x.get("doing", "") for x in diag.get("stopped_at") or [])
-    line = (f"truth: rank={rank} phase={tphase}{' lp=' + str(sorted(lp_truth)) if lp_truth else ''} | end={end} "
+    began = f" began={(truth['t_ns'] - truth['injected_ns']) / 1e6:.0f}ms" if "injected_ns" in truth else ""
+    line = (f"truth: rank={rank} phase={tphase}{began}{' lp=' + str(sorted(lp_truth)) if lp_truth else ''} | end={end} "
             f"reported: verdict={a['verdict']} method={diag.get('method')} phase={a['faulty_phase']} ranks={ranks} "
             f"lp={a['lp']} abnormal={diag.get('abnormal')} confidence={diag.get('confidence_words')} "
             f"z={diag.get('noise_z')}{looks}{' doing: ' + doing if doing else ''}")

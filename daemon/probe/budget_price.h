@@ -6,9 +6,9 @@
  * and the switches of its probes that the level makes: a sampled function's probes are replaced
  * twice a period (on at the period's start, off after its slice), a detached one's twice per
  * re-measuring slice, each an attach and a close on pdimond's workers (register and unregister
- * walks in the kernel) that a job filling its node's cores pays. Not counting the switches made
- * the budget believe half of what its sampled levels cost the polling benchmark
- * (doc/design/overhead-budget.md, "What the budget missed"). With them, a sampled level can cost
+ * walks in the kernel) that a job filling its node's cores pays. Uncounted, they cost the polling
+ * benchmark nearly as much again as all the budget counted (doc/design/overhead-budget.md, "What
+ * the budget missed"). With them, a sampled level can cost
  * more than the level before it (a function called a few thousand times a second costs less
  * fully probed than switched twice a second): thinning skips such levels. */
 #pragma once

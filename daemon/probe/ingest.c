@@ -144,8 +144,12 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	}
 	record(d, t, &c);
 	r = pdi_model_add_call(&t->model, &c);
+	/* and at MPI_Finalize: the task cuts no more, so the slots its siblings began after its last
+	 * one are folded now (pdi_models_line_up()); else a sibling that began one just before this
+	 * task's MPI_Finalize came in keeps a phase no other task has (FortranBudget, a loaded CI) */
 	if (t->model.auto_len != auto_len || t->model.nphases != nphases || t->model.slots != slots ||
-	    t->model.early != early || (t->model.auto_next_cut == PDI_MODEL_NO_CUT) != (next_cut == PDI_MODEL_NO_CUT))
+	    t->model.early != early || (t->model.auto_next_cut == PDI_MODEL_NO_CUT) != (next_cut == PDI_MODEL_NO_CUT) ||
+	    f->cls == PDI_FC_FINALIZE)
 		align_phases(t);
 	/* a new phase: the kernel's counts as it begins (its share of CPU, wait, time held); through
 	 * the step, where the log of readings wants one (a change inside a long phase: usage_log.h;

@@ -38,10 +38,10 @@ LAMMPS, Quantum ESPRESSO and CP2K are reserved for an independent evaluation: ne
 Scored per run, against the ground truth the injector knows (rank, CLOCK_MONOTONIC time --
 the BPF timestamps' clock -- and what it did). The time is when the fault began on the rank: a
 spin when the agent left MPI to spin, an interference when the busy process began (it writes
-its clock as it starts: exec'ing it after the rank was pinned takes time of its own, and a hog
-begun 20 ms before a phase's end is no fault of that phase); a stop when it was sent. A verdict of "nothing abnormal found" names no
-phase and no task to its reader: phase, task, alone and top5 count only when the diagnosis
-says abnormal (a hang always does).
+its clock as it starts; exec'ing it after the rank was pinned took 3-26 ms at load 9-21), a stop
+when it was sent. A verdict of "nothing abnormal found" names no phase and no task to its
+reader: phase, task, alone and top5 count only when the diagnosis says abnormal (a hang always
+does).
   phase        diagnosis.faulty_phase is the faulty rank's phase whose wall-clock window
                holds the injection (from `pdimon show --json`)
   task         the faulty rank is among diagnosis.faulty_ranks, with at most half the ranks

@@ -155,11 +155,33 @@ def bpf_prog_stats(pid):
     return stats
 
 
+def _stat_cpu_seconds(text):
+    """User + system CPU seconds of a /proc .../stat line."""
+    v = text.rsplit(")", 1)[1].split()
+    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pid):
     """User + system CPU time process PID used so far."""
     with open(f"/proc/{pid}/stat") as f:
-        v = f.read().rsplit(")", 1)[1].split()
-    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+        return _stat_cpu_seconds(f.read())
+
+
+def threads_cpu(pid):
+    """{tid: (thread name, CPU seconds)} of the live threads of PID ({} when it is gone)."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                s = f.read()
+        except OSError:
+            continue  # a thread that ended meanwhile
+        out[int(tid)] = (s[s.index("(") + 1:s.rindex(")")], _stat_cpu_seconds(s))
+    return out
 
 
 def _autogroup_nice():

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 
-from benchlib import BenchError, Daemon, bpf_prog_stats, bpf_stats_enabled, end_run, spawn
+from benchlib import BenchError, Daemon, bpf_prog_stats, bpf_stats_enabled, end_run, spawn, threads_cpu
 from lammps import LOOP, lammps_cmd
 
 BUCKET = 0.25
@@ -42,20 +42,8 @@ LAMMPS_MARKS = ("Setting up Verlet run", "Step ", "Loop time", "Total wall time"
 def thread_cpu(pid):
     """{thread name: CPU seconds} of the threads of PID (threads of one name summed)."""
     out = collections.Counter()
-    tick = os.sysconf("SC_CLK_TCK")
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                s = f.read()
-        except OSError:
-            continue
-        name = s[s.index("(") + 1:s.rindex(")")]
-        v = s.rsplit(")", 1)[1].split()
-        out[re.sub(r"[-_]?\d+$", "", name)] += (int(v[11]) + int(v[12])) / tick
+    for name, secs in threads_cpu(pid).values():
+        out[re.sub(r"[-_]?\d+$", "", name)] += secs
     return out
 
 

@@ -44,7 +44,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import (BUILD, MPIRUN, BenchError, Daemon, bpf_prog_stats, bpf_stats_enabled, kill_tree,  # noqa: E402
-                      median, spawn, wait_for)
+                      median, spawn, threads_cpu, wait_for)
 from trends_hpcc import HPCC, hpccinf  # noqa: E402
 
 POLL = os.path.join(BUILD, "tests/mpi/poll.openmpi")
@@ -132,19 +132,8 @@ def run_nwchem(d, monitored, tag, a, work):
 
 def thread_cpu(pid):
     """(all threads', the main (loop) thread's) CPU seconds of process PID."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = loop = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                v = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # a worker that ended meanwhile
-        c = (int(v[11]) + int(v[12])) / tick
-        total += c
-        if int(tid) == pid:
-            loop = c
-    return total, loop
+    threads = threads_cpu(pid)
+    return sum(secs for _, secs in threads.values()), threads.get(pid, ("", 0))[1]
 
 
 class Account:

@@ -33,8 +33,11 @@ struct pdi_usage {
 };
 
 #define PDI_USAGE_LOG_MAX 256          /* readings per task: 6 KiB */
-#define PDI_USAGE_LOG_GAP_NS 250000000ull /* the first gap between readings: a quarter of a second,
-					      so that a phase of 1 s (HPCC's) has slots to compare */
+#define PDI_USAGE_LOG_GAP_NS 50000000ull /* the first gap between readings: pdimond's timer's default
+					    period (usage_interval_ms), so that where a process came
+					    to share the CPU is known within 50 ms for the step's first
+					    12.8 s, 0.1 s to 25.6 s, and so on (a phase is compared in
+					    slots of 0.25 s or more all the same: starved.h) */
 
 struct pdi_usage_log {
 	struct pdi_usage v[PDI_USAGE_LOG_MAX]; /* oldest first */

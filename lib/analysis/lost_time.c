@@ -270,9 +270,9 @@ static double ready_share(const struct pdi_model *m, uint32_t from, uint32_t to,
 	return (double)cpu / (double)(cpu + wait);
 }
 
-/* How far the time the task that took the CPU was on one beyond any other over the run stands
- * above the same lead in the other phases (the most one task was on a CPU beyond every other
- * there), in their robust sds; 0 with fewer than PDI_LOST_MIN_PHASES phases or no counts. Its
+/* How far the taker's lead over the run (its time on a CPU beyond any other task's) stands above
+ * the same lead in the other phases (the most one task was on a CPU beyond every other there),
+ * in their robust sds; 0 with fewer than PDI_LOST_MIN_PHASES phases or no counts. Its
  * peers' loss is a part of the spin only (pdi_lost_stall_s()): GROMACS at a load of 15 (issue 9,
  * spin13), the neighbour's 0.26 s of waiting stood 5.2 sds above the other phases, the spinner's
  * lead of 1.65 s on a CPU, in a phase of 4.2 s, against leads of 0.01-0.03 s elsewhere. SCRATCH:
@@ -285,20 +285,17 @@ static double lead_z(const struct pdi_lost *l, const struct pdi_model *const *mo
 	if (l->end - l->first < PDI_LOST_MIN_PHASES)
 		return 0;
 	for (uint32_t p = l->first; p < l->end; p++) {
-		double top = 0, next = 0;
+		double top = 0, next = 0; /* the two longest times on a CPU in phase P (s) */
 		struct pdi_phase_usage u;
-		bool known = true;
+		size_t t;
 
-		for (size_t t = 0; known && t < l->n; t++) {
-			double cpu;
+		for (t = 0; t < l->n && pdi_model_phase_usage(models[t], p, &u); t++) {
+			double cpu = (double)u.cpu_ns / 1e9;
 
-			if (!(known = pdi_model_phase_usage(models[t], p, &u)))
-				break;
-			cpu = (double)u.cpu_ns / 1e9;
 			next = fmax(next, fmin(top, cpu));
 			top = fmax(top, cpu);
 		}
-		if (known && (p < l->onset || p > l->last))
+		if (t == l->n && (p < l->onset || p > l->last))
 			scratch[k++] = top - next;
 	}
 	if (!k)

@@ -433,8 +433,8 @@ static double run_share(const struct work *w, size_t t, const struct run *run)
 
 /* Whether model TOP took the CPU by its share over the run (pdi_starved_took_cpu()): it had a
  * CPU to itself while every other ready task got at most 1/PDI_STARVED_OWN_OVER of its share, or
- * it got PDI_STARVED_TOOK_OVER times every other's share on a loaded node. At a low load the waiting ranks busy-poll, so the
- * spinner is on a CPU only 1.5-2.3 times as long as they are (GROMACS, meep, HPCC, issue 9, lead
+ * it got PDI_STARVED_TOOK_OVER times every other's share on a loaded node. At a low load the
+ * waiting ranks busy-poll, so the spinner is on a CPU only 1.5-2.3 times as long as they are (GROMACS, meep, HPCC, issue 9, lead
  * at load 5: 4.71 s against 2.07 s), but it hardly ever waits for one (3-26% of its time, its
  * peers 50-95%); a process from outside the step leaves no rank of it that (the highest share
  * over the run in the same campaign's GROMACS and HPCC CPU interference: 35-37%), and on a node
@@ -455,12 +455,12 @@ static bool took_by_share(const struct work *w, size_t top, const struct run *ru
 /* The second arm is the loaded one: on a node with several ready tasks per core no rank has a
  * CPU to itself, but a rank spinning in its own code still keeps what it gets while its peers,
  * polling in MPI for it, yield theirs (Open MPI yields while it polls on an oversubscribed node).
- * A process from outside the step takes the CPU of the ranks beside it, and no rank of the step
- * gets twice what every other does (CPU interference: the rank beside the victim's CPU and the
- * others alike, at 35-37% where the load was low, spin11). HPCC at loads of
- * 10-20 (issue 9, spin13): spinners on a CPU 18%, 30% and 72% of the time they were ready, every
- * other ready rank at most 7.6%, 11% and 26% (2.4-2.8 times less), and the neighbour they took it
- * from was named; GROMACS and NWChem spinners at loads of 10-16: 50% and 60% against 12-13%. */
+ * A process from outside the step lowers the share of the ranks beside it and raises none of the
+ * step's to twice every other's (the kept campaigns' CPU and memory interference runs, re-analysed
+ * with this arm, spin13: no verdict changed). HPCC at loads of 10-20 (issue 9, spin13): spinners
+ * on a CPU 18%, 30% and 72% of the time they were ready, every other ready rank at most 7.6%, 11%
+ * and 26% (2.4-2.8 times less), and the neighbour they took it from was named; GROMACS and NWChem
+ * spinners at loads of 10-16: 50% and 60% against 12-13%. */
 bool pdi_starved_took_cpu(double share, double others)
 {
 	return !isnan(share) && ((share >= PDI_STARVED_OWN_CPU && others * PDI_STARVED_OWN_OVER <= share) ||
@@ -472,8 +472,8 @@ bool pdi_starved_took_cpu(double share, double others)
  * theirs (Open MPI yields while it polls on an oversubscribed node) or wait behind it. Such a
  * rank is on a CPU several times as long as any peer over the run, or has a CPU to itself at a
  * low load, where they poll without yielding, or twice every other's share of it on a loaded node
- * (took_by_share()); a process interfering from
- * outside the step takes the CPU from the ranks beside it without any rank of the step gaining
+ * (took_by_share()); a process interfering from outside the step takes the CPU from the ranks
+ * beside it without any rank of the step gaining
  * (HPCC at a load of 13, issue 9, spin11: the spinner 0.70 s on a CPU in a 3.5 s phase, its
  * peers 0.07-0.17 s, and ranks 0 and 3 were named as not getting CPU). */
 static void taker_of(const struct work *w, struct pdi_starved *s, const struct run *run)

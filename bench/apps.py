@@ -139,7 +139,9 @@ class Usual:
 
 
 def mpirun_openmpi(*cmd):
-    return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS), "-x", "LD_PRELOAD",
+    # the spin agent goes into the ranks alone: preloaded into `pdimon run` too, it would come
+    # before an ASan build's runtime, which then refuses to start
+    return ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS), "-x", f"LD_PRELOAD={AGENT}",
             "-x", "PDIMON_SPIN_MS", "-x", "PDIMON_SPIN_TRUTH", "-x", "PDIMON_SPIN_IO", *cmd]
 
 
@@ -491,7 +493,7 @@ def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
     try:
         spin_truth = os.path.join(workdir, "spin.truth")
         hog_truth = os.path.join(workdir, "hog.truth")
-        env = dict(d.env, PDIMON_APPS_RUN=name, LD_PRELOAD=AGENT, PDIMON_SPIN_MS=str(plan.spin_ms()),
+        env = dict(d.env, PDIMON_APPS_RUN=name, PDIMON_SPIN_MS=str(plan.spin_ms()),
                    PDIMON_SPIN_TRUTH=spin_truth, PDIMON_SPIN_IO="")
         if plan.fault == "hang-io":
             fs = Stallfs(os.path.join(workdir, "stalled"), 4 * usual.wall_s + 120)

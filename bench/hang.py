@@ -170,7 +170,7 @@ def detect_one(prog, fault, seed, cmd, workdir, db, usual_s, log):
     at_s = usual_s * rnd.uniform(0.25, 0.55)
     name = f"hang-{os.getpid()}-{prog}-{fault}-{seed}"
     truth_file = os.path.join(workdir, name + ".truth")
-    env = {"LD_PRELOAD": apps.AGENT, "PDIMON_SPIN_MS": "-1", "PDIMON_SPIN_TRUTH": truth_file}
+    env = {"PDIMON_SPIN_MS": "-1", "PDIMON_SPIN_TRUTH": truth_file}
     if fault == "io":
         env["PDIMON_SPIN_IO"] = "1"
         cmd = with_io_export(cmd)

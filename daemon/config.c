@@ -56,6 +56,7 @@ void pdi_config_defaults(struct pdi_config *c)
 		.notify_user = true,
 		.metrics_interval_s = 15,
 		.drain_interval_ms = 100,
+		.usage_interval_ms = 50, /* see probe/usage_timer.h */
 		.ring_buffer_kib = 32768, /* see pdimond.conf(5) */
 		.wakeup_kib = 256,
 		.inflight_threads = 65536,
@@ -319,6 +320,11 @@ int pdi_config_set(struct pdi_config *c, const char *key, const char *value)
 	if (!strcmp(key, "drain_interval_ms")) {
 		if ((r = parse_uint(value, 1, 10000, &x)) == 0)
 			c->drain_interval_ms = (unsigned)x;
+		return r;
+	}
+	if (!strcmp(key, "usage_interval_ms")) {
+		if ((r = parse_uint(value, 10, 1000, &x)) == 0)
+			c->usage_interval_ms = (unsigned)x;
 		return r;
 	}
 	if (!strcmp(key, "ring_buffer_kib")) {

@@ -20,6 +20,8 @@ struct pdi_config {
 	unsigned nsite_libraries;
 	bool call_site_hops;                  /* follow calls past MPI bindings and libraries */
 	unsigned drain_interval_ms;           /* ring buffer drained at least this often */
+	unsigned usage_interval_ms;           /* running tasks' kernel counts read this often (at least:
+						 probe/usage_timer.h stretches it where many tasks run) */
 	unsigned ring_buffer_kib;             /* power of two */
 	unsigned wakeup_kib;                  /* pending data that wakes the daemon early */
 	unsigned inflight_threads;            /* size of the node-wide BPF in-flight map */

@@ -40,6 +40,7 @@ enum pdi_source_kind {
 	PDI_SRC_STORE,       /* records written by the store's lane (persist.h) */
 	PDI_SRC_BUDGET,      /* the overhead budget's slot timer (probe/budget.h) */
 	PDI_SRC_SITE_STORE,  /* the site store's lane finished a job (site_store.h) */
+	PDI_SRC_USAGE,       /* the timer that reads the tasks' kernel counts (probe/usage_timer.h) */
 };
 #define PDI_SRC(kind, index) ((uint64_t)(kind) << 56 | (uint64_t)(index))
 #define PDI_SRC_KIND(u) ((unsigned)((u) >> 56))
@@ -126,6 +127,12 @@ struct pdi_daemon {
 	unsigned budget_closing;            /* its jobs closing replaced links (probe/detach.h) */
 	unsigned budget_changing;           /* its jobs attaching new links (probe/budget_change.h) */
 	struct pdi_budget_learned *budget_learned; /* levels per program (probe/budget_learn.h); NULL: off */
+	/* the tasks' kernel counts, read on a timer (probe/usage_timer.h) */
+	int usage_fd;                       /* its timerfd; -1 when not open */
+	uint64_t usage_armed_ns;            /* its period while it runs, 0 stopped */
+	unsigned usage_tasks;               /* tasks the last tick read */
+	double usage_cost_ns;               /* the loop's CPU per task read, smoothed */
+	uint64_t usage_reads, usage_cpu_ns; /* all the readings so far, and their CPU */
 	struct pdi_site_store *site; /* the site's PostgreSQL; NULL when none (site_store.h) */
 	struct pdi_hang hang;         /* hang detection, daemon-wide (hang/hang.h) */
 };

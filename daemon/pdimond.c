@@ -44,6 +44,7 @@
 #include "tracer.h"
 #include "trapped.h"
 #include "upcalls.h"
+#include "usage_timer.h"
 #include "worker.h"
 
 /* Threads for slow jobs: enough for a few gathers (each holds one for up to its deadline)
@@ -137,7 +138,7 @@ static int setup_loop(struct pdi_daemon *d)
 	    (r = add_fd(d, pdi_tracer_epoll_fd(d->tracer), PDI_SRC(PDI_SRC_RING, 0))) < 0)
 		return r;
 	/* pools after daemonizing: the startup pool makes its threads at once */
-	if ((r = pdi_budget_open(d)) < 0)
+	if ((r = pdi_budget_open(d)) < 0 || (r = pdi_usage_timer_open(d)) < 0)
 		return r;
 	if ((r = pdi_workers_new("work", PDI_WORKER_THREADS, PDI_WORKER_QUEUE, &d->workers)) < 0 ||
 	    (r = add_fd(d, pdi_workers_fd(d->workers), PDI_SRC(PDI_SRC_WORKERS, 0))) < 0 ||
@@ -243,6 +244,7 @@ static void apply_config(struct pdi_daemon *d)
 	its.it_value = its.it_interval;
 	if (d->timer_fd >= 0 && timerfd_settime(d->timer_fd, 0, &its, NULL) < 0)
 		log_warning("Cannot set the drain timer to %u ms, ignoring: %m", d->cfg.drain_interval_ms);
+	pdi_usage_timer_reconfigure(d);
 	d->evict_due = true; /* the cache's limits may be smaller */
 }
 
@@ -338,6 +340,9 @@ static int run_loop(struct pdi_daemon *d)
 			case PDI_SRC_SITE_STORE:
 				pdi_site_store_dispatch(d);
 				break;
+			case PDI_SRC_USAGE:
+				pdi_usage_timer_on_tick(d);
+				break;
 			}
 		}
 		if (d->evict_due) {
@@ -384,6 +389,7 @@ static void daemon_done(struct pdi_daemon *d)
 	d->workers = NULL;
 	pdi_learned_store_flush(d); /* written before the store closes */
 	pdi_budget_close(d);
+	pdi_usage_timer_close(d);
 	/* the running steps to the store, so that the next pdimond takes them over; then all
 	 * that is queued for the store is written */
 	if (d->tracer)
@@ -469,7 +475,7 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},    {"release-stopped", no_argument, NULL, 'R'},
 		{0},
 	};
-	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .budget_fd = -1, .svc = PDI_SERVICE_INIT};
+	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .budget_fd = -1, .usage_fd = -1, .svc = PDI_SERVICE_INIT};
 	const char *config_path = PDI_CONFIG_PATH;
 	char *overrides[64], why[512], *abs_config = NULL;
 	bool foreground = false, release_stopped = false;

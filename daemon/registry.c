@@ -29,6 +29,8 @@ static void task_free(const struct pdi_registry *r, struct pdi_task *t)
 	pdi_maps_free(&t->maps);
 	if (t->pidfd >= 0)
 		close(t->pidfd);
+	if (t->usage_fd >= 0)
+		close(t->usage_fd);
 	free(t->ended_in);
 	free(t->init_chain);
 	free(t);
@@ -235,6 +237,7 @@ static int append_task(struct pdi_registry *r, struct pdi_step *s, pid_t pid, in
 	}
 	t->id = r->next_task_id++;
 	t->pidfd = -1;
+	t->usage_fd = -1;
 	t->ended_site = -1;
 	t->att.multi_fds[0] = t->att.multi_fds[1] = -1;
 	t->att.object_fd = -1;
@@ -309,6 +312,10 @@ void pdi_registry_end_task(struct pdi_registry *r, struct pdi_task *t)
 	if (t->pidfd >= 0) {
 		close(t->pidfd);
 		t->pidfd = -1;
+	}
+	if (t->usage_fd >= 0) {
+		close(t->usage_fd);
+		t->usage_fd = -1;
 	}
 	(void)pdi_u64map_put(&r->task_by_pid, (uint64_t)t->pid, DEAD_TASK);
 	maybe_end_step(t->step);

@@ -66,6 +66,8 @@ struct pdi_task {
 	} cpu_seen;
 	pid_t usage_tid;              /* the thread whose counts its phases get: the first to call MPI
 					 (task_activity.c) */
+	int usage_fd;                 /* its /proc/PID/task/TID/schedstat, held open: read again
+					 with pread() on every tick of the usage timer; -1 none */
 	struct pdi_site_hold *site_hold; /* its calls waiting for a worker to read what their site's
 					    name needs; NULL: none (probe/site_warm.h) */
 	unsigned site_warms;          /* such reads since it began */

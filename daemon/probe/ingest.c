@@ -29,6 +29,7 @@
 #include "tracer.h"
 #include "task_activity.h"
 #include "u64map.h"
+#include "usage_timer.h"
 
 static int32_t int_arg(const struct pdi_event *e, uint8_t pos)
 {
@@ -151,11 +152,13 @@ static int add_call(struct pdi_daemon *d, struct pdi_task *t, const struct pdi_e
 	    t->model.early != early || (t->model.auto_next_cut == PDI_MODEL_NO_CUT) != (next_cut == PDI_MODEL_NO_CUT) ||
 	    f->cls == PDI_FC_FINALIZE)
 		align_phases(t);
-	/* a new phase: the kernel's counts as it begins (its share of CPU, wait, time held); through
-	 * the step, where the log of readings wants one (a change inside a long phase: usage_log.h;
-	 * judged by the call's time, so that most calls cost no clock read); and at MPI_Finalize,
-	 * where the last phase's share ends (the process may be gone at its end) */
-	if (pdi_model_usage_due(&t->model, e->t_exit) || f->cls == PDI_FC_FINALIZE)
+	/* the kernel's counts are read on a timer (usage_timer.h), off this path, from the thread that
+	 * made the task's first call; and at MPI_Finalize, where the last phase's share ends (the
+	 * process may be gone before the next tick) */
+	if (!t->usage_tid)
+		t->usage_tid = (pid_t)e->tid;
+	pdi_usage_timer_start(d); /* one test while it runs; it stops when no task is left to read */
+	if (f->cls == PDI_FC_FINALIZE)
 		pdi_task_usage_read(t, (pid_t)e->tid, pdi_now_ns());
 	return r;
 }

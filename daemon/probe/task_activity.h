@@ -30,6 +30,7 @@ bool pdi_task_traced_by_another(pid_t pid, pid_t tid);
 void pdi_task_activity_read(struct pdi_task *t, pid_t tid, uint64_t now_ns, struct pdi_task_activity *ret);
 
 /* Read the kernel's counts of running task T's MPI thread (TID when T has none yet, then always
- * that one) into its model (pdi_model_usage_add()): when the daemon sees a phase's first call,
- * and when it takes a view. Nothing when /proc cannot be read (the task is gone). */
+ * that one) at NOW_NS into its model (pdi_model_usage_add()): on the usage timer's ticks
+ * (usage_timer.h), at its MPI_Finalize and when the daemon takes a view. Nothing when /proc
+ * cannot be read (the task is gone). */
 void pdi_task_usage_read(struct pdi_task *t, pid_t tid, uint64_t now_ns);

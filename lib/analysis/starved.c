@@ -61,29 +61,6 @@ static size_t readings_of(struct work *w, const struct pdi_model *m)
 	return k;
 }
 
-/* The counts at T, between the readings R[0..K) around it (linear in between). */
-static struct pdi_usage counts_at(const struct pdi_usage *r, size_t k, uint64_t t)
-{
-	size_t lo = 0, hi = k - 1;
-	double f;
-
-	if (t <= r[0].at_ns)
-		return r[0];
-	if (t >= r[hi].at_ns)
-		return r[hi];
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
-
-		if (r[mid].at_ns <= t)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	f = (double)(t - r[lo].at_ns) / (double)(r[hi].at_ns - r[lo].at_ns);
-	return (struct pdi_usage){t, r[lo].cpu_ns + (uint64_t)(f * (double)(r[hi].cpu_ns - r[lo].cpu_ns)),
-				  r[lo].wait_ns + (uint64_t)(f * (double)(r[hi].wait_ns - r[lo].wait_ns))};
-}
-
 /* How many slots phase P is compared in: as many as the readings inside it allow on every model
  * with its counts (each slot ends at or after one of them), each PDI_STARVED_SLOT_S or longer, at
  * most PDI_STARVED_SLOTS. 1 where a model was not read inside it (an older model, a phase
@@ -146,8 +123,8 @@ static bool read_phase(struct work *w, size_t t, uint32_t p, const struct pdi_us
 		return false;
 	a = m->phases[p].usage.at_ns;
 	for (uint32_t j = 0; j < slots; j++) {
-		struct pdi_usage x = counts_at(r, k, a + pu.wall_ns * j / slots);
-		struct pdi_usage y = counts_at(r, k, a + pu.wall_ns * (j + 1) / slots);
+		struct pdi_usage x = pdi_usage_at(r, k, a + pu.wall_ns * j / slots);
+		struct pdi_usage y = pdi_usage_at(r, k, a + pu.wall_ns * (j + 1) / slots);
 		size_t i = t * w->nu + w->unit0[p] + j;
 		double ready = (double)(y.cpu_ns - x.cpu_ns) + (double)(y.wait_ns - x.wait_ns);
 

@@ -99,8 +99,9 @@ struct pdi_phase_usage {
 struct pdi_phase {
 	uint64_t t_start, t_end; /* first call's entry, last call's exit (CLOCK_MONOTONIC ns; see
 				    pdi_phase_wall_ns() for the wall clock) */
-	struct pdi_usage usage;  /* the kernel's counts read as the phase began (the daemon reads
-				    them when it sees the phase's first call) */
+	struct pdi_usage usage;  /* the kernel's counts at the phase's first call (t_start),
+				    interpolated between the readings either side; 0 until a reading
+				    after it is taken (pdi_model_usage_add()) */
 	uint64_t first_collective; /* step-wide collectives before it: an automatic phase of this
 				      index starts at the same one on every task; on the wall
 				      clock (pdi_model.slots), the slot it starts in */
@@ -192,6 +193,8 @@ struct pdi_model {
 
 	struct pdi_usage usage_now; /* the latest reading: where the current phase's share ends */
 	struct pdi_usage_log usage_log; /* readings through the step, inside long phases too */
+	struct pdi_usage_recent usage_recent; /* the latest readings: where the phases not placed
+						 yet begin (not stored) */
 };
 
 /* A phase's time T (its t_start or t_end) on the wall clock, ns since the epoch. */
@@ -207,21 +210,16 @@ void pdi_model_done(struct pdi_model *m);
  * first phase cannot be made (the model is intact). */
 int pdi_model_add_call(struct pdi_model *m, const struct pdi_call *c);
 
-/* Does the current phase lack its reading of the kernel's counts, or is one due at NOW for the
- * readings through the step (usage_log.h)? The daemon asks after each call it feeds, and reads
- * them when so: a few microseconds per phase and task, and per quarter of a second. */
-static inline bool pdi_model_usage_due(const struct pdi_model *m, uint64_t now)
-{
-	return m->nphases && (!m->phases[m->nphases - 1].usage.at_ns || pdi_usage_log_due(&m->usage_log, now));
-}
-
-/* A reading U of the task's counts: the current phase's first when it has none, the latest
- * (where the current phase's share ends), and one of the log's when due. Readings out of order (a clock or counter going back)
- * are ignored. */
+/* A reading U of the task's counts (the daemon reads them on a timer: usage_interval_ms): the
+ * latest (where the current phase's share ends), one of the recent ones and of the log's when due;
+ * every phase begun at or before it and not placed yet gets its counts at its first call,
+ * interpolated between the readings either side (a phase begun before the oldest reading kept,
+ * the task's first before it was read, takes that reading). Readings out of order (a clock or
+ * counter going back) are ignored. */
 void pdi_model_usage_add(struct pdi_model *m, const struct pdi_usage *u);
 
-/* Phase P's share of the counts: from its reading to the next phase's (the latest for the
- * current phase). False when either is missing (not read, an older model, a task that ended
+/* Phase P's share of the counts: from its first call to the next phase's (to the latest reading
+ * for the current phase). False when either is missing (not read, an older model, a task that ended
  * before it was read), or P spans no time. */
 bool pdi_model_phase_usage(const struct pdi_model *m, uint32_t p, struct pdi_phase_usage *ret);
 

@@ -79,8 +79,10 @@ _Static_assert(sizeof(struct pdi_usage) == 24, "struct pdi_usage changed: encode
 _Static_assert(sizeof(struct pdi_phase) == 128, "struct pdi_phase changed: encode the new field");
 _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
 /* count_doubt_ns and count_doubt_seen are not encoded: derived from the unobserved log; nor is
- * cfg: the decoder's caller gives it */
-_Static_assert(sizeof(struct pdi_model) == 296 + sizeof(struct pdi_stack_seen_log) + sizeof(struct pdi_usage_log),
+ * cfg: the decoder's caller gives it; nor usage_recent: live readings whose use is in the phases
+ * (a phase not placed yet is placed from usage_now and the readings the next pdimond takes) */
+_Static_assert(sizeof(struct pdi_model) ==
+		       296 + sizeof(struct pdi_stack_seen_log) + sizeof(struct pdi_usage_log) + sizeof(struct pdi_usage_recent),
 	       "struct pdi_model changed: encode the new field");
 _Static_assert(sizeof(struct pdi_stack_seen) == 24, "struct pdi_stack_seen changed: encode the new field");
 _Static_assert(sizeof(struct pdi_unobserved) == 32, "struct pdi_unobserved changed: encode the new field");
@@ -507,6 +509,10 @@ static int dec_scalars(struct dec *d, struct pdi_model *m)
 	}
 	if (d->version >= 4)
 		dec_usage(&d->r, &m->usage_now);
+	/* the recent readings are not kept, but the latest is: the phases begun after it, taken in
+	 * by the next pdimond, are placed between it and that pdimond's first reading */
+	if (m->usage_now.at_ns)
+		pdi_usage_recent_add(&m->usage_recent, &m->usage_now);
 	return d->r.bad ? -EBADMSG : 0;
 }
 

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* usage_log.c -- the bounded log of a task's readings of the kernel's counts (usage_log.h). */
+#include <string.h>
+
 #include "usage_log.h"
 
 bool pdi_usage_after(const struct pdi_usage *a, const struct pdi_usage *b)
@@ -30,4 +32,33 @@ void pdi_usage_log_add(struct pdi_usage_log *l, const struct pdi_usage *u)
 			return;
 	}
 	l->v[l->n++] = *u;
+}
+
+void pdi_usage_recent_add(struct pdi_usage_recent *r, const struct pdi_usage *u)
+{
+	if (r->n == PDI_USAGE_RECENT)
+		memmove(r->v, r->v + 1, --r->n * sizeof(r->v[0]));
+	r->v[r->n++] = *u;
+}
+
+struct pdi_usage pdi_usage_at(const struct pdi_usage *r, size_t k, uint64_t t)
+{
+	size_t lo = 0, hi = k - 1;
+	double f;
+
+	if (t <= r[0].at_ns)
+		return r[0];
+	if (t >= r[hi].at_ns)
+		return r[hi];
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if (r[mid].at_ns <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	f = (double)(t - r[lo].at_ns) / (double)(r[hi].at_ns - r[lo].at_ns);
+	return (struct pdi_usage){t, r[lo].cpu_ns + (uint64_t)(f * (double)(r[hi].cpu_ns - r[lo].cpu_ns)),
+				  r[lo].wait_ns + (uint64_t)(f * (double)(r[hi].wait_ns - r[lo].wait_ns))};
 }

@@ -9,10 +9,16 @@
  * (lib/analysis/starved.h compares the tasks in slots of a phase).
  *
  * Bounded: readings at least gap_ns apart; when the log is full every other one goes and the
- * gap doubles, so a long step keeps readings evenly spread over all of it. */
+ * gap doubles, so a long step keeps readings evenly spread over all of it.
+ *
+ * pdimond reads the counts on a timer of its own, tens of ms apart (usage_interval_ms), and
+ * keeps the latest readings (struct pdi_usage_recent) until the phases they bound are placed: a
+ * phase's counts are those at its first call, interpolated between the readings either side
+ * (model.h, pdi_model_usage_add()). */
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* What the node's kernel counted for a task's MPI thread at one moment: from two of them, the
@@ -27,13 +33,26 @@ struct pdi_usage {
 };
 
 #define PDI_USAGE_LOG_MAX 256          /* readings per task: 6 KiB */
-#define PDI_USAGE_LOG_GAP_NS 250000000ull /* the first gap between readings: a quarter of a second,
-					      so that a phase of 1 s (HPCC's) has slots to compare */
+#define PDI_USAGE_LOG_GAP_NS 50000000ull /* the first gap between readings: pdimond's timer's default
+					    period (usage_interval_ms), so that where a process came
+					    to share the CPU is known within 50 ms for the step's first
+					    12.8 s, 0.1 s to 25.6 s, and so on (a phase is compared in
+					    slots of 0.25 s or more all the same: starved.h) */
 
 struct pdi_usage_log {
 	struct pdi_usage v[PDI_USAGE_LOG_MAX]; /* oldest first */
 	uint32_t n;
 	uint64_t gap_ns; /* the least time between two readings kept; 0: PDI_USAGE_LOG_GAP_NS */
+};
+
+#define PDI_USAGE_RECENT 64 /* the latest readings kept to place phases: 3.2 s at 50 ms apart */
+
+/* The latest readings, oldest first. A phase's first call reaches pdimond a batch of the ring
+ * buffer after it was made (drain_interval_ms, longer on a loaded node), by when readings on both
+ * sides of it have been taken. Live only, never stored: what they place is in the phases. */
+struct pdi_usage_recent {
+	struct pdi_usage v[PDI_USAGE_RECENT];
+	uint32_t n;
 };
 
 /* Whether B is a reading no earlier than A on every count (a later reading of the same thread). */
@@ -48,3 +67,10 @@ bool pdi_usage_log_due(const struct pdi_usage_log *l, uint64_t now);
 /* Keep reading U when it is at least the gap after the last one and no earlier on any count;
  * when full, every other reading goes and the gap doubles. */
 void pdi_usage_log_add(struct pdi_usage_log *l, const struct pdi_usage *u);
+
+/* Keep reading U as the latest (the oldest goes when full). The caller keeps them in order. */
+void pdi_usage_recent_add(struct pdi_usage_recent *r, const struct pdi_usage *u);
+
+/* The counts at T (at_ns T), linear between the readings R[0..K) (K >= 1, in order) either side of
+ * it; the first or the last reading itself (its own at_ns) when T is before or after them all. */
+struct pdi_usage pdi_usage_at(const struct pdi_usage *r, size_t k, uint64_t t);

@@ -48,8 +48,7 @@ struct ring_opts {
 	double share;     /* the CPU share of every phase (0: 0.4) */
 	double busy_share; /* ... but this one in phases [busy_from, busy_to] (the machine's load; 0: none) */
 	int busy_from, busy_to;
-	bool usage;       /* the daemon read the kernel's counts at each phase's first call, and every
-			     quarter of a second (usage_log.h) */
+	bool usage;       /* the daemon read the kernel's counts on its timer (READ_EVERY_NS) */
 };
 
 /* The extra iterations of ring_opts.more a waiting task waits for, at about 38 ms each. */
@@ -70,10 +69,13 @@ static void advance(struct clock *k, uint64_t dt, double cpu_share, bool held)
 	k->wait += dt - (uint64_t)(cpu_share * (double)dt);
 }
 
+/* The daemon's timer (usage_interval_ms): a reading at the first call this long after the last. */
+#define READ_EVERY_NS 50000000ull
+
 static void add_call_read(struct pdi_model *m, const struct pdi_call *c, const struct clock *k, bool usage)
 {
 	cr_assert_eq(pdi_model_add_call(m, c), 0);
-	if (usage && pdi_model_usage_due(m, c->t_exit))
+	if (usage && (!m->usage_now.at_ns || c->t_exit >= m->usage_now.at_ns + READ_EVERY_NS))
 		pdi_model_usage_add(m, &(struct pdi_usage){.at_ns = k->t + 1, .cpu_ns = k->cpu, .wait_ns = k->wait});
 }
 

@@ -117,15 +117,14 @@ static void sprawl(struct script *s, unsigned n)
 	}
 }
 
-/* Feed calls FROM..TO of S, reading the kernel's counts (made up from the call's time) where
- * the daemon would: when a phase has none yet. */
+/* Feed calls FROM..TO of S, reading the kernel's counts (made up from the call's time) after each,
+ * so that every phase is placed (its counts at its first call). */
 static void feed(struct pdi_model *m, const struct script *s, size_t from, size_t to)
 {
 	for (size_t i = from; i < to; i++) {
 		cr_assert_eq(pdi_model_add_call(m, &s->v[i]), 0, "call %zu", i);
-		if (pdi_model_usage_due(m, s->v[i].t_exit))
-			pdi_model_usage_add(m, &(struct pdi_usage){.at_ns = s->v[i].t_exit, .cpu_ns = s->v[i].t_exit / 2,
-								   .wait_ns = s->v[i].t_exit / 4});
+		pdi_model_usage_add(m, &(struct pdi_usage){.at_ns = s->v[i].t_exit, .cpu_ns = s->v[i].t_exit / 2,
+							   .wait_ns = s->v[i].t_exit / 4});
 	}
 }
 

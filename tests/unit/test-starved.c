@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* test-starved.c -- "not getting CPU" (lib/analysis/starved.c) on models whose kernel counts were
- * read the way pdimond reads them: when it takes in a batch of calls from the ring buffer, up to
- * a batch after the calls themselves. */
+ * read the way pdimond reads them: on a timer, each phase's counts at its first call between the
+ * readings either side; and as the models kept from before usage13 hold them, read when pdimond
+ * took in a phase's first call, a batch of the ring buffer after the call itself. */
 #include <criterion/criterion.h>
 #include <math.h>
 
@@ -25,10 +26,13 @@ static const double cuts[] = {1.0, 1.92, 1.97, 2.92, 2.97, 3.92, 3.97, 5.0, 6.0,
 #define HOG_S 2.0 /* from early in model phase 3 (as a batch is taken in) to the end */
 #define HOG_PHASE 3u
 
-/* How a generated run goes: the batches pdimond takes the calls in, and a stretch (s) the victim
- * slept through (asleep in MPI: neither on a CPU nor waiting for one; 0 0: none). */
+/* How a generated run goes: the batches pdimond takes the calls in, its timer's period (0: a kept
+ * model, read as each phase's first call was taken in and every quarter of a second on a call),
+ * and a stretch (s) the victim slept through (asleep in MPI: neither on a CPU nor waiting for one;
+ * 0 0: none). */
 struct shape {
 	uint64_t batch_ns;
+	uint64_t timer_ns;
 	double asleep_from, asleep_to;
 };
 
@@ -47,35 +51,53 @@ static struct pdi_usage counts_at(const struct shape *sh, bool victim, uint64_t 
 				  .wait_ns = (uint64_t)((s - asleep - cpu) * 1e9)};
 }
 
+/* A kept model's reading (pdimond before usage13): the current phase's first when it has none,
+ * the latest, and the log's when due. */
+static void kept_read(struct pdi_model *m, const struct pdi_usage *u)
+{
+	if (!m->phases[m->nphases - 1].usage.at_ns)
+		m->phases[m->nphases - 1].usage = *u;
+	m->usage_now = *u;
+	pdi_usage_log_add(&m->usage_log, u);
+}
+
 static void add_call(struct pdi_model *m, const struct shape *sh, const char *fn, uint32_t site, uint64_t t,
-		     bool victim)
+		     bool victim, uint64_t *tick)
 {
 	struct pdi_call c = {.site = site, .fn = (uint16_t)pdi_mpi_func_find(fn), .peer = PDI_NO_PEER,
 			     .t_enter = t, .t_exit = t + 100000};
+	uint64_t taken = (c.t_exit / sh->batch_ns + 1) * sh->batch_ns;
 
-	cr_assert_eq(pdi_model_add_call(m, &c), 0);
-	/* read as the batch holding the call is taken in */
-	if (pdi_model_usage_due(m, c.t_exit)) {
-		struct pdi_usage u = counts_at(sh, victim, (c.t_exit / sh->batch_ns + 1) * sh->batch_ns);
+	/* the timer's readings before the batch holding the call is taken in */
+	for (; sh->timer_ns && m->nphases && *tick <= taken; *tick += sh->timer_ns) {
+		struct pdi_usage u = counts_at(sh, victim, *tick);
 
 		pdi_model_usage_add(m, &u);
+	}
+	cr_assert_eq(pdi_model_add_call(m, &c), 0);
+	if (!sh->timer_ns &&
+	    (!m->phases[m->nphases - 1].usage.at_ns || pdi_usage_log_due(&m->usage_log, c.t_exit))) {
+		struct pdi_usage u = counts_at(sh, victim, taken);
+
+		kept_read(m, &u);
 	}
 }
 
 static void build(struct pdi_model *m, const struct shape *sh, bool victim)
 {
+	uint64_t tick = sh->timer_ns;
 	size_t next = 0;
 
 	pdi_model_init(m, NULL);
-	add_call(m, sh, "MPI_Init", 0, MS, victim);
+	add_call(m, sh, "MPI_Init", 0, MS, victim, &tick);
 	for (uint64_t t = 2 * MS; t < (uint64_t)(END_S * 1e9); t += CALL_GAP_NS) {
 		if (next < NCUTS && (double)t >= cuts[next] * 1e9) {
-			add_call(m, sh, "MPI_Pcontrol", 1, (uint64_t)(cuts[next] * 1e9), victim);
+			add_call(m, sh, "MPI_Pcontrol", 1, (uint64_t)(cuts[next] * 1e9), victim, &tick);
 			next++;
 		}
-		add_call(m, sh, "MPI_Waitall", 2, t, victim);
+		add_call(m, sh, "MPI_Waitall", 2, t, victim, &tick);
 	}
-	add_call(m, sh, "MPI_Finalize", 3, (uint64_t)(END_S * 1e9), victim);
+	add_call(m, sh, "MPI_Finalize", 3, (uint64_t)(END_S * 1e9), victim, &tick);
 }
 
 /* The run the victim fell behind over in the step of SH: its first and last phase (NCUTS + 1
@@ -100,10 +122,10 @@ static void run_of(const struct shape *sh, uint32_t *ret_onset, uint32_t *ret_la
 		pdi_model_done(&models[t]);
 }
 
-/* Phases begun in one batch have their first readings at the same instant, so the shorter has
- * no share of its own. Such a phase says nothing of the victim's share and does not cut the run
- * it fell behind over: found from the phase the hog began in, to the end (before: cut in three
- * there and the longest piece named, four phases late: meep cpu seed 400, issue 9). */
+/* In a kept model, phases begun in one batch have their first readings at the same instant, so
+ * the shorter has no share of its own. Such a phase says nothing of the victim's share and does
+ * not cut the run it fell behind over: found from the phase the hog began in, to the end (before:
+ * cut in three there and the longest piece named, four phases late: meep cpu seed 400, issue 9). */
 Test(starved, a_phase_read_with_the_next_does_not_cut_the_run)
 {
 	const struct shape sh = {.batch_ns = 100 * MS};
@@ -130,6 +152,26 @@ Test(starved, a_phase_the_victim_slept_through_cuts_the_run)
 
 	run_of(&sh, &onset, &last);
 	cr_expect_eq(onset, HOG_PHASE + 3, "onset %u", onset);
+	cr_expect_eq(last, (uint32_t)NCUTS, "last %u", last);
+}
+
+/* Read on the timer, every phase has its share over its own time, the short ones too (usage13):
+ * the run is found from the phase the hog began in (30 ms into it), to the end. */
+Test(starved, phases_read_on_the_timer_each_have_their_share)
+{
+	const struct shape sh = {.batch_ns = 100 * MS, .timer_ns = 50 * MS};
+	struct pdi_phase_usage u;
+	struct pdi_model m;
+	uint32_t onset, last;
+
+	build(&m, &sh, true);
+	for (uint32_t p = 1; p + 1 < m.nphases; p++) {
+		cr_assert(pdi_model_phase_usage(&m, p, &u), "phase %u read", p);
+		cr_assert_eq(u.wall_ns, m.phases[p + 1].t_start - m.phases[p].t_start, "phase %u", p);
+	}
+	pdi_model_done(&m);
+	run_of(&sh, &onset, &last);
+	cr_expect_eq(onset, HOG_PHASE, "onset %u", onset);
 	cr_expect_eq(last, (uint32_t)NCUTS, "last %u", last);
 }
 

@@ -359,6 +359,43 @@ static void onset_of(struct work *w, struct pdi_starved *s, struct run *run)
 		run->onset--;
 }
 
+/* Whether the finding's task got at most 1/PDI_STARVED_JOIN of its own usual share (over the step
+ * and before unit U) in the last PDI_STARVED_EDGE_S of the phase before U's, U the first unit of its
+ * phase: an interference that began there, 20-180 ms before that phase's end, moves the phase's
+ * share by a tenth or so, within the phases' spread, and the run was found from the next phase
+ * (issue 9, phase12: five of the eight misses of seeds 400-501; usage13, meep cpu 911: 0.18 s
+ * before the end of a 0.94 s phase, the victim at 0.107 of a CPU over it against 0.12 usually,
+ * then every rank at 0.035 as the scheduler settled). Only where the readings around the window's
+ * start are no further apart than it (pdimond's timer, every 50 ms; the kept models of an earlier
+ * pdimond hold readings 0.25 s apart, a window of them is no finer than the slots). */
+static bool fell_at_the_end(struct work *w, const struct pdi_starved *s, uint32_t u)
+{
+	const struct pdi_model *m = w->models[s->task];
+	uint64_t edge = (uint64_t)(PDI_STARVED_EDGE_S * 1e9), a, b;
+	uint32_t p = w->phase[u];
+	struct pdi_usage x, y;
+	double ready, usual;
+	size_t k, i = 0;
+
+	if (!u || w->unit0[p] != u || p >= m->nphases || m->phases[p].usage.at_ns <= edge)
+		return false;
+	b = m->phases[p].usage.at_ns;
+	a = b - edge;
+	k = readings_of(w, m);
+	while (i < k && w->readings[i].at_ns <= a)
+		i++;
+	if (!i || i == k || w->readings[i].at_ns - w->readings[i - 1].at_ns > edge)
+		return false;
+	x = pdi_usage_at(w->readings, k, a);
+	y = pdi_usage_at(w->readings, k, b);
+	ready = (double)(y.cpu_ns - x.cpu_ns) + (double)(y.wait_ns - x.wait_ns);
+	if (ready < PDI_STARVED_READY * (double)edge)
+		return false;
+	usual = fmin(by_length(w, s->task, w->log_share, 1 - PDI_STARVED_USUAL_Q, w->nu),
+		     by_length(w, s->task, w->log_share, 0.5, u));
+	return usual - log(fmax((double)(y.cpu_ns - x.cpu_ns) / ready, SHARE_FLOOR)) >= log(PDI_STARVED_JOIN);
+}
+
 /* How much more of the CPU each model got over the run (log, mean of the units known, each by
  * its length) than its usual, or than its peers beyond its usual ratio to them, whichever is more:
  * a rank that spins in its own code takes the CPU its neighbour goes without. By length, since
@@ -501,6 +538,8 @@ static void find(struct work *w, struct pdi_starved *s)
 	if (run_s < PDI_STARVED_MIN_S)
 		return;
 	onset_of(w, s, &run);
+	if (fell_at_the_end(w, s, run.onset))
+		run.onset--;
 	peak = x_of(w, s->task, run.peak);
 	s->ratio = exp(peak);
 	for (uint32_t u = run.onset; u <= run.last; u++) {

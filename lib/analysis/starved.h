@@ -40,6 +40,10 @@
  * usual share there, over the step and before that phase (where the interference began, in part
  * of the phase, or the scheduler settled after it: not a machine busier for all since the start). */
 #define PDI_STARVED_ONSET 1.3
+/* ... and so does the phase before the run's when the task got at most 1/PDI_STARVED_JOIN of its own
+ * usual share in its last PDI_STARVED_EDGE_S (s), where the readings there are that fine
+ * (pdimond's timer, usage_timer.h): an interference that began in a phase's last moments. */
+#define PDI_STARVED_EDGE_S 0.1
 /* A task whose share rose this many times over its usual during the run took the CPU. */
 #define PDI_STARVED_TOOK 1.25
 /* ... or a task that was on a CPU this share of the time it was ready over the run, while every

@@ -90,8 +90,14 @@ static unsigned next_level(unsigned fn, unsigned level, int dir)
 /* The share of its time FN at LEVEL takes from a task of B (budget_price.h). */
 static double contribution(const struct pdi_daemon *d, const struct pdi_budget_task *b, unsigned fn, unsigned level)
 {
-	struct pdi_budget_price p = price_of(d, &b->fn[fn], fn);
+	struct pdi_budget_price p;
 
+	/* a function not called costs nothing at a level that makes no switches: most of the
+	 * probed functions, priced several times a slot for every task (perf, LAMMPS: pricing them
+	 * was a fifth of the slot timer's CPU) */
+	if (b->fn[fn].rate == 0 && pdi_budget_switches_per_period(level) == 0)
+		return 0;
+	p = price_of(d, &b->fn[fn], fn);
 	return pdi_budget_cost(&p, b->fn[fn].rate, level, PERIOD_NS / 1e9, b->cpu_share);
 }
 
@@ -289,7 +295,7 @@ static void degrade(struct pdi_daemon *d, struct pdi_task *t)
 
 		for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 			const struct pdi_budget_fn *f = &b->fn[fn];
-			struct pdi_budget_price p = price_of(d, f, fn);
+			struct pdi_budget_price p;
 			unsigned l = needed_level(f), to;
 			double c = contribution(d, b, fn, l);
 
@@ -300,6 +306,7 @@ static void degrade(struct pdi_daemon *d, struct pdi_task *t)
 				continue;
 			/* a thinner level that costs less: a sampled one switched twice a period can
 			 * cost more than full probes of a function called a few thousand times a second */
+			p = price_of(d, f, fn);
 			to = pdi_budget_cheaper_level(&p, f->rate, l, PERIOD_NS / 1e9, b->cpu_share);
 			if (contribution(d, b, fn, to) >= c)
 				continue;

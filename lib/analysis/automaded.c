@@ -443,14 +443,15 @@ static uint32_t best_phase(const struct work *w, const double *v, double *ret_se
 	return best;
 }
 
-/* One task lost a stall's worth of time against its peers (lost_time.h): the first phase of
- * the run it kept losing in is the faulty one, and that task the faulty task, whatever the
- * scores say; a run that lasts to the end is a shift (interference from then on). */
+/* One task lost a stall's worth of time against its peers, or one took the CPU a stall's worth
+ * longer than any other (lost_time.h, pdi_lost_stall_s()): the first phase of the run it kept
+ * losing in is the faulty one, and that task (or the one that took its CPU) the faulty task,
+ * whatever the scores say; a run that lasts to the end is a shift (interference from then on). */
 static bool by_lost_time(const struct work *w, struct pdi_automaded *a)
 {
 	const struct pdi_lost *l = &a->lost;
 
-	if (!l->found || l->total_s < PDI_EXCESS_FLOOR_S)
+	if (pdi_lost_stall_s(l) < PDI_EXCESS_FLOOR_S)
 		return false;
 	a->effect = l->last + 1 == w->end && l->last > l->onset + 1 ? PDI_EFFECT_PERMANENT : PDI_EFFECT_TEMPORARY;
 	a->stepped = false;
@@ -471,7 +472,7 @@ static int lost_at_the_edges(struct work *w, struct pdi_automaded *a)
 	uint32_t best = UINT32_MAX;
 	int r;
 
-	if (a->lost.found && a->lost.total_s >= PDI_EXCESS_FLOOR_S)
+	if (pdi_lost_stall_s(&a->lost) >= PDI_EXCESS_FLOOR_S)
 		return 0;
 	for (uint32_t p = 0; p < w->np; p++) {
 		struct pdi_lost l;
@@ -480,8 +481,8 @@ static int lost_at_the_edges(struct work *w, struct pdi_automaded *a)
 			continue;
 		if ((r = pdi_lost_time(in->models, in->weights, w->n, p, p + 1, &l)) < 0)
 			return r;
-		if (l.found && l.total_s >= PDI_EXCESS_FLOOR_S &&
-		    (best == UINT32_MAX || l.total_s > a->lost.total_s)) {
+		if (pdi_lost_stall_s(&l) >= PDI_EXCESS_FLOOR_S &&
+		    (best == UINT32_MAX || pdi_lost_stall_s(&l) > pdi_lost_stall_s(&a->lost))) {
 			pdi_lost_done(&a->lost);
 			a->lost = l;
 			best = p;
@@ -520,9 +521,12 @@ static bool computed_on_its_own_cpu(const struct pdi_automaded *a)
  * faulty task. A task held by the kernel for a stall's worth comes first (a stop is a stall
  * whatever else shows), and so does another task that lost a stall's worth computing, in the
  * phases the finding's task went without, while it got more CPU than usual or than its peers
- * (starved.h, gain): a rank spinning in its own code takes the CPU of the rank that shares it
- * (campaign: the spin fault's neighbour got a sixth of its peers' share while the spinner got
- * three times its own), but the spinning is the fault. One that computed longer at its usual
+ * (starved.h, gain), or that took the CPU the time lost's task waited for, on a CPU a stall's
+ * worth longer than any other (lost_time.h, pdi_lost_stall_s()): a rank spinning in its own code
+ * takes the CPU of the rank that shares it (campaign: the spin fault's neighbour got a sixth of its
+ * peers' share while the spinner got three times its own; HPCC at a load of 10, issue 9, spin13:
+ * the neighbour's fall stood 7.3 robust sds above the step's noise, its wait 9.7, the spinner on a
+ * CPU 1.7 s longer than any other), but the spinning is the fault. One that computed longer at its usual
  * share was only waited for less than the victim; one that did so in other phases, while a hog
  * took the CPU from the victim, lost its time to something else (NWChem, lead23's cpu seed 90:
  * a bystander 1.6 s in phase 21, at 3.8 times its peers' share during the victim's run in
@@ -535,11 +539,12 @@ static bool by_starved(const struct work *w, struct pdi_automaded *a)
 {
 	const struct pdi_starved *s = &a->starved;
 	const struct pdi_lost *l = &a->lost;
-	bool lost = l->found && l->total_s >= PDI_EXCESS_FLOOR_S;
+	bool lost = pdi_lost_stall_s(l) >= PDI_EXCESS_FLOOR_S;
+	size_t named = l->taken ? l->taker : l->task; /* the task the time lost names */
 
 	if (!s->found || (lost && l->kind == PDI_LOST_HELD) ||
-	    (lost && l->task != s->task && l->onset <= s->last && l->last >= s->onset &&
-	     s->gain[l->task] >= log(PDI_STARVED_TOOK)) ||
+	    (lost && named != s->task && l->onset <= s->last && l->last >= s->onset &&
+	     s->gain[named] >= log(PDI_STARVED_TOOK)) ||
 	    (lost && l->kind == PDI_LOST_COMPUTING && computed_on_its_own_cpu(a)))
 		return false;
 	a->effect = s->last + 1 >= w->end && s->last > s->onset + 1 ? PDI_EFFECT_PERMANENT : PDI_EFFECT_TEMPORARY;
@@ -1101,7 +1106,7 @@ static int one_phase(const struct pdi_automaded_input *in, struct pdi_automaded 
 
 	if (r < 0)
 		return r;
-	if (!a.lost.found || a.lost.total_s < PDI_EXCESS_FLOOR_S) {
+	if (pdi_lost_stall_s(&a.lost) < PDI_EXCESS_FLOOR_S) {
 		pdi_lost_done(&a.lost);
 		if (why)
 			*why = "one phase only, and no task was held by the kernel for long: nothing to compare";

@@ -38,7 +38,7 @@ static double noise_z(const struct pdi_automaded *am, const double *per_phase, d
 void pdi_evidence_of(const struct pdi_automaded *am, struct pdi_evidence *ret)
 {
 	if (am->by_lost) {
-		*ret = (struct pdi_evidence){.excess_s = am->lost.total_s, .z = am->lost.z};
+		*ret = (struct pdi_evidence){.excess_s = pdi_lost_stall_s(&am->lost), .z = am->lost.z};
 	} else if (am->by_starved) {
 		/* how long it was not getting CPU; its share against the other phases' */
 		*ret = (struct pdi_evidence){.excess_s = am->starved.run_s, .z = am->starved.z};

@@ -270,6 +270,40 @@ static double ready_share(const struct pdi_model *m, uint32_t from, uint32_t to,
 	return (double)cpu / (double)(cpu + wait);
 }
 
+/* How far the taker's lead over the run (its time on a CPU beyond any other task's) stands above
+ * the same lead in the other phases (the most one task was on a CPU beyond every other there),
+ * in their robust sds; 0 with fewer than PDI_LOST_MIN_PHASES phases or no counts. Its
+ * peers' loss is a part of the spin only (pdi_lost_stall_s()): GROMACS at a load of 15 (issue 9,
+ * spin13), the neighbour's 0.26 s of waiting stood 5.2 sds above the other phases, the spinner's
+ * lead of 1.65 s on a CPU, in a phase of 4.2 s, against leads of 0.01-0.03 s elsewhere. SCRATCH:
+ * one double per phase. */
+static double lead_z(const struct pdi_lost *l, const struct pdi_model *const *models, double *scratch)
+{
+	double median;
+	size_t k = 0;
+
+	if (l->end - l->first < PDI_LOST_MIN_PHASES)
+		return 0;
+	for (uint32_t p = l->first; p < l->end; p++) {
+		double top = 0, next = 0; /* the two longest times on a CPU in phase P (s) */
+		struct pdi_phase_usage u;
+		size_t t;
+
+		for (t = 0; t < l->n && pdi_model_phase_usage(models[t], p, &u); t++) {
+			double cpu = (double)u.cpu_ns / 1e9;
+
+			next = fmax(next, fmin(top, cpu));
+			top = fmax(top, cpu);
+		}
+		if (t == l->n && (p < l->onset || p > l->last))
+			scratch[k++] = top - next;
+	}
+	if (!k)
+		return 0;
+	median = pdi_median(scratch, k);
+	return (l->taker_cpu_s - l->next_cpu_s - median) / pdi_robust_sd(scratch, k, median, PDI_LOST_NOISE_FLOOR_S);
+}
+
 /* Whether the CPU the finding's task waited for was taken by one task of the step with a CPU to
  * itself (starved.h), on a CPU at least as long as the finding's task lost: a rank spinning in
  * its own code, where the ranks waiting for it in MPI poll (GROMACS at a load of 5, issue 9: the
@@ -277,9 +311,10 @@ static double ready_share(const struct pdi_model *m, uint32_t from, uint32_t to,
  * beside it on a CPU 4.1 s behind, which lost 1.3 s waiting beyond its peers and was named). The
  * starved finding asks the same of its run; it did not find this one, the loss is a third of the
  * peers' share only against the one beside the spinner. */
-static void taker_of(struct pdi_lost *l, const struct pdi_model *const *models, const uint32_t *weights)
+static void taker_of(struct pdi_lost *l, const struct pdi_model *const *models, const uint32_t *weights,
+		     double *scratch)
 {
-	double top = NAN, others = 0, top_cpu_s = 0;
+	double top = NAN, others = 0, top_cpu_s = 0, next_cpu_s = 0;
 	size_t taker = 0;
 
 	if (!l->found || l->kind != PDI_LOST_WAITING)
@@ -293,19 +328,24 @@ static void taker_of(struct pdi_lost *l, const struct pdi_model *const *models, 
 			top_cpu_s = cpu_s;
 		}
 	}
-	/* every other ready task, the finding's own among them */
+	/* every other ready task, the finding's own among them; every other task's time on a CPU */
 	for (size_t t = 0; !isnan(top) && t < l->n; t++) {
-		double cpu_s, share = t == taker ? NAN : ready_share(models[t], l->onset, l->last, &cpu_s);
+		double cpu_s = 0, share = t == taker ? NAN : ready_share(models[t], l->onset, l->last, &cpu_s);
 
 		if (!isnan(share))
 			others = fmax(others, share);
+		if (t != taker)
+			next_cpu_s = fmax(next_cpu_s, cpu_s);
 	}
-	if (!pdi_starved_cpu_to_itself(top, others) || (weights && weights[taker] != 1) || top_cpu_s < l->total_s)
+	if (!pdi_starved_took_cpu(top, others) || (weights && weights[taker] != 1) || top_cpu_s < l->total_s)
 		return;
 	l->taken = true;
 	l->taker = taker;
 	l->taker_share = top;
 	l->next_share = others;
+	l->taker_cpu_s = top_cpu_s;
+	l->next_cpu_s = next_cpu_s;
+	l->z = fmax(l->z, lead_z(l, models, scratch));
 }
 
 /* W's X: signal S of every model in every phase looked at, NAN elsewhere. */
@@ -415,7 +455,7 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 		for (uint32_t p = first; p < end; p++)
 			l.phase_s[p] = fmax(l.phase_s[p], l.by_task[t * w.np + p]);
 	find(&l, w.x);
-	taker_of(&l, models, weights);
+	taker_of(&l, models, weights, w.x);
 	*ret = l;
 	l = (struct pdi_lost){0};
 	r = 0;
@@ -506,6 +546,13 @@ bool pdi_lost_kernel_alone(const struct pdi_lost *l, const struct pdi_model *con
 	return mine.held_ns >= held + floor || mine.cpu_ns >= cpu + floor;
 }
 
+double pdi_lost_stall_s(const struct pdi_lost *l)
+{
+	if (!l->found)
+		return 0;
+	return l->taken ? fmax(l->total_s, l->taker_cpu_s - l->next_cpu_s) : l->total_s;
+}
+
 void pdi_lost_taken_text(const struct pdi_lost *l, char *buf, size_t len)
 {
 	char where[80];
@@ -520,7 +567,7 @@ void pdi_lost_taken_text(const struct pdi_lost *l, char *buf, size_t len)
 	else
 		snprintf(where, sizeof(where), "phase %u", l->onset);
 	snprintf(buf, len,
-		 "on a CPU %.0f%% of the time it was ready over %s, the others %.0f%% at most: it took the CPU they "
-		 "waited for (one of them %.1f s longer than its peers)",
-		 100 * l->taker_share, where, 100 * l->next_share, l->total_s);
+		 "on a CPU %.2f s over %s, %.0f%% of the time it was ready, the others %.2f s and %.0f%% at most: it "
+		 "took the CPU they waited for (one of them %.1f s longer than its peers)",
+		 l->taker_cpu_s, where, 100 * l->taker_share, l->next_cpu_s, 100 * l->next_share, l->total_s);
 }

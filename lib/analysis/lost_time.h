@@ -63,14 +63,18 @@ struct pdi_lost {
 				      fewer than PDI_LOST_MIN_PHASES phases, the other tasks' spread in
 				      the peak phase */
 	double z;                  /* how far the peak stands above the other phases' median (or the
-				      other tasks'), in noise_s */
+				      other tasks'), in noise_s; where the CPU was taken, or how far the
+				      taker's lead on a CPU stands above the other phases' leads, if more */
 	bool has_usage;            /* the kernel's counts were there to look at */
 	bool taken;                /* the finding is time waiting for a CPU, and one other task of the step
-				      had a CPU to itself over the run (PDI_STARVED_OWN_CPU): a rank
+				      took the CPU over the run (pdi_starved_took_cpu(): a CPU to
+				      itself, or on a loaded node twice every other's share): a rank
 				      spinning in its own code, the fault is that task's */
 	size_t taker;              /* ... that model (a single task) */
 	double taker_share, next_share; /* its share of the time it was ready on a CPU over the run, and the
 				      most any other ready task had */
+	double taker_cpu_s, next_cpu_s; /* its time on a CPU over the run, and the most any other model had
+				      there (s) */
 
 	/* what pdi_lost_of() reads */
 	double *by_task;           /* n x nphases: lost by model t in phase p (s) */
@@ -110,9 +114,18 @@ bool pdi_lost_cpu_taken(const struct pdi_lost *l, size_t u, const struct pdi_mod
  * lacks the counts there. */
 bool pdi_lost_kernel_alone(const struct pdi_lost *l, const struct pdi_model *const *models, size_t n);
 
-/* What the task that took the CPU did (L->taken), in words, into BUF: "on a CPU 97% of the time
- * it was ready over phase 15, the others 43% at most: it took the CPU they waited for (one of
- * them 1.3 s longer than its peers)"; "" when none. */
+/* The stall L's finding stands for (s): the time its task lost over the run, or, where one task
+ * took the CPU (L->taken), how much longer that task was on a CPU over the run than any other
+ * when that is more. On a node loaded beyond its cores the rank beside a spinner loses a part of
+ * the spin only: the others wait for the spinner in calls no probe saw, and they yield their CPUs
+ * as they poll (HPCC and GROMACS at loads of 10-16, issue 9, spin13: the neighbour waited 0.49 s
+ * and 0.26 s longer than its peers, the spinner was on a CPU 2.65 s and 2.14 s against 0.95 s and
+ * 0.49 s at most, in phases of 3.6 s and 4.2 s that took 0.25 s elsewhere). 0 when none. */
+double pdi_lost_stall_s(const struct pdi_lost *l);
+
+/* What the task that took the CPU did (L->taken), in words, into BUF: "on a CPU 4.71 s over phase
+ * 15, 97% of the time it was ready, the others 2.07 s and 43% at most: it took the CPU they waited
+ * for (one of them 1.3 s longer than its peers)"; "" when none. */
 void pdi_lost_taken_text(const struct pdi_lost *l, char *buf, size_t len);
 
 /* A phase that took this much longer than usual on some task, or a task that lost this much

@@ -47,9 +47,12 @@
 /* A task whose share rose this many times over its usual during the run took the CPU. */
 #define PDI_STARVED_TOOK 1.25
 /* ... or a task that was on a CPU this share of the time it was ready over the run, while every
- * other ready task got at most 1/PDI_STARVED_OWN_OVER of its share, had a CPU to itself. */
+ * other ready task got at most 1/PDI_STARVED_OWN_OVER of its share, had a CPU to itself; on a
+ * node loaded beyond its cores, where no task gets that share, one that got PDI_STARVED_TOOK_OVER
+ * times the share of every other ready task took the CPU all the same. */
 #define PDI_STARVED_OWN_CPU 0.8
 #define PDI_STARVED_OWN_OVER 1.5
+#define PDI_STARVED_TOOK_OVER 2.0
 /* The run must last this long (s): a stall's worth of not getting CPU, not a scheduler tick. */
 #define PDI_STARVED_MIN_S 1.0
 /* A phase counts for a task when it was ready to run this share of it. */
@@ -96,8 +99,8 @@ struct pdi_starved {
 	bool taken;          /* the CPU it went without was taken by one task of the step (a rank spinning
 				in its own code while its peers wait for it: the fault is that task's) */
 	size_t taker;        /* ... that model: a single task, on a CPU over the run's phases
-				PDI_STARVED_RATIO times as long as any other or with a CPU to itself
-				(PDI_STARVED_OWN_CPU), and more than its usual share or its peers'
+				PDI_STARVED_RATIO times as long as any other or that took the CPU by
+				its share (pdi_starved_took_cpu()), and more than its usual share or its peers'
 				(gain) by PDI_STARVED_TOOK */
 	double taker_cpu_s, next_cpu_s; /* its time on a CPU over the run's phases, and the most any other
 				task had there (s) */
@@ -115,9 +118,11 @@ int pdi_starved_find(const struct pdi_model *const *models, const uint32_t *weig
 void pdi_starved_done(struct pdi_starved *s);
 
 /* Whether a task on a CPU SHARE of the time it was ready to run, while no other ready task of
- * the step was on one more than OTHERS of its own, had a CPU to itself (PDI_STARVED_OWN_CPU,
- * PDI_STARVED_OWN_OVER): it took the CPU its peers waited for. False when SHARE is NAN. */
-bool pdi_starved_cpu_to_itself(double share, double others);
+ * the step was on one more than OTHERS of its own, took the CPU its peers waited for: it had a
+ * CPU to itself (PDI_STARVED_OWN_CPU, PDI_STARVED_OWN_OVER), or, on a loaded node, got
+ * PDI_STARVED_TOOK_OVER times the share of every other (OTHERS above 0: some other task competed
+ * for a CPU). False when SHARE is NAN. */
+bool pdi_starved_took_cpu(double share, double others);
 
 /* Model T's log ratio in phase P (0 outside, or unknown). */
 double pdi_starved_of(const struct pdi_starved *s, size_t t, uint32_t p);

@@ -1075,7 +1075,14 @@ Test(analysis, a_rank_that_lost_cpu_to_a_spinner_is_not_named_beside_it)
  * a CPU" was named). CASE 4: the same low load, but every peer waits in calls no probe saw (the
  * budget sampled them): no computation stands out, the one sharing its CPU (15% of its time on
  * one, the others 42%, under a third of their share) waited longer for a CPU than its peers, and
- * that was the finding (GROMACS at a load of 5, lead: rank 1 "waiting" 1.3 s was named). */
+ * that was the finding (GROMACS at a load of 5, lead: rank 1 "waiting" 1.3 s was named). CASE 5:
+ * a node loaded beyond its cores, every peer waiting in calls no probe saw: the spinner on a CPU
+ * 30% of its time, its peers 11%, the one sharing its CPU 3% (HPCC at a load of 20, spin13: on a
+ * CPU 2.7 times as long as any peer, no CPU to itself, and its neighbour was named). CASE 6: the
+ * same, but the spinner at 50%, its peers 11.5%, the one sharing its CPU 6%: none fell to a third
+ * of its peers' share, and the neighbour's 0.25 s of waiting beyond its peers was all the time
+ * lost (GROMACS at a load of 15, spin13: phase 9 of 4.2 s, the spinner on a CPU 2.14 s, the others
+ * 0.49 s at most, "nothing abnormal"). */
 static void expect_spinner_named(int k)
 {
 	const struct view_case *c = &cases[0]; /* 4 tasks, 8 phases */
@@ -1088,7 +1095,14 @@ static void expect_spinner_named(int k)
 	size_t n;
 
 	spinner.spinning = true;
-	if (k < 2) {
+	if (k >= 5) {
+		spinner.busy_share = k == 5 ? 0.3 : 0.5;
+		other.busy_share = k == 5 ? 0.11 : 0.115;
+		neighbour.busy_share = k == 5 ? 0.03 : 0.06;
+		spinner.busy_from = spinner.busy_to = neighbour.busy_from = neighbour.busy_to = 4;
+		other.busy_from = other.busy_to = 4;
+		neighbour.wait_unseen = other.wait_unseen = true;
+	} else if (k < 2) {
 		neighbour.busy_share = k ? 0.02 : 0.05;
 		other.busy_share = k ? 0.1 : 0.2;
 		neighbour.busy_from = neighbour.busy_to = other.busy_from = other.busy_to = 4;
@@ -1127,7 +1141,7 @@ static void expect_spinner_named(int k)
 		     a.am.by_lost, a.am.by_starved);
 	cr_expect(n == 1 && ranks[0] == 1, "case %d: %zu ranks, first %d (by lost %d, by starved %d)", k, n,
 		  n ? ranks[0] : -1, a.am.by_lost, a.am.by_starved);
-	if (k == 1 || k == 4) {
+	if (k == 1 || k >= 4) {
 		char *text = pdi_render_text(&a);
 
 		cr_assert_not_null(text);
@@ -1141,7 +1155,7 @@ static void expect_spinner_named(int k)
 
 Test(analysis, a_spinning_rank_is_named_not_the_peer_it_took_the_cpu_from)
 {
-	for (int k = 0; k < 5; k++)
+	for (int k = 0; k < 7; k++)
 		expect_spinner_named(k);
 }
 

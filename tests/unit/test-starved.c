@@ -193,3 +193,27 @@ Test(starved, a_hog_in_a_phases_last_moments_is_placed_in_that_phase)
 	run_of(&with_next, &onset, &last);
 	cr_expect_eq(onset, HOG_PHASE - 1, "with the next phase: onset %u", onset);
 }
+
+/* Who took the CPU (pdi_starved_took_cpu()), on the shares of the time each task was ready
+ * that it spent on a CPU, as measured in the campaign (issue 9). */
+Test(starved, a_rank_that_took_the_cpu_is_told_at_any_load)
+{
+	static const struct {
+		const char *what;
+		double share, others;
+		bool took;
+	} shapes[] = {
+		{"a low load: a CPU to itself, the peers polling (lead, GROMACS at a load of 5)", 0.97, 0.45, true},
+		{"HPCC at a load of 10: 72% against at most 26% (spin13, seed 800)", 0.72, 0.26, true},
+		{"HPCC at a load of 20: 30% against at most 11% (spin13, seed 500)", 0.30, 0.11, true},
+		{"HPCC at a load of 19: 18% against at most 7.6% (spin13, seed 501)", 0.18, 0.076, true},
+		{"CPU interference: the ranks beside the victim's CPU at 37% and 30%", 0.37, 0.30, false},
+		{"a loaded node, no rank ahead: 11% and 9%", 0.11, 0.09, false},
+		{"no other task ready to compare with", 0.5, 0, false},
+		{"a task not ready", NAN, 0.1, false},
+	};
+
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++)
+		cr_expect_eq(pdi_starved_took_cpu(shapes[k].share, shapes[k].others), shapes[k].took, "%s",
+			     shapes[k].what);
+}

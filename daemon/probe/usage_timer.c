@@ -32,7 +32,9 @@ static void arm(struct pdi_daemon *d, uint64_t period_ns)
 	d->usage_armed_ns = period_ns;
 }
 
-uint64_t pdi_usage_timer_period_ns(const struct pdi_daemon *d)
+/* The period now (ns): usage_interval_ms, or longer where so many tasks run that the readings, at
+ * what one costs the loop, would take more than PDI_USAGE_LOOP_SHARE of a CPU. */
+static uint64_t wanted_period_ns(const struct pdi_daemon *d)
 {
 	uint64_t base = (uint64_t)d->cfg.usage_interval_ms * 1000000ull;
 	double dear = (double)d->usage_tasks * d->usage_cost_ns / PDI_USAGE_LOOP_SHARE;
@@ -63,13 +65,13 @@ void pdi_usage_timer_close(struct pdi_daemon *d)
 void pdi_usage_timer_start(struct pdi_daemon *d)
 {
 	if (!d->usage_armed_ns)
-		arm(d, pdi_usage_timer_period_ns(d));
+		arm(d, wanted_period_ns(d));
 }
 
 void pdi_usage_timer_reconfigure(struct pdi_daemon *d)
 {
 	if (d->usage_armed_ns)
-		arm(d, pdi_usage_timer_period_ns(d));
+		arm(d, wanted_period_ns(d));
 }
 
 void pdi_usage_timer_on_tick(struct pdi_daemon *d)
@@ -101,7 +103,7 @@ void pdi_usage_timer_on_tick(struct pdi_daemon *d)
 	 * preemption must not stretch the period */
 	d->usage_cost_ns = d->usage_cost_ns > 0 ? (7 * d->usage_cost_ns + (double)cpu / n) / 8 : (double)cpu / n;
 	d->usage_tasks = n;
-	period = pdi_usage_timer_period_ns(d);
+	period = wanted_period_ns(d);
 	if ((double)period > (1 + RESET_SHARE) * (double)d->usage_armed_ns ||
 	    (double)period < (1 - RESET_SHARE) * (double)d->usage_armed_ns)
 		arm(d, period);

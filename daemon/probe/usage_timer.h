@@ -35,5 +35,3 @@ void pdi_usage_timer_reconfigure(struct pdi_daemon *d);
 /* The timer fired: every running task with an MPI thread known is read; the period is set again
  * from what the readings cost; with none left to read, the timer stops. */
 void pdi_usage_timer_on_tick(struct pdi_daemon *d);
-/* The period now (ns): usage_interval_ms, or longer where many tasks make the readings dear. */
-uint64_t pdi_usage_timer_period_ns(const struct pdi_daemon *d);

@@ -356,9 +356,11 @@ class Monitor(DaemonTest):
         self.assertFalse(pa & pb)
         site = ring_sites()
         key = (site["irecv"], f"{site['irecv']} -> {site['isend']}")
+        # each task's iterations, all its own, over its phases: a phase may hold none (cut on the
+        # wall clock on a loaded machine, a rank can spend one off a CPU; or the tear-down's)
         for s, iters in ((sa, 200), (sb, 300)):
             for t in s["tasks"]:
-                self.assertEqual(sum(self.transitions(p)[key]["count"] for p in t["phases"]), iters)
+                self.assertEqual(sum(self.transitions(p).get(key, {}).get("count", 0) for p in t["phases"]), iters)
 
     def test_attach_running(self):
         job = self.spawn(mpirun("openmpi", 2, "ring", 100000, 2000))

@@ -249,9 +249,10 @@ static void find(struct pdi_lost *l, double *scratch)
 			l->other_phase_s = fmax(l->other_phase_s, held ? held_in_phase(l, p) : l->phase_s[p]);
 }
 
-/* Model M's share of the time it was ready on a CPU over phases [FROM, TO], and how long it was
- * on one (s) into RET_CPU_S; NAN when the kernel's counts miss a phase or it was ready less than
- * PDI_LOST_READY of the time (asleep in MPI, it competed for no CPU). */
+/* Model M's share of the time it was ready on a CPU over phases [FROM, TO]; NAN when the kernel's
+ * counts miss a phase or it was ready less than PDI_LOST_READY of the time (asleep in MPI, it
+ * competed for no CPU). How long it was on a CPU (s) goes into RET_CPU_S whenever the counts are
+ * there, ready or not: taker_of() compares the taker's time on a CPU with every other task's. */
 static double ready_share(const struct pdi_model *m, uint32_t from, uint32_t to, double *ret_cpu_s)
 {
 	uint64_t cpu = 0, wait = 0, wall = 0;

@@ -359,6 +359,47 @@ static void fill(struct work *w, int s)
 								  : signal_of(w->models[t], p, s);
 }
 
+/* How much later the cut that begins phase Q was placed on model T than on its peers (s; negative:
+ * earlier), by the kernel's readings that bound the phases' counts (pdi_model_phase_usage()); NAN
+ * when a reading is missing. SCRATCH: one double per model. */
+static double cut_late_s(const struct work *w, size_t t, uint32_t q, double *scratch)
+{
+	size_t k = 0;
+
+	if (q >= w->models[t]->nphases || !w->models[t]->phases[q].usage.at_ns)
+		return NAN;
+	for (size_t u = 0; u < w->n; u++)
+		if (u != t && q < w->models[u]->nphases && w->models[u]->phases[q].usage.at_ns)
+			scratch[k++] = (double)w->models[u]->phases[q].usage.at_ns;
+	return k ? ((double)w->models[t]->phases[q].usage.at_ns - pdi_median(scratch, k)) / 1e9 : NAN;
+}
+
+/* W's X (time held or waiting for a CPU) net of what a model gave back in the phase beside, across
+ * a cut placed on it later (or earlier) than on its peers, up to that shift: its counts then run
+ * over a longer stretch than theirs in one phase and a shorter one in the next, and on a node
+ * loaded beyond its cores every task waits for a CPU most of the time, so the shift alone looks
+ * like a loss (NWChem, issue 9, spin14: rank 1's cut 0.9 s late, 0.85 s "lost" waiting in phase
+ * 26 and 0.8 s less than its peers in phase 27, at a load of 17; it outweighed the spin's 1.0 s
+ * in phase 6 by the phase margin). Time computing is left as it is: a rank spinning in its own
+ * code makes no call to be cut at, and the time past its peers' cut is its spin. */
+static void net_of_moved_cuts(struct work *w)
+{
+	memcpy(w->raw, w->x, w->n * w->np * sizeof(*w->raw));
+	for (size_t t = 0; t < w->n; t++)
+		for (uint32_t p = w->first; p < w->end; p++) {
+			double *x = &w->x[t * w->np + p], later, earlier;
+
+			if (isnan(*x) || *x <= 0)
+				continue;
+			later = p + 1 < w->end ? cut_late_s(w, t, p + 1, w->own) : NAN;
+			earlier = p > w->first ? -cut_late_s(w, t, p, w->own) : NAN;
+			if (later > 0 && w->raw[t * w->np + p + 1] < 0)
+				*x += fmax(-later, w->raw[t * w->np + p + 1]);
+			if (earlier > 0 && w->raw[t * w->np + p - 1] < 0)
+				*x += fmax(-earlier, w->raw[t * w->np + p - 1]);
+		}
+}
+
 /* W's X: each model's excess of signal S over its peers (excess()). Time computing counts no
  * more than the excess of computation beyond its usual pace (computations seen in no other
  * phase in full: their peers' in the same phase are the yardstick then): a rank that does more
@@ -374,6 +415,8 @@ static bool excess_of(struct work *w, int s)
 	fill(w, s);
 	if (!excess(w))
 		return false;
+	if (s == PDI_LOST_HELD || s == PDI_LOST_WAITING)
+		net_of_moved_cuts(w);
 	if (s != PDI_LOST_COMPUTING)
 		return true;
 	memcpy(w->raw, w->x, all * sizeof(*w->raw));

@@ -1510,6 +1510,26 @@ Test(analysis, clean_earlier_runs_leave_the_documented_floor)
 	earlier_done(&e);
 }
 
+/* The z of a step whose other phases mostly score 0 (a MAD of 0) but for one: measured by the
+ * phases that differ, not by a tiny fraction of a median of 0 (an HPCC run without fault stood
+ * 5e15 deviations above the others: phase scores 0, 1273, 5022, 0, 0, 0). Phases all alike
+ * still make any excess stand far above them. */
+Test(analysis, a_phase_among_mostly_silent_ones_stands_by_the_ones_that_differ)
+{
+	double score[6] = {0, 1273, 5022, 0, 0, 0}, excess[6] = {0}, lost[6] = {0};
+	struct pdi_automaded am = {.first_phase = 0, .end_phase = 6, .faulty_phase = 2, .phase_score = score,
+				   .phase_excess = excess, .lost = {.phase_s = lost}};
+	struct pdi_evidence e;
+
+	pdi_evidence_of(&am, &e);
+	/* mean absolute deviation of 0, 1273, 0, 0, 0 from their median 0: 254.6, x 1.2533 */
+	cr_expect_float_eq(e.z, 5022 / (1.2533 * 1273 / 5), 1e-6, "z %g", e.z);
+
+	score[1] = 0;
+	pdi_evidence_of(&am, &e);
+	cr_expect_gt(e.z, 1e6, "the others all alike: z %g", e.z);
+}
+
 /* Earlier runs of one phase (NWChem's, when the budget its earlier runs learned thinned the
  * collectives its phases are cut on from the start) have no phase to line up with the step's:
  * they are no sample runs, and the step is judged against its own phases, as it says. */

@@ -22,6 +22,15 @@ an idle machine):
   cpu        a busy process (bench/apps/hog.c) pinned with the rank to the rank's CPU, 6 s
   mem        the same with a process streaming through 256 MiB (memory bandwidth), 6 s
 
+Placement (--placement pinned, the default): while the hog runs, every thread of the victim rank is
+pinned to the CPU it was on, where the hog runs too, and every thread of every other rank to the
+other CPUs; each gets back the affinity it had once the hog is gone. The fault is a process on the
+rank's CPU, as on a node with a core per rank: with 4 ranks on 2 CPUs and nothing pinned, the
+scheduler put a second rank, at times three, beside the hog, and those lost as much as the victim
+(spin13's and usage13's fresh seeds 900-911: a second rank in 7 of their 30 interference runs,
+every rank alike in 3 more), so "alone" measured the placement. --placement free leaves the other ranks where the scheduler puts them, as a site
+does (the analysis must not rely on the pinning: measure some runs so).
+
 The busy process runs in the job's session (--hog-group job, the default): it competes with
 the rank task against task, as a stray process of the job, a second job placed on the same CPU
 in the same scheduling group, or any process on a kernel without autogroup (RHEL's, most HPC
@@ -74,7 +83,8 @@ earlier run of the program. The table's head says which; its column "hist%" is t
 the analysis judged against earlier runs (a floor may name it: CLASS.hist=PCT).
 
 Usage: apps.py [--apps gromacs,hpcc,meep,mpb,nwchem,halo] [--faults none,stop,...] [--seeds N]
-               [--first-seed S] [--short] [--hog-group own|job] [--budget PCT] [--history K]
+               [--first-seed S] [--short] [--hog-group own|job] [--placement pinned|free]
+               [--budget PCT] [--history K]
                [--floor SPEC|FILE] [--out DIR]
        apps.py --reanalyze DIR [--own-phases-only] [--apps ...] [--faults ...]
 --short sizes every input for a run of a few seconds (the CI subset); the full inputs run
@@ -110,6 +120,7 @@ SPUN = {"spin", "hang-spin", "hang-io"}  # the agent's signal: the fault began w
 STALLFS = os.path.join(BUILD, "tests/faults/pdimon-stallfs")
 INTERFERENCE_S = 6.0
 HOG_GROUP = "job"  # --hog-group: the session (scheduling group) the interference runs in
+PLACEMENT = "pinned"  # --placement: the other ranks kept off the victim's CPU during an interference, or not
 BUDGET = None  # --budget PCT: pdimond's max_overhead_pct (None: its default)
 # --hog-group job: the job's session leader starts the hog when the injector names the CPU in
 # the FIFO ($1); then it becomes the job's command
@@ -329,6 +340,42 @@ def job_cpu_s(pids, last):
     return sum(last.values())
 
 
+def threads_of(pid):
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+def place_ranks(pids, victim, cpu):
+    """Pins every thread of the VICTIM rank to CPU, where the hog will run, and, with
+    --placement pinned, every thread of every other rank to the other CPUs: the victim and the
+    hog share their CPU and no other rank does, as on a node with a core per rank (a rank left
+    beside them loses as much, and "alone" would measure the scheduler's placement). Returns
+    {tid: affinity it had} for restore_affinity()."""
+    cpus = os.sched_getaffinity(0)
+    others = cpus - {cpu}
+    placed = {}
+    for rank, pid in pids.items():
+        if rank != victim and (PLACEMENT == "free" or not others):
+            continue
+        for tid in threads_of(pid):
+            try:
+                placed[tid] = os.sched_getaffinity(tid)
+                os.sched_setaffinity(tid, {cpu} if rank == victim else others)
+            except OSError:  # a thread gone
+                placed.pop(tid, None)
+    return placed
+
+
+def restore_affinity(placed):
+    for tid, cpus in placed.items():
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except OSError:
+            pass
+
+
 class Injector(threading.Thread):
     """Waits for the ranks, then once the job has done the planned share of its usual work does
     the fault to the planned rank. The job's progress is the CPU time its ranks used since they
@@ -343,6 +390,7 @@ class Injector(threading.Thread):
         self.hog = None
         self.hog_fifo = None  # --hog-group job: where to name the CPU for the job's hog
         self.hog_truth = None  # where the hog writes when it began (hog.c)
+        self.placed = {}  # {tid: affinity before the interference}, restored after it
         self.cpu_s = None  # the ranks' CPU time since they were ready: at the fault, or at the end
         self.ran_s = None  # the wall time since they were ready, alike
 
@@ -391,7 +439,7 @@ class Injector(threading.Thread):
                 tgkill(pid, pid, SPIN_SIGNAL)  # the main thread: the program's, not MPI's helpers
             elif f in ("cpu", "mem"):
                 cpu = cpu_of(pid)
-                os.sched_setaffinity(pid, {cpu})
+                self.placed = place_ranks(pids, self.plan.rank, cpu)
                 if self.hog_fifo:
                     with open(self.hog_fifo, "w") as fifo:
                         fifo.write(f"{cpu}\n")
@@ -413,9 +461,9 @@ class Injector(threading.Thread):
                     self.stop_flag.wait(INTERFERENCE_S)
                 else:
                     self.hog.wait(timeout=INTERFERENCE_S + 30)
-                os.sched_setaffinity(pid, set(range(os.cpu_count())))
             except (subprocess.TimeoutExpired, ProcessLookupError, OSError):
                 pass
+            restore_affinity(self.placed)
 
     def finish(self):
         self.stop_flag.set()
@@ -592,8 +640,11 @@ def keep_database(d, workdir, kept_across_runs=False):
     shutil.rmtree(d.dir, ignore_errors=True)
 
 
-def reanalyze(workdir, name, settings=()):
-    """`pdimon analyze NAME --json` by a fresh pdimond (with SETTINGS) on the run's kept database."""
+def reanalyze(workdir, name, runlog, settings=()):
+    """`pdimon analyze NAME --json` by a fresh pdimond (with SETTINGS) on the run's kept database.
+    A pdimond that does not stop cleanly (a sanitizer report, a non-zero exit) is a failure of the
+    re-analysis: its log is kept in WORKDIR/reanalysis-pdimond.log and it is counted in
+    REANALYSIS_FAILURES, which fails the re-scoring."""
     bus = campaign.new_bus()
     d = None
     try:
@@ -603,10 +654,16 @@ def reanalyze(workdir, name, settings=()):
         if d:
             try:
                 d.stop()
-            except AssertionError:
-                pass
+            except AssertionError as e:
+                REANALYSIS_FAILURES.append(name)
+                shutil.copyfile(d.log_path, os.path.join(workdir, "reanalysis-pdimond.log"))
+                campaign.log(runlog, f"# {name}: pdimond did not stop cleanly (log kept in "
+                             f"{workdir}/reanalysis-pdimond.log): {str(e)[:300]}")
             shutil.rmtree(d.dir, ignore_errors=True)
         bus.stop()
+
+
+REANALYSIS_FAILURES = []  # runs whose re-analysing pdimond did not stop cleanly
 
 
 def stuck_all(rep, stuck_ns):
@@ -800,7 +857,7 @@ def rescore(args, apps, faults):
         plan = Plan(app, fault, seed, Usual(**rec["usual"]) if "usual" in rec else Usual(rec["usual_s"], 0))
         doc = rec["analysis"]
         if fault not in HANGS and os.path.exists(os.path.join(args.reanalyze, run, "pdimon.db")):
-            doc = reanalyze(os.path.join(args.reanalyze, run), rec["name"],
+            doc = reanalyze(os.path.join(args.reanalyze, run), rec["name"], runlog,
                             ["sample_runs=0"] if args.own_phases_only else [])
             kept = "reanalysis-own-phases.json" if args.own_phases_only else "reanalysis.json"
             with open(os.path.join(args.reanalyze, run, kept), "w") as f:
@@ -818,6 +875,10 @@ def rescore(args, apps, faults):
         raise SystemExit(f"apps: no kept run of those applications and faults in {args.reanalyze}")
     print(f"re-analysed by this build: {args.reanalyze}")
     report(by_key, by_class, overall, args.reanalyze, started, loads, mode(history, args.own_phases_only))
+    if REANALYSIS_FAILURES:
+        print(f"apps: pdimond did not stop cleanly re-analysing {len(REANALYSIS_FAILURES)} runs "
+              f"({', '.join(REANALYSIS_FAILURES)}): read reanalysis-pdimond.log in their directories")
+        return 1
     return check_floor(args.floor, by_class, overall) if args.floor else 0
 
 
@@ -830,6 +891,9 @@ def main():
     ap.add_argument("--short", action="store_true", help="inputs of a few seconds (the CI subset)")
     ap.add_argument("--hog-group", choices=["own", "job"], default="job",
                     help="the session the cpu/mem interference runs in: the job's (default) or its own")
+    ap.add_argument("--placement", choices=["pinned", "free"], default="pinned",
+                    help="cpu/mem interference: the other ranks pinned off the victim's CPU while the hog runs "
+                         "(default), or left where the scheduler puts them, as on a site")
     ap.add_argument("--floor", default="", help="METRIC=PCT or CLASS.METRIC=PCT (CLASS: stall, hang, "
                                                 "interference, none), comma-separated or a file")
     ap.add_argument("--budget", type=float, default=None, metavar="PCT",
@@ -844,8 +908,8 @@ def main():
                     help="with --reanalyze: judge every run against its own phases only (pdimond sample_runs=0), "
                          "as without --history, whatever its kept store holds")
     args = ap.parse_args()
-    global HOG_GROUP, BUDGET
-    HOG_GROUP, BUDGET = args.hog_group, args.budget
+    global HOG_GROUP, BUDGET, PLACEMENT
+    HOG_GROUP, BUDGET, PLACEMENT = args.hog_group, args.budget, args.placement
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.geteuid() != 0:
         raise SystemExit("apps: pdimond loads BPF programs: run as root")
@@ -869,6 +933,7 @@ def main():
     started = time.monotonic()
     print(f"apps: {len(apps)} applications x {len(faults)} faults x {args.seeds} seeds, 4 ranks, "
           f"{'short' if args.short else 'full'} inputs, interference in the {HOG_GROUP} session, "
+          f"the other ranks {'off' if PLACEMENT == 'pinned' else 'free to share'} the victim's CPU, "
           f"max_overhead_pct {'default' if BUDGET is None else BUDGET}; "
           f"load average {load_average()}", flush=True)
     for app in apps:
@@ -887,7 +952,7 @@ def main():
             s, line = score(plan, truth, doc, show, end)
             with open(os.path.join(workdir, "run.json"), "w") as f:
                 json.dump({"plan": str(plan), "app": app, "fault": fault, "seed": seed, "usual": vars(usual),
-                           "budget": BUDGET, "history": args.history, "earlier_run": earlier,
+                           "budget": BUDGET, "placement": PLACEMENT, "history": args.history, "earlier_run": earlier,
                            "name": name, "load": load, "truth": truth, "analysis": doc, "show": show,
                            "end": end, "progress": progress}, f)
             done = " ".join(f"{k}={v:.1f}" for k, v in progress.items() if v is not None)

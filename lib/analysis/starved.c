@@ -23,6 +23,7 @@ struct work {
 	double *log_share;  /* n x nu: log of the share of its ready time on a CPU; NAN unknown */
 	double *wall, *wait; /* n x nu: the unit's length and the time waiting for a CPU (s) */
 	double *x;          /* n x nu: how many times less CPU than its peers (log), beyond its usual */
+	double *usual;      /* n: the log share each model reached over the step, its best tenth (usual_of()) */
 	struct pdi_usage *readings; /* one model's readings in time order (readings_of()) */
 	struct pdi_weighted *peers; /* n */
 	struct pdi_weighted *byunit; /* nu */
@@ -158,13 +159,13 @@ static bool read_shares(struct work *w)
 }
 
 /* Model T's peers' median log share in unit U (the other models, and the other tasks of its
- * own class); NAN when it has none. */
-static double peers_median(struct work *w, size_t t, uint32_t u)
+ * own class), each less LESS[model] where LESS is given; NAN when it has none. */
+static double peers_median(struct work *w, size_t t, uint32_t u, const double *less)
 {
 	size_t k = 0;
 
 	for (size_t o = 0; o < w->n; o++) {
-		double v = w->log_share[o * w->nu + u];
+		double v = w->log_share[o * w->nu + u] - (less ? less[o] : 0);
 		uint32_t wt = o == t ? weight(w, o) - 1 : weight(w, o);
 
 		if (!isnan(v) && wt)
@@ -192,6 +193,13 @@ static double by_length(struct work *w, size_t t, const double *v, double q, uin
 	return k ? pdi_weighted_quantile(w->byunit, k, q) : 0;
 }
 
+/* The log share model T reached over the step: at least this its best tenth of the time
+ * (PDI_STARVED_USUAL_Q, units by length), its usual where interference covered most of it. */
+static double usual_of(struct work *w, size_t t)
+{
+	return by_length(w, t, w->log_share, 1 - PDI_STARVED_USUAL_Q, w->nu);
+}
+
 /* Model T's log ratio in unit U (0 unknown). */
 static double x_of(const struct work *w, size_t t, uint32_t u)
 {
@@ -210,7 +218,7 @@ static bool ratios(struct work *w, struct pdi_starved *s)
 		for (size_t t = 0; t < w->n; t++) {
 			double ls = w->log_share[t * w->nu + u], med;
 
-			if (isnan(ls) || isnan(med = peers_median(w, t, u)))
+			if (isnan(ls) || isnan(med = peers_median(w, t, u, NULL)))
 				continue;
 			w->x[t * w->nu + u] = med - ls;
 			any = true;
@@ -246,6 +254,19 @@ bool pdi_starved_named(const struct pdi_starved *s, size_t t)
 	       (t == s->task || s->window[t] >= PDI_STARVED_ALSO_SHARE * s->window[s->task]);
 }
 
+/* Whether model T and its peers all got at most 1/PDI_STARVED_JOIN of their own usual shares in
+ * unit U: the machine, or the scheduler settling as a hog arrives, took from every task alike,
+ * and T's share against its peers there says nothing of a CPU it shares (usage13, meep mem 910:
+ * the victim at a fifth of its peers' share for 2 s, every rank at 0.03 of a CPU for 0.2 s, then
+ * the victim alone again; the row ended at the dip and its later piece was named, five phases
+ * late). */
+static bool fell_alike(struct work *w, size_t t, uint32_t u)
+{
+	double fall = log(PDI_STARVED_JOIN), ls = w->log_share[t * w->nu + u];
+
+	return !isnan(ls) && w->usual[t] - ls >= fall && -peers_median(w, t, u, w->usual) >= fall;
+}
+
 /* How far model T fell behind over units [FROM, TO] (log ratio times seconds, where it did). */
 static double behind(const struct work *w, size_t t, uint32_t from, uint32_t to)
 {
@@ -278,12 +299,13 @@ static bool read_with_next(const struct pdi_model *m, uint32_t p)
  * of its peers' share, with one at most 1/PDI_STARVED_RATIO, that it fell furthest behind over (a
  * long interference outweighs a short one that peaked higher). A phase read with the next one
  * (read_with_next()) does not end the row: before, meep's interference of 6 s was cut in three
- * there and its last 2 s named, four phases late (cpu seed 400, issue 9, phase12). */
+ * there and its last 2 s named, four phases late (cpu seed 400, issue 9, phase12); nor does a unit
+ * where every task fell alike (fell_alike()). */
 struct run {
 	uint32_t onset, last, peak;
 };
 
-static bool best_run(const struct work *w, struct pdi_starved *s, struct run *ret)
+static bool best_run(struct work *w, struct pdi_starved *s, struct run *ret)
 {
 	double join = log(PDI_STARVED_JOIN), best = 0;
 
@@ -299,7 +321,8 @@ static bool best_run(const struct work *w, struct pdi_starved *s, struct run *re
 			for (uint32_t r = q + 1; r < w->nu; r++) {
 				if (x_of(w, t, r) >= join)
 					q = r;
-				else if (!isnan(w->log_share[t * w->nu + r]) || !read_with_next(w->models[t], w->phase[r]))
+				else if (!fell_alike(w, t, r) &&
+					 (!isnan(w->log_share[t * w->nu + r]) || !read_with_next(w->models[t], w->phase[r])))
 					break;
 			}
 			for (uint32_t r = u; r <= q; r++)
@@ -337,10 +360,9 @@ static double usual_share(struct work *w, size_t t)
  * moved back over all of them to the set-up, 6 phases early). */
 static bool below_usual(struct work *w, const struct pdi_starved *s, uint32_t u)
 {
-	double step = by_length(w, s->task, w->log_share, 1 - PDI_STARVED_USUAL_Q, w->nu);
 	double before = by_length(w, s->task, w->log_share, 0.5, u); /* 0 (a share of 1): none known */
 
-	return fmin(step, before) - w->log_share[s->task * w->nu + u] >= log(PDI_STARVED_ONSET);
+	return fmin(w->usual[s->task], before) - w->log_share[s->task * w->nu + u] >= log(PDI_STARVED_ONSET);
 }
 
 /* The run's start, earlier: where the interference begins, the scheduler takes a moment to
@@ -391,8 +413,7 @@ static bool fell_at_the_end(struct work *w, const struct pdi_starved *s, uint32_
 	ready = (double)(y.cpu_ns - x.cpu_ns) + (double)(y.wait_ns - x.wait_ns);
 	if (ready < PDI_STARVED_READY * (double)edge)
 		return false;
-	usual = fmin(by_length(w, s->task, w->log_share, 1 - PDI_STARVED_USUAL_Q, w->nu),
-		     by_length(w, s->task, w->log_share, 0.5, u));
+	usual = fmin(w->usual[s->task], by_length(w, s->task, w->log_share, 0.5, u));
 	return usual - log(fmax((double)(y.cpu_ns - x.cpu_ns) / ready, SHARE_FLOOR)) >= log(PDI_STARVED_JOIN);
 }
 
@@ -617,10 +638,15 @@ int pdi_starved_find(const struct pdi_model *const *models, const uint32_t *weig
 	w.peers = malloc(n * sizeof(*w.peers));
 	w.byunit = malloc(w.nu * sizeof(*w.byunit));
 	w.scratch = malloc((n > w.nu ? n : w.nu) * sizeof(*w.scratch));
-	if (!w.log_share || !w.wall || !w.wait || !w.x || !w.readings || !w.peers || !w.byunit || !w.scratch)
+	w.usual = malloc(n * sizeof(*w.usual));
+	if (!w.log_share || !w.wall || !w.wait || !w.x || !w.readings || !w.peers || !w.byunit || !w.scratch ||
+	    !w.usual)
 		goto out;
-	if (read_shares(&w) && (s.has_usage = ratios(&w, &s)))
+	if (read_shares(&w) && (s.has_usage = ratios(&w, &s))) {
+		for (size_t t = 0; t < n; t++)
+			w.usual[t] = usual_of(&w, t);
 		find(&w, &s);
+	}
 	*ret = s;
 	s = (struct pdi_starved){0};
 	r = 0;
@@ -635,6 +661,7 @@ out:
 	free(w.peers);
 	free(w.byunit);
 	free(w.scratch);
+	free(w.usual);
 	pdi_starved_done(&s);
 	return r;
 }

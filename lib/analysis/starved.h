@@ -15,7 +15,8 @@
  * (usage_log.h), so that a hog that arrived late in a phase, or covered most of a long one, is
  * not diluted by the rest of it. The finding is the run of slots in a row where one task fell
  * furthest behind (how far times how long: a 6 s interference outweighs a sharper blip; a phase
- * read in the same batch as the next, with no share of its own, does not end the row), its
+ * read in the same batch as the next, with no share of its own, does not end the row, nor does one
+ * where every task got at most 1/PDI_STARVED_JOIN of its usual share: a dip of all alike), its
  * phases the finding's, beginning where its share first fell below its own usual: where
  * interference begins, the scheduler takes a moment to settle and every rank may get as little
  * for a while. A task sharing the CPU with it that fell nearly as far behind is named beside it.

@@ -16,6 +16,7 @@
 #define CALL_GAP_NS (10 * MS)
 #define SHARE 0.4         /* every task's share of the CPU, the rest of its time waiting for one */
 #define VICTIM_SHARE 0.04 /* the victim's once a process shares its CPU */
+#define DIP_SHARE VICTIM_SHARE /* every task's in a dip of the machine's (struct shape) */
 
 /* The program's phases, s from the step's start: a set-up, then phases of about 0.95 s and 0.05 s
  * in turn as meep's (each short one begins 0.08 s before a batch is taken in, the next 0.03 s
@@ -35,10 +36,11 @@ struct shape {
 	uint64_t timer_ns;
 	double asleep_from, asleep_to;
 	double hog_s; /* when the hog came (s); 0: HOG_S */
+	double dip_from, dip_to; /* a stretch (s) inside the hog's where every task got DIP_SHARE (0 0: none) */
 };
 
 /* The kernel's counts at T (ns) of a task that got SHARE of the CPU, or VICTIM_SHARE from the hog
- * on, and was ready to run all the time but the victim's sleep. */
+ * on, DIP_SHARE in the machine's dip, and was ready to run all the time but the victim's sleep. */
 static struct pdi_usage counts_at(const struct shape *sh, bool victim, uint64_t t)
 {
 	double s = (double)t / 1e9, asleep = 0, cpu, hog = sh->hog_s > 0 ? sh->hog_s : HOG_S;
@@ -48,6 +50,9 @@ static struct pdi_usage counts_at(const struct shape *sh, bool victim, uint64_t 
 	cpu = SHARE * fmin(s, hog);
 	if (s > hog)
 		cpu += (victim ? VICTIM_SHARE : SHARE) * (s - hog - asleep);
+	if (s > sh->dip_from && sh->dip_to > sh->dip_from)
+		cpu -= ((victim && sh->dip_from >= hog ? VICTIM_SHARE : SHARE) - DIP_SHARE) *
+		       (fmin(s, sh->dip_to) - sh->dip_from);
 	return (struct pdi_usage){.at_ns = t, .cpu_ns = (uint64_t)(cpu * 1e9),
 				  .wait_ns = (uint64_t)((s - asleep - cpu) * 1e9)};
 }
@@ -192,6 +197,20 @@ Test(starved, a_hog_in_a_phases_last_moments_is_placed_in_that_phase)
 	cr_expect_eq(last, (uint32_t)NCUTS, "last %u", last);
 	run_of(&with_next, &onset, &last);
 	cr_expect_eq(onset, HOG_PHASE - 1, "with the next phase: onset %u", onset);
+}
+
+/* A dip of the machine's inside the interference, where every task got as little as the victim
+ * for 1 s, tells nothing of the victim's share against its peers and does not cut the run: found
+ * from the phase the hog began in to the end (usage13, meep mem 910: cut there, the later piece
+ * named, five phases late; here the earlier, longer piece was, four phases short). */
+Test(starved, a_dip_of_every_task_inside_the_interference_does_not_cut_the_run)
+{
+	const struct shape sh = {.batch_ns = 100 * MS, .timer_ns = 50 * MS, .dip_from = 6.0, .dip_to = 7.0};
+	uint32_t onset, last;
+
+	run_of(&sh, &onset, &last);
+	cr_expect_eq(onset, HOG_PHASE, "onset %u", onset);
+	cr_expect_eq(last, (uint32_t)NCUTS, "last %u", last);
 }
 
 /* Who took the CPU (pdi_starved_took_cpu()), on the shares of the time each task was ready

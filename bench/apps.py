@@ -640,8 +640,11 @@ def keep_database(d, workdir, kept_across_runs=False):
     shutil.rmtree(d.dir, ignore_errors=True)
 
 
-def reanalyze(workdir, name, settings=()):
-    """`pdimon analyze NAME --json` by a fresh pdimond (with SETTINGS) on the run's kept database."""
+def reanalyze(workdir, name, runlog, settings=()):
+    """`pdimon analyze NAME --json` by a fresh pdimond (with SETTINGS) on the run's kept database.
+    A pdimond that does not stop cleanly (a sanitizer report, a non-zero exit) is a failure of the
+    re-analysis: its log is kept in WORKDIR/reanalysis-pdimond.log and it is counted in
+    REANALYSIS_FAILURES, which fails the re-scoring."""
     bus = campaign.new_bus()
     d = None
     try:
@@ -651,10 +654,16 @@ def reanalyze(workdir, name, settings=()):
         if d:
             try:
                 d.stop()
-            except AssertionError:
-                pass
+            except AssertionError as e:
+                REANALYSIS_FAILURES.append(name)
+                shutil.copyfile(d.log_path, os.path.join(workdir, "reanalysis-pdimond.log"))
+                campaign.log(runlog, f"# {name}: pdimond did not stop cleanly (log kept in "
+                             f"{workdir}/reanalysis-pdimond.log): {str(e)[:300]}")
             shutil.rmtree(d.dir, ignore_errors=True)
         bus.stop()
+
+
+REANALYSIS_FAILURES = []  # runs whose re-analysing pdimond did not stop cleanly
 
 
 def stuck_all(rep, stuck_ns):
@@ -848,7 +857,7 @@ def rescore(args, apps, faults):
         plan = Plan(app, fault, seed, Usual(**rec["usual"]) if "usual" in rec else Usual(rec["usual_s"], 0))
         doc = rec["analysis"]
         if fault not in HANGS and os.path.exists(os.path.join(args.reanalyze, run, "pdimon.db")):
-            doc = reanalyze(os.path.join(args.reanalyze, run), rec["name"],
+            doc = reanalyze(os.path.join(args.reanalyze, run), rec["name"], runlog,
                             ["sample_runs=0"] if args.own_phases_only else [])
             kept = "reanalysis-own-phases.json" if args.own_phases_only else "reanalysis.json"
             with open(os.path.join(args.reanalyze, run, kept), "w") as f:
@@ -866,6 +875,10 @@ def rescore(args, apps, faults):
         raise SystemExit(f"apps: no kept run of those applications and faults in {args.reanalyze}")
     print(f"re-analysed by this build: {args.reanalyze}")
     report(by_key, by_class, overall, args.reanalyze, started, loads, mode(history, args.own_phases_only))
+    if REANALYSIS_FAILURES:
+        print(f"apps: pdimond did not stop cleanly re-analysing {len(REANALYSIS_FAILURES)} runs "
+              f"({', '.join(REANALYSIS_FAILURES)}): read reanalysis-pdimond.log in their directories")
+        return 1
     return check_floor(args.floor, by_class, overall) if args.floor else 0
 
 

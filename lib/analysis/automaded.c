@@ -457,7 +457,7 @@ static bool by_lost_time(const struct work *w, struct pdi_automaded *a)
 	a->stepped = false;
 	a->faulty_phase = l->onset;
 	a->by_time = a->by_lost = true;
-	a->phase_margin = l->other_phase_s > 0 ? l->peak_s / l->other_phase_s : 1e9;
+	a->phase_margin = pdi_lost_phase_margin(l);
 	return true;
 }
 

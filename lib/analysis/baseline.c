@@ -15,12 +15,16 @@
 
 /* How far the faulty phase's PER_PHASE value stands above the step's other compared phases,
  * in robust standard deviations: (value - median) / (1.4826 MAD), the MAD at least MAD_FLOOR.
- * The step's own phases are its normal variation; a MAD of 0 (identical phases) counts as a
- * tiny fraction of the median. */
+ * The step's own phases are its normal variation. A MAD of 0 (most phases alike, e.g. scored 0
+ * but for one or two) falls back to the mean absolute deviation from the median (x 1.2533, the
+ * standard deviation of a normal law), which still sees the few phases that differ: without it
+ * a fault-free run whose one other deviant phase lay outside the MAD stood 1e15-1e22 deviations
+ * "above the others" in its output (HPCC and NWChem runs). Only phases all alike count as a tiny
+ * fraction of the median. */
 static double noise_z(const struct pdi_automaded *am, const double *per_phase, double mad_floor)
 {
 	uint32_t n = 0;
-	double *v, med, sd;
+	double *v, med, sd, mean_dev = 0;
 
 	if (am->end_phase - am->first_phase < 3 || !(v = malloc((am->end_phase - am->first_phase) * sizeof(*v))))
 		return 0;
@@ -28,10 +32,12 @@ static double noise_z(const struct pdi_automaded *am, const double *per_phase, d
 		if (p != am->faulty_phase)
 			v[n++] = per_phase[p];
 	med = pdi_median(v, n);
+	for (uint32_t i = 0; i < n; i++)
+		mean_dev += fabs(v[i] - med) / n;
 	sd = pdi_robust_sd(v, n, med, mad_floor);
 	free(v);
 	if (sd < 1e-3 * fabs(med) || sd <= 0)
-		sd = fmax(1e-3 * fabs(med), 1e-12);
+		sd = fmax(fmax(1.2533 * mean_dev, 1e-3 * fabs(med)), 1e-12);
 	return (per_phase[am->faulty_phase] - med) / sd;
 }
 

@@ -29,7 +29,8 @@ struct pdi_evidence {
 
 /* The evidence of AM: by the time lost or the CPU share when they chose the phase, else by
  * the phase's score (or its excess length, when time chose it) against the other compared
- * phases' (median, 1.4826 MAD; an excess under 50 ms of spread counts as 50 ms). */
+ * phases' (median, 1.4826 MAD; an excess under 50 ms of spread counts as 50 ms; a MAD of 0
+ * falls back to the mean absolute deviation). */
 void pdi_evidence_of(const struct pdi_automaded *am, struct pdi_evidence *ret);
 
 struct pdi_baseline {

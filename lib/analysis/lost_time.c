@@ -271,38 +271,95 @@ static double ready_share(const struct pdi_model *m, uint32_t from, uint32_t to,
 	return (double)cpu / (double)(cpu + wait);
 }
 
-/* How far the taker's lead over the run (its time on a CPU beyond any other task's) stands above
- * the same lead in the other phases (the most one task was on a CPU beyond every other there),
- * in their robust sds; 0 with fewer than PDI_LOST_MIN_PHASES phases or no counts. Its
+/* The most one of N models was on a CPU beyond every other in phase P (s), that model into
+ * RET_TOP; NAN when a model lacks the kernel's counts there. */
+static double cpu_lead_s(const struct pdi_model *const *models, size_t n, uint32_t p, size_t *ret_top)
+{
+	double top = -1, next = 0; /* the two longest times on a CPU in phase P (s) */
+	struct pdi_phase_usage u;
+	size_t who = 0;
+
+	for (size_t t = 0; t < n; t++) {
+		double cpu;
+
+		if (!pdi_model_phase_usage(models[t], p, &u))
+			return NAN;
+		cpu = (double)u.cpu_ns / 1e9;
+		next = fmax(next, fmin(top, cpu));
+		if (cpu > top) {
+			top = cpu;
+			who = t;
+		}
+	}
+	*ret_top = who;
+	return top - next;
+}
+
+/* L's taker's lead over the run (its time on a CPU beyond any other task's) against the same lead
+ * in the other phases: the most of it (other_lead_s), and, where there are PDI_LOST_MIN_PHASES
+ * phases, how far it stands above their median in their robust sds, into L's z when more. Its
  * peers' loss is a part of the spin only (pdi_lost_stall_s()): GROMACS at a load of 15 (issue 9,
  * spin13), the neighbour's 0.26 s of waiting stood 5.2 sds above the other phases, the spinner's
  * lead of 1.65 s on a CPU, in a phase of 4.2 s, against leads of 0.01-0.03 s elsewhere. SCRATCH:
  * one double per phase. */
-static double lead_z(const struct pdi_lost *l, const struct pdi_model *const *models, double *scratch)
+static void lead_against_phases(struct pdi_lost *l, const struct pdi_model *const *models, double *scratch)
 {
 	double median;
-	size_t k = 0;
+	size_t k = 0, top;
 
-	if (l->end - l->first < PDI_LOST_MIN_PHASES)
-		return 0;
 	for (uint32_t p = l->first; p < l->end; p++) {
-		double top = 0, next = 0; /* the two longest times on a CPU in phase P (s) */
-		struct pdi_phase_usage u;
-		size_t t;
+		double lead = cpu_lead_s(models, l->n, p, &top);
 
-		for (t = 0; t < l->n && pdi_model_phase_usage(models[t], p, &u); t++) {
-			double cpu = (double)u.cpu_ns / 1e9;
-
-			next = fmax(next, fmin(top, cpu));
-			top = fmax(top, cpu);
+		if (!isnan(lead) && (p < l->onset || p > l->last)) {
+			scratch[k++] = lead;
+			l->other_lead_s = fmax(l->other_lead_s, lead);
 		}
-		if (t == l->n && (p < l->onset || p > l->last))
-			scratch[k++] = top - next;
 	}
-	if (!k)
-		return 0;
+	if (!k || l->end - l->first < PDI_LOST_MIN_PHASES)
+		return;
 	median = pdi_median(scratch, k);
-	return (l->taker_cpu_s - l->next_cpu_s - median) / pdi_robust_sd(scratch, k, median, PDI_LOST_NOISE_FLOOR_S);
+	l->z = fmax(l->z, (l->taker_cpu_s - l->next_cpu_s - median) /
+				  pdi_robust_sd(scratch, k, median, PDI_LOST_NOISE_FLOOR_S));
+}
+
+/* How model TAKER and the others shared the CPU over phases [FROM, TO] (ready_share()). */
+struct taking {
+	double share, cpu_s;      /* its share of the time it was ready, and its time on a CPU (s) */
+	double others, next_cpu_s; /* the most any other ready task had of the share (0: none), and any
+				      other task of the time */
+};
+
+/* Whether model TAKER, a single task, took the CPU over phases [FROM, TO] of L's models by its
+ * share against every other ready task's (pdi_starved_took_cpu()); how, into RET (always). */
+static bool took_over(const struct pdi_lost *l, const struct pdi_model *const *models, const uint32_t *weights,
+		      size_t taker, uint32_t from, uint32_t to, struct taking *ret)
+{
+	struct taking k = {0};
+
+	k.share = ready_share(models[taker], from, to, &k.cpu_s);
+	for (size_t t = 0; t < l->n; t++) {
+		double cpu_s = 0, share = t == taker ? NAN : ready_share(models[t], from, to, &cpu_s);
+
+		if (!isnan(share))
+			k.others = fmax(k.others, share);
+		if (t != taker)
+			k.next_cpu_s = fmax(k.next_cpu_s, cpu_s);
+	}
+	*ret = k;
+	return pdi_starved_took_cpu(k.share, k.others) && (!weights || weights[taker] == 1);
+}
+
+/* L's finding names TAKER as the task that took the CPU, as K says. */
+static void take(struct pdi_lost *l, const struct pdi_model *const *models, size_t taker, const struct taking *k,
+		 double *scratch)
+{
+	l->taken = true;
+	l->taker = taker;
+	l->taker_share = k->share;
+	l->next_share = k->others;
+	l->taker_cpu_s = k->cpu_s;
+	l->next_cpu_s = k->next_cpu_s;
+	lead_against_phases(l, models, scratch);
 }
 
 /* Whether the CPU the finding's task waited for was taken by one task of the step with a CPU to
@@ -315,38 +372,79 @@ static double lead_z(const struct pdi_lost *l, const struct pdi_model *const *mo
 static void taker_of(struct pdi_lost *l, const struct pdi_model *const *models, const uint32_t *weights,
 		     double *scratch)
 {
-	double top = NAN, others = 0, top_cpu_s = 0, next_cpu_s = 0;
+	double top = NAN, cpu_s;
 	size_t taker = 0;
+	struct taking k;
 
 	if (!l->found || l->kind != PDI_LOST_WAITING)
 		return;
 	for (size_t t = 0; t < l->n; t++) {
-		double cpu_s, share = t == l->task ? NAN : ready_share(models[t], l->onset, l->last, &cpu_s);
+		double share = t == l->task ? NAN : ready_share(models[t], l->onset, l->last, &cpu_s);
 
 		if (!isnan(share) && (isnan(top) || share > top)) {
 			top = share;
 			taker = t;
-			top_cpu_s = cpu_s;
 		}
 	}
-	/* every other ready task, the finding's own among them; every other task's time on a CPU */
-	for (size_t t = 0; !isnan(top) && t < l->n; t++) {
-		double cpu_s = 0, share = t == taker ? NAN : ready_share(models[t], l->onset, l->last, &cpu_s);
+	if (!isnan(top) && took_over(l, models, weights, taker, l->onset, l->last, &k) && k.cpu_s >= l->total_s)
+		take(l, models, taker, &k, scratch);
+}
 
-		if (!isnan(share))
-			others = fmax(others, share);
-		if (t != taker)
-			next_cpu_s = fmax(next_cpu_s, cpu_s);
-	}
-	if (!pdi_starved_took_cpu(top, others) || (weights && weights[taker] != 1) || top_cpu_s < l->total_s)
+/* Where no task lost a stall's worth (pdi_lost_stall_s()), one task that was on a CPU a stall's
+ * worth longer than every other over a phase, or a run of phases where it kept a good part of
+ * that lead, and took the CPU by its share (pdi_starved_took_cpu()), is the finding: a rank
+ * spinning in its own code, whose peers waited for it in calls no probe saw (the budget sampled
+ * them) and so lost nothing the call timings show, nor waited longer for a CPU than it did (NWChem
+ * at a load of 10, issue 9, spin14: rank 0 on a CPU 2.83 s in a phase of 4.75 s, 60% of the time
+ * it was ready, its peers 0.43-0.61 s and 13% at most; it lost 0.51 s computing, under rank 2's
+ * 0.53 s in a phase of its own, and no finding was in the spin's phase). No healthy task does
+ * that in a compared phase (the kept campaigns: 0.40 s at most, in 244 runs without a spin); a
+ * set-up or tear-down where one rank works alone is not compared. Only with PDI_LOST_MIN_PHASES
+ * phases: the lead must stand above the other phases' (lead_against_phases()). SCRATCH: one
+ * double per phase. */
+static void spun_alone(struct pdi_lost *l, const struct pdi_model *const *models, const uint32_t *weights,
+		       double *scratch)
+{
+	double best = 0, lead;
+	size_t taker = 0, top;
+	uint32_t peak = l->first, onset, last;
+	struct taking k;
+
+	if (pdi_lost_stall_s(l) >= PDI_EXCESS_FLOOR_S || l->end - l->first < PDI_LOST_MIN_PHASES)
 		return;
-	l->taken = true;
-	l->taker = taker;
-	l->taker_share = top;
-	l->next_share = others;
-	l->taker_cpu_s = top_cpu_s;
-	l->next_cpu_s = next_cpu_s;
-	l->z = fmax(l->z, lead_z(l, models, scratch));
+	for (uint32_t p = l->first; p < l->end; p++)
+		if ((lead = cpu_lead_s(models, l->n, p, &top)) > best) {
+			best = lead;
+			taker = top;
+			peak = p;
+		}
+	onset = last = peak;
+	while (onset > l->first && (lead = cpu_lead_s(models, l->n, onset - 1, &top)) >= PDI_LOST_RUN_SHARE * best &&
+	       top == taker)
+		onset--;
+	while (last + 1 < l->end && (lead = cpu_lead_s(models, l->n, last + 1, &top)) >= PDI_LOST_RUN_SHARE * best &&
+	       top == taker)
+		last++;
+	if (best <= 0 || !took_over(l, models, weights, taker, onset, last, &k) ||
+	    k.cpu_s - k.next_cpu_s < PDI_EXCESS_FLOOR_S)
+		return;
+	l->found = true;
+	l->task = taker;
+	l->kind = PDI_LOST_COMPUTING;
+	l->peak = peak;
+	l->onset = onset;
+	l->last = last;
+	l->peak_s = pdi_lost_of(l, taker, peak, NULL);
+	l->total_s = l->next_task_s = l->other_phase_s = l->z = 0;
+	for (uint32_t p = l->first; p < l->end; p++)
+		if (p >= onset && p <= last)
+			l->total_s += pdi_lost_of(l, taker, p, NULL);
+		else
+			l->other_phase_s = fmax(l->other_phase_s, l->phase_s[p]);
+	for (size_t t = 0; t < l->n; t++)
+		if (t != taker)
+			l->next_task_s = fmax(l->next_task_s, pdi_lost_of(l, t, peak, NULL));
+	take(l, models, taker, &k, scratch);
 }
 
 /* W's X: signal S of every model in every phase looked at, NAN elsewhere. */
@@ -357,6 +455,47 @@ static void fill(struct work *w, int s)
 			w->x[t * w->np + p] = p < w->first || p >= w->end || p >= w->models[t]->nphases ? NAN
 					      : s == SIGNAL_PACED ? pdi_pace_with_unpaced_s(&w->pace, t, p)
 								  : signal_of(w->models[t], p, s);
+}
+
+/* How much later the cut that begins phase Q was placed on model T than on its peers (s; negative:
+ * earlier), by the kernel's readings that bound the phases' counts (pdi_model_phase_usage()); NAN
+ * when a reading is missing. SCRATCH: one double per model. */
+static double cut_late_s(const struct work *w, size_t t, uint32_t q, double *scratch)
+{
+	size_t k = 0;
+
+	if (q >= w->models[t]->nphases || !w->models[t]->phases[q].usage.at_ns)
+		return NAN;
+	for (size_t u = 0; u < w->n; u++)
+		if (u != t && q < w->models[u]->nphases && w->models[u]->phases[q].usage.at_ns)
+			scratch[k++] = (double)w->models[u]->phases[q].usage.at_ns;
+	return k ? ((double)w->models[t]->phases[q].usage.at_ns - pdi_median(scratch, k)) / 1e9 : NAN;
+}
+
+/* W's X (time held or waiting for a CPU) net of what a model gave back in the phase beside, across
+ * a cut placed on it later (or earlier) than on its peers, up to that shift: its counts then run
+ * over a longer stretch than theirs in one phase and a shorter one in the next, and on a node
+ * loaded beyond its cores every task waits for a CPU most of the time, so the shift alone looks
+ * like a loss (NWChem, issue 9, spin14: rank 1's cut 0.9 s late, 0.85 s "lost" waiting in phase
+ * 26 and 0.8 s less than its peers in phase 27, at a load of 17; it outweighed the spin's 1.0 s
+ * in phase 6 by the phase margin). Time computing is left as it is: a rank spinning in its own
+ * code makes no call to be cut at, and the time past its peers' cut is its spin. */
+static void net_of_moved_cuts(struct work *w)
+{
+	memcpy(w->raw, w->x, w->n * w->np * sizeof(*w->raw));
+	for (size_t t = 0; t < w->n; t++)
+		for (uint32_t p = w->first; p < w->end; p++) {
+			double *x = &w->x[t * w->np + p], later, earlier;
+
+			if (isnan(*x) || *x <= 0)
+				continue;
+			later = p + 1 < w->end ? cut_late_s(w, t, p + 1, w->own) : NAN;
+			earlier = p > w->first ? -cut_late_s(w, t, p, w->own) : NAN;
+			if (later > 0 && w->raw[t * w->np + p + 1] < 0)
+				*x += fmax(-later, w->raw[t * w->np + p + 1]);
+			if (earlier > 0 && w->raw[t * w->np + p - 1] < 0)
+				*x += fmax(-earlier, w->raw[t * w->np + p - 1]);
+		}
 }
 
 /* W's X: each model's excess of signal S over its peers (excess()). Time computing counts no
@@ -374,6 +513,8 @@ static bool excess_of(struct work *w, int s)
 	fill(w, s);
 	if (!excess(w))
 		return false;
+	if (s == PDI_LOST_HELD || s == PDI_LOST_WAITING)
+		net_of_moved_cuts(w);
 	if (s != PDI_LOST_COMPUTING)
 		return true;
 	memcpy(w->raw, w->x, all * sizeof(*w->raw));
@@ -457,6 +598,7 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 			l.phase_s[p] = fmax(l.phase_s[p], l.by_task[t * w.np + p]);
 	find(&l, w.x);
 	taker_of(&l, models, weights, w.x);
+	spun_alone(&l, models, weights, w.x);
 	*ret = l;
 	l = (struct pdi_lost){0};
 	r = 0;
@@ -532,7 +674,8 @@ double pdi_lost_of(const struct pdi_lost *l, size_t t, uint32_t p, enum pdi_lost
 bool pdi_lost_kernel_alone(const struct pdi_lost *l, const struct pdi_model *const *models, size_t n)
 {
 	struct pdi_phase_usage mine, other;
-	uint64_t held = 0, cpu = 0, floor = (uint64_t)(PDI_EXCESS_FLOOR_S * 1e9);
+	uint64_t held = 0;
+	size_t top;
 
 	if (!l->found || l->task >= n || n < 2 || !pdi_model_phase_usage(models[l->task], l->peak, &mine))
 		return false;
@@ -542,9 +685,9 @@ bool pdi_lost_kernel_alone(const struct pdi_lost *l, const struct pdi_model *con
 		if (!pdi_model_phase_usage(models[t], l->peak, &other))
 			return false;
 		held = other.held_ns > held ? other.held_ns : held;
-		cpu = other.cpu_ns > cpu ? other.cpu_ns : cpu;
 	}
-	return mine.held_ns >= held + floor || mine.cpu_ns >= cpu + floor;
+	return mine.held_ns >= held + (uint64_t)(PDI_EXCESS_FLOOR_S * 1e9) ||
+	       (cpu_lead_s(models, n, l->peak, &top) >= PDI_EXCESS_FLOOR_S && top == l->task);
 }
 
 double pdi_lost_stall_s(const struct pdi_lost *l)
@@ -552,6 +695,15 @@ double pdi_lost_stall_s(const struct pdi_lost *l)
 	if (!l->found)
 		return 0;
 	return l->taken ? fmax(l->total_s, l->taker_cpu_s - l->next_cpu_s) : l->total_s;
+}
+
+double pdi_lost_phase_margin(const struct pdi_lost *l)
+{
+	double lost = l->other_phase_s > 0 ? l->peak_s / l->other_phase_s : 1e9;
+
+	if (!l->taken)
+		return lost;
+	return fmax(lost, l->other_lead_s > 0 ? (l->taker_cpu_s - l->next_cpu_s) / l->other_lead_s : 1e9);
 }
 
 void pdi_lost_taken_text(const struct pdi_lost *l, char *buf, size_t len)
@@ -567,8 +719,14 @@ void pdi_lost_taken_text(const struct pdi_lost *l, char *buf, size_t len)
 		snprintf(where, sizeof(where), "phases %u to %u", l->onset, l->last);
 	else
 		snprintf(where, sizeof(where), "phase %u", l->onset);
-	snprintf(buf, len,
-		 "on a CPU %.2f s over %s, %.0f%% of the time it was ready, the others %.2f s and %.0f%% at most: it "
-		 "took the CPU they waited for (one of them %.1f s longer than its peers)",
-		 l->taker_cpu_s, where, 100 * l->taker_share, l->next_cpu_s, 100 * l->next_share, l->total_s);
+	if (l->taker == l->task) /* spun_alone(): no other task's loss was seen */
+		snprintf(buf, len,
+			 "on a CPU %.2f s over %s, %.0f%% of the time it was ready, the others %.2f s and %.0f%% at most: "
+			 "it took the CPU while they waited for one",
+			 l->taker_cpu_s, where, 100 * l->taker_share, l->next_cpu_s, 100 * l->next_share);
+	else
+		snprintf(buf, len,
+			 "on a CPU %.2f s over %s, %.0f%% of the time it was ready, the others %.2f s and %.0f%% at most: "
+			 "it took the CPU they waited for (one of them %.1f s longer than its peers)",
+			 l->taker_cpu_s, where, 100 * l->taker_share, l->next_cpu_s, 100 * l->next_share, l->total_s);
 }

@@ -69,12 +69,17 @@ struct pdi_lost {
 	bool taken;                /* the finding is time waiting for a CPU, and one other task of the step
 				      took the CPU over the run (pdi_starved_took_cpu(): a CPU to
 				      itself, or on a loaded node twice every other's share): a rank
-				      spinning in its own code, the fault is that task's */
+				      spinning in its own code, the fault is that task's; or, where no
+				      task lost a stall's worth, the finding is the task that took it,
+				      on a CPU a stall's worth longer than every other (its peers'
+				      waits unseen: taker is task) */
 	size_t taker;              /* ... that model (a single task) */
 	double taker_share, next_share; /* its share of the time it was ready on a CPU over the run, and the
 				      most any other ready task had */
 	double taker_cpu_s, next_cpu_s; /* its time on a CPU over the run, and the most any other model had
 				      there (s) */
+	double other_lead_s;       /* the most one task was on a CPU beyond every other in a phase outside
+				      the run (s) */
 
 	/* what pdi_lost_of() reads */
 	double *by_task;           /* n x nphases: lost by model t in phase p (s) */
@@ -122,6 +127,13 @@ bool pdi_lost_kernel_alone(const struct pdi_lost *l, const struct pdi_model *con
  * and 0.26 s longer than its peers, the spinner was on a CPU 2.65 s and 2.14 s against 0.95 s and
  * 0.49 s at most, in phases of 3.6 s and 4.2 s that took 0.25 s elsewhere). 0 when none. */
 double pdi_lost_stall_s(const struct pdi_lost *l);
+
+/* How far L's finding stands above the other phases (1 = no contrast): the time lost in its peak
+ * phase over the most any task lost in a phase outside its run, or, where one task took the CPU
+ * (L->taken), that task's lead on a CPU over the run against the most one task led every other
+ * in a phase outside it, if more. A phase where one task's cut fell later than its peers' moves
+ * time waiting from one phase to the next (lost_time.c), which the time lost is net of. */
+double pdi_lost_phase_margin(const struct pdi_lost *l);
 
 /* What the task that took the CPU did (L->taken), in words, into BUF: "on a CPU 4.71 s over phase
  * 15, 97% of the time it was ready, the others 2.07 s and 43% at most: it took the CPU they waited

@@ -158,6 +158,7 @@ static void json_lost(struct pdi_json *j, const struct pdi_analysis *a)
 			pdi_json_kv_double(j, "next_share", l->next_share);
 			pdi_json_kv_double(j, "taker_cpu_s", l->taker_cpu_s);
 			pdi_json_kv_double(j, "next_cpu_s", l->next_cpu_s);
+			pdi_json_kv_double(j, "other_lead_s", l->other_lead_s);
 			pdi_json_kv_str(j, "doing", doing);
 		}
 	}

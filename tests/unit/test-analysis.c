@@ -49,6 +49,12 @@ struct ring_opts {
 	double busy_share; /* ... but this one in phases [busy_from, busy_to] (the machine's load; 0: none) */
 	int busy_from, busy_to;
 	bool usage;       /* the daemon read the kernel's counts on its timer (READ_EVERY_NS) */
+	int late_phase;   /* a program phase (> 0; 0: none) after which one task's cut falls LATE_S
+			     later than its peers': the same stretch of waiting in a Barrier is its
+			     phase's last and its peers' next phase's first (a cut on the wall clock,
+			     placed at a task's next call: NWChem, issue 9, spin14) */
+	bool late;        /* ... this task is that one */
+	double late_s;
 };
 
 /* The extra iterations of ring_opts.more a waiting task waits for, at about 38 ms each. */
@@ -127,6 +133,10 @@ static void ring_model_with(struct pdi_model *m, int rank, int phases, const str
 				if (s == BARRIER && o->spin_phase > 0 && p == o->spin_phase && i == 10)
 					o->spinning || o->wait_unseen ? (void)(gap += spin_ns)
 								       : (void)(in_mpi += (uint64_t)spin_ns);
+				if (s == BARRIER && o->late_phase > 0 &&
+				    ((o->late && p == o->late_phase && i == 39) ||
+				     (!o->late && p == o->late_phase + 1 && i == 0)))
+					in_mpi += (uint64_t)(o->late_s * 1e9);
 				if (s == BARRIER && more && !o->more && i == 39)
 					in_mpi += (uint64_t)(MORE_ITERS * 38e6); /* the worker's extra iterations */
 				if (s == BARRIER && slow_i)
@@ -1082,7 +1092,11 @@ Test(analysis, a_rank_that_lost_cpu_to_a_spinner_is_not_named_beside_it)
  * same, but the spinner at 50%, its peers 11.5%, the one sharing its CPU 6%: none fell to a third
  * of its peers' share, and the neighbour's 0.25 s of waiting beyond its peers was all the time
  * lost (GROMACS at a load of 15, spin13: phase 9 of 4.2 s, the spinner on a CPU 2.14 s, the others
- * 0.49 s at most, "nothing abnormal"). */
+ * 0.49 s at most, "nothing abnormal"). CASE 7: the same node, every peer waiting in calls no probe
+ * saw at 13% of its time on a CPU, the one sharing its CPU too, the spinner at 60%: nobody lost
+ * anything the call timings or the waits for a CPU show, nor fell to a third of its peers' share;
+ * only the spinner's lead on a CPU tells (NWChem at a load of 10, spin14: on a CPU 2.83 s in a
+ * phase of 4.75 s, its peers 0.61 s at most; a blip elsewhere was named, "nothing abnormal"). */
 static void expect_spinner_named(int k)
 {
 	const struct view_case *c = &cases[0]; /* 4 tasks, 8 phases */
@@ -1095,7 +1109,13 @@ static void expect_spinner_named(int k)
 	size_t n;
 
 	spinner.spinning = true;
-	if (k >= 5) {
+	if (k == 7) {
+		spinner.busy_share = 0.6;
+		other.busy_share = neighbour.busy_share = 0.13;
+		spinner.busy_from = spinner.busy_to = neighbour.busy_from = neighbour.busy_to = 4;
+		other.busy_from = other.busy_to = 4;
+		neighbour.wait_unseen = other.wait_unseen = true;
+	} else if (k >= 5) {
 		spinner.busy_share = k == 5 ? 0.3 : 0.5;
 		other.busy_share = k == 5 ? 0.11 : 0.115;
 		neighbour.busy_share = k == 5 ? 0.03 : 0.06;
@@ -1155,8 +1175,44 @@ static void expect_spinner_named(int k)
 
 Test(analysis, a_spinning_rank_is_named_not_the_peer_it_took_the_cpu_from)
 {
-	for (int k = 0; k < 7; k++)
+	for (int k = 0; k < 8; k++)
 		expect_spinner_named(k);
+}
+
+/* A rank spinning 1.2 s in program phase 2, and another whose cut after program phase 4 fell 1.2 s
+ * later than its peers', on a node where every task waits for a CPU 90% of its time from there on
+ * (NWChem at a load of 17, issue 9, spin14: the spinner computed 1.01 s longer than its peers in
+ * phase 6; rank 1's cut fell 0.9 s late after phase 26, which gave it 0.85 s "lost" waiting there
+ * and 0.8 s less than its peers in phase 27; the phase margin was 1.19, "nothing abnormal"). The
+ * late cut moved time waiting from one phase into the other, no loss: the spinner is named, in
+ * its phase, alone, above the 1.2 margin. */
+Test(analysis, a_late_cut_is_no_loss_against_a_spin)
+{
+	const struct view_case *c = &cases[0]; /* 4 tasks, 8 phases */
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1,
+				.slow_to = -1, .usage = true, .spin_phase = 2, .spin_s = 1.2, .late_phase = 4,
+				.late_s = 1.2, .busy_share = 0.1, .busy_from = 4, .busy_to = 8};
+	struct ring_opts spinner = all, late = all;
+	struct built *b = malloc(sizeof(*b));
+	struct pdi_analysis a;
+	int ranks[MAX_TASKS];
+	size_t n;
+
+	spinner.spinning = true;
+	late.late = true;
+	cr_assert_not_null(b);
+	build_each(c, b, (const struct ring_opts *[]){&all, &spinner, &all, &late});
+	cr_assert_eq(pdi_analysis_build(&b->v, NULL, &a), 0);
+	n = pdi_analysis_faulty_ranks(&a, ranks);
+	cr_expect(a.am.by_lost && a.am.lost.kind == PDI_LOST_COMPUTING && a.am.faulty_phase == 3,
+		  "phase %u, by lost %d (%s)", a.am.faulty_phase, a.am.by_lost, pdi_lost_kind_names[a.am.lost.kind]);
+	cr_expect(a.am.phase_margin >= 1.2, "phase margin %g (other phase %g s)", a.am.phase_margin,
+		  a.am.lost.other_phase_s);
+	cr_expect(a.abnormal, "abnormal %d (z %g, %g s)", a.abnormal, a.noise_z, a.excess_s);
+	cr_expect(n == 1 && ranks[0] == 1, "%zu ranks, first %d", n, n ? ranks[0] : -1);
+	pdi_analysis_done(&a);
+	unbuild(c, b);
+	free(b);
 }
 
 /* A rank stopped 3 s inside MPI in program phase 2, and another that computed 4 s longer than its
@@ -1452,6 +1508,26 @@ Test(analysis, clean_earlier_runs_leave_the_documented_floor)
 	cr_expect_lt(base.excess_s, 0.5 * PDI_EXCESS_FLOOR_S, "clean runs: %g s", base.excess_s);
 	cr_expect_float_eq(base.floor_s, PDI_EXCESS_FLOOR_S, 1e-9);
 	earlier_done(&e);
+}
+
+/* The z of a step whose other phases mostly score 0 (a MAD of 0) but for one: measured by the
+ * phases that differ, not by a tiny fraction of a median of 0 (an HPCC run without fault stood
+ * 5e15 deviations above the others: phase scores 0, 1273, 5022, 0, 0, 0). Phases all alike
+ * still make any excess stand far above them. */
+Test(analysis, a_phase_among_mostly_silent_ones_stands_by_the_ones_that_differ)
+{
+	double score[6] = {0, 1273, 5022, 0, 0, 0}, excess[6] = {0}, lost[6] = {0};
+	struct pdi_automaded am = {.first_phase = 0, .end_phase = 6, .faulty_phase = 2, .phase_score = score,
+				   .phase_excess = excess, .lost = {.phase_s = lost}};
+	struct pdi_evidence e;
+
+	pdi_evidence_of(&am, &e);
+	/* mean absolute deviation of 0, 1273, 0, 0, 0 from their median 0: 254.6, x 1.2533 */
+	cr_expect_float_eq(e.z, 5022 / (1.2533 * 1273 / 5), 1e-6, "z %g", e.z);
+
+	score[1] = 0;
+	pdi_evidence_of(&am, &e);
+	cr_expect_gt(e.z, 1e6, "the others all alike: z %g", e.z);
 }
 
 /* Earlier runs of one phase (NWChem's, when the budget its earlier runs learned thinned the

@@ -69,8 +69,11 @@
  * rank's CPU late in a phase, or for most of a long one, shows in the slots it was there. */
 #define PDI_STARVED_SLOT_S 0.25
 #define PDI_STARVED_SLOTS 16
-/* The spread of the phases' log ratios below which it is taken as this: about 10%. */
+/* The spread of the phases' log ratios below which it is taken as this: about 10%; and the units
+ * outside the run below which they are too few to tell the step's noise (the peak is then
+ * compared with the other tasks in its unit, the run as a whole with nothing). */
 #define PDI_STARVED_NOISE_FLOOR 0.1
+#define PDI_STARVED_NOISE_UNITS 6
 /* Another task that fell this share as far behind over the run (log ratio times seconds)
  * shares the CPU with it: named beside it. */
 #define PDI_STARVED_ALSO_SHARE 0.5
@@ -92,7 +95,9 @@ struct pdi_starved {
 				task not named beside it */
 	double other_phase;  /* the largest log ratio of any task in a phase outside the run */
 	double other_behind; /* the most any task fell behind (log ratio x s) in one phase outside the run */
-	double z;            /* the peak's log ratio above the other phases' median, in robust sds */
+	double z;            /* the peak's log ratio above the other units' largest (median), in robust
+				sds, or the run's mean log ratio above the largest mean of as many units in
+				a row elsewhere, whichever is higher */
 
 	/* what pdi_starved_of() reads */
 	double *x;           /* n x nphases: each model's log ratio beyond its usual; 0 unknown */

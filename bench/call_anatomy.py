@@ -9,6 +9,8 @@ LAMMPS crack on 4 ranks (as bench/lammps.py runs it), rounds of interleaved runs
   NAME      with --variant NAME=SETTING[,SETTING...]: under a pdimond with the budget off and
             those settings (e.g. off-nowake=wakeup_kib=1048576)
   baseline  with --baseline BUILD: under a pdimond of that build, default budget
+  NAME      with --build NAME=BUILD: under the pdimond of that build with the budget off (its BPF
+            programs' run times side by side with this build's "off")
 Per run it prints what lammps.py's ratios cannot split apart, in figures the machine's load moves
 less than wall time: each BPF program's runs and run time per run (needs sysctl
 kernel.bpf_stats_enabled=1, which the script never sets: the accounting adds ~25 ns to every
@@ -113,6 +115,8 @@ def main():
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=SETTING[,SETTING...]",
                     help="also under a pdimond with the budget off and these settings")
     ap.add_argument("--baseline", metavar="BUILD", help="also under the pdimond (default budget) of this build")
+    ap.add_argument("--build", action="append", default=[], metavar="NAME=BUILD",
+                    help="also under the pdimond of this build with the budget off")
     ap.add_argument("--perf", metavar="DIR", help="keep a perf record of each pdimond's run in DIR")
     args = ap.parse_args()
     if not bpf_stats_enabled():
@@ -126,6 +130,11 @@ def main():
         for v in args.variant:
             name, _, settings = v.partition("=")
             daemons[name] = Daemon("max_overhead_pct=off", *filter(None, settings.split(",")))
+        for b in args.build:
+            name, _, build = b.partition("=")
+            if not name or not build:
+                raise BenchError(f"--build {b}: expected NAME=BUILD")
+            daemons[name] = Daemon("max_overhead_pct=off", build=os.path.abspath(build))
         if args.baseline:
             daemons["baseline"] = Daemon(build=os.path.abspath(args.baseline))
         print(f"call_anatomy: {args.rounds} rounds of crack on 4 ranks, interleaved {', '.join(daemons)}", flush=True)

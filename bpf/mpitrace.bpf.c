@@ -119,6 +119,12 @@ struct {
 	__type(value, struct pdi_hop_ranges);
 } hop_ranges SEC(".maps");
 
+/* Bumped by pdimond after each change of hop_ranges or link_gens (pdi_tracer_procs_changed()): a
+ * thread's entry keeps what its calls need of both maps (struct pdi_inflight) and looks them up
+ * again only when this has moved since. Two lookups a call were ~15-60 ns of the entry program
+ * (doc/design/overhead-budget.md, "the entry and return programs, piece by piece"). */
+__u64 procs_epoch = 1;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -167,24 +173,27 @@ static __always_inline bool emit_frames(__u64 id, __u64 t_enter, __u32 hops, __u
 
 /* As emit_frames(), within the process's budget: a program whose stacks never resolve cannot
  * flood the ring. */
-static __always_inline void send_frames(struct pdi_hop_ranges *rg, __u64 id, __u64 t_enter, __u32 hops, __u64 ra,
-					__u64 sp, __u64 bp, __u64 via)
+static __always_inline void send_frames(__u64 id, __u64 t_enter, __u32 hops, __u64 ra, __u64 sp, __u64 bp, __u64 via)
 {
+	__u32 tgid = id >> 32;
+	struct pdi_hop_ranges *rg = bpf_map_lookup_elem(&hop_ranges, &tgid);
+
 	if (!rg || rg->frames_budget == 0)
 		return;
 	__sync_fetch_and_add(&rg->frames_budget, -1);
 	emit_frames(id, t_enter, hops, ra, sp, bp, via);
 }
 
-/* F->caller, F->via and F->chain for the call whose return address F->callsite is at SP. */
+/* F->caller, F->via and F->chain for the call whose return address F->callsite is at SP
+ * (F->ranges: the process's hop ranges, see procs_current()). */
 static __always_inline void follow_call_chain(struct pdi_inflight *f, __u64 id, __u64 sp, __u64 bp)
 {
 	struct pdi_hop_key k = {.tgid = id >> 32};
-	struct pdi_hop_ranges *rg = bpf_map_lookup_elem(&hop_ranges, &k.tgid);
+	const struct pdi_hop_ranges *rg = &f->ranges;
 	__u64 ra = f->callsite, via = 0, next;
 	__u32 end = PDI_CHAIN_DONE;
 
-	for (int i = 0; rg && i <= PDI_HOP_MAX; i++) {
+	for (int i = 0; i <= PDI_HOP_MAX; i++) {
 		struct pdi_hop *h;
 		__u64 cfa;
 
@@ -198,7 +207,7 @@ static __always_inline void follow_call_chain(struct pdi_inflight *f, __u64 id, 
 		h = bpf_map_lookup_elem(&hops, &k);
 		if (!h) {
 			end = PDI_CHAIN_UNKNOWN;
-			send_frames(rg, id, f->t_enter, i, ra, sp, bp, via);
+			send_frames(id, f->t_enter, i, ra, sp, bp, via);
 			break;
 		}
 		if (h->kind == PDI_HOP_STOP) {
@@ -251,14 +260,35 @@ struct {
 	__type(value, struct pdi_link_gens);
 } link_gens SEC(".maps");
 
-/* Is the entry probe with COOKIE in process TGID one of the links that take its calls now? A
- * replaced link still fires until its close completes: its hit is the current link's too. Only
- * entries are filtered: a return is taken by whichever link's return fires first while the
- * thread's call is in flight (mpi_exit), so a call entered through a link since replaced still
- * ends, and a second return of the same call finds the thread idle. */
-static __always_inline bool link_is_current(__u64 cookie, __u32 tgid)
+/* Bring F's copy of what it needs of process TGID's maps up to date (procs_epoch): the hop ranges,
+ * and whether it has link generations at all. A process with link generations (its budget has
+ * replaced links) is still looked up at each call: they change many times a second there. */
+static __always_inline void procs_current(struct pdi_inflight *f, __u32 tgid)
 {
-	struct pdi_link_gens *g = bpf_map_lookup_elem(&link_gens, &tgid);
+	/* read before the maps: a change made meanwhile moves it past what F records */
+	__u64 epoch = procs_epoch;
+	struct pdi_hop_ranges *rg;
+
+	if (f->procs_epoch == epoch)
+		return;
+	rg = bpf_map_lookup_elem(&hop_ranges, &tgid);
+	if (rg)
+		__builtin_memcpy(&f->ranges, rg, sizeof(f->ranges));
+	else
+		f->ranges.n = 0;
+	f->gens_none = !bpf_map_lookup_elem(&link_gens, &tgid);
+	f->procs_epoch = epoch;
+}
+
+/* Is the entry probe with COOKIE in process TGID one of the links that take its calls now (F: the
+ * thread's entry, its copy current; NULL: look the process up)? A replaced link still fires until
+ * its close completes: its hit is the current link's too. Only entries are filtered: a return is
+ * taken by whichever link's return fires first while the thread's call is in flight (mpi_exit), so
+ * a call entered through a link since replaced still ends, and a second return of the same call
+ * finds the thread idle. */
+static __always_inline bool link_is_current(const struct pdi_inflight *f, __u64 cookie, __u32 tgid)
+{
+	struct pdi_link_gens *g = f && f->gens_none ? NULL : bpf_map_lookup_elem(&link_gens, &tgid);
 	__u32 fn = PDI_COOKIE_FN(cookie);
 
 	if (!g)
@@ -351,14 +381,17 @@ int BPF_KPROBE(mpi_enter)
 
 	barrier_var(sp);
 	barrier_var(bp);
-	if (!link_is_current(cookie, id >> 32))
-		return 0;
 	f = thread_entry(id);
 	if (!f) {
-		/* the node-wide map is full: the call is lost, and said so, never silently */
-		count_lost(id >> 32);
+		/* the node-wide map is full: the call is lost, and said so, never silently (by the link
+		 * that takes it: a replaced one's hit is the same call) */
+		if (link_is_current(NULL, cookie, id >> 32))
+			count_lost(id >> 32);
 		return 0;
 	}
+	procs_current(f, id >> 32);
+	if (!link_is_current(f, cookie, id >> 32))
+		return 0;
 	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
 	/* an MPI call made by an MPI call: only the outermost one is the application's */
 	if (hit_is_nested(f, id, sp, ra))

@@ -167,6 +167,7 @@ int pdi_chains_begin(struct pdi_daemon *d, struct pdi_task *t)
 	if (bpf_map_update_elem(ranges_fd, &key, &rg, BPF_ANY) < 0)
 		return log_warning_errno(-errno, "pid %d: cannot tell BPF which code to hop over, call sites "
 						 "stay inside the MPI bindings: %m", (int)t->pid);
+	pdi_tracer_procs_changed(d->tracer);
 	return 0;
 }
 
@@ -181,6 +182,7 @@ void pdi_chains_end(struct pdi_daemon *d, struct pdi_task *t)
 		return;
 	if (pdi_tracer_hop_maps(d->tracer, &hops_fd, &ranges_fd) == 0) {
 		(void)bpf_map_delete_elem(ranges_fd, &key);
+		pdi_tracer_procs_changed(d->tracer);
 		for (uint32_t i = 0; i < c->nhops; i++) {
 			k.ra = c->hop_ra[i];
 			(void)bpf_map_delete_elem(hops_fd, &k);

@@ -217,6 +217,7 @@ int pdi_probe_change_commit(struct pdi_tracer *t, struct pdi_attachment *a, stru
 		pdi_probe_change_drop(c, a, NULL, NULL);
 		return r;
 	}
+	pdi_tracer_procs_changed(t);
 	/* from here the new links take the calls */
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
 		struct pdi_fn_probes *p = &a->fns[fn];

@@ -267,6 +267,7 @@ int pdi_tracer_attach(struct pdi_tracer *t, struct pdi_objcache *objs, pid_t pid
 	/* a new attachment's links are all of generation 0 (a process by this pid before it may
 	 * have left its generations behind) */
 	(void)bpf_map__delete_elem(t->skel->maps.link_gens, &(__u32){(__u32)pid}, sizeof(__u32), 0);
+	pdi_tracer_procs_changed(t);
 	/* the cache may close its object any time: the probes, and their later moves by the
 	 * budget, name the file by an fd of the attachment's own */
 	a.object_fd = fcntl(pdi_elfobj_fd(pt->obj), F_DUPFD_CLOEXEC, 3);
@@ -501,6 +502,12 @@ int pdi_tracer_hop_maps(struct pdi_tracer *t, int *ret_hops_fd, int *ret_ranges_
 	return 0;
 }
 
+void pdi_tracer_procs_changed(struct pdi_tracer *t)
+{
+	/* after the change: a thread that reads the new epoch finds the maps changed */
+	__atomic_add_fetch(&t->skel->data->procs_epoch, 1, __ATOMIC_SEQ_CST);
+}
+
 /* Keys of one process's threads deleted per walk of the in-flight map. */
 #define FORGET_BATCH 256
 
@@ -531,4 +538,5 @@ void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid)
 	(void)bpf_map__delete_elem(t->skel->maps.lost, &k, sizeof(k), 0);
 	(void)bpf_map__delete_elem(t->skel->maps.exited_in, &k, sizeof(k), 0);
 	(void)bpf_map__delete_elem(t->skel->maps.link_gens, &k, sizeof(k), 0);
+	pdi_tracer_procs_changed(t);
 }

@@ -218,8 +218,12 @@ int pdi_tracer_inflight_thread(struct pdi_tracer *t, pid_t pid, pid_t tid, struc
  * whose entry stays until pdi_tracer_forget()). -ENOENT if none. */
 int pdi_tracer_exited_in(struct pdi_tracer *t, pid_t pid, struct pdi_inflight *ret);
 /* The BPF maps of the call-site hops (struct pdi_hop_key -> struct pdi_hop) and of the code
- * ranges hopped over (tgid -> struct pdi_hop_ranges): callchain.c fills them. */
+ * ranges hopped over (tgid -> struct pdi_hop_ranges): callchain.c fills them, and calls
+ * pdi_tracer_procs_changed() after each change of the ranges. */
 int pdi_tracer_hop_maps(struct pdi_tracer *t, int *ret_hops_fd, int *ret_ranges_fd);
+/* Say that a process's hop ranges or link generations have just changed: each thread's entry
+ * keeps a copy of what its calls need of them, renewed at its next call. */
+void pdi_tracer_procs_changed(struct pdi_tracer *t);
 
 /* Forget PID's BPF state once its task has ended. */
 void pdi_tracer_forget(struct pdi_tracer *t, pid_t pid);

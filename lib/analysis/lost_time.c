@@ -398,8 +398,9 @@ static void taker_of(struct pdi_lost *l, const struct pdi_model *const *models, 
  * at a load of 10, issue 9, spin14: rank 0 on a CPU 2.83 s in a phase of 4.75 s, 60% of the time
  * it was ready, its peers 0.43-0.61 s and 13% at most; it lost 0.51 s computing, under rank 2's
  * 0.53 s in a phase of its own, and no finding was in the spin's phase). No healthy task does
- * that in a compared phase (the kept campaigns: 0.40 s at most, in 244 runs without a spin); a
- * set-up or tear-down where one rank works alone is not compared. Only with PDI_LOST_MIN_PHASES
+ * that in a compared phase (the kept campaigns, 187 runs without a spin: a lead of 0.40 s at most
+ * where the CPU was taken by the share, 0.25 s in fault-free runs); a set-up or tear-down where
+ * one rank works alone is not compared. Only with PDI_LOST_MIN_PHASES
  * phases: the lead must stand above the other phases' (lead_against_phases()). SCRATCH: one
  * double per phase. */
 static void spun_alone(struct pdi_lost *l, const struct pdi_model *const *models, const uint32_t *weights,

@@ -18,12 +18,17 @@
  *              node with fewer cores than ranks, while the others poll in MPI for it)
  *
  * Each is taken beyond the task's own usual offset from its peers (a rank that always does
- * the I/O, a sub-domain that is always larger), so that a steady imbalance is not a fault.
+ * the I/O, a sub-domain that is always larger), so that a steady imbalance is not a fault; time
+ * held or waiting, net of what the task gave back in the phase beside across a cut placed on it
+ * later or earlier than on its peers (the counts then cover a longer stretch of its time than of
+ * theirs, and a loaded node's tasks wait for a CPU most of the time).
  * The finding is the task and phase that lost the most, or held the most where a task was held
  * for a stall's worth (no healthy task is; a loaded machine stretches a program's own imbalance
  * by seconds); the run of adjacent phases where the same task kept losing a good part of that
  * (interference that lasts several phases) is one event, and its first phase is where the fault
- * began.
+ * began. Where no task lost a stall's worth, a task on a CPU a stall's worth longer than every
+ * other, that took the CPU by its share, is the finding (taken: a spinner whose peers waited for
+ * it in calls no probe saw).
  *
  * With a single phase (a program with no collective to cut phases on) nothing says what is
  * usual for a task: its total computation differs between ranks by construction, so only the

@@ -175,6 +175,13 @@ struct pdi_inflight {
 	__u64 ra;                 /* its return address as found at entry (CALLSITE may be another) */
 	__u32 chain;              /* enum pdi_chain_end */
 	__u32 pad;
+	/* What the entry probe needs of the thread's process, copied from the maps link_gens and
+	 * hop_ranges as they were at PROCS_EPOCH (mpitrace.bpf.c, procs_epoch; 0: never): while the
+	 * epoch stands, a call makes no lookup of its own in either map. */
+	__u64 procs_epoch;
+	struct pdi_hop_ranges ranges; /* n = 0: none (its frames_budget unused: the map's counts) */
+	__u32 gens_none;              /* the process has no link_gens entry: only generation 0 */
+	__u32 pad2;
 };
 
 /* The I-th request handle an in-flight completion call waits on. MPICH's 32-bit handles

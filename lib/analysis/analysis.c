@@ -416,7 +416,7 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	const struct pdi_model **models = NULL, **rows = NULL;
 	uint32_t *weights = NULL;
 	const char *why = NULL;
-	bool few, held;
+	bool few, held, beyond_noise;
 	int r;
 
 	r = automaded_input(samples, a, &models, &weights, &rows);
@@ -463,26 +463,42 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 			    &a->baseline);
 	if (r < 0)
 		goto out;
-	a->abnormal = a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
-		      a->noise_z >= PDI_NOISE_Z && a->view->ntasks > 1 && (!few || held) &&
-		      (a->am.by_lost || a->am.by_starved
-			       ? a->excess_s >= a->baseline.floor_s
-			       : a->am.ntop > 0 && (a->excess_s >= a->baseline.floor_s ||
-						    (a->am.effect == PDI_EFFECT_PERMANENT && a->sample_runs)));
+	/* the evidence beats the step's own variation and what earlier runs reach by themselves */
+	beyond_noise = a->noise_z >= PDI_NOISE_Z &&
+		       (a->am.by_lost || a->am.by_starved
+				? a->excess_s >= a->baseline.floor_s
+				: a->am.ntop > 0 && (a->excess_s >= a->baseline.floor_s ||
+						     (a->am.effect == PDI_EFFECT_PERMANENT && a->sample_runs)));
+	a->abnormal = beyond_noise && a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
+		      a->view->ntasks > 1 && (!few || held);
 	a->confidence = !a->abnormal ? "none" : a->noise_z >= PDI_NOISE_Z_HIGH && a->am.task_margin >= 2 ? "high"
 						: a->noise_z >= 2 * PDI_NOISE_Z ? "medium" : "low";
 	if (!a->abnormal && a->am.ntop > 0 && (a->baseline.runs || a->am.end_phase - a->am.first_phase >= PDI_MIN_PHASES)) {
-		char against[160];
+		char against[160], why[200];
 
 		if (a->baseline.runs)
 			snprintf(against, sizeof(against), "; %u earlier run%s of the program showed up to %.2f s by themselves",
 				 a->baseline.runs, a->baseline.runs > 1 ? "s" : "", a->baseline.excess_s);
 		else
 			against[0] = '\0';
+		/* the reason the verdict is "nothing abnormal": beyond the noise but not singled out is
+		 * no "normal variation" (Monitor.transient_stall_phase at a load of 42 said it of 59.5
+		 * deviations and 2.99 s) */
+		if (!beyond_noise)
+			snprintf(why, sizeof(why), "within the normal variation (abnormal from %.0f deviations and %.2f s%s)",
+				 PDI_NOISE_Z, a->baseline.floor_s, against);
+		else if (a->am.phase_margin < PDI_CLEAR_MARGIN)
+			snprintf(why, sizeof(why), "beyond the normal variation, but another phase stands within %.2f times "
+				 "of it (a phase is named from %.1f times the next)", a->am.phase_margin, PDI_CLEAR_MARGIN);
+		else if (a->am.task_margin < PDI_CLEAR_MARGIN)
+			snprintf(why, sizeof(why), "beyond the normal variation, but no task stands apart in it (the most "
+				 "deviant one %.2f times the next, named from %.1f)", a->am.task_margin, PDI_CLEAR_MARGIN);
+		else
+			snprintf(why, sizeof(why), "beyond the normal variation, but a step of one task has no peer to "
+				 "single it out from");
 		add_limit(a, "AutomaDeD: the most deviant phase (%u) stands %.1f robust deviations above the others and took "
-			     "%.2f s longer than usual: within the normal variation (abnormal from %.0f deviations and "
-			     "%.2f s%s)",
-			  a->am.faulty_phase, a->noise_z, a->excess_s, PDI_NOISE_Z, a->baseline.floor_s, against);
+			     "%.2f s longer than usual: %s",
+			  a->am.faulty_phase, a->noise_z, a->excess_s, why);
 	}
 out:
 	free(models);

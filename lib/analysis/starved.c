@@ -339,8 +339,9 @@ static bool best_run(struct work *w, struct pdi_starved *s, struct run *ret)
 	return best > 0;
 }
 
-/* Model T's usual log share: its median over the units looked at (0 when none). */
-static double usual_share(struct work *w, size_t t)
+/* Model T's median log share over the units looked at (0 when none); not its usual share
+ * (w->usual: the best tenth, usual_of()). */
+static double median_share(struct work *w, size_t t)
 {
 	const double *ls = &w->log_share[t * w->nu];
 	size_t k = 0;
@@ -418,22 +419,22 @@ static bool fell_at_the_end(struct work *w, const struct pdi_starved *s, uint32_
 }
 
 /* How much more of the CPU each model got over the run (log, mean of the units known, each by
- * its length) than its usual, or than its peers beyond its usual ratio to them, whichever is more:
- * a rank that spins in its own code takes the CPU its neighbour goes without. By length, since
- * the run's start may have moved back over a phase of milliseconds before the spin (GROMACS,
- * issue 9: 28% of a CPU in 0.06 s, then 98% in 2.5 s; unweighted, the spinner's gain fell under
- * PDI_STARVED_TOOK and its victim was named instead). Against its peers too, since on a machine
+ * its length) than its median share, or than its peers beyond its usual ratio to them, whichever
+ * is more: a rank that spins in its own code takes the CPU its neighbour goes without. By length,
+ * since the run's start may have moved back over a phase of milliseconds before the spin
+ * (GROMACS, issue 9: 28% of a CPU in 0.06 s, then 98% in 2.5 s; unweighted, the spinner's gain
+ * fell under PDI_STARVED_TOOK and its victim was named instead). Against its peers too, since on a machine
  * loaded beyond its cores no rank gets much more than its usual share: HPCC at a load of 15
  * (issue 9, spin11), a rank spinning 4.6 s kept its usual 14% of a CPU while its peers, waiting
  * for it, fell to 3-7%: 1.8 times their share, and the analysis named the neighbour it starved. */
 static void gains(struct work *w, struct pdi_starved *s, const struct run *run)
 {
 	for (size_t t = 0; t < w->n; t++) {
-		double usual = usual_share(w, t), sum = 0, above = 0, len = 0;
+		double median = median_share(w, t), sum = 0, above = 0, len = 0;
 
 		for (uint32_t u = run->onset; u <= run->last; u++)
 			if (!isnan(w->log_share[t * w->nu + u])) {
-				sum += (w->log_share[t * w->nu + u] - usual) * w->wall[t * w->nu + u];
+				sum += (w->log_share[t * w->nu + u] - median) * w->wall[t * w->nu + u];
 				above -= x_of(w, t, u) * w->wall[t * w->nu + u];
 				len += w->wall[t * w->nu + u];
 			}

@@ -177,9 +177,6 @@ static void run_of(struct pdi_lost *l, double median)
 		l->onset--;
 	while (l->last + 1 < l->end && pdi_lost_of(l, l->task, l->last + 1, NULL) >= join)
 		l->last++;
-	l->total_s = 0;
-	for (uint32_t p = l->onset; p <= l->last; p++)
-		l->total_s += pdi_lost_of(l, l->task, p, NULL);
 }
 
 /* The largest loss of kind KIND (any: PDI_LOST_NONE) of at least AT_LEAST seconds as L's peak.
@@ -212,6 +209,21 @@ static double held_in_phase(const struct pdi_lost *l, uint32_t p)
 	return most;
 }
 
+/* What L's task lost over its run, what the next task lost in the peak phase, and the most any
+ * task lost in a phase outside the run (the most it was held there, when HELD). */
+static void run_figures(struct pdi_lost *l, bool held)
+{
+	l->total_s = l->next_task_s = l->other_phase_s = 0;
+	for (uint32_t p = l->first; p < l->end; p++)
+		if (p >= l->onset && p <= l->last)
+			l->total_s += pdi_lost_of(l, l->task, p, NULL);
+		else
+			l->other_phase_s = fmax(l->other_phase_s, held ? held_in_phase(l, p) : l->phase_s[p]);
+	for (size_t t = 0; t < l->n; t++)
+		if (t != l->task)
+			l->next_task_s = fmax(l->next_task_s, pdi_lost_of(l, t, l->peak, NULL));
+}
+
 /* The peak, the phases' noise, the run, and what stands next to them. A task held by the kernel
  * for a stall's worth is the peak whatever computed longer elsewhere, and stands against the
  * time held elsewhere: no healthy task is held for seconds, while a loaded machine stretches a
@@ -241,12 +253,7 @@ static void find(struct pdi_lost *l, double *scratch)
 	l->noise_s = pdi_robust_sd(scratch, k, median, PDI_LOST_NOISE_FLOOR_S);
 	l->z = (l->peak_s - median) / l->noise_s;
 	run_of(l, median);
-	for (size_t t = 0; t < l->n; t++)
-		if (t != l->task)
-			l->next_task_s = fmax(l->next_task_s, l->by_task[t * l->nphases + l->peak]);
-	for (uint32_t p = l->first; p < l->end; p++)
-		if (p < l->onset || p > l->last)
-			l->other_phase_s = fmax(l->other_phase_s, held ? held_in_phase(l, p) : l->phase_s[p]);
+	run_figures(l, held);
 }
 
 /* Model M's share of the time it was ready on a CPU over phases [FROM, TO]; NAN when the kernel's
@@ -436,15 +443,8 @@ static void spun_alone(struct pdi_lost *l, const struct pdi_model *const *models
 	l->onset = onset;
 	l->last = last;
 	l->peak_s = pdi_lost_of(l, taker, peak, NULL);
-	l->total_s = l->next_task_s = l->other_phase_s = l->z = 0;
-	for (uint32_t p = l->first; p < l->end; p++)
-		if (p >= onset && p <= last)
-			l->total_s += pdi_lost_of(l, taker, p, NULL);
-		else
-			l->other_phase_s = fmax(l->other_phase_s, l->phase_s[p]);
-	for (size_t t = 0; t < l->n; t++)
-		if (t != taker)
-			l->next_task_s = fmax(l->next_task_s, pdi_lost_of(l, t, peak, NULL));
+	l->z = 0;
+	run_figures(l, false);
 	take(l, models, taker, &k, scratch);
 }
 

@@ -423,10 +423,11 @@ static bool fell_at_the_end(struct work *w, const struct pdi_starved *s, uint32_
  * is more: a rank that spins in its own code takes the CPU its neighbour goes without. By length,
  * since the run's start may have moved back over a phase of milliseconds before the spin
  * (GROMACS, issue 9: 28% of a CPU in 0.06 s, then 98% in 2.5 s; unweighted, the spinner's gain
- * fell under PDI_STARVED_TOOK and its victim was named instead). Against its peers too, since on a machine
- * loaded beyond its cores no rank gets much more than its usual share: HPCC at a load of 15
- * (issue 9, spin11), a rank spinning 4.6 s kept its usual 14% of a CPU while its peers, waiting
- * for it, fell to 3-7%: 1.8 times their share, and the analysis named the neighbour it starved. */
+ * fell under PDI_STARVED_TOOK and its victim was named instead). Against its peers too, since on
+ * a machine loaded beyond its cores no rank gets much more than its usual share: HPCC at a load
+ * of 15 (issue 9, spin11), a rank spinning 4.6 s kept its usual 14% of a CPU while its peers,
+ * waiting for it, fell to 3-7%: 1.8 times their share, and the analysis named the neighbour it
+ * starved. */
 static void gains(struct work *w, struct pdi_starved *s, const struct run *run)
 {
 	for (size_t t = 0; t < w->n; t++) {
@@ -543,7 +544,6 @@ static void taker_of(const struct work *w, struct pdi_starved *s, const struct r
 	}
 }
 
-/* The run, the tasks beside it and how far it stands above the step's noise. */
 /* Model T's mean log ratio over units [FROM, TO], by their lengths (-INFINITY: no length). */
 static double mean_x(const struct work *w, size_t t, uint32_t from, uint32_t to)
 {
@@ -599,6 +599,7 @@ static double run_z(struct work *w, const struct pdi_starved *s, const struct ru
 	       pdi_robust_sd(w->scratch, m, median, PDI_STARVED_NOISE_FLOOR);
 }
 
+/* The run, the tasks beside it and how far it stands above the step's noise. */
 static void find(struct work *w, struct pdi_starved *s)
 {
 	double peak, median, next = 0, run_s = 0;

@@ -4,6 +4,7 @@
 
 Run one case as: test_monitor.py Monitor.test_ring_openmpi
 """
+import functools
 import json
 import os
 import signal
@@ -16,9 +17,18 @@ from harness import HANG_MS, DaemonTest, Daemon, PDIMON, PDIMOND, find_ranks, ki
 RANKS = 4
 
 
+@functools.lru_cache(maxsize=None)  # ring.c is read once: ring_iterations() asks per phase
 def ring_sites():
     return {m: f"MPI_{n}@ring.c:{marker_line('ring.c', m)}" for m, n in
             [("irecv", "Irecv"), ("isend", "Isend"), ("waitall", "Waitall"), ("barrier", "Barrier")]}
+
+
+def ring_iterations(phase):
+    """How many of the ring's iterations a phase of a task holds: its Irecv -> Isend
+    transitions (0: none)."""
+    site = ring_sites()
+    key = (site["irecv"], f"{site['irecv']} -> {site['isend']}")
+    return DaemonTest.transitions(phase).get(key, {}).get("count", 0)
 
 
 class Monitor(DaemonTest):
@@ -103,26 +113,20 @@ class Monitor(DaemonTest):
         self.assertEqual(r.returncode, 0, r.stderr)
         s = self.d.show("auto")
         self.assertEqual(s["phases_from"], "auto")
-        site = ring_sites()
-        key = (site["irecv"], f"{site['irecv']} -> {site['isend']}")
         tasks = s["tasks"]
-
-        def count(phase):
-            return self.transitions(phase).get(key, {}).get("count", 0)
-
         cut_on = {t["phases_cut_on"] for t in tasks}
         print(f"auto_phases: cut on {sorted(cut_on)}", file=sys.stderr)  # which case ran
         self.assertEqual(len(cut_on), 1, "the step's tasks cut their phases alike")
         for t in tasks:
-            self.assertEqual(sum(count(p) for p in t["phases"]), iters)
+            self.assertEqual(sum(ring_iterations(p) for p in t["phases"]), iters)
         if cut_on == {"collectives"}:
             # 96 barriers find the period (1); then a phase every 32 barriers, from the 97th
             # (so phase 0 holds 97 iterations' Irecv -> Isend)
             expect_phases = 1 + (iters - 96 + 31) // 32
             for t in tasks:
                 self.assertEqual(len(t["phases"]), expect_phases)
-                self.assertEqual(count(t["phases"][0]), 97)
-                inner = [count(p) for p in t["phases"][1:-1]]
+                self.assertEqual(ring_iterations(t["phases"][0]), 97)
+                inner = [ring_iterations(p) for p in t["phases"][1:-1]]
                 self.assertEqual(set(inner), {32}, "every whole automatic phase holds 32 iterations")
             return
         self.assertEqual(cut_on, {"wall_clock"})
@@ -130,7 +134,7 @@ class Monitor(DaemonTest):
         # most 96 Irecv -> Isend): its first phase ends there (a task that had entered them
         # keeps its 97, lined up)
         instant = tasks[0]["wall_clock_from_ns"]
-        turned = [t for t in tasks if count(t["phases"][0]) <= 96]
+        turned = [t for t in tasks if ring_iterations(t["phases"][0]) <= 96]
         self.assertTrue(turned, json.dumps([len(t["phases"]) for t in tasks]))
         for t in turned:
             self.assertGreaterEqual(len(t["phases"]), 2)
@@ -179,12 +183,10 @@ class Monitor(DaemonTest):
         so that is phase 1 + (500 - 97) // 32 = 13 alone; on a loaded machine the phases may be
         cut on the wall clock (test_auto_phases), and other phases hold it."""
         s = self.d.show(step)
-        site = ring_sites()
-        key = (site["irecv"], f"{site['irecv']} -> {site['isend']}")
         task = next(t for t in s["tasks"] if t["rank"] == rank)
         seen = 0
         for p, phase in enumerate(task["phases"]):
-            seen += self.transitions(phase).get(key, {}).get("count", 0)
+            seen += ring_iterations(phase)
             if seen > stall_iter:
                 if task["phases_cut_on"] == "collectives":
                     self.assertEqual(p, 13, "32 iterations a phase after the first 97")
@@ -275,12 +277,10 @@ class Monitor(DaemonTest):
         self.assertNotEqual(p.returncode, 0, "the job lost a rank")
         s = wait_for(lambda: (lambda s: s if s["state"] == "ended" else None)(self.d.show("killed")),
                      60, "the step to end")
-        site = ring_sites()
         for t in s["tasks"]:
             self.assertEqual(t["state"], "ended")
-            tr = self.transitions(t["phases"][0])
             # the model of every task, the killed one included, is kept
-            self.assertEqual(tr[(site["irecv"], f"{site['irecv']} -> {site['isend']}")]["count"], 6)
+            self.assertEqual(ring_iterations(t["phases"][0]), 6)
         rep = self.d.pdimon("report", "killed").stdout
         self.assertIn("[2]", rep)
         self.d.status()  # still serving
@@ -354,13 +354,11 @@ class Monitor(DaemonTest):
         self.assertEqual(len(pa), RANKS)
         self.assertEqual(len(pb), RANKS)
         self.assertFalse(pa & pb)
-        site = ring_sites()
-        key = (site["irecv"], f"{site['irecv']} -> {site['isend']}")
         # each task's iterations, all its own, over its phases: a phase may hold none (cut on the
         # wall clock on a loaded machine, a rank can spend one off a CPU; or the tear-down's)
         for s, iters in ((sa, 200), (sb, 300)):
             for t in s["tasks"]:
-                self.assertEqual(sum(self.transitions(p).get(key, {}).get("count", 0) for p in t["phases"]), iters)
+                self.assertEqual(sum(ring_iterations(p) for p in t["phases"]), iters)
 
     def test_attach_running(self):
         job = self.spawn(mpirun("openmpi", 2, "ring", 100000, 2000))
@@ -369,13 +367,9 @@ class Monitor(DaemonTest):
         reply = json.loads(r.stdout)
         self.assertEqual(sorted(x["pid"] for x in reply["attached"]), sorted(pids))
         self.assertEqual(sorted(x["rank"] for x in reply["attached"]), [0, 1])
-        site = ring_sites()
-        key = (site["irecv"], f"{site['irecv']} -> {site['isend']}")
-
         def counted():
             s = self.d.show("att")
-            return all(any(key in self.transitions(p) and self.transitions(p)[key]["count"] >= 20
-                           for p in t["phases"]) for t in s["tasks"])
+            return all(any(ring_iterations(p) >= 20 for p in t["phases"]) for t in s["tasks"])
         wait_for(counted, 60, "20 ring iterations seen on each rank")
         st = self.d.status()
         self.assertEqual(st["tasks_running"], 2)

@@ -29,7 +29,9 @@ which the script never sets: 0 otherwise), pdimond's own CPU (all its threads: t
 apart), each CPU figure as wall time over the node's cores (the job fills them: a CPU-second anyone
 takes from the node is 1/cores of its wall time), and the rest (the probe changes' waits on the
 ranks' memory maps, caches, the scheduler); beside them what the budget believed its probes cost
-the ranks (each rank's "by the budget's account", their mean).
+the ranks (each rank's "by the budget's account", their mean). For hpcc also what each MPI
+sub-benchmark added (its own time in hpccoutf.txt: RandomAccess, PTRANS, FFT, latency/bandwidth, HPL;
+"other" is the rest of the wall time: start-up, the single-process tests, MPI_Finalize, exit).
 """
 import argparse
 import collections
@@ -77,7 +79,22 @@ task dft energy
 RANKS = {"poll": 2, "hpcc": 4, "nwchem": 4}
 
 
-Job = collections.namedtuple("Job", "wall sys")  # seconds: wall time, and kernel CPU of all its processes
+# seconds: wall time, kernel CPU of all its processes, and (hpcc) each sub-benchmark's own time
+Job = collections.namedtuple("Job", "wall sys sections", defaults=(None,))
+
+# hpcc's sub-benchmarks that talk MPI, as hpccoutf.txt times them (its summary, or the latency and
+# bandwidth test's own line); "other" in the breakdown is the run's wall time less their sum: start-up,
+# MPI_Init, the single-process tests (Star*, Single*), MPI_Finalize and exit
+HPCC_SECTIONS = {"RandomAccess": r"\nMPIRandomAccess_time=(\S+)", "RandomAccess_LCG": r"\nMPIRandomAccess_LCG_time=(\S+)",
+                 "PTRANS": r"\nPTRANS_time=(\S+)", "FFT": r"\nMPIFFT_time\d=(\S+)",
+                 "LatencyBandwidth": r"Execution time \(wall clock\)\s+=\s+(\S+)", "HPL": r"\nHPL_time=(\S+)"}
+
+
+def hpcc_sections(path):
+    """{sub-benchmark: seconds} from hpcc's output file PATH (FFT: its timed steps summed)."""
+    with open(path) as f:
+        out = f.read()
+    return {name: sum(float(x) for x in re.findall(pat, out)) for name, pat in HPCC_SECTIONS.items()}
 
 
 def timed(cmd, env, cwd, timeout):
@@ -110,11 +127,16 @@ def run_poll(d, monitored, tag, a, work):
 
 def run_hpcc(d, monitored, tag, a, work):
     hpccinf(os.path.join(work, "hpccinf.txt"), a.hpcc_n, 4)
+    outf = os.path.join(work, "hpccoutf.txt")
+    if os.path.exists(outf):
+        os.unlink(outf)  # hpcc appends to it
     cmd = MPIRUN + ["-np", "4", HPCC]
     if monitored:
         cmd = d.pdimon_args("run", "--step", tag, "--") + cmd
     _, job = timed(cmd, d.env, work, 900)
-    return job.wall, 0.0, job
+    sections = hpcc_sections(outf)
+    sections["other"] = job.wall - sum(sections.values())
+    return job.wall, 0.0, job._replace(sections=sections)
 
 
 def run_nwchem(d, monitored, tag, a, work):
@@ -176,6 +198,10 @@ class Account:
               f"{part['loop'] * cores * 1e3:.0f}), {part['events']} events, believed {part['believed'] * 1e3:.1f} ms "
               f"per rank", flush=True)
         part["rest"] = part["added"] - part["hold"] - max(part["job_sys"], part["bpf"]) - part["pdimond"]
+        if mon.sections and plain.sections:
+            part["sections"] = {k: mon.sections[k] - plain.sections[k] for k in mon.sections}
+            print("  added per sub-benchmark: " + ", ".join(f"{k} {v * 1e3:.0f} ms (plain {plain.sections[k] * 1e3:.0f})"
+                                                          for k, v in part["sections"].items()), flush=True)
         return part
 
 
@@ -191,6 +217,11 @@ def print_breakdown(which, res):
         for tag, parts in ((p, res[p]["parts"]), (p + "@base", res[p]["parts_base"])):
             if parts:
                 print(f"{tag:8s} " + " ".join(f"{median([x[c] for x in parts]) * 1e3:9.1f}" for c in cols))
+    for p in which:
+        for tag, parts in ((p, res[p]["parts"]), (p + "@base", res[p]["parts_base"])):
+            if parts and "sections" in parts[0]:
+                print(f"{tag}: added per sub-benchmark, ms (median of rounds): " +
+                      ", ".join(f"{k} {median([x['sections'][k] for x in parts]) * 1e3:.1f}" for k in parts[0]["sections"]))
     if not bpf_stats_enabled():
         print("(bpf is 0: kernel.bpf_stats_enabled is not 1)")
 

@@ -416,7 +416,7 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	const struct pdi_model **models = NULL, **rows = NULL;
 	uint32_t *weights = NULL;
 	const char *why = NULL;
-	bool few, held, beyond_noise;
+	bool few, held;
 	int r;
 
 	r = automaded_input(samples, a, &models, &weights, &rows);
@@ -464,12 +464,12 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	if (r < 0)
 		goto out;
 	/* the evidence beats the step's own variation and what earlier runs reach by themselves */
-	beyond_noise = a->noise_z >= PDI_NOISE_Z &&
+	a->beyond_noise = a->noise_z >= PDI_NOISE_Z &&
 		       (a->am.by_lost || a->am.by_starved
 				? a->excess_s >= a->baseline.floor_s
 				: a->am.ntop > 0 && (a->excess_s >= a->baseline.floor_s ||
 						     (a->am.effect == PDI_EFFECT_PERMANENT && a->sample_runs)));
-	a->abnormal = beyond_noise && a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
+	a->abnormal = a->beyond_noise && a->am.phase_margin >= PDI_CLEAR_MARGIN && a->am.task_margin >= PDI_CLEAR_MARGIN &&
 		      a->view->ntasks > 1 && (!few || held);
 	a->confidence = !a->abnormal ? "none" : a->noise_z >= PDI_NOISE_Z_HIGH && a->am.task_margin >= 2 ? "high"
 						: a->noise_z >= 2 * PDI_NOISE_Z ? "medium" : "low";
@@ -484,7 +484,7 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 		/* the reason the verdict is "nothing abnormal": beyond the noise but not singled out is
 		 * no "normal variation" (Monitor.transient_stall_phase at a load of 42 said it of 59.5
 		 * deviations and 2.99 s) */
-		if (!beyond_noise)
+		if (!a->beyond_noise)
 			snprintf(why, sizeof(why), "within the normal variation (abnormal from %.0f deviations and %.2f s%s)",
 				 PDI_NOISE_Z, a->baseline.floor_s, against);
 		else if (a->am.phase_margin < PDI_CLEAR_MARGIN)
@@ -625,7 +625,7 @@ static int stack_verdict(struct pdi_analysis *a)
 	 * deviations above the others, 4.9 s long, every task alike within 0.2%): there, one peer
 	 * seen waiting while the rank computed, in that very phase, is enough */
 	if (!e->found && a->has_automaded && !a->abnormal && a->am.phase_margin >= PDI_CLEAR_MARGIN &&
-	    a->am.task_margin < PDI_CLEAR_MARGIN && a->noise_z >= PDI_NOISE_Z && a->excess_s >= a->baseline.floor_s) {
+	    a->am.task_margin < PDI_CLEAR_MARGIN && a->beyond_noise) {
 		pdi_stack_evidence(a->view, true, &a->stack);
 		if (e->found && e->phase != a->am.faulty_phase)
 			a->stack.found = false;

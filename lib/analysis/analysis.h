@@ -67,6 +67,8 @@ struct pdi_analysis {
 	struct pdi_eqclasses classes; /* members are indices into view->tasks */
 	unsigned sample_runs;
 	bool abnormal;               /* AutomaDeD's contrast beats the step's own noise: reported */
+	bool beyond_noise;           /* the evidence beats the step's own variation and the floor
+					(baseline), whether or not a phase and a task stand apart */
 	double noise_z;              /* how far the faulty phase's score stands above the others', in
 					robust standard deviations (median, MAD) */
 	const char *confidence;      /* in words: "none", "low", "medium", "high" */

@@ -254,6 +254,24 @@ bool pdi_starved_named(const struct pdi_starved *s, size_t t)
 	       (t == s->task || s->window[t] >= PDI_STARVED_ALSO_SHARE * s->window[s->task]);
 }
 
+size_t pdi_starved_hit(const struct pdi_starved *s, size_t *ret)
+{
+	size_t k = 0;
+
+	for (size_t t = 0; s->found && !s->taken && t < s->n; t++) {
+		size_t i = k;
+
+		if (!pdi_starved_named(s, t))
+			continue;
+		k++;
+		/* insert by how far behind, the finding's task (the furthest, by its choice) first */
+		for (; i > 0 && (t == s->task || (ret[i - 1] != s->task && s->window[ret[i - 1]] < s->window[t])); i--)
+			ret[i] = ret[i - 1];
+		ret[i] = t;
+	}
+	return k;
+}
+
 /* Whether model T and its peers all got at most 1/PDI_STARVED_JOIN of their own usual shares in
  * unit U: the machine, or the scheduler settling as a hog arrives, took from every task alike,
  * and T's share against its peers there says nothing of a CPU it shares (usage13, meep mem 910:

@@ -135,6 +135,13 @@ double pdi_starved_of(const struct pdi_starved *s, size_t t, uint32_t p);
 /* Whether model T is named with the finding: the task that took the CPU (taken), or else the
  * task, or one that fell nearly as far behind over the run (it shares the CPU). */
 bool pdi_starved_named(const struct pdi_starved *s, size_t t);
+/* The tasks the interference hit: the finding's task and those named beside it (they fell nearly
+ * as far behind over the run: they share its CPU), the furthest behind first, into RET (room for
+ * S->n); their number, 0 when none or the CPU was taken by a task of the step. Where ranks are not
+ * bound to CPUs the scheduler moves them through the busy CPU and a hog takes from several
+ * (interf14's unpinned seeds 932-933: a second rank as low as the victim in GROMACS mem); the
+ * reader is told which, in the order of what they lost. */
+size_t pdi_starved_hit(const struct pdi_starved *s, size_t *ret);
 /* What the finding's task was doing, in words, into BUF: "waited 4.8 s for a CPU from phase 5 to
  * 9 (6.0 s), at worst 62% of the time in phase 7 (its peers 20%): a fifth of their share of the
  * CPU"; where the CPU was taken, what the task that took it did: "on a CPU 0.70 s over phase 4,

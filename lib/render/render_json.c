@@ -165,6 +165,27 @@ static void json_lost(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_obj_end(j);
 }
 
+/* The ranks the interference hit, the furthest behind first (pdi_starved_hit()): each class's
+ * members in turn. */
+static void json_starved_hit(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_starved *s = &a->am.starved;
+	size_t *hit = malloc(s->n * sizeof(*hit)), k;
+
+	if (!hit) {
+		j->failed = true;
+		return;
+	}
+	k = pdi_starved_hit(s, hit);
+	pdi_json_key(j, "hit_ranks");
+	pdi_json_arr_begin(j);
+	for (size_t i = 0; i < k; i++)
+		for (size_t m = 0; m < a->classes.classes[hit[i]].n; m++)
+			pdi_json_int(j, a->view->tasks[a->classes.classes[hit[i]].members[m]].rank);
+	pdi_json_arr_end(j);
+	free(hit);
+}
+
 /* The task not getting CPU against its peers, where it fell furthest behind (starved.h). */
 static void json_starved(struct pdi_json *j, const struct pdi_analysis *a)
 {
@@ -194,6 +215,7 @@ static void json_starved(struct pdi_json *j, const struct pdi_analysis *a)
 			pdi_json_kv_double(j, "next_cpu_s", s->next_cpu_s);
 		}
 		pdi_json_kv_str(j, "doing", doing);
+		json_starved_hit(j, a);
 	}
 	pdi_json_obj_end(j);
 }

@@ -12,6 +12,31 @@
 #include "prefix_tree.h"
 #include "render.h"
 
+/* The ranks a CPU interference hit, when more than one: the furthest behind first (starved.h,
+ * pdi_starved_hit()). */
+static void starved_hit(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_starved *s = &a->am.starved;
+	size_t *hit = malloc(s->n * sizeof(*hit)), k, nranks = 0;
+	char ranks[1024] = "", one[256];
+
+	if (!hit) {
+		j->failed = true;
+		return;
+	}
+	k = pdi_starved_hit(s, hit);
+	for (size_t i = 0; i < k; i++) {
+		nranks += a->classes.classes[hit[i]].n;
+		pdi_analysis_class_ranks(a, hit[i], one, sizeof(one));
+		snprintf(ranks + strlen(ranks), sizeof(ranks) - strlen(ranks), "%s%s", i ? ", then " : "", one);
+	}
+	free(hit);
+	if (nranks > 1)
+		pdi_json_printf(j, "pdimon:   the interference hit %zu ranks, not one: %s, by how far each fell behind its "
+				   "peers (they shared the busy CPU)\n",
+				nranks, ranks);
+}
+
 /* AutomaDeD's line of the summary, when its contrast is clear and the step did not hang
  * (a hang is PDI's: the hung phase is the last one, which AutomaDeD leaves out). */
 static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
@@ -50,6 +75,7 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_starved_text(s, doing, sizeof(doing));
 		pdi_json_printf(j, "pdimon:   %s: rank %d %s\n", s->taken ? "took the CPU" : "not getting CPU",
 				a->view->tasks[a->classes.classes[named].members[0]].rank, doing);
+		starved_hit(j, a);
 	} else if (am->by_lost && am->lost.taken) {
 		char doing[300];
 

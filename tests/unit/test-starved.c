@@ -249,6 +249,35 @@ Test(starved, a_long_interference_in_a_noisy_step_stands_out_as_a_whole)
 	cr_expect_geq(z, 8, "z %g", z);
 }
 
+/* Ranks not bound to CPUs: the scheduler put task 0 beside the victim and the hog for the whole
+ * interference, and it got a sixth of its peers' share where the victim got a tenth (interf14's
+ * unpinned seeds, GROMACS mem 932 and 933: a second rank as low as the victim). Both are told, the
+ * victim first, though the other's rank comes first (pdi_starved_hit()). */
+Test(starved, the_ranks_a_hog_hit_are_told_the_furthest_behind_first)
+{
+	static double table[NTASKS][TABLE_SLOTS];
+	const struct shape sh = {.batch_ns = 100 * MS, .timer_ns = 50 * MS, .table = table};
+	struct pdi_model models[NTASKS];
+	const struct pdi_model *mp[NTASKS];
+	struct pdi_starved s;
+	size_t hit[NTASKS];
+
+	for (int t = 0; t < NTASKS; t++) {
+		for (int j = 0; j < TABLE_SLOTS; j++)
+			table[t][j] = SHARE / (j < 12 || j >= 36 ? 1 : t == VICTIM ? 10 : t == 0 ? 6 : 1);
+		build(&models[t], &sh, t);
+		mp[t] = &models[t];
+	}
+	cr_assert_eq(pdi_starved_find(mp, NULL, NTASKS, 0, models[0].nphases, &s), 0);
+	cr_assert(s.found && s.task == VICTIM && !s.taken, "found %d task %zu taken %d", s.found, s.task, s.taken);
+	cr_expect_eq(pdi_starved_hit(&s, hit), 2u);
+	cr_expect(hit[0] == VICTIM && hit[1] == 0, "hit %zu, %zu", hit[0], hit[1]);
+	pdi_starved_done(&s);
+	cr_expect_eq(pdi_starved_hit(&s, hit), 0u, "nothing found, none hit");
+	for (int t = 0; t < NTASKS; t++)
+		pdi_model_done(&models[t]);
+}
+
 /* Who took the CPU (pdi_starved_took_cpu()), on the shares of the time each task was ready
  * that it spent on a CPU, as measured in the campaign (issue 9). */
 Test(starved, a_rank_that_took_the_cpu_is_told_at_any_load)

@@ -62,6 +62,12 @@ does).
                against verdict.least_progressed
   quiet        fault-free runs: diagnosis.abnormal is false ("nothing abnormal found")
   hist         the analysis judged the run against earlier runs of the program (--history)
+  taskV        cpu/mem: "task" again, over only the runs where the victim alone lost CPU (every
+               other rank kept at least twice its part of its share over the hog's 6 s; "all":
+               every other rank kept less than 1.5 times it; hog_took_from(), logged as
+               hog_took_from=victim|several|all); shown as %/runs.
+               Unpinned, the hog often takes from several ranks or from every rank alike, and
+               no rank then stands apart for "task" to find (doc/design/diagnosis-campaign.md)
 A fault that did not fire (the application ended before the planned point; a spin the agent
 never began) leaves nothing to be right about: such a run is counted in the "unfired" column
 and left out of the percentages; the "all runs" columns count it as a miss for phase, task and
@@ -128,7 +134,7 @@ HOG_IN_JOB = 'f=$1; hog=$2; kind=$3; secs=$4; truth=$5; shift 5; ' \
              '(read cpu < "$f" && exec taskset -c "$cpu" "$hog" "$kind" "$secs" "$truth") & exec "$@"'
 HISTORY_FIRST_SEED = 1000  # --history: the seeds of the earlier fault-free runs, apart from the measured ones
 SAMPLE_RUNS = 3  # the earlier runs pdimond takes as sample runs by default (pdimond.conf(5): sample_runs)
-METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet", "hist"]
+METRICS = ["phase", "task", "alone", "top5", "lp_recall", "lp_precision", "quiet", "hist", "task_v"]
 AS_BEFORE = ["phase", "task", "alone"]  # also over every run, a fault that did not fire a miss
 
 
@@ -693,6 +699,45 @@ def sample_runs(doc):
     return ((doc or {}).get("automaded") or {}).get("sample_runs", 0)
 
 
+def kept_share(show, rank, t_ns):
+    """The share of its ready time on a CPU that RANK got over the interference (INTERFERENCE_S
+    from T_NS), over the share it got in as long before it: each phase's kernel counts (`pdimon
+    show --json`) spread evenly over its time. None when unknown."""
+    def share(a, b):
+        cpu = wait = 0.0
+        for t in show.get("tasks", []):
+            for p in t.get("phases", []) if t.get("rank") == rank else []:
+                u, start = p.get("usage") or {}, p.get("t_start_ns")
+                wall = u.get("wall_ns") or 0
+                if start is not None and wall > 0:
+                    f = max(0, min(start + wall, b) - max(start, a)) / wall
+                    cpu, wait = cpu + f * u.get("cpu_ns", 0), wait + f * u.get("wait_ns", 0)
+        return cpu / (cpu + wait) if cpu + wait > 0 else None
+
+    span = INTERFERENCE_S * 1e9
+    during, before = share(t_ns, t_ns + span), share(t_ns - span, t_ns)
+    return during / before if during is not None and before else None
+
+
+def hog_took_from(show, truth):
+    """Whom an interference took the CPU from, by the share each rank kept (kept_share()):
+    "victim" when every other rank kept at least twice the victim's part of its share, "all" when
+    every other rank kept less than 1.5 times it (every rank lost nearly alike: the scheduler moved
+    the ranks through the hog's CPU, or the hog took from the job's scheduling group as a whole),
+    else "several"; None when unknown. Over the hog's whole 6 s, by phases: a victim that lost
+    alone for part of it may count as "several" or "all".
+    Unpinned (--placement free), "task" asks the analysis to single out a victim that lost no
+    more than the others in a third of the runs (interf15, doc/design/diagnosis-campaign.md)."""
+    kept = {t.get("rank"): kept_share(show, t.get("rank"), truth["t_ns"]) for t in show.get("tasks", [])}
+    victim = kept.pop(truth["rank"], None)
+    others = [k for k in kept.values() if k is not None]
+    if victim is None or not others:
+        return None
+    if all(k >= 2 * victim for k in others):
+        return "victim"
+    return "all" if all(k < 1.5 * victim for k in others) else "several"
+
+
 def score(plan, truth, doc, show, end):
     s = {m: None for m in METRICS}
     doc = doc or {}
@@ -729,12 +774,17 @@ def score(plan, truth, doc, show, end):
         got = set(a["lp"]) if end == "hang" and a["verdict"] == "hang" else set()
         s["lp_recall"] = lp_truth <= got
         s["lp_precision"] = len(lp_truth & got) / len(got) if got else None
+    took = ""
+    if plan.fault in ("cpu", "mem"):  # "task" again over the runs where the victim alone lost CPU
+        whom = hog_took_from(show or {}, truth)
+        s["task_v"] = s["task"] if whom == "victim" else None
+        took = f" hog_took_from={whom}"
     doing = "; ".join(x.get("doing", "") for x in diag.get("stopped_at") or [])
     began = f" began={(truth['t_ns'] - truth['injected_ns']) / 1e6:.0f}ms" if "injected_ns" in truth else ""
     line = (f"truth: rank={rank} phase={tphase}{began}{' lp=' + str(sorted(lp_truth)) if lp_truth else ''} | end={end} "
             f"reported: verdict={a['verdict']} method={diag.get('method')} phase={a['faulty_phase']} ranks={ranks} "
             f"lp={a['lp']} abnormal={diag.get('abnormal')} confidence={diag.get('confidence_words')} "
-            f"z={diag.get('noise_z')}{looks}{' doing: ' + doing if doing else ''}")
+            f"z={diag.get('noise_z')}{looks}{took}{' doing: ' + doing if doing else ''}")
     return s, line
 
 
@@ -768,13 +818,14 @@ def fmt(v):
 
 def table(tallies, out):
     print(f"{'app / fault':<22} {'runs':>4} {'unfired':>7} {'phase%':>6} {'task%':>6} {'alone%':>6} {'top5%':>6} "
-          f"{'LPrec%':>6} {'LPprec%':>7} {'quiet%':>6} {'hist%':>6} | all runs: {'phase%':>6} {'task%':>6} {'alone%':>6}",
-          file=out)
+          f"{'LPrec%':>6} {'LPprec%':>7} {'quiet%':>6} {'hist%':>6} {'taskV%':>9} | all runs: {'phase%':>6} "
+          f"{'task%':>6} {'alone%':>6}", file=out)
     for key in sorted(tallies):
         t = tallies[key]
+        victim = f"{fmt(t.pct('task_v'))}/{t.n['task_v']:<3}" if t.n["task_v"] else "    -    "
         print(f"{key:<22} {t.runs:>4} {t.unfired:>7} " + " ".join(f"{fmt(t.pct(m)):>6}" for m in METRICS[:5]) +
-              f" {fmt(t.pct('lp_precision')):>7} {fmt(t.pct('quiet')):>6} {fmt(t.pct('hist')):>6} |           " +
-              " ".join(f"{fmt(t.pct_all(m)):>6}" for m in AS_BEFORE), file=out)
+              f" {fmt(t.pct('lp_precision')):>7} {fmt(t.pct('quiet')):>6} {fmt(t.pct('hist')):>6} {victim:>9} |" +
+              "           " + " ".join(f"{fmt(t.pct_all(m)):>6}" for m in AS_BEFORE), file=out)
 
 
 def fault_class(f):

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* mpitrace.bpf.c -- uprobes on MPI calls: one record per completed call.
  *
- * The entry probe stashes what only the entry can see (call site, arguments, time) in
+ * The entry probe stashes what only the entry can see (arguments, time, the call chain) in
  * the per-thread "inflight" map; the return probe turns it into a pdi_event. The
  * inflight map doubles as "where is each thread right now", which is what a hang
  * diagnosis needs: a blocked call never returns, so it never reaches the ring buffer.
@@ -233,6 +233,51 @@ static __always_inline void follow_call_chain(struct pdi_inflight *f, __u64 id, 
 	f->chain = end;
 }
 
+/* ---- the call site: the return address, where it costs nothing ----
+ * At entry the call site is *(u64 *)sp, a copy from user memory (~150 ns here: doc/design/
+ * overhead-budget.md). Where the return probe will see the call end, the kernel has replaced that
+ * word with its trampoline's address and, before it runs the return programs, puts the original
+ * back into the registers' IP (handle_trampoline()): the return reads it there. Meanwhile the
+ * kernel keeps it in the thread's uprobe state, where readers of a call in flight find it. */
+
+/* Pending return instances looked at, innermost first: a probed call nested in the thread's call
+ * in flight (its tail call) comes before it. */
+#define PENDING_MAX 4
+
+/* The kernel's record of the return TASK's return probe waits for, of the call entered at stack
+ * pointer SP (uprobes.c, prepare_uretprobe(): ri->stack), or NULL. */
+static __always_inline struct return_instance *pending_return(struct task_struct *task, __u64 sp)
+{
+	struct uprobe_task *ut = task->utask;
+	struct return_instance *ri = ut ? ut->return_instances : NULL;
+
+	for (int i = 0; i < PENDING_MAX && ri; i++) {
+		if (ri->stack == sp)
+			return ri;
+		ri = ri->next;
+	}
+	return NULL;
+}
+
+/* F's call site is RA; with no call chain followed, its caller too. */
+static __always_inline void set_callsite(struct pdi_inflight *f, __u64 ra)
+{
+	f->callsite = ra;
+	f->caller = ra;
+}
+
+/* F, TASK's entry: the call site of its call in flight, where the entry left it to the return. */
+static __always_inline void fill_callsite(struct pdi_inflight *f, struct task_struct *task)
+{
+	struct return_instance *ri;
+
+	if (!f->active || !f->site_at_return || f->callsite)
+		return;
+	ri = pending_return(task, f->sp);
+	if (ri)
+		set_callsite(f, ri->orig_ret_vaddr);
+}
+
 /* The thread's entry, created at its first call and kept: see struct pdi_inflight. */
 static __always_inline struct pdi_inflight *thread_entry(__u64 id)
 {
@@ -350,19 +395,24 @@ static __always_inline void emit_call(struct pdi_inflight *f, __u64 id, __u64 t_
 	bpf_ringbuf_submit(e, wakeup_flag(bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA)));
 }
 
-/* Is a hit at SP (return address RA) inside the thread's call in flight? A call found to have
- * ended unseen is emitted, its end unknown, and the thread is idle again. */
-static __always_inline bool hit_is_nested(struct pdi_inflight *f, __u64 id, __u64 sp, __u64 ra)
+/* Is a hit at SP inside the thread's call in flight? A call found to have ended unseen is emitted,
+ * its end unknown, and the thread is idle again. */
+static __always_inline bool hit_is_nested(struct pdi_inflight *f, __u64 id, __u64 sp)
 {
 	if (!f->active)
 		return false;
 	if (sp < f->sp)
 		return true;
-	/* MPI_x tail-calling PMPI_x (both probed): the same call, whose return address the
-	 * first return probe has already replaced */
-	if (sp == f->sp && ra != f->ra)
+	/* MPI_x tail-calling PMPI_x (both probed): the same call, whose return the kernel still
+	 * waits for at this SP (a call that has returned, seen or not, has left its record) */
+	if (sp == f->sp && pending_return(bpf_get_current_task_btf(), sp))
 		return true;
-	emit_call(f, id, bpf_ktime_get_ns(), 0, PDI_EVF_NO_EXIT);
+	/* its call site was left to its return, which is not to come: pdimond fills it in when it
+	 * closes a return link with calls in flight (retired.c); a call missed otherwise is lost */
+	if (f->callsite)
+		emit_call(f, id, bpf_ktime_get_ns(), 0, PDI_EVF_NO_EXIT);
+	else
+		count_lost(id >> 32);
 	f->active = 0;
 	return false;
 }
@@ -373,7 +423,7 @@ int BPF_KPROBE(mpi_enter)
 	/* the registers first, before any branch: the verifier refuses a context pointer the
 	 * compiler has offset to share one load between paths */
 	__u64 sp = PT_REGS_SP(ctx), bp = PT_REGS_FP(ctx), a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx),
-	      a3 = PT_REGS_PARM3(ctx), a4 = PT_REGS_PARM4(ctx), a5 = PT_REGS_PARM5(ctx), a6 = PARM6(ctx), ptr, ra = 0;
+	      a3 = PT_REGS_PARM3(ctx), a4 = PT_REGS_PARM4(ctx), a5 = PT_REGS_PARM5(ctx), a6 = PARM6(ctx), ptr;
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pdi_inflight *f;
@@ -392,16 +442,24 @@ int BPF_KPROBE(mpi_enter)
 	procs_current(f, id >> 32);
 	if (!link_is_current(f, cookie, id >> 32))
 		return 0;
-	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
 	/* an MPI call made by an MPI call: only the outermost one is the application's */
-	if (hit_is_nested(f, id, sp, ra))
+	if (hit_is_nested(f, id, sp))
 		return 0;
 	f->cookie = cookie;
 	f->t_enter = bpf_ktime_get_ns();
 	f->sp = sp;
-	f->ra = ra;
-	f->callsite = ra;
-	follow_call_chain(f, id, sp, bp);
+	/* the call site: read here only where the entry is the whole call, or where the call chain
+	 * starts from it (a process with hop ranges); else the return takes it (see fill_callsite) */
+	f->callsite = 0;
+	f->site_at_return = !(cookie & PDI_COOKIE_ENTRY_ONLY) && !f->ranges.n;
+	if (f->site_at_return) {
+		set_callsite(f, 0);
+		f->via = 0;
+		f->chain = PDI_CHAIN_DONE;
+	} else {
+		bpf_probe_read_user(&f->callsite, sizeof(f->callsite), (void *)sp);
+		follow_call_chain(f, id, sp, bp);
+	}
 	f->args[0] = a1;
 	f->args[1] = a2;
 	f->args[2] = a3;
@@ -452,7 +510,8 @@ int BPF_KPROBE(mpi_enter)
 SEC("uretprobe")
 int BPF_KRETPROBE(mpi_exit)
 {
-	__u64 sp = PT_REGS_SP(ctx), rc = PT_REGS_RC(ctx);
+	/* IP: the return address the kernel's trampoline took the place of, the call site */
+	__u64 sp = PT_REGS_SP(ctx), rc = PT_REGS_RC(ctx), ip = PT_REGS_IP(ctx);
 	__u64 id = bpf_get_current_pid_tgid();
 	struct pdi_inflight *f = bpf_map_lookup_elem(&inflight, &id);
 
@@ -462,6 +521,9 @@ int BPF_KRETPROBE(mpi_exit)
 	/* the return of a call nested in the thread's call in flight: SP is at most its entry's */
 	if (sp <= f->sp)
 		return 0;
+	/* always: a reader's fill may have raced a call that has since ended (fill_callsite) */
+	if (f->site_at_return)
+		set_callsite(f, ip);
 	emit_call(f, id, bpf_ktime_get_ns(), (__s64)rc, 0);
 	f->active = 0;
 	return 0;
@@ -532,7 +594,7 @@ SEC("uprobe")
 int BPF_KPROBE(mpi_init_trap)
 {
 	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx), sp = PT_REGS_SP(ctx),
-	      bp = PT_REGS_FP(ctx);
+	      bp = PT_REGS_FP(ctx), ra = 0;
 	__u32 root = watched_root(), fn = PDI_COOKIE_FN(cookie);
 	struct pdi_inflight *f;
 	struct pdi_event *e;
@@ -547,8 +609,11 @@ int BPF_KPROBE(mpi_init_trap)
 	seen = f && f->active && f->sp == sp && PDI_COOKIE_FN(f->cookie) == fn;
 	e->fn = fn;
 	e->flags = seen ? PDI_EVF_NOT_HELD : 0;
-	bpf_probe_read_user(&e->callsite, sizeof(e->callsite), (void *)sp);
-	e->caller = e->callsite;
+	/* read here: the entry probe may have left it to the return (all handlers of the hit run
+	 * before the kernel replaces it with its trampoline) */
+	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
+	e->callsite = ra;
+	e->caller = ra;
 	e->chain = PDI_CHAIN_UNKNOWN; /* pdimond finishes it from the stopped process's stack */
 	e->args[1] = sp;
 	e->args[2] = bp;
@@ -561,7 +626,7 @@ int BPF_KPROBE(mpi_init_trap)
 	/* not held: the entry probe ran before pdimond knew the process, so it could not follow the
 	 * call chain past the MPI bindings (no hop ranges yet): the stack goes along, for pdimond to
 	 * finish the chain once the process has joined (one record per process) */
-	if (f && f->chain == PDI_CHAIN_DONE && emit_frames(id, f->t_enter, 0, f->callsite, sp, bp, 0))
+	if (f && f->chain == PDI_CHAIN_DONE && emit_frames(id, f->t_enter, 0, ra, sp, bp, 0))
 		f->chain = PDI_CHAIN_UNKNOWN;
 	return 0;
 }
@@ -580,15 +645,36 @@ int BPF_PROG(thread_exit, struct task_struct *p)
 	__u32 tgid = id >> 32;
 	struct pdi_inflight *f;
 
-	(void)p;
-	if ((__u32)id == tgid)
-		return 0;
 	f = bpf_map_lookup_elem(&inflight, &id);
 	if (!f)
+		return 0;
+	/* the kernel's record of its return goes with the thread's memory (exit_mm(), after this
+	 * tracepoint): the entry keeps the call site for pdimond to place an ended task by */
+	fill_callsite(f, p);
+	if ((__u32)id == tgid)
 		return 0;
 	if (f->active > 0)
 		bpf_map_update_elem(&exited_in, &tgid, f, BPF_NOEXIST);
 	bpf_map_delete_elem(&inflight, &id);
+	return 0;
+}
+
+/* For pdimond's readers of a call in flight (pdi_tracer_inflight()): run on one thread (the
+ * iterator's task filter), it fills in the call site its entry left to the return. The thread's
+ * stack cannot tell it: the return probe has put the kernel's trampoline there. */
+SEC("iter/task")
+int inflight_callsite(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct pdi_inflight *f;
+	__u64 id;
+
+	if (!task)
+		return 0;
+	id = (__u64)task->tgid << 32 | (__u32)task->pid;
+	f = bpf_map_lookup_elem(&inflight, &id);
+	if (f)
+		fill_callsite(f, task);
 	return 0;
 }
 

@@ -96,6 +96,10 @@ static bool returns_may_go(struct pdi_daemon *d, struct pdi_task *t)
 	if (r == 0 && !without_return(a, fns))
 		return true;
 	if (pdi_now_ns() - a->returns_held_ns >= PDI_RETURNS_HOLD_NS) {
+		/* a call that loses its return is emitted by its thread's next hit, with the call site
+		 * its entry may have left to the return: taken now, while the kernel still has it */
+		for (unsigned i = 0; i < a->threads.n; i++)
+			(void)pdi_tracer_fill_callsite(d->tracer, a->threads.tids[i]);
 		mark_lost(t, fns, r);
 		return true;
 	}

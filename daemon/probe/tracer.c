@@ -429,6 +429,46 @@ static bool thread_in_call(int fd, pid_t pid, pid_t tid, struct pdi_inflight *re
 	return bpf_map_lookup_elem(fd, &key, ret) == 0 && ret->active > 0;
 }
 
+int pdi_tracer_fill_callsite(struct pdi_tracer *t, pid_t tid)
+{
+	LIBBPF_OPTS(bpf_iter_attach_opts, opts);
+	union bpf_iter_link_info linfo = {.task.tid = (__u32)tid};
+	struct bpf_link *link;
+	char buf[64];
+	ssize_t n;
+	int fd, r = 0;
+
+	opts.link_info = &linfo;
+	opts.link_info_len = sizeof(linfo);
+	link = bpf_program__attach_iter(t->skel->progs.inflight_callsite, &opts);
+	if (!link)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		r = -errno;
+	} else {
+		/* the program writes nothing: reading to the end runs it */
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			;
+		if (n < 0)
+			r = -errno;
+		close(fd);
+	}
+	bpf_link__destroy(link);
+	return r;
+}
+
+/* As thread_in_call(), the call site filled in where the entry left it to the return. */
+static bool thread_call_placed(struct pdi_tracer *t, int fd, pid_t pid, pid_t tid, struct pdi_inflight *ret)
+{
+	if (!thread_in_call(fd, pid, tid, ret))
+		return false;
+	if (ret->callsite || pdi_tracer_fill_callsite(t, tid) < 0)
+		return true;
+	/* the call may have ended meanwhile: the entry as it is now */
+	return thread_in_call(fd, pid, tid, ret);
+}
+
 int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, const struct pdi_attachment *att,
 			struct pdi_inflight *out, pid_t *tids, int max)
 {
@@ -439,14 +479,15 @@ int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, const struct pdi_attach
 
 	/* the main thread first: MPI is mostly called there, and its entry outlives the process
 	 * (until pdi_tracer_forget()), where an ended task's last call is read */
-	if (max > 0 && thread_in_call(fd, pid, pid, &out[n]) && !(att && pdi_attachment_return_lost(att, &out[n])))
+	if (max > 0 && thread_call_placed(t, fd, pid, pid, &out[n]) &&
+	    !(att && pdi_attachment_return_lost(att, &out[n])))
 		tids[n++] = pid;
 	/* then the others, one lookup each (a thread that never called a probed function has no
 	 * entry): an MPI thread that is not the main one, as MPI_THREAD_FUNNELED or MULTIPLE allow */
 	if (n >= max || !(dir = pdi_threads_open(pid)))
 		return n;
 	while (n < max && pdi_threads_next(dir, &seen, &tid) > 0)
-		if (tid != pid && thread_in_call(fd, pid, tid, &out[n]) &&
+		if (tid != pid && thread_call_placed(t, fd, pid, tid, &out[n]) &&
 		    !(att && pdi_attachment_return_lost(att, &out[n])))
 			tids[n++] = tid;
 	closedir(dir);

@@ -201,16 +201,24 @@ static inline bool pdi_attachment_return_lost(const struct pdi_attachment *a, co
 	       (a->returns_lost_fns[fn / 64] >> (fn % 64) & 1);
 }
 
+/* Fill in the call site of the call thread TID has in flight where its entry left it to the
+ * return probe (pdi_inflight.callsite 0, see bpf/mpitrace.bpf.c): from the return address the
+ * kernel keeps for that probe, through a BPF iterator run on the thread (a few system calls; never
+ * per call). Nothing changes when the thread is in no such call. 0, or negative errno. */
+int pdi_tracer_fill_callsite(struct pdi_tracer *t, pid_t tid);
+
 /* Where the threads of PID are inside MPI now: up to MAX calls into OUT and their threads into
- * TIDS, the main thread's first, then the others' (an MPI thread need not be the main one);
- * returns how many. With ATT, PID's attachment, a call that lost its return
- * (pdi_attachment_return_lost()) is passed over: it tells where a thread was. One map lookup per
- * thread of /proc/PID/task; of a process gone, the main thread's entry alone. */
+ * TIDS, the main thread's first, then the others' (an MPI thread need not be the main one), their
+ * call sites filled in (pdi_tracer_fill_callsite()); returns how many. With ATT, PID's
+ * attachment, a call that lost its return (pdi_attachment_return_lost()) is passed over: it tells
+ * where a thread was. One map lookup per thread of /proc/PID/task; of a process gone, the main
+ * thread's entry alone (its call site filled in as it exited). */
 int pdi_tracer_inflight(struct pdi_tracer *t, pid_t pid, const struct pdi_attachment *att,
 			struct pdi_inflight *out, pid_t *tids, int max);
 
 /* Whether thread TID of PID is inside MPI now, into *RET: 1 (yes), 0 (no), or -errno. One map
- * lookup, no walk of the map: what a trapped thread's join asks at every MPI_Init. */
+ * lookup, no walk of the map: what a trapped thread's join asks at every MPI_Init. RET's call site
+ * may be 0, left to the call's return (pdi_tracer_fill_callsite()). */
 int pdi_tracer_inflight_thread(struct pdi_tracer *t, pid_t pid, pid_t tid, struct pdi_inflight *ret);
 
 /* The call a thread of PID other than its main one was inside when it exited: where an ended

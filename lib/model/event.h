@@ -161,8 +161,10 @@ struct pdi_event {
  * the return probe turns it into a pdi_event. */
 struct pdi_inflight {
 	__u64 cookie;
+	/* as in pdi_event; with SITE_AT_RETURN, 0 while the call is in flight and no reader has
+	 * asked for it: pdi_tracer_inflight() fills it in from the kernel (mpitrace.bpf.c) */
 	__u64 callsite;
-	__u64 caller;             /* as in pdi_event */
+	__u64 caller;
 	__u64 via;
 	__u64 comm;               /* a collective's communicator handle */
 	__u64 t_enter;
@@ -172,9 +174,8 @@ struct pdi_inflight {
 	__u32 active;             /* 1 while the application's MPI call is in progress, else 0 */
 	__u32 nreqs;
 	__u64 sp;                 /* stack pointer at its entry: calls below it are nested in it */
-	__u64 ra;                 /* its return address as found at entry (CALLSITE may be another) */
 	__u32 chain;              /* enum pdi_chain_end */
-	__u32 pad;
+	__u32 site_at_return;     /* 1: the return probe takes the call site (from the registers) */
 	/* What the entry probe needs of the thread's process, copied from the maps link_gens and
 	 * hop_ranges as they were at PROCS_EPOCH (mpitrace.bpf.c, procs_epoch; 0: never): while the
 	 * epoch stands, a call makes no lookup of its own in either map. */

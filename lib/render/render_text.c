@@ -33,7 +33,7 @@ static void starved_hit(struct pdi_json *j, const struct pdi_analysis *a)
 	free(hit);
 	if (nranks > 1)
 		pdi_json_printf(j, "pdimon:   the interference hit %zu ranks, not one: %s, by how far each fell behind its "
-				   "peers (the scheduler moved them through the busy CPU)\n",
+				   "peers (they shared the busy CPU)\n",
 				nranks, ranks);
 }
 

@@ -281,6 +281,11 @@ class Monitor(DaemonTest):
             self.assertEqual(t["state"], "ended")
             # the model of every task, the killed one included, is kept
             self.assertEqual(ring_iterations(t["phases"][0]), 6)
+        # the ranks killed while they waited are placed by their call's site, which their entry
+        # probes leave to the return (mpitrace.bpf.c): taken from the kernel as their threads exited
+        for t in s["tasks"]:
+            if t["rank"] != 2:
+                self.assertEqual(t["current"].get("ended_in_mpi"), site["barrier"], json.dumps(t["current"]))
         rep = self.d.pdimon("report", "killed").stdout
         self.assertIn("[2]", rep)
         self.d.status()  # still serving

@@ -31,8 +31,8 @@
 #include "tracer.h"
 #include "u64map.h"
 
-#define SLOT_NS PDI_BUDGET_SLOT_NS
-#define PERIOD_NS (SLOT_NS * PDI_BUDGET_SLOTS)
+#define PERIOD_NS 1000000000ull
+#define SLOT_NS (PERIOD_NS / PDI_BUDGET_SLOTS)
 /* A detached function is re-measured in the first slot of the 2nd and 3rd periods after it was
  * detached, then of every 4th: a burst that made it so is often over within seconds (restored
  * as soon as a slice sees so, the run keeps its fidelity), and one that goes on costs a slot
@@ -201,27 +201,6 @@ static double task_cost(struct pdi_daemon *d, const struct pdi_budget_task *b, b
 	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
 		c += contribution(d, b, fn, needed ? needed_level(&b->fn[fn]) : b->fn[fn].level);
 	return c;
-}
-
-/* FN of B, its probes on through the last two complete slots before slot SLOT_NO: a burst that
- * began mid-period is rated by those two slots, where the period's average so far is diluted by
- * the quiet slots before it (budget_recent.h) -- if it alone would take the task's whole budget.
- * Below that the average decides: on a loaded node a rank waiting for its core makes its calls
- * in bursts of its running time, which its CPU share already charges (a ring's Isend and Irecv
- * were thinned by such peaks at load 15, Monitor.transient_stall_phase). */
-static void believe_burst(const struct pdi_daemon *d, struct pdi_budget_task *b, unsigned fn, uint64_t slot_no)
-{
-	struct pdi_budget_fn *f = &b->fn[fn];
-	double r = pdi_budget_recent_rate(&f->recent, slot_no, 2, SLOT_NS);
-	struct pdi_budget_price p;
-
-	if (r <= f->rate)
-		return;
-	p = price_of(d, f, fn);
-	if (pdi_budget_cost(&p, r, needed_level(f), PERIOD_NS / 1e9, b->cpu_share) <= d->cfg.max_overhead_pct / 100)
-		return;
-	f->rate = r;
-	f->rated = true;
 }
 
 /* Is a function detached in period DETACHED re-measured in period PERIOD (in its first slot)? */
@@ -569,7 +548,6 @@ int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t)
 		if (pt->kinds[i] == PDI_INSN_STEPPED)
 			b->fn[PDI_COOKIE_FN(pt->cookies[i])].kind = PDI_INSN_STEPPED;
 	b->begun_ns = b->period_start_ns = pdi_now_ns();
-	b->epoch_ns = d->budget_epoch_ns;
 	t->budget = b;
 	b->program = d->budget_learned ? pdi_program_hash(t->step) : 0;
 	if (b->program && !step_has_others(t))
@@ -604,7 +582,7 @@ void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t)
 
 void pdi_budget_on_timer(struct pdi_daemon *d)
 {
-	uint64_t expirations, now = pdi_now_ns(), last = d->budget_last_ns, slot, period, slot_no;
+	uint64_t expirations, now = pdi_now_ns(), last = d->budget_last_ns, slot, period;
 	/* the slot in which a re-measuring slice's calls (slot 0) have surely been drained and
 	 * counted; past the period (a long drain_interval_ms): read at the period's end as any */
 	uint64_t counted_slot = (SLOT_NS + (uint64_t)d->cfg.drain_interval_ms * 1000000) / SLOT_NS + 1;
@@ -612,7 +590,6 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 
 	if (read(d->budget_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
 		log_warning("Cannot read the budget timer: %m");
-	slot_no = (now - d->budget_epoch_ns) / SLOT_NS;
 	period = (now - d->budget_epoch_ns) / PERIOD_NS;
 	slot = (now - d->budget_epoch_ns) % PERIOD_NS / SLOT_NS;
 	new_period = period != (d->budget_last_ns - d->budget_epoch_ns) / PERIOD_NS;
@@ -647,9 +624,6 @@ void pdi_budget_on_timer(struct pdi_daemon *d)
 					f->rate = r;
 				f->rated = true;
 			}
-			if (slot_no >= 2 && pdi_attachment_mode(&t->att, fn) != PDI_PROBE_OFF &&
-			    f->on_from_ns <= b->epoch_ns + (slot_no - 2) * SLOT_NS)
-				believe_burst(d, b, fn, slot_no);
 			/* a detached function's slice counted: its rate now, not at the period's end */
 			if (read_slice && f->level >= PDI_BUDGET_DETACHED && remeasured_in(f->detached_period, period) &&
 			    f->observed_ns >= SLOT_NS / 2) {

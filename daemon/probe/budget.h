@@ -21,14 +21,12 @@
 
 #include "budget_learn.h"
 #include "budget_price.h"
-#include "budget_recent.h"
 #include "calibrate.h"
 
 struct pdi_daemon;
 struct pdi_task;
 
 #define PDI_BUDGET_SLOTS 32u    /* a period is cut in this many slots */
-#define PDI_BUDGET_SLOT_NS (1000000000ull / PDI_BUDGET_SLOTS) /* a period is one second */
 #define PDI_BUDGET_SHARE_BOUND 4 /* a hit costs a task at most this many times its CPU cost */
 
 /* One function of one task. */
@@ -40,7 +38,6 @@ struct pdi_budget_fn {
 	uint8_t kind;           /* its entry instruction: enum pdi_insn_kind */
 	uint16_t stable;        /* periods since its need last changed */
 	uint64_t hits;          /* calls seen this period */
-	struct pdi_budget_recent recent; /* calls in each of the last slots, by when they were made */
 	uint64_t observed_ns;   /* time its probes were on this period */
 	uint64_t on_from_ns;    /* when its probes last came on: an attach on a worker lands within a
 				   slot, and only the time they were on counts (budget_change.c) */
@@ -58,7 +55,6 @@ struct pdi_budget_task {
 	struct pdi_budget_fn *fn; /* per pdi_mpi_funcs entry */
 	double cost;              /* estimated share of the task's time its probes take */
 	uint64_t period_start_ns; /* calls made before it belong to a period already measured */
-	uint64_t epoch_ns;        /* the node's slots are counted from here (the budget's epoch) */
 	bool changing;            /* its probes are being changed on a worker (budget_change.h) */
 	double cpu_share;         /* the share of its ready time its MPI thread runs, smoothed, at
 				     least 1 / PDI_BUDGET_SHARE_BOUND: a hit costs it that much more */
@@ -86,10 +82,8 @@ void pdi_budget_task_end(struct pdi_daemon *d, struct pdi_task *t);
  * the few ms a detached function is re-measured in, a backlog would read as an enormous rate. */
 static inline void pdi_budget_hit(struct pdi_budget_task *b, unsigned fn, uint64_t t_enter)
 {
-	if (!b || t_enter < b->period_start_ns)
-		return;
-	b->fn[fn].hits++;
-	pdi_budget_recent_add(&b->fn[fn].recent, (t_enter - b->epoch_ns) / PDI_BUDGET_SLOT_NS);
+	if (b && t_enter >= b->period_start_ns)
+		b->fn[fn].hits++;
 }
 
 static inline void pdi_budget_task_free(struct pdi_budget_task *b)

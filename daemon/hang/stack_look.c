@@ -48,7 +48,9 @@ static void look_run(struct pdi_job *pj)
 		struct pdi_stack_place p;
 
 		l->t = pdi_now_ns();
-		l->err = r < 0 ? r : pdi_stack_place(l->pid, objs, &p);
+		/* names only: its cache lives for this job, and the lines of libc's (compressed) debug
+		 * file cost more CPU than the walks */
+		l->err = r < 0 ? r : pdi_stack_place(l->pid, objs, false, &p);
 		if (l->err < 0)
 			continue;
 		/* the judge needs the call's name only: the frames are the report's */

@@ -201,8 +201,9 @@ static const struct pdi_mapping *find_mapping(pid_t tid, struct pdi_maps *maps, 
 	return pdi_maps_find(maps, addr);
 }
 
-/* "FUNC@FILE:LINE" or "FUNC@OBJECT+0xADDR", as sites.c names call sites. */
-static char *frame_name(pid_t tid, struct pdi_objcache *objs, struct pdi_maps *maps, uint64_t ip,
+/* "FUNC@FILE:LINE" (with LINES, where DWARF has it) or "FUNC@OBJECT+0xADDR", as sites.c names
+ * call sites. */
+static char *frame_name(pid_t tid, struct pdi_objcache *objs, bool lines, struct pdi_maps *maps, uint64_t ip,
 			bool called)
 {
 	const struct pdi_mapping *m = find_mapping(tid, maps, ip);
@@ -216,7 +217,10 @@ static char *frame_name(pid_t tid, struct pdi_objcache *objs, struct pdi_maps *m
 		if (pdi_objcache_get(objs, tid, m, &obj) == 0) {
 			(void)pdi_elfobj_offset_to_vaddr(obj, vaddr, &vaddr);
 			/* a return address follows the call: the call's own line is one byte earlier */
-			(void)pdi_elfobj_describe(obj, called && vaddr > 0 ? vaddr - 1 : vaddr, &loc);
+			if (lines)
+				(void)pdi_elfobj_describe(obj, called && vaddr > 0 ? vaddr - 1 : vaddr, &loc);
+			else
+				(void)pdi_elfobj_symbol_at(obj, called && vaddr > 0 ? vaddr - 1 : vaddr, &loc);
 		}
 	}
 	if (loc.file[0] && loc.line > 0)
@@ -235,7 +239,7 @@ void pdi_stack_frames_free(char **frames, size_t n)
 	free(frames);
 }
 
-static int symbolize(const struct walk *w, struct pdi_objcache *objs, struct pdi_maps *maps,
+static int symbolize(const struct walk *w, struct pdi_objcache *objs, bool lines, struct pdi_maps *maps,
 		     char ***ret_frames, size_t *ret_n)
 {
 	char **v = calloc(w->n, sizeof(*v));
@@ -248,7 +252,7 @@ static int symbolize(const struct walk *w, struct pdi_objcache *objs, struct pdi
 
 		v[i] = w->tramp[k]    ? strdup(PDI_FRAME_UPROBES)
 		       : w->signal[k] ? strdup(PDI_FRAME_SIGNAL)
-				      : frame_name(w->tid, objs, maps, w->ips[k], w->called[k]);
+				      : frame_name(w->tid, objs, lines, maps, w->ips[k], w->called[k]);
 		if (!v[i]) {
 			pdi_stack_frames_free(v, w->n);
 			return -ENOMEM;
@@ -260,7 +264,7 @@ static int symbolize(const struct walk *w, struct pdi_objcache *objs, struct pdi
 }
 
 int pdi_stack_walk_range(pid_t pid, pid_t tid, uint64_t uprobe_ret_fixup, uint64_t tramp_start,
-			 uint64_t tramp_end, struct pdi_objcache *objs, struct pdi_maps *maps,
+			 uint64_t tramp_end, struct pdi_objcache *objs, bool lines, struct pdi_maps *maps,
 			 char ***ret_frames, size_t *ret_n)
 {
 	struct walk *w = calloc(1, sizeof(*w));
@@ -280,7 +284,7 @@ int pdi_stack_walk_range(pid_t pid, pid_t tid, uint64_t uprobe_ret_fixup, uint64
 		r = w->r;
 	}
 	if (r == 0)
-		r = symbolize(w, objs, maps, ret_frames, ret_n);
+		r = symbolize(w, objs, lines, maps, ret_frames, ret_n);
 	free(w);
 	return r;
 }
@@ -309,7 +313,7 @@ static int find_tramp(pid_t tid, uint64_t *ret_start, uint64_t *ret_end)
 	return 0;
 }
 
-int pdi_stack_walk(pid_t pid, pid_t tid, uint64_t uprobe_ret_fixup, struct pdi_objcache *objs,
+int pdi_stack_walk(pid_t pid, pid_t tid, uint64_t uprobe_ret_fixup, struct pdi_objcache *objs, bool lines,
 		   struct pdi_maps *maps, char ***ret_frames, size_t *ret_n)
 {
 	uint64_t start, end;
@@ -317,5 +321,5 @@ int pdi_stack_walk(pid_t pid, pid_t tid, uint64_t uprobe_ret_fixup, struct pdi_o
 
 	if (r < 0)
 		return r;
-	return pdi_stack_walk_range(pid, tid, uprobe_ret_fixup, start, end, objs, maps, ret_frames, ret_n);
+	return pdi_stack_walk_range(pid, tid, uprobe_ret_fixup, start, end, objs, lines, maps, ret_frames, ret_n);
 }

@@ -4,6 +4,7 @@
  * blocked inside an MPI call; never per call. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -33,7 +34,10 @@
  * continues through the caller. 0 when not known. Only the first (innermost) trampoline is
  * replaced: with nested probed calls (pdi_inflight.active > 1) the walk ends at the second.
  *
- * OBJS symbolizes (shared with sites.c). MAPS: TID's process's mappings, read on first use
+ * OBJS symbolizes (shared with sites.c); with LINES, a frame is named by its source line where
+ * DWARF gives one ("FUNC@FILE:LINE"), else by its object ("FUNC@OBJECT+0xADDR", no DWARF read:
+ * a library's debug file is often compressed, and inflating libc's took most of pdimond's CPU
+ * when the hang judge looked at stacks with a fresh cache each time). MAPS: TID's process's mappings, read on first use
  * when zeroed and reread in place when an address is not in them (like a task's maps).
  *
  * The thread is stopped for the walk only, bounded by PDI_STACK_WALK_TIMEOUT_MS; it is never
@@ -44,13 +48,13 @@
  * Returns 0, or negative errno: -ESRCH if the thread is gone (or exits during the walk),
  * -EPERM if not permitted (or it is traced already, e.g. by a debugger), -ETIMEDOUT,
  * -EIO if not even one frame could be read, -ENOMEM. Outputs are untouched on failure. */
-int pdi_stack_walk(pid_t pid, pid_t tid, uint64_t uprobe_ret_fixup, struct pdi_objcache *objs,
+int pdi_stack_walk(pid_t pid, pid_t tid, uint64_t uprobe_ret_fixup, struct pdi_objcache *objs, bool lines,
 		   struct pdi_maps *maps, char ***ret_frames, size_t *ret_n);
 
 /* pdi_stack_walk() with the trampoline range given instead of read from /proc/TID/maps: what
  * tests use to exercise the substitution. [TRAMP_START, TRAMP_END) empty: no trampoline. */
 int pdi_stack_walk_range(pid_t pid, pid_t tid, uint64_t uprobe_ret_fixup, uint64_t tramp_start,
-			 uint64_t tramp_end, struct pdi_objcache *objs, struct pdi_maps *maps,
+			 uint64_t tramp_end, struct pdi_objcache *objs, bool lines, struct pdi_maps *maps,
 			 char ***ret_frames, size_t *ret_n);
 
 /* Free what pdi_stack_walk() returned. NULL ok. */

@@ -216,7 +216,7 @@ static int walk_task(const struct pdi_view *v, struct pdi_view_task *t, struct p
 	char **frames;
 	int r;
 
-	r = pdi_stack_walk(t->pid, w->tid, w->callsite, objs, &maps, &frames, &n);
+	r = pdi_stack_walk(t->pid, w->tid, w->callsite, objs, true, &maps, &frames, &n);
 	pdi_maps_free(&maps);
 	if (r < 0)
 		return r;
@@ -237,7 +237,7 @@ static int place_by_stack(struct pdi_view_task *t, uint64_t blocked_after_ns, st
 	uint64_t until = pdi_unobserved_blind_until(&t->model->unobserved, t->model->last_exit), now_ns, polling;
 	struct pdi_stack_place p;
 	int fn;
-	int r = pdi_stack_place(t->pid, objs, &p);
+	int r = pdi_stack_place(t->pid, objs, true, &p);
 
 	if (r < 0)
 		return r;

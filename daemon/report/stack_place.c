@@ -15,14 +15,14 @@ bool pdi_stack_place_wanted(const struct pdi_model *m, enum pdi_activity act)
 	       pdi_unobserved_blind_since(&m->unobserved, m->last_exit);
 }
 
-int pdi_stack_place(pid_t pid, struct pdi_objcache *objs, struct pdi_stack_place *ret)
+int pdi_stack_place(pid_t pid, struct pdi_objcache *objs, bool lines, struct pdi_stack_place *ret)
 {
 	struct pdi_stack_place p = {.kind = PDI_PLACED_UNKNOWN};
 	struct pdi_frames_place at;
 	struct pdi_maps maps = {0};
 	char **frames;
 	size_t n;
-	int r = pdi_stack_walk(pid, pid, 0, objs, &maps, &frames, &n);
+	int r = pdi_stack_walk(pid, pid, 0, objs, lines, &maps, &frames, &n);
 
 	pdi_maps_free(&maps);
 	if (r < 0)

@@ -31,9 +31,9 @@ struct pdi_stack_place {
  * walk either)? */
 bool pdi_stack_place_wanted(const struct pdi_model *m, enum pdi_activity act);
 
-/* The live stack of PID's main thread, walked (stackwalk.h) and read into *RET. 0, or the
- * walk's negative errno (RET untouched). On a worker. */
-int pdi_stack_place(pid_t pid, struct pdi_objcache *objs, struct pdi_stack_place *ret);
+/* The live stack of PID's main thread, walked (stackwalk.h; its frames named by source line
+ * with LINES) and read into *RET. 0, or the walk's negative errno (RET untouched). On a worker. */
+int pdi_stack_place(pid_t pid, struct pdi_objcache *objs, bool lines, struct pdi_stack_place *ret);
 
 /* Frees what pdi_stack_place() kept (the frames); P zeroed. */
 void pdi_stack_place_done(struct pdi_stack_place *p);

@@ -703,15 +703,16 @@ def kept_share(show, rank, t_ns):
     """The share of its ready time on a CPU that RANK got over the interference (INTERFERENCE_S
     from T_NS), over the share it got in as long before it: each phase's kernel counts (`pdimon
     show --json`) spread evenly over its time. None when unknown."""
+    phases = [p for t in show.get("tasks", []) if t.get("rank") == rank for p in t.get("phases", [])]
+
     def share(a, b):
         cpu = wait = 0.0
-        for t in show.get("tasks", []):
-            for p in t.get("phases", []) if t.get("rank") == rank else []:
-                u, start = p.get("usage") or {}, p.get("t_start_ns")
-                wall = u.get("wall_ns") or 0
-                if start is not None and wall > 0:
-                    f = max(0, min(start + wall, b) - max(start, a)) / wall
-                    cpu, wait = cpu + f * u.get("cpu_ns", 0), wait + f * u.get("wait_ns", 0)
+        for p in phases:
+            u, start = p.get("usage") or {}, p.get("t_start_ns")
+            wall = u.get("wall_ns") or 0
+            if start is not None and wall > 0:
+                f = max(0, min(start + wall, b) - max(start, a)) / wall
+                cpu, wait = cpu + f * u.get("cpu_ns", 0), wait + f * u.get("wait_ns", 0)
         return cpu / (cpu + wait) if cpu + wait > 0 else None
 
     span = INTERFERENCE_S * 1e9

@@ -258,14 +258,16 @@ size_t pdi_starved_hit(const struct pdi_starved *s, size_t *ret)
 {
 	size_t k = 0;
 
-	for (size_t t = 0; s->found && !s->taken && t < s->n; t++) {
-		size_t i = k;
+	if (!s->found || s->taken)
+		return 0;
+	ret[k++] = s->task; /* the furthest behind, by the finding's choice */
+	for (size_t t = 0; t < s->n; t++) {
+		size_t i;
 
-		if (!pdi_starved_named(s, t))
+		if (t == s->task || !pdi_starved_named(s, t))
 			continue;
-		k++;
-		/* insert by how far behind, the finding's task (the furthest, by its choice) first */
-		for (; i > 0 && (t == s->task || (ret[i - 1] != s->task && s->window[ret[i - 1]] < s->window[t])); i--)
+		/* the others after it, by how far behind they fell */
+		for (i = k++; i > 1 && s->window[ret[i - 1]] < s->window[t]; i--)
 			ret[i] = ret[i - 1];
 		ret[i] = t;
 	}

@@ -74,7 +74,10 @@ and left out of the percentages; the "all runs" columns count it as a miss for p
 alone, as the scorer did before it told them apart (figures comparable with earlier reports).
 
 Each run's directory under --out keeps what scoring it needs (run.json: the plan, the truth,
-`pdimon show --json` and `analyze --json`) and the run's pdimond database (pdimon.db), so that
+`pdimon show --json` and `analyze --json`), node.log (bench/node_log.py: the node's runnable tasks
+and the ranks' kernel counts every 50 ms; a cpu/mem run's line ends with the job's CPU and the
+tasks runnable beside its ranks over the hog's 6 s and the 6 s before: node_figures()) and the
+run's pdimond database (pdimon.db), so that
 --reanalyze DIR scores a changed analysis on the same runs: a fresh pdimond on each run's
 database analyses its ended step again. Hangs are scored from their recorded analysis (what
 the kernel said of a stuck task is gone once the job is); --reanalyze skips them.
@@ -114,6 +117,7 @@ sys.path.insert(0, os.path.join(HERE, "../tests/integration"))
 sys.path.insert(0, os.path.join(HERE, "../tests/faults"))
 import harness  # noqa: E402
 import campaign  # noqa: E402  (reading pdimon's output: one place)
+import node_log  # noqa: E402
 
 RANKS = 4
 BUILD = os.environ.get("PDIMON_BUILD", os.path.join(HERE, "../build"))
@@ -542,7 +546,7 @@ def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
     name = f"app-{os.getpid()}-{plan.app}-{plan.fault}-{plan.seed}"
     bus = campaign.new_bus()
     d = harness.Daemon(*([f"max_overhead_pct={BUDGET}"] if BUDGET is not None else []), bus=bus, database=store)
-    p, inj, end, doc, show, fs = None, None, "timeout", None, None, None
+    p, inj, node, end, doc, show, fs = None, None, None, "timeout", None, None, None
     truth_file = os.path.join(workdir, "deadlock.truth")
     try:
         spin_truth = os.path.join(workdir, "spin.truth")
@@ -565,6 +569,8 @@ def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
         with open(os.path.join(workdir, name + ".out"), "w") as out:
             p = subprocess.Popen(job, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                  env=env)
+        node = node_log.NodeLog(os.path.join(workdir, "node.log"), lambda: rank_pids(name), RANKS)
+        node.start()
         inj = Injector(plan, name, d)
         inj.hog_fifo = hog_fifo
         inj.hog_truth = hog_truth
@@ -601,6 +607,8 @@ def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
             fs.release()  # the stuck read fails: the rank can be killed
         if inj:
             inj.finish()
+        if node:
+            node.stop()
         if p is not None:
             campaign.signal_all(rank_pids(name).values(), signal.SIGCONT)  # a stopped rank must not outlive its job
             harness.kill_tree(p)
@@ -739,7 +747,18 @@ def hog_took_from(show, truth):
     return "all" if all(k < 1.5 * victim for k in others) else "several"
 
 
-def score(plan, truth, doc, show, end):
+def node_figures(workdir, truth):
+    """' node: job_cpu=B>D beside=B>D': the job's CPU (in CPUs) and the tasks runnable beside its
+    ranks (node_log.window()) over the hog's time and as long before it; '' without a node log."""
+    samples = node_log.read(os.path.join(workdir, "node.log")) if workdir else []
+    span = int(INTERFERENCE_S * 1e9)
+    before, during = (node_log.window(samples, a, a + span) for a in (truth["t_ns"] - span, truth["t_ns"]))
+    if not before or not during:
+        return ""
+    return f" node: job_cpu={before[0]:.2f}>{during[0]:.2f} beside={before[1]:.1f}>{during[1]:.1f}"
+
+
+def score(plan, truth, doc, show, end, workdir=None):
     s = {m: None for m in METRICS}
     doc = doc or {}
     diag = doc.get("diagnosis") or {}
@@ -779,7 +798,7 @@ def score(plan, truth, doc, show, end):
     if plan.fault in ("cpu", "mem"):  # "task" again over the runs where the victim alone lost CPU
         whom = hog_took_from(show or {}, truth)
         s["task_v"] = s["task"] if whom == "victim" else None
-        took = f" hog_took_from={whom}"
+        took = f" hog_took_from={whom}{node_figures(workdir, truth)}"
     doing = "; ".join(x.get("doing", "") for x in diag.get("stopped_at") or [])
     began = f" began={(truth['t_ns'] - truth['injected_ns']) / 1e6:.0f}ms" if "injected_ns" in truth else ""
     line = (f"truth: rank={rank} phase={tphase}{began}{' lp=' + str(sorted(lp_truth)) if lp_truth else ''} | end={end} "
@@ -914,7 +933,7 @@ def rescore(args, apps, faults):
             kept = "reanalysis-own-phases.json" if args.own_phases_only else "reanalysis.json"
             with open(os.path.join(args.reanalyze, run, kept), "w") as f:
                 json.dump(doc, f)
-        s, line = score(plan, rec["truth"], doc, rec.get("show"), rec["end"])
+        s, line = score(plan, rec["truth"], doc, rec.get("show"), rec["end"], os.path.join(args.reanalyze, run))
         campaign.log(runlog, f"{plan} | {line}")
         print_run(plan, s, rec["end"], 0, doc, rec.get("earlier_run"))
         history = rec.get("history") or 0
@@ -1001,7 +1020,7 @@ def main():
             t_run = time.monotonic()
             load = load_average()
             name, truth, doc, show, end, progress = run_one(plan, cmd, workdir, usual, args.short, runlog, store)
-            s, line = score(plan, truth, doc, show, end)
+            s, line = score(plan, truth, doc, show, end, workdir)
             with open(os.path.join(workdir, "run.json"), "w") as f:
                 json.dump({"plan": str(plan), "app": app, "fault": fault, "seed": seed, "usual": vars(usual),
                            "budget": BUDGET, "placement": PLACEMENT, "history": args.history, "earlier_run": earlier,

@@ -109,6 +109,7 @@ struct work {
 	struct pdi_weighted *peers; /* n */
 	double *own;               /* np */
 	double *raw;               /* n x np: the excess of time computing, all of it */
+	double *waited;            /* n x np: the excess of time waiting for a CPU, before netting */
 	struct pdi_pace pace;      /* the computation beyond its usual pace (pace.h) */
 };
 
@@ -473,29 +474,37 @@ static double cut_late_s(const struct work *w, size_t t, uint32_t q, double *scr
 	return k ? ((double)w->models[t]->phases[q].usage.at_ns - pdi_median(scratch, k)) / 1e9 : NAN;
 }
 
-/* W's X (time held or waiting for a CPU) net of what a model gave back in the phase beside, across
- * a cut placed on it later (or earlier) than on its peers, up to that shift: its counts then run
- * over a longer stretch than theirs in one phase and a shorter one in the next, and on a node
- * loaded beyond its cores every task waits for a CPU most of the time, so the shift alone looks
- * like a loss (NWChem, issue 9, spin14: rank 1's cut 0.9 s late, 0.85 s "lost" waiting in phase
- * 26 and 0.8 s less than its peers in phase 27, at a load of 17; it outweighed the spin's 1.0 s
- * in phase 6 by the phase margin). Time computing is left as it is: a rank spinning in its own
- * code makes no call to be cut at, and the time past its peers' cut is its spin. */
-static void net_of_moved_cuts(struct work *w)
+/* W's X net of what a model gave back in the phase beside, across a cut placed on it later (or
+ * earlier) than on its peers, up to that shift: its counts then run over a longer stretch than
+ * theirs in one phase and a shorter one in the next, and on a node loaded beyond its cores every
+ * task waits for a CPU most of the time, so the shift alone looks like a loss (NWChem, issue 9,
+ * spin14: rank 1's cut 0.9 s late, 0.85 s "lost" waiting in phase 26 and 0.8 s less than its
+ * peers in phase 27, at a load of 17; it outweighed the spin's 1.0 s in phase 6 by the phase
+ * margin). Time computing (CAP: W's waited) is netted no further than the model waited for a CPU
+ * beyond its peers in the phase: a rank spinning in its own code makes no call to be cut at, so
+ * where its peers' waits went unseen the time past their cut is its spin, on a CPU; what moved
+ * across a cut on a loaded node is mostly a wait for one (NWChem spin 962, issue 9, load 20: rank
+ * 2 "computed" 1.27 s beyond its peers in phase 38, 1.16 s of it waiting for a CPU beyond
+ * theirs, and 0.91 s less than they did in phase 39 after its cut fell late; it held the spin's
+ * 1.43 s in phase 5 to a phase margin of 1.12). CAP NULL: no limit. */
+static void net_of_moved_cuts(struct work *w, const double *cap)
 {
 	memcpy(w->raw, w->x, w->n * w->np * sizeof(*w->raw));
 	for (size_t t = 0; t < w->n; t++)
 		for (uint32_t p = w->first; p < w->end; p++) {
-			double *x = &w->x[t * w->np + p], later, earlier;
+			size_t i = t * w->np + p;
+			double *x = &w->x[i], was = *x, later, earlier;
 
 			if (isnan(*x) || *x <= 0)
 				continue;
 			later = p + 1 < w->end ? cut_late_s(w, t, p + 1, w->own) : NAN;
 			earlier = p > w->first ? -cut_late_s(w, t, p, w->own) : NAN;
-			if (later > 0 && w->raw[t * w->np + p + 1] < 0)
-				*x += fmax(-later, w->raw[t * w->np + p + 1]);
-			if (earlier > 0 && w->raw[t * w->np + p - 1] < 0)
-				*x += fmax(-earlier, w->raw[t * w->np + p - 1]);
+			if (later > 0 && w->raw[i + 1] < 0)
+				*x += fmax(-later, w->raw[i + 1]);
+			if (earlier > 0 && w->raw[i - 1] < 0)
+				*x += fmax(-earlier, w->raw[i - 1]);
+			if (cap)
+				*x = fmax(*x, was - (isnan(cap[i]) ? 0.0 : fmax(0.0, cap[i])));
 		}
 }
 
@@ -511,11 +520,18 @@ static bool excess_of(struct work *w, int s)
 {
 	size_t all = w->n * w->np;
 
+	if (s == PDI_LOST_COMPUTING) { /* the cap of its netting: net_of_moved_cuts() */
+		fill(w, PDI_LOST_WAITING);
+		if (!excess(w))
+			for (size_t i = 0; i < all; i++)
+				w->x[i] = NAN;
+		memcpy(w->waited, w->x, all * sizeof(*w->waited));
+	}
 	fill(w, s);
 	if (!excess(w))
 		return false;
-	if (s == PDI_LOST_HELD || s == PDI_LOST_WAITING)
-		net_of_moved_cuts(w);
+	if (s == PDI_LOST_HELD || s == PDI_LOST_WAITING || s == PDI_LOST_COMPUTING)
+		net_of_moved_cuts(w, s == PDI_LOST_COMPUTING ? w->waited : NULL);
 	if (s != PDI_LOST_COMPUTING)
 		return true;
 	memcpy(w->raw, w->x, all * sizeof(*w->raw));
@@ -559,9 +575,10 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 	w.peers = malloc(n * sizeof(*w.peers));
 	w.own = malloc((w.np > n ? w.np : n) * sizeof(*w.own));
 	w.raw = malloc(n * w.np * sizeof(*w.raw));
+	w.waited = malloc(n * w.np * sizeof(*w.waited));
 	/* the pace is read for time computing, which one phase does not look at (below): the set-up
 	 * and tear-down are each looked at alone (automaded.c lost_at_the_edges) */
-	if (!l.phase_s || !l.by_task || !l.kinds || !w.x || !w.in_mpi || !w.peers || !w.own || !w.raw ||
+	if (!l.phase_s || !l.by_task || !l.kinds || !w.x || !w.in_mpi || !w.peers || !w.own || !w.raw || !w.waited ||
 	    (end - first > 1 && pdi_pace_of(models, n, first, end, &w.pace) < 0))
 		goto out;
 	if (!excess_of(&w, SIGNAL_IN_MPI))
@@ -609,6 +626,7 @@ out:
 	free(w.peers);
 	free(w.own);
 	free(w.raw);
+	free(w.waited);
 	pdi_pace_done(&w.pace);
 	pdi_lost_done(&l);
 	return r;

@@ -365,8 +365,9 @@ static __always_inline __u64 wakeup_flag(__u64 avail)
 
 /* The ring's backlog, as bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) returns it, read from the
  * ring's positions (the ringbuf map's kernel struct is readable by its BTF, as a task's is): two
- * loads instead of a helper call, 15-30 ns a record here (doc/design/overhead-budget.md). The
- * consumer's position first, as the helper reads them: the backlog is never read short. */
+ * loads instead of a helper call (measured 0-15 ns a record here, within hitcost's noise:
+ * doc/design/overhead-budget.md). The consumer's position first, as the helper reads them: the
+ * backlog is never read short. */
 static __always_inline __u64 ring_backlog(void)
 {
 	struct bpf_ringbuf *rb = ((struct bpf_ringbuf_map *)&events)->rb;

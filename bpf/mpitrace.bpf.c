@@ -363,19 +363,6 @@ static __always_inline __u64 wakeup_flag(__u64 avail)
 	return avail / wakeup_bytes != before / wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-/* The ring's backlog, as bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) returns it, read from the
- * ring's positions (the ringbuf map's kernel struct is readable by its BTF, as a task's is): two
- * loads instead of a helper call (measured 0-15 ns a record here, within hitcost's noise:
- * doc/design/overhead-budget.md). The consumer's position first, as the helper reads them: the
- * backlog is never read short. */
-static __always_inline __u64 ring_backlog(void)
-{
-	struct bpf_ringbuf *rb = ((struct bpf_ringbuf_map *)&events)->rb;
-	__u64 cons = rb->consumer_pos;
-
-	return rb->producer_pos - cons;
-}
-
 /* Hand the call F describes to the daemon. */
 static __always_inline void emit_call(struct pdi_inflight *f, __u64 id, __u64 t_exit, __s64 ret, __u16 flags)
 {
@@ -405,7 +392,7 @@ static __always_inline void emit_call(struct pdi_inflight *f, __u64 id, __u64 t_
 		read_handle(&e->req, f->cookie, f->req_ptr);
 	}
 	e->ret = ret;
-	bpf_ringbuf_submit(e, wakeup_flag(ring_backlog()));
+	bpf_ringbuf_submit(e, wakeup_flag(bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA)));
 }
 
 /* Is a hit at SP inside the thread's call in flight? A call found to have ended unseen is emitted,

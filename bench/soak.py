@@ -35,8 +35,6 @@ FD_SLACK = 4
 OBJECT_CACHE_MAX = 256          # pdimond.conf's default object_cache_max
 MAX_THREADS = 8 + 1 + 1 + 2     # workers, the store's lane, the loop, and a stack walk's or a
                                 # MUNGE call's thread of its own
-CLOSERS = 63                    # close_together.h's PDI_CLOSERS: links closed at once, each on a
-                                # "pdi-close" thread that ends after 10 s idle; counted apart
 
 
 def proc_status(pid):
@@ -46,17 +44,6 @@ def proc_status(pid):
             k, _, v = line.partition(":")
             fields[k] = v.strip()
     return int(fields["VmRSS"].split()[0]) * 1024, int(fields["Threads"])
-
-
-def closer_threads(pid):
-    n = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                n += f.read().strip() == "pdi-close"
-        except OSError:
-            pass  # ended meanwhile
-    return n
 
 
 def db_bytes(path):
@@ -76,7 +63,6 @@ def sample(d, n, db):
     st = wait_for(lambda: idle(d), 120, f"pdimond to be idle after step {n}")
     pid = d.proc.pid
     rss, threads = proc_status(pid)
-    closers = closer_threads(pid)
     fds = {}
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
@@ -92,7 +78,7 @@ def sample(d, n, db):
     # the ELF objects the monitored processes map, open in the object cache (bounded by its
     # object_cache_max; which ones depends on where the runs' call sites fell): apart
     objects = sum(1 for t in fds.values() if t.startswith("/") and not t.startswith(("/dev/", d.dir)))
-    return {"step": n, "rss": rss, "fds": len(fds), "object_fds": objects, "threads": threads - closers, "closers": closers,
+    return {"step": n, "rss": rss, "fds": len(fds), "object_fds": objects, "threads": threads,
             "steps_in_memory": st["steps"], "db": db_bytes(db), "loop_max_ms": st.get("loop_max_wakeup_ms", 0)}
 
 
@@ -131,7 +117,7 @@ def main():
                 rows.append(sample(d, i, db))
                 r = rows[-1]
                 print(f"step {i:5d}: RSS {r['rss'] / 2**20:7.1f} MiB  fds {r['fds']:3d} ({r['object_fds']:3d} objects)  "
-                      f"threads {r['threads']:2d} (+{r['closers']} closers)  "
+                      f"threads {r['threads']:2d}  "
                       f"steps in memory {r['steps_in_memory']:3d}  database {r['db'] / 2**20:6.1f} MiB  "
                       f"({time.monotonic() - t0:.0f} s)", flush=True)
         bus.close()
@@ -166,7 +152,6 @@ def main():
                                 b_["fds"] - b_["object_fds"] <= a_["fds"] - a_["object_fds"] + FD_SLACK),
                                (f"object fds past the object cache's {OBJECT_CACHE_MAX}", b_["object_fds"] <= OBJECT_CACHE_MAX),
                                (f"threads past {MAX_THREADS}", b_["threads"] <= MAX_THREADS),
-                               (f"closer threads past {CLOSERS}", b_["closers"] <= CLOSERS),
                                (f"steps in memory past the cache's {CACHE_STEPS}", b_["steps_in_memory"] <= CACHE_STEPS),
                                ("pdimond did not exit cleanly", rc == 0)) if not ok]
         if bad:

@@ -1,22 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* close_together.h -- uprobe links closed at once. Closing a link waits for an RCU grace period
  * (tens of ms, up to a second on a loaded node); closes under way together share one, so n links
- * closed from n threads take about one period where one after the other took n. The threads are
- * closers that stay while links keep coming (a budget's switches close links every slot) and end
- * after some idle seconds: a thread made and unmapped per link was ~16% of pdimond's CPU samples
- * in warm hpcc runs (clone3, mprotect, munmap), where the budget's switches close ~580 a run. */
+ * closed from n threads take about one period where one after the other took n. */
 #pragma once
 
 struct bpf_link;
 
-/* Closer threads at most (the caller's own thread closes one link of its call besides): as many
- * links as are closed at once, each sharing the grace period of the others. */
-#define PDI_CLOSERS 63
-
 /* Close the NFDS link fds FDS (-1 skipped) and destroy the NLINKS libbpf links LINKS (NULL
- * skipped), up to 64 at once: one on the caller's thread, the others each on a closer; return
- * when all are closed. When no closer could be made, the caller's thread closes them one after
- * the other. Blocks: never on pdimond's loop. */
+ * skipped), each on a thread of its own, and return when all are closed. What no thread could
+ * be made for is closed on the caller's. Blocks: never on pdimond's loop. */
 void pdi_links_close_together(int *fds, unsigned nfds, struct bpf_link **links, unsigned nlinks);
 /* An entry and return pair of link fds FDS (-1 skipped) join the malloc'd array *LIST of *N fds
  * to close later (off the loop), and are -1 after; closed at once when memory is short. */

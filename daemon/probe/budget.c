@@ -231,15 +231,12 @@ static enum pdi_probe_mode mode_in_slot(unsigned fn, const struct pdi_budget_fn 
 }
 
 /* FN of T goes from its level to LEVEL at NOW, as BY (a task of its step; NULL: earlier runs of its
- * program) needs: said in the log and marked in the model, with the rate and the cost of full
- * probes that made it so: BY's (a rank that follows another may not have reached the calls yet,
- * its own rate 0 at that slot: Budget.polling_burst_degraded_then_restored at a load of 20). */
+ * program) needs: said in the log and marked in the model. */
 static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, unsigned level, const struct pdi_task *by,
 		      uint64_t now)
 {
 	struct pdi_budget_fn *f = &t->budget->fn[fn];
-	const struct pdi_budget_task *cause = by ? by->budget : t->budget;
-	double rate = cause->fn[fn].rate, full = contribution(d, cause, fn, 0);
+	double full = contribution(d, t->budget, fn, 0);
 	char a[32], b[32], why[64] = "";
 
 	if (!by)
@@ -248,7 +245,7 @@ static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, uns
 		snprintf(why, sizeof(why), ", as rank %d of its step needs", by->rank);
 	log_info("pid %d (rank %d) of step %s: %s %s -> %s: %.0f calls/s, fully probed %.1f%% of its time "
 		 "(max_overhead_pct %g)%s", (int)t->pid, t->rank, t->step->name, pdi_mpi_funcs[fn].name,
-		 pdi_budget_level_name(f->level, a, sizeof(a)), pdi_budget_level_name(level, b, sizeof(b)), rate,
+		 pdi_budget_level_name(f->level, a, sizeof(a)), pdi_budget_level_name(level, b, sizeof(b)), f->rate,
 		 full * 100, d->cfg.max_overhead_pct, why);
 	if (level >= PDI_BUDGET_DETACHED && f->level < PDI_BUDGET_DETACHED)
 		f->detached_period = (now - d->budget_epoch_ns) / PERIOD_NS;
@@ -261,7 +258,7 @@ static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, uns
 					   level == 1			      ? PDI_UNOBS_ENTRY_ONLY
 					   : level < PDI_BUDGET_DETACHED ? PDI_UNOBS_SAMPLED
 									   : PDI_UNOBS_DETACHED,
-					   (uint8_t)pdi_budget_duty_log2(level), (uint32_t)(rate < 4e9 ? rate : 4e9),
+					   (uint8_t)pdi_budget_duty_log2(level), (uint32_t)(f->rate < 4e9 ? f->rate : 4e9),
 					   (uint32_t)(full * 1e6 < 4e9 ? full * 1e6 : 4e9), now);
 	if (level && !by)
 		pdi_unobserved_from_earlier_runs(&t->model.unobserved, (uint16_t)fn);

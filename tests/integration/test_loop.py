@@ -86,6 +86,10 @@ class Loop(DaemonTest):
             before = self.d.status()
             with self.probe() as probe:
                 a = json.loads(self.d.pdimon("analyze", "hung", "--json").stdout)
+            # the loop kept taking the busy step's events in: the budget may keep its probes
+            # off most of a 1 s period (sampled 1/32, on one slot a second), so an analysis
+            # that took 0.6 s may have seen none of them; wait for the next ones
+            wait_for(lambda: self.d.status()["events"] > before["events"], 10, "the busy step's events taken in")
             after = self.d.status()
         finally:
             for pid in ranks:

@@ -200,13 +200,23 @@ class MultiNode(unittest.TestCase):
         p = self.c.popen(["srun", "--pdi-monitor", *srun_args, "--mpi=pmix", RING, 100000, 1000, stall_rank, 5],
                          node="n1")
         try:
+            last = {}
+
             def hung():
                 running = [s for s in self.steps("n1") if s["state"] == "running"]
+                last["steps on n1"] = running
                 if not running:
                     return None
                 a = self.c.pdimon_json(ask, "analyze", running[0]["step"], "--json")
+                last["analysis"] = {k: a.get(k) for k in ("nodes", "verdict", "diagnosis")}
                 return (running[0], a) if a["verdict"].get("least_progressed") == f"[{stall_rank}]" else None
-            step, a = wait_for(hung, 60, f"{ask}'s gathered verdict to find the hung rank {stall_rank}")
+            try:
+                step, a = wait_for(hung, 60, f"{ask}'s gathered verdict to find the hung rank {stall_rank}")
+            except AssertionError as e:
+                # what it last saw, srun's state and the daemons' logs: a timeout alone says nothing
+                slurm = [self.c.run(cmd).stdout for cmd in (["sinfo", "-h", "-N", "-o", "%N %T %E"], ["squeue", "-h"])]
+                raise AssertionError(f"{e}\nlast seen: {last}\nsrun: {p.poll()}\nnodes and jobs: {slurm}\n"
+                                     f"{self.c.logs(30)}") from None
             yield step, a
             self.c.run(["scancel", str(step["job_id"])], check=True)
             p.communicate(timeout=60)

@@ -270,6 +270,7 @@ def main():
         status = d.status()
         base_status = base.status() if base else None
         costs = d.calibration()
+        changes = {"pdimond": d.budget_changes(), "baseline": base.budget_changes() if base else {}}
     finally:
         rc = d.stop()
         if base:
@@ -296,6 +297,12 @@ def main():
         print(f"baseline: events={base_status['events']} events_lost={base_status['events_lost']} "
               f"loop_max_wakeup_ms={base_status.get('loop_max_wakeup_ms', 0):.1f}")
     print(f"pdimond: {costs}")
+    # each change is a probe switch of every rank of the step: a level that flaps costs them
+    for who, n in changes.items():
+        if n:
+            top = sorted(n.items(), key=lambda kv: -kv[1])[:6]
+            print(f"{who}: budget level changes per monitored run {sum(n.values()) / a.rounds / len(which):.1f} "
+                  f"(all programs; most: " + ", ".join(f"{k} x{v}" for k, v in top) + ")")
     return 0 if rc in (0, None) else 1
 
 

@@ -954,14 +954,12 @@ static bool normal_times(const struct pdi_smm *const *normal, size_t n, uint64_t
 	*g = (struct pdi_gauss){0};
 	*h = (struct pdi_hist){0};
 	for (size_t k = 0; k < n; k++) {
-		const struct pdi_phase *ph = normal[k]->phase;
-		uint32_t i = pdi_phase_state(ph, from), j = pdi_phase_state(ph, to), e;
+		const struct pdi_edge *x = pdi_phase_edge(normal[k]->phase, from, to);
 
-		if (i == PDI_U64MAP_NONE || j == PDI_U64MAP_NONE ||
-		    (e = pdi_u64map_get(&ph->edge_idx, (uint64_t)i << 32 | j)) == PDI_U64MAP_NONE)
+		if (!x)
 			continue;
-		pdi_gauss_merge(g, &ph->edges[e].time);
-		pdi_hist_merge(h, &ph->edges[e].hist);
+		pdi_gauss_merge(g, &x->time);
+		pdi_hist_merge(h, &x->hist);
 		seen = true;
 	}
 	return seen;
@@ -1055,12 +1053,10 @@ static void theta_change(const struct work *w, struct pdi_automaded *a)
 
 			for (uint32_t e = 0; e < cur->nedges; e++) {
 				uint64_t from = cur->states[cur->edges[e].from].key, to = cur->states[cur->edges[e].to].key;
-				uint32_t i = pdi_phase_state(prev, from), j = pdi_phase_state(prev, to), k;
-				double sd = pdi_gauss_stddev(&cur->edges[e].time) / 1e9, sd0 = 0, theta;
+				const struct pdi_edge *before = pdi_phase_edge(prev, from, to);
+				double sd = pdi_gauss_stddev(&cur->edges[e].time) / 1e9, theta;
+				double sd0 = before ? pdi_gauss_stddev(&before->time) / 1e9 : 0;
 
-				if (i != PDI_U64MAP_NONE && j != PDI_U64MAP_NONE &&
-				    (k = pdi_u64map_get(&prev->edge_idx, (uint64_t)i << 32 | j)) != PDI_U64MAP_NONE)
-					sd0 = pdi_gauss_stddev(&prev->edges[k].time) / 1e9;
 				if (w->in->nsamples) {
 					double nu = pdi_nu_weight(nu_of(w, t, p), from, to);
 					theta = (sd - sd0) / nu;

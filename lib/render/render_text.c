@@ -179,7 +179,10 @@ static void text_transitions(struct pdi_json *j, const struct pdi_analysis *a, c
 		pdi_view_state_name(a->view, v[k].from, from, sizeof(from));
 		pdi_view_state_name(a->view, v[k].to, to, sizeof(to));
 		pdi_analysis_class_ranks(a, v[k].task, ranks, sizeof(ranks));
-		pdi_json_printf(j, "  %zu. %s => %s\n     ranks %s, %s %.3g\n", k + 1, from, to, ranks, score_name, v[k].score);
+		pdi_json_printf(j, "  %zu. %s => %s\n     ranks %s, %s %.3g", k + 1, from, to, ranks, score_name, v[k].score);
+		if (v[k].lost_s > 0)
+			pdi_json_printf(j, ", %.2f s longer than on its peers", v[k].lost_s);
+		pdi_json_printf(j, "\n");
 	}
 }
 
@@ -213,8 +216,12 @@ static void text_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 			   "model class%s)\n",
 			ranks, pdi_confidence(am->phase_margin), pdi_confidence(am->task_margin), am->nclusters,
 			am->nclusters == 1 ? "" : "s", a->classes.n, a->classes.n == 1 ? "" : "es");
-	text_transitions(j, a, "Characteristic transitions (most different from normal first):", am->top, am->ntop,
-			 "score");
+	text_transitions(j, a,
+			 am->ntop && am->top[0].lost_s > 0
+				 ? "Characteristic transitions (where the faulty task lost its time first, then the most "
+				   "different from normal):"
+				 : "Characteristic transitions (most different from normal first):",
+			 am->top, am->ntop, "score");
 	text_transitions(j, a, "Unusual transitions (least probable times first):", am->unusual, am->nunusual,
 			 "log10 p");
 	if (am->has_change)

@@ -11,10 +11,22 @@
 
 enum { INIT = 1, PCONTROL, IRECV, ISEND, WAITALL, BARRIER };
 
+/* What changes in one phase of a ring loop (task_model_ex()). */
+struct change {
+	int rank, phase;  /* the rank it hits, in the loop's phase (model phase PHASE + 1) */
+	double stall_s;   /* that rank computes this long before the Barrier of the phase's middle
+			     iteration, while its peers wait in that Barrier */
+	double reshuffle; /* its every computation between Irecv and Isend takes this many times its
+			     usual microseconds (a loaded machine's noise, no time lost) */
+	double hiccup_ms; /* every rank, every phase: about one computation before the Barrier in four
+			     is preempted for up to this long (a loaded machine) */
+};
+
 /* PHASES Pcontrol phases of ITERS ring iterations; in phase FAULT_PHASE the task computes
- * SLOW times longer before its Barrier. Timing jitter is deterministic but uneven. */
+ * SLOW times longer before its Barrier; and change C (NULL: none). Timing jitter is
+ * deterministic but uneven. */
 static void task_model_ex(struct pdi_model *m, int rank, int phases, int iters, int fault_phase, double slow,
-			  bool permanent)
+			  bool permanent, const struct change *c)
 {
 	static const char *fns[] = {"MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Barrier"};
 	uint64_t t = 0;
@@ -27,23 +39,34 @@ static void task_model_ex(struct pdi_model *m, int rank, int phases, int iters, 
 		cr_assert_eq(pdi_model_add_call(m, &init), 0);
 	}
 	for (int p = 0; p < phases; p++) {
-		struct pdi_call c = {.site = PCONTROL, .fn = (uint16_t)pdi_mpi_func_find("MPI_Pcontrol"), .peer = PDI_NO_PEER};
+		struct pdi_call pc = {.site = PCONTROL, .fn = (uint16_t)pdi_mpi_func_find("MPI_Pcontrol"),
+				      .peer = PDI_NO_PEER};
+		bool here = c && p == c->phase;
 
-		c.t_enter = (t += 1000);
-		c.t_exit = (t += 500);
-		cr_assert_eq(pdi_model_add_call(m, &c), 0);
+		pc.t_enter = (t += 1000);
+		pc.t_exit = (t += 500);
+		cr_assert_eq(pdi_model_add_call(m, &pc), 0);
 		for (int i = 0; i < iters; i++)
 			for (int s = 0; s < 4; s++) {
 				struct pdi_call x = {.site = IRECV + (uint32_t)s, .fn = (uint16_t)pdi_mpi_func_find(fns[s]),
 						     .peer = PDI_NO_PEER};
-				double gap = s == 3 ? 20000 : 2000;
+				double gap = s == 3 ? 20000 : 2000, call = 3000;
+				bool stall = here && s == 3 && i == iters / 2 && c->stall_s > 0;
 
 				seed = seed * 1103515245u + 12345u;
 				gap *= 0.9 + 0.2 * ((seed >> 16) % 1000) / 1000.0;
 				if (s == 3 && (permanent ? p >= fault_phase : p == fault_phase && i >= iters / 2))
 					gap *= slow;
+				if (here && rank == c->rank && s == 1 && c->reshuffle > 0)
+					gap *= c->reshuffle;
+				if (c && s == 3 && (seed >> 8) % 4 == 0)
+					gap += c->hiccup_ms * 1e6 * ((seed >> 12) % 1000) / 1000.0;
+				if (stall && rank == c->rank)
+					gap += c->stall_s * 1e9;
+				else if (stall)
+					call += c->stall_s * 1e9;
 				x.t_enter = (t += (uint64_t)gap);
-				x.t_exit = (t += 3000);
+				x.t_exit = (t += (uint64_t)call);
 				cr_assert_eq(pdi_model_add_call(m, &x), 0);
 			}
 	}
@@ -51,7 +74,7 @@ static void task_model_ex(struct pdi_model *m, int rank, int phases, int iters, 
 
 static void task_model(struct pdi_model *m, int rank, int phases, int iters, int fault_phase, double slow)
 {
-	task_model_ex(m, rank, phases, iters, fault_phase, slow, false);
+	task_model_ex(m, rank, phases, iters, fault_phase, slow, false, NULL);
 }
 
 static int run(const struct pdi_model *const *mp, size_t n, enum pdi_timedist dist, const struct pdi_model *const *samples,
@@ -135,7 +158,7 @@ Test(automaded, permanent_shift_is_the_first_changed_phase)
 	struct pdi_automaded a;
 
 	for (int r = 0; r < 4; r++) {
-		task_model_ex(&m[r], r, 10, 40, 5, r == 1 ? 3.0 : 1.0, true);
+		task_model_ex(&m[r], r, 10, 40, 5, r == 1 ? 3.0 : 1.0, true, NULL);
 		mp[r] = &m[r];
 	}
 	cr_assert_eq(run(mp, 4, PDI_TIME_GAUSS, NULL, 0, &a), 0);
@@ -202,66 +225,12 @@ Test(automaded, clusters_isolate_the_faulty_task)
 		pdi_model_done(&m[r]);
 }
 
-/* What changes in one phase of a ring loop (lost_model()). */
-struct change {
-	int rank, phase;  /* the rank it hits, in the loop's phase (model phase PHASE + 1) */
-	double stall_s;   /* that rank computes this long before the Barrier of the phase's middle
-			     iteration, while its peers wait in that Barrier */
-	double reshuffle; /* its every computation between Irecv and Isend takes this many times its
-			     usual microseconds (a loaded machine's noise, no time lost) */
-	double hiccup_ms; /* every rank, every phase: about one computation before the Barrier in four
-			     is preempted for up to this long (a loaded machine) */
-};
-
-/* PHASES Pcontrol phases of ITERS ring iterations, timed as task_model_ex()'s, with change C. */
-static void lost_model(struct pdi_model *m, int rank, int phases, int iters, const struct change *c)
-{
-	static const char *fns[] = {"MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Barrier"};
-	struct pdi_call init = {.site = INIT, .fn = (uint16_t)pdi_mpi_func_find("MPI_Init"), .peer = PDI_NO_PEER,
-				.t_enter = 0, .t_exit = 100000};
-	uint64_t t = init.t_exit;
-	unsigned seed = (unsigned)rank * 7919u + 13u;
-
-	pdi_model_init(m, NULL);
-	cr_assert_eq(pdi_model_add_call(m, &init), 0);
-	for (int p = 0; p < phases; p++) {
-		struct pdi_call pc = {.site = PCONTROL, .fn = (uint16_t)pdi_mpi_func_find("MPI_Pcontrol"),
-				      .peer = PDI_NO_PEER};
-		bool here = p == c->phase;
-
-		pc.t_enter = (t += 1000);
-		pc.t_exit = (t += 500);
-		cr_assert_eq(pdi_model_add_call(m, &pc), 0);
-		for (int i = 0; i < iters; i++)
-			for (int s = 0; s < 4; s++) {
-				struct pdi_call x = {.site = IRECV + (uint32_t)s, .fn = (uint16_t)pdi_mpi_func_find(fns[s]),
-						     .peer = PDI_NO_PEER};
-				double gap = s == 3 ? 20000 : 2000, call = 3000;
-				bool stall = here && s == 3 && i == iters / 2 && c->stall_s > 0;
-
-				seed = seed * 1103515245u + 12345u;
-				gap *= 0.9 + 0.2 * ((seed >> 16) % 1000) / 1000.0;
-				if (here && rank == c->rank && s == 1 && c->reshuffle > 0)
-					gap *= c->reshuffle;
-				if (s == 3 && (seed >> 8) % 4 == 0)
-					gap += c->hiccup_ms * 1e6 * ((seed >> 12) % 1000) / 1000.0;
-				if (stall && rank == c->rank)
-					gap += c->stall_s * 1e9;
-				else if (stall)
-					call += c->stall_s * 1e9;
-				x.t_enter = (t += (uint64_t)gap);
-				x.t_exit = (t += (uint64_t)call);
-				cr_assert_eq(pdi_model_add_call(m, &x), 0);
-			}
-	}
-}
-
 static void lost_run(const struct change *c, struct pdi_model *m, struct pdi_automaded *a)
 {
 	const struct pdi_model *mp[4];
 
 	for (int r = 0; r < 4; r++) {
-		lost_model(&m[r], r, 8, 40, c);
+		task_model_ex(&m[r], r, 8, 40, -1, 1.0, false, c);
 		mp[r] = &m[r];
 	}
 	cr_assert_eq(run(mp, 4, PDI_TIME_GAUSS, NULL, 0, a), 0);

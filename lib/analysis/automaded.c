@@ -741,7 +741,7 @@ static struct pdi_transition_score *accumulate_at(struct accumulate *a, uint64_t
 	}
 	if (pdi_u64map_put(&a->idx, pair_key(from, to), (uint32_t)a->n) < 0)
 		return NULL;
-	a->v[a->n] = (struct pdi_transition_score){from, to, 0, a->task};
+	a->v[a->n] = (struct pdi_transition_score){from, to, 0, a->task, 0};
 	return &a->v[a->n++];
 }
 
@@ -905,7 +905,26 @@ static void starved_scores(struct pdi_automaded *a)
 	a->task_margin = s->task_margin;
 }
 
-/* The transitions that make the faulty task's faulty phase differ from normal (4.3). */
+/* Where the time one task lost against its peers picked the faulty phase and task (by_lost), the
+ * transition it lost that time in (lost_time.h, at_*), as A's first characteristic transition, with
+ * its own score among the N of V (0 when it made no difference to the models); false otherwise. */
+static bool lost_first(struct pdi_automaded *a, const struct pdi_transition_score *v, size_t n)
+{
+	const struct pdi_lost *l = &a->lost;
+	struct pdi_transition_score at = {l->at_from, l->at_to, 0, l->at_task, l->at_s};
+
+	if (!a->by_lost || !l->has_at || l->at_task != a->faulty_task || l->at_phase != a->faulty_phase)
+		return false;
+	for (size_t k = 0; k < n; k++)
+		if (v[k].from == at.from && v[k].to == at.to)
+			at.score = v[k].score;
+	a->top[0] = at;
+	a->ntop = 1;
+	return true;
+}
+
+/* The transitions that make the faulty task's faulty phase differ from normal (4.3), after the
+ * one it lost its time in (lost_first()), which is not repeated. */
 static int characteristic(const struct work *w, struct pdi_automaded *a)
 {
 	size_t t = a->faulty_task;
@@ -923,11 +942,14 @@ static int characteristic(const struct work *w, struct pdi_automaded *a)
 		(void)pdi_smm_diff_each(fp, normal[k], nu, w->in->dist, add_contribution, &acc);
 	free(normal);
 	if ((r = acc.err) == 0) {
+		bool lost = lost_first(a, acc.v, acc.n);
+
 		if (acc.n)
 			qsort(acc.v, acc.n, sizeof(*acc.v), cmp_score_desc);
-		a->ntop = acc.n < PDI_TOP_TRANSITIONS ? acc.n : PDI_TOP_TRANSITIONS;
-		if (a->ntop)
-			memcpy(a->top, acc.v, a->ntop * sizeof(*acc.v));
+		a->ntop = lost ? 1 : 0;
+		for (size_t k = 0; k < acc.n && a->ntop < PDI_TOP_TRANSITIONS; k++)
+			if (!lost || acc.v[k].from != a->top[0].from || acc.v[k].to != a->top[0].to)
+				a->top[a->ntop++] = acc.v[k];
 	}
 	accumulate_done(&acc);
 	return r;
@@ -954,14 +976,12 @@ static bool normal_times(const struct pdi_smm *const *normal, size_t n, uint64_t
 	*g = (struct pdi_gauss){0};
 	*h = (struct pdi_hist){0};
 	for (size_t k = 0; k < n; k++) {
-		const struct pdi_phase *ph = normal[k]->phase;
-		uint32_t i = pdi_phase_state(ph, from), j = pdi_phase_state(ph, to), e;
+		const struct pdi_edge *x = pdi_phase_edge(normal[k]->phase, from, to);
 
-		if (i == PDI_U64MAP_NONE || j == PDI_U64MAP_NONE ||
-		    (e = pdi_u64map_get(&ph->edge_idx, (uint64_t)i << 32 | j)) == PDI_U64MAP_NONE)
+		if (!x)
 			continue;
-		pdi_gauss_merge(g, &ph->edges[e].time);
-		pdi_hist_merge(h, &ph->edges[e].hist);
+		pdi_gauss_merge(g, &x->time);
+		pdi_hist_merge(h, &x->hist);
 		seen = true;
 	}
 	return seen;
@@ -1003,7 +1023,7 @@ static int unusual_transitions(const struct work *w, struct pdi_automaded *a)
 			s = accumulate_at(&acc, from ^ ((uint64_t)t << 40), to);
 			if (!s)
 				goto out;
-			*s = (struct pdi_transition_score){from, to, lp, t};
+			*s = (struct pdi_transition_score){from, to, lp, t, 0};
 		}
 	}
 	v = malloc((acc.n + 1) * sizeof(*v));
@@ -1055,12 +1075,10 @@ static void theta_change(const struct work *w, struct pdi_automaded *a)
 
 			for (uint32_t e = 0; e < cur->nedges; e++) {
 				uint64_t from = cur->states[cur->edges[e].from].key, to = cur->states[cur->edges[e].to].key;
-				uint32_t i = pdi_phase_state(prev, from), j = pdi_phase_state(prev, to), k;
-				double sd = pdi_gauss_stddev(&cur->edges[e].time) / 1e9, sd0 = 0, theta;
+				const struct pdi_edge *before = pdi_phase_edge(prev, from, to);
+				double sd = pdi_gauss_stddev(&cur->edges[e].time) / 1e9, theta;
+				double sd0 = before ? pdi_gauss_stddev(&before->time) / 1e9 : 0;
 
-				if (i != PDI_U64MAP_NONE && j != PDI_U64MAP_NONE &&
-				    (k = pdi_u64map_get(&prev->edge_idx, (uint64_t)i << 32 | j)) != PDI_U64MAP_NONE)
-					sd0 = pdi_gauss_stddev(&prev->edges[k].time) / 1e9;
 				if (w->in->nsamples) {
 					double nu = pdi_nu_weight(nu_of(w, t, p), from, to);
 					theta = (sd - sd0) / nu;
@@ -1069,7 +1087,7 @@ static void theta_change(const struct work *w, struct pdi_automaded *a)
 				}
 				if (theta > 0 && (!a->has_change || theta_better(ts, theta, best_ts, best_theta))) {
 					a->has_change = true;
-					a->change = (struct pdi_transition_score){from, to, theta, t};
+					a->change = (struct pdi_transition_score){from, to, theta, t, 0};
 					a->change_phase = p;
 					best_ts = ts;
 					best_theta = theta;
@@ -1123,6 +1141,7 @@ static int one_phase(const struct pdi_automaded_input *in, struct pdi_automaded 
 	a.by_time = a.by_lost = true;
 	a.phase_margin = 1e9;
 	lost_scores(&a);
+	(void)lost_first(&a, NULL, 0); /* nothing to compare: the transition the time went in alone */
 	*ret = a;
 	return 0;
 }

@@ -22,7 +22,18 @@
  * - Faulty task(s) (4.3): HAC on the tasks' models of the faulty phase, with a threshold
  *   trained on a normal phase to the number of clusters its merge heights show; the
  *   cluster of the task that changed most (the task that lost the time, when time picked
- *   the phase), and the characteristic transitions.
+ *   the phase), and the characteristic transitions: those that add most to the difference
+ *   from normal, and, where the time one task lost against its peers picked the phase and
+ *   the task (by_lost), first the transition it lost that time in (lost_time.h, at_*).
+ *   The model-difference scores weigh a change of any transition's time distribution, so on
+ *   a loaded machine a reshuffle of microsecond transitions outscores the one transition
+ *   that took seconds longer than on its peers (Monitor.transient_stall_phase at a load of
+ *   22: rank 1 slept 3 s between its Waitall and its Barrier, and other transitions came
+ *   first). The finding is the time; its transition says where it went. Not so where a
+ *   task's share of the CPU picked them (by_starved): a task not getting CPU loses time in
+ *   every transition alike, so no one transition holds it; nor where only a phase's length
+ *   did (by_time alone): no task lost against its peers, so nothing singles one transition
+ *   out against theirs.
  * - Transition analysis (4.4): the probability of each transition's times in the faulty
  *   phase under its normal distribution; k-means on the log-probabilities separates the
  *   unusual ones. For a permanent effect, the largest increase of theta = stddev * nu-bar,
@@ -45,6 +56,8 @@ struct pdi_transition_score {
 	uint64_t from, to; /* state keys */
 	double score;      /* contribution to Diff; for unusual ones, log10 of their probability */
 	size_t task;       /* index of the model it was found in */
+	double lost_s;     /* characteristic: the time its task lost in it against its peers (s), where
+			      that put it first (lost_time.h, at_s); else 0 */
 };
 
 enum pdi_effect { PDI_EFFECT_NONE, PDI_EFFECT_TEMPORARY, PDI_EFFECT_PERMANENT };

@@ -138,10 +138,9 @@ static bool phases_equivalent(const struct pdi_phase *a, const struct pdi_phase 
 	}
 	for (uint32_t i = 0; i < a->nedges; i++) {
 		const struct pdi_edge *e = &a->edges[i];
-		uint64_t from = pdi_phase_state(b, a->states[e->from].key), to = pdi_phase_state(b, a->states[e->to].key);
-		uint32_t j = pdi_u64map_get(&b->edge_idx, from << 32 | to); /* model.h's edge key */
+		const struct pdi_edge *f = pdi_phase_edge(b, a->states[e->from].key, a->states[e->to].key);
 
-		if (j == PDI_U64MAP_NONE || !edges_equivalent(e, &b->edges[j], shift))
+		if (!f || !edges_equivalent(e, f, shift))
 			return false;
 	}
 	return true;

@@ -17,6 +17,8 @@
 #define SIGNAL_BURST (PDI_LOST_WAITING + 2)
 /* computation beyond its states' usual pace, and in states seen in no other phase (pace.h) */
 #define SIGNAL_PACED (PDI_LOST_WAITING + 3)
+/* the time of one transition (struct work's from, to): where the time went (lost_at()) */
+#define SIGNAL_TRANSITION (PDI_LOST_WAITING + 4)
 
 const char *const pdi_lost_kind_names[] = {
 	[PDI_LOST_NONE] = "none", [PDI_LOST_COMPUTING] = "computing", [PDI_LOST_HELD] = "held",
@@ -111,6 +113,7 @@ struct work {
 	double *raw;               /* n x np: the excess of time computing, all of it */
 	double *waited;            /* n x np: the excess of time waiting for a CPU, before netting */
 	struct pdi_pace pace;      /* the computation beyond its usual pace (pace.h) */
+	uint64_t from, to;         /* SIGNAL_TRANSITION's state keys */
 };
 
 /* X becomes each model's excess over its peers' weighted median in the same phase, beyond its
@@ -449,14 +452,23 @@ static void spun_alone(struct pdi_lost *l, const struct pdi_model *const *models
 	take(l, models, taker, &k, scratch);
 }
 
+/* The time W's transition took in phase P of model M (s): 0 where the phase never took it. */
+static double transition_s(const struct work *w, const struct pdi_model *m, uint32_t p)
+{
+	const struct pdi_edge *e = pdi_phase_edge(&m->phases[p], w->from, w->to);
+
+	return e ? e->time.mean * (double)e->time.n / 1e9 : 0;
+}
+
 /* W's X: signal S of every model in every phase looked at, NAN elsewhere. */
 static void fill(struct work *w, int s)
 {
 	for (size_t t = 0; t < w->n; t++)
 		for (uint32_t p = 0; p < w->np; p++)
 			w->x[t * w->np + p] = p < w->first || p >= w->end || p >= w->models[t]->nphases ? NAN
-					      : s == SIGNAL_PACED ? pdi_pace_with_unpaced_s(&w->pace, t, p)
-								  : signal_of(w->models[t], p, s);
+					      : s == SIGNAL_PACED      ? pdi_pace_with_unpaced_s(&w->pace, t, p)
+					      : s == SIGNAL_TRANSITION ? transition_s(w, w->models[t], p)
+								       : signal_of(w->models[t], p, s);
 }
 
 /* How much later the cut that begins phase Q was placed on model T than on its peers (s; negative:
@@ -542,6 +554,45 @@ static bool excess_of(struct work *w, int s)
 	return true;
 }
 
+/* Where L's finding lost its time (lost_time.h, at_*): each transition of the named task in the
+ * run's first phase, taken against the same transition of its peers as the phase's loss was
+ * (excess()). A transition can lose no more than it took, so one that took no longer than the best
+ * so far, or than the floor, is not looked at: the few that took seconds in a phase of seconds. */
+static void lost_at(struct pdi_lost *l, struct work *w)
+{
+	size_t t = l->taken ? l->taker : l->task;
+	uint32_t p = l->onset;
+	enum pdi_lost_kind kind;
+	double lost = pdi_lost_of(l, t, p, &kind), best;
+	const struct pdi_phase *ph;
+	bool comp;
+
+	if (!l->found || p >= w->models[t]->nphases)
+		return;
+	/* a taker spun in its own code; what it lost otherwise is the kind it lost at the onset */
+	comp = kind == PDI_LOST_COMPUTING || t != l->task;
+	best = fmax(PDI_LOST_NOISE_FLOOR_S, PDI_LOST_AT_SHARE * lost);
+	ph = &w->models[t]->phases[p];
+	for (uint32_t e = 0; e < ph->nedges; e++) {
+		const struct pdi_edge *x = &ph->edges[e];
+		double at;
+
+		w->from = ph->states[x->from].key;
+		w->to = ph->states[x->to].key;
+		if ((comp && !pdi_state_is_comp(w->from)) || x->time.mean * (double)x->time.n / 1e9 <= best)
+			continue;
+		fill(w, SIGNAL_TRANSITION);
+		if (!excess(w) || !((at = w->x[t * w->np + p]) > best))
+			continue;
+		best = l->at_s = at;
+		l->has_at = true;
+		l->at_task = t;
+		l->at_phase = p;
+		l->at_from = w->from;
+		l->at_to = w->to;
+	}
+}
+
 /* The most any model but T computed longer than its peers in phase P (s): what T may have
  * waited for. */
 static double culprit_s(const struct pdi_lost *l, size_t t, uint32_t p)
@@ -617,6 +668,7 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 	find(&l, w.x);
 	taker_of(&l, models, weights, w.x);
 	spun_alone(&l, models, weights, w.x);
+	lost_at(&l, &w);
 	*ret = l;
 	l = (struct pdi_lost){0};
 	r = 0;

@@ -85,6 +85,19 @@ struct pdi_lost {
 				      there (s) */
 	double other_lead_s;       /* the most one task was on a CPU beyond every other in a phase outside
 				      the run (s) */
+	/* where the time went: the transition of the task the finding names (the taker, where one
+	   took the CPU) in the run's first phase whose time there stands furthest beyond the same
+	   transition's on its peers, taken as the phase's loss is (beyond their median, beyond its
+	   own usual excess); among its computations only, where it lost its time computing. A stall
+	   sits in one transition: the computation a task slept or spun in, the call it was stopped
+	   in. None where no transition holds PDI_LOST_AT_SHARE of what the task lost in that phase
+	   (a task stopped inside a call its peers waited in too: the kernel's counts tell it, the
+	   call timings do not), or the noise floor */
+	bool has_at;
+	size_t at_task;            /* the model it is in */
+	uint32_t at_phase;         /* onset */
+	uint64_t at_from, at_to;   /* the transition's state keys */
+	double at_s;               /* its time beyond its peers' (s) */
 
 	/* what pdi_lost_of() reads */
 	double *by_task;           /* n x nphases: lost by model t in phase p (s) */
@@ -103,6 +116,8 @@ struct pdi_lost {
 #define PDI_LOST_ALSO_SHARE 0.5
 /* A task waiting for a CPU counts as ready in a run when it was ready this share of its time. */
 #define PDI_LOST_READY 0.5
+/* The transition where the time went holds at least this share of what its task lost in the phase. */
+#define PDI_LOST_AT_SHARE 0.3
 
 /* Whether task U of L lost its time in the peak phase to the CPU the finding's task took, not
  * by itself: the finding's task (model C) computed there at no less than its usual share of the

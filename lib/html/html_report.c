@@ -508,7 +508,10 @@ static void transitions_table(struct pdi_html_page *p, const char *id, const cha
 		pdi_html_text(o, pdi_jstr(t, "to"));
 		pdi_json_printf(o, "</code></td><td>");
 		pdi_html_text(o, pdi_jstr(t, "ranks"));
-		pdi_json_printf(o, "</td><td>%.3g</td>", pdi_jnum(t, score_key, 0));
+		pdi_json_printf(o, "</td><td>%.3g", pdi_jnum(t, score_key, 0));
+		if (pdi_jnum(t, "lost_s", 0) > 0) /* where the faulty task lost its time (characteristic) */
+			pdi_json_printf(o, "; %.2f s longer than on its peers", pdi_jnum(t, "lost_s", 0));
+		pdi_json_printf(o, "</td>");
 		site_cell(o, pdi_jobj(t, "site"));
 		pdi_json_printf(o, "</tr>\n");
 	}

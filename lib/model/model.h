@@ -234,6 +234,17 @@ static inline uint32_t pdi_phase_state(const struct pdi_phase *p, uint64_t key)
 	return pdi_u64map_get(&p->state_idx, key);
 }
 
+/* The edge FROM -> TO (state keys) of phase P, or NULL when P never took that transition. */
+static inline const struct pdi_edge *pdi_phase_edge(const struct pdi_phase *p, uint64_t from, uint64_t to)
+{
+	uint32_t i = pdi_phase_state(p, from), j = pdi_phase_state(p, to), e;
+
+	if (i == PDI_U64MAP_NONE || j == PDI_U64MAP_NONE ||
+	    (e = pdi_u64map_get(&p->edge_idx, (uint64_t)i << 32 | j)) == PDI_U64MAP_NONE)
+		return NULL;
+	return &p->edges[e];
+}
+
 /* The largest site a state key can name: a computation state keeps 31 bits of its previous site. */
 #define PDI_SITE_MAX 0x7fffffffu
 

@@ -44,6 +44,8 @@ static void json_transition(struct pdi_json *j, const struct pdi_analysis *a, co
 	pdi_json_kv_str(j, "from", from);
 	pdi_json_kv_str(j, "to", to);
 	pdi_json_kv_double(j, score_key, t->score);
+	if (!strcmp(score_key, "score")) /* characteristic: where the time went, or 0 */
+		pdi_json_kv_double(j, "lost_s", t->lost_s);
 	pdi_json_kv_int(j, "rank", first_rank(a, t->task));
 	pdi_analysis_class_ranks(a, t->task, from, sizeof(from));
 	pdi_json_kv_str(j, "ranks", from);

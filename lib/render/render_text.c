@@ -42,7 +42,7 @@ static void starved_hit(struct pdi_json *j, const struct pdi_analysis *a)
 static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_automaded *am = &a->am;
-	char from[1100], to[1100], ranks[1024], when[200], phase[240], sure[160];
+	char from[1100], to[1100], at[2300] = "", ranks[1024], when[200], phase[240], sure[160];
 	int *v;
 
 	if (!a->has_automaded || !a->abnormal || !strcmp(a->kind, "hang"))
@@ -53,20 +53,21 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	}
 	pdi_analysis_phase_text(a, am->faulty_phase, when, sizeof(when));
 	snprintf(phase, sizeof(phase), "%u%s%s%s", am->faulty_phase, when[0] ? " (" : "", when, when[0] ? ")" : "");
-	pdi_view_state_name(a->view, am->top[0].from, from, sizeof(from));
-	pdi_view_state_name(a->view, am->top[0].to, to, sizeof(to));
+	if (am->ntop) { /* none: a step of one phase where no transition held the time lost */
+		pdi_view_state_name(a->view, am->top[0].from, from, sizeof(from));
+		pdi_view_state_name(a->view, am->top[0].to, to, sizeof(to));
+		snprintf(at, sizeof(at), ", at %s => %s", from, to);
+	}
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
 	free(v);
 	pdi_analysis_confidence_text(a, sure, sizeof(sure));
 	if (am->effect == PDI_EFFECT_PERMANENT)
-		pdi_json_printf(j, "pdimon: behaviour shifted in phase %s and stayed so, in rank%s %s, at %s => %s "
-				   "(confidence %s)\n",
-				phase, strpbrk(ranks, ",-") ? "s" : "", ranks, from, to, sure);
+		pdi_json_printf(j, "pdimon: behaviour shifted in phase %s and stayed so, in rank%s %s%s (confidence %s)\n",
+				phase, strpbrk(ranks, ",-") ? "s" : "", ranks, at, sure);
 	else
 		pdi_json_printf(j, "pdimon: behaviour changed most in phase %s (%.1fx the next), in rank%s %s (%.1fx the "
-				   "next), at %s => %s (confidence %s)\n",
-				phase, am->phase_margin, strpbrk(ranks, ",-") ? "s" : "", ranks, am->task_margin,
-				from, to, sure);
+				   "next)%s (confidence %s)\n",
+				phase, am->phase_margin, strpbrk(ranks, ",-") ? "s" : "", ranks, am->task_margin, at, sure);
 	if (am->by_starved) {
 		const struct pdi_starved *s = &am->starved;
 		size_t named = s->taken ? s->taker : s->task;
@@ -179,7 +180,10 @@ static void text_transitions(struct pdi_json *j, const struct pdi_analysis *a, c
 		pdi_view_state_name(a->view, v[k].from, from, sizeof(from));
 		pdi_view_state_name(a->view, v[k].to, to, sizeof(to));
 		pdi_analysis_class_ranks(a, v[k].task, ranks, sizeof(ranks));
-		pdi_json_printf(j, "  %zu. %s => %s\n     ranks %s, %s %.3g\n", k + 1, from, to, ranks, score_name, v[k].score);
+		pdi_json_printf(j, "  %zu. %s => %s\n     ranks %s, %s %.3g", k + 1, from, to, ranks, score_name, v[k].score);
+		if (v[k].lost_s > 0)
+			pdi_json_printf(j, ", %.2f s longer than on its peers", v[k].lost_s);
+		pdi_json_printf(j, "\n");
 	}
 }
 
@@ -213,8 +217,12 @@ static void text_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 			   "model class%s)\n",
 			ranks, pdi_confidence(am->phase_margin), pdi_confidence(am->task_margin), am->nclusters,
 			am->nclusters == 1 ? "" : "s", a->classes.n, a->classes.n == 1 ? "" : "es");
-	text_transitions(j, a, "Characteristic transitions (most different from normal first):", am->top, am->ntop,
-			 "score");
+	text_transitions(j, a,
+			 am->ntop && am->top[0].lost_s > 0
+				 ? "Characteristic transitions (where the faulty task lost its time first, then the most "
+				   "different from normal):"
+				 : "Characteristic transitions (most different from normal first):",
+			 am->top, am->ntop, "score");
 	text_transitions(j, a, "Unusual transitions (least probable times first):", am->unusual, am->nunusual,
 			 "log10 p");
 	if (am->has_change)

@@ -1632,3 +1632,83 @@ Test(analysis, more_work_at_the_usual_pace_is_no_fault_the_same_work_slower_is)
 	free(b);
 	cr_expect(judged(1, 1.6, NULL, &base, words, sizeof(words)), "a 1.6 s spin: %s", words);
 }
+
+/* The analysis of case 0 (4 tasks, 8 phases) with task RANK from THEIRS and the others from OPTS,
+ * into A, with its JSON, text and summary renderings; where_done() frees them all. */
+struct rendered {
+	struct built *b;
+	struct pdi_analysis a;
+	char *json, *text, *summary;
+};
+
+static void where_went(const struct ring_opts *opts, int rank, const struct ring_opts *theirs, struct rendered *r)
+{
+	r->b = malloc(sizeof(*r->b));
+	cr_assert_not_null(r->b);
+	build_with(&cases[0], r->b, opts, rank, theirs);
+	cr_assert_eq(pdi_analysis_build(&r->b->v, NULL, &r->a), 0);
+	r->json = pdi_render_json(&r->a);
+	r->text = pdi_render_text(&r->a);
+	r->summary = pdi_render_summary(&r->a);
+	cr_assert(r->json && r->text && r->summary);
+}
+
+static void where_done(struct rendered *r)
+{
+	free(r->json);
+	free(r->text);
+	free(r->summary);
+	pdi_analysis_done(&r->a);
+	unbuild(&cases[0], r->b);
+	free(r->b);
+}
+
+/* Where the time one task lost against its peers names the phase and the task, the first
+ * characteristic transition is where it went, in every rendering: the computation before the
+ * Barrier a rank stalled in (12 s), the MPI_Waitall a rank was stopped in (3 s) while its peers
+ * went on. A rank stopped in a call its peers waited in as long shows in no transition of its
+ * own: the scores order them, as they do whenever the finding is not time lost. */
+Test(analysis, the_transitions_say_where_the_time_went)
+{
+	struct ring_opts all = {.stall_phase = -1, .noise_phase = -1, .stop_phase = -1, .slow_from = -1, .slow_to = -1,
+				.usage = true};
+	struct ring_opts stalled = all, stopped = all, waited = all, stopped_waited;
+	struct rendered r;
+
+	stalled.stall_phase = 5;
+	where_went(&all, 1, &stalled, &r);
+	cr_expect(r.a.am.by_lost && r.a.am.faulty_phase == 6, "by lost %d, phase %u", r.a.am.by_lost,
+		  r.a.am.faulty_phase);
+	cr_assert_geq(r.a.am.ntop, 1);
+	cr_expect(r.a.am.top[0].from == pdi_state_comp(WAITALL, BARRIER) && r.a.am.top[0].to == pdi_state_comm(BARRIER));
+	cr_expect_gt(r.a.am.top[0].lost_s, 10.0, "%g s", r.a.am.top[0].lost_s);
+	cr_expect(strstr(r.json, "\"transitions\":[{\"from\":\"MPI_Waitall@ring.c:14 -> MPI_Barrier@ring.c:15\""),
+		  "%s", r.json);
+	cr_expect(strstr(r.json, "\"lost_s\":1"), "the seconds, in JSON");
+	cr_expect(strstr(r.text, "where the faulty task lost its time first") && strstr(r.text, "longer than on its peers"),
+		  "%s", r.text);
+	cr_expect(strstr(r.summary, "at MPI_Waitall@ring.c:14 -> MPI_Barrier@ring.c:15 => MPI_Barrier@ring.c:15"), "%s",
+		  r.summary);
+	where_done(&r);
+
+	stopped.stop_phase = 4;
+	stopped.stopped = true;
+	where_went(&all, 1, &stopped, &r);
+	cr_assert(r.a.am.by_lost && r.a.am.lost.kind == PDI_LOST_HELD && r.a.am.ntop >= 1);
+	cr_expect(r.a.am.top[0].from == pdi_state_comm(WAITALL), "the call it was stopped in");
+	cr_expect(r.a.am.top[0].lost_s > 2.9 && r.a.am.top[0].lost_s < 3.1, "%g s", r.a.am.top[0].lost_s);
+	where_done(&r);
+
+	waited.stop_phase = 4;
+	stopped_waited = waited;
+	stopped_waited.stopped = true;
+	where_went(&waited, 1, &stopped_waited, &r);
+	cr_assert(r.a.am.by_lost && r.a.am.lost.kind == PDI_LOST_HELD && r.a.am.ntop >= 1);
+	cr_expect_not(r.a.am.lost.has_at, "%g s in a transition", r.a.am.lost.at_s);
+	for (size_t k = 0; k < r.a.am.ntop; k++) {
+		cr_expect_eq(r.a.am.top[k].lost_s, 0.0);
+		cr_expect(k == 0 || r.a.am.top[k].score <= r.a.am.top[k - 1].score, "by their scores");
+	}
+	cr_expect_not(strstr(r.text, "where the faulty task lost its time first"), "%s", r.text);
+	where_done(&r);
+}

@@ -11,10 +11,22 @@
 
 enum { INIT = 1, PCONTROL, IRECV, ISEND, WAITALL, BARRIER };
 
+/* What changes in one phase of a ring loop (task_model_ex()). */
+struct change {
+	int rank, phase;  /* the rank it hits, in the loop's phase (model phase PHASE + 1) */
+	double stall_s;   /* that rank computes this long before the Barrier of the phase's middle
+			     iteration, while its peers wait in that Barrier */
+	double reshuffle; /* its every computation between Irecv and Isend takes this many times its
+			     usual microseconds (a loaded machine's noise, no time lost) */
+	double hiccup_ms; /* every rank, every phase: about one computation before the Barrier in four
+			     is preempted for up to this long (a loaded machine) */
+};
+
 /* PHASES Pcontrol phases of ITERS ring iterations; in phase FAULT_PHASE the task computes
- * SLOW times longer before its Barrier. Timing jitter is deterministic but uneven. */
+ * SLOW times longer before its Barrier; and change C (NULL: none). Timing jitter is
+ * deterministic but uneven. */
 static void task_model_ex(struct pdi_model *m, int rank, int phases, int iters, int fault_phase, double slow,
-			  bool permanent)
+			  bool permanent, const struct change *c)
 {
 	static const char *fns[] = {"MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Barrier"};
 	uint64_t t = 0;
@@ -27,23 +39,34 @@ static void task_model_ex(struct pdi_model *m, int rank, int phases, int iters, 
 		cr_assert_eq(pdi_model_add_call(m, &init), 0);
 	}
 	for (int p = 0; p < phases; p++) {
-		struct pdi_call c = {.site = PCONTROL, .fn = (uint16_t)pdi_mpi_func_find("MPI_Pcontrol"), .peer = PDI_NO_PEER};
+		struct pdi_call pc = {.site = PCONTROL, .fn = (uint16_t)pdi_mpi_func_find("MPI_Pcontrol"),
+				      .peer = PDI_NO_PEER};
+		bool here = c && p == c->phase;
 
-		c.t_enter = (t += 1000);
-		c.t_exit = (t += 500);
-		cr_assert_eq(pdi_model_add_call(m, &c), 0);
+		pc.t_enter = (t += 1000);
+		pc.t_exit = (t += 500);
+		cr_assert_eq(pdi_model_add_call(m, &pc), 0);
 		for (int i = 0; i < iters; i++)
 			for (int s = 0; s < 4; s++) {
 				struct pdi_call x = {.site = IRECV + (uint32_t)s, .fn = (uint16_t)pdi_mpi_func_find(fns[s]),
 						     .peer = PDI_NO_PEER};
-				double gap = s == 3 ? 20000 : 2000;
+				double gap = s == 3 ? 20000 : 2000, call = 3000;
+				bool stall = here && s == 3 && i == iters / 2 && c->stall_s > 0;
 
 				seed = seed * 1103515245u + 12345u;
 				gap *= 0.9 + 0.2 * ((seed >> 16) % 1000) / 1000.0;
 				if (s == 3 && (permanent ? p >= fault_phase : p == fault_phase && i >= iters / 2))
 					gap *= slow;
+				if (here && rank == c->rank && s == 1 && c->reshuffle > 0)
+					gap *= c->reshuffle;
+				if (c && s == 3 && (seed >> 8) % 4 == 0)
+					gap += c->hiccup_ms * 1e6 * ((seed >> 12) % 1000) / 1000.0;
+				if (stall && rank == c->rank)
+					gap += c->stall_s * 1e9;
+				else if (stall)
+					call += c->stall_s * 1e9;
 				x.t_enter = (t += (uint64_t)gap);
-				x.t_exit = (t += 3000);
+				x.t_exit = (t += (uint64_t)call);
 				cr_assert_eq(pdi_model_add_call(m, &x), 0);
 			}
 	}
@@ -51,7 +74,7 @@ static void task_model_ex(struct pdi_model *m, int rank, int phases, int iters, 
 
 static void task_model(struct pdi_model *m, int rank, int phases, int iters, int fault_phase, double slow)
 {
-	task_model_ex(m, rank, phases, iters, fault_phase, slow, false);
+	task_model_ex(m, rank, phases, iters, fault_phase, slow, false, NULL);
 }
 
 static int run(const struct pdi_model *const *mp, size_t n, enum pdi_timedist dist, const struct pdi_model *const *samples,
@@ -135,7 +158,7 @@ Test(automaded, permanent_shift_is_the_first_changed_phase)
 	struct pdi_automaded a;
 
 	for (int r = 0; r < 4; r++) {
-		task_model_ex(&m[r], r, 10, 40, 5, r == 1 ? 3.0 : 1.0, true);
+		task_model_ex(&m[r], r, 10, 40, 5, r == 1 ? 3.0 : 1.0, true, NULL);
 		mp[r] = &m[r];
 	}
 	cr_assert_eq(run(mp, 4, PDI_TIME_GAUSS, NULL, 0, &a), 0);
@@ -200,4 +223,89 @@ Test(automaded, clusters_isolate_the_faulty_task)
 	pdi_automaded_done(&a);
 	for (int r = 0; r < 3; r++)
 		pdi_model_done(&m[r]);
+}
+
+static void lost_run(const struct change *c, struct pdi_model *m, struct pdi_automaded *a)
+{
+	const struct pdi_model *mp[4];
+
+	for (int r = 0; r < 4; r++) {
+		task_model_ex(&m[r], r, 8, 40, -1, 1.0, false, c);
+		mp[r] = &m[r];
+	}
+	cr_assert_eq(run(mp, 4, PDI_TIME_GAUSS, NULL, 0, a), 0);
+}
+
+static void lost_done(struct pdi_model *m, struct pdi_automaded *a)
+{
+	pdi_automaded_done(a);
+	for (int r = 0; r < 4; r++)
+		pdi_model_done(&m[r]);
+}
+
+/* The characteristic transitions hold no transition twice, and in the faulty task. */
+static void expect_distinct(const struct pdi_automaded *a)
+{
+	for (size_t i = 0; i < a->ntop; i++) {
+		cr_expect_eq(a->top[i].task, a->faulty_task, "transition %zu in model %zu", i, a->top[i].task);
+		for (size_t k = i + 1; k < a->ntop; k++)
+			cr_expect(a->top[i].from != a->top[k].from || a->top[i].to != a->top[k].to,
+				  "transitions %zu and %zu are the same", i, k);
+	}
+}
+
+/* Rank 2 stalls 2 s before its Barrier in one iteration of phase 5, and its computations between
+ * Irecv and Isend take ten times their microseconds there: the latter changes their distribution
+ * more (the model-difference scores of 4.3 put it first), the former is where the time went. The
+ * time lost names the phase and the task, and its transition comes first; the rest follow as
+ * before, once each. */
+Test(automaded, the_transition_that_lost_the_time_comes_first)
+{
+	struct change c = {.rank = 2, .phase = 4, .stall_s = 2.0, .reshuffle = 10, .hiccup_ms = 50};
+	struct pdi_model m[4];
+	struct pdi_automaded a;
+	double most = 0;
+
+	lost_run(&c, m, &a);
+	cr_assert(a.by_lost, "the time lost picks the phase");
+	cr_assert_eq(a.faulty_phase, 5);
+	cr_assert_eq(a.faulty_task, 2);
+	cr_assert(a.lost.has_at);
+	cr_assert_geq(a.ntop, 2);
+	cr_expect_eq(a.top[0].from, pdi_state_comp(WAITALL, BARRIER));
+	cr_expect_eq(a.top[0].to, pdi_state_comm(BARRIER));
+	/* the stall, give or take the hiccups of its phase against its peers' */
+	cr_expect(a.top[0].lost_s > 1.9 && a.top[0].lost_s < 2.5, "lost %g s", a.top[0].lost_s);
+	for (size_t k = 1; k < a.ntop; k++) {
+		cr_expect_eq(a.top[k].lost_s, 0.0);
+		cr_expect(k == 1 || a.top[k].score <= a.top[k - 1].score, "the rest by their scores");
+		most = a.top[k].score > most ? a.top[k].score : most;
+	}
+	/* what the test is about: another transition differs more from normal */
+	cr_expect_gt(most, a.top[0].score, "the stall's transition scored %g, the most of the rest %g", a.top[0].score,
+		     most);
+	cr_expect_eq(a.top[1].from, pdi_state_comp(IRECV, ISEND), "the reshuffled transition scores highest");
+	expect_distinct(&a);
+	lost_done(m, &a);
+}
+
+/* The same reshuffle with a stall of 0.4 s, under a stall's worth (PDI_EXCESS_FLOOR_S): the time
+ * lost does not pick the phase, and the transitions are in the order of their scores alone, the
+ * one the time went in no exception. */
+Test(automaded, transitions_by_their_scores_when_the_finding_is_not_lost_time)
+{
+	struct change c = {.rank = 2, .phase = 4, .stall_s = 0.4, .reshuffle = 10, .hiccup_ms = 50};
+	struct pdi_model m[4];
+	struct pdi_automaded a;
+
+	lost_run(&c, m, &a);
+	cr_assert_not(a.by_lost);
+	cr_expect(a.lost.has_at, "the time lost still knows its transition");
+	cr_assert_geq(a.ntop, 2);
+	for (size_t k = 0; k < a.ntop; k++) {
+		cr_expect_eq(a.top[k].lost_s, 0.0);
+		cr_expect(k == 0 || a.top[k].score <= a.top[k - 1].score, "by their scores");
+	}
+	expect_distinct(&a);
+	lost_done(m, &a);
 }

@@ -58,6 +58,16 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
 	free(v);
 	pdi_analysis_confidence_text(a, sure, sizeof(sure));
+	if (am->by_group) {
+		char doing[400];
+
+		pdi_alike_text(&am->starved.alike, doing, sizeof(doing));
+		pdi_json_printf(j, "pdimon: every rank lost CPU alike from phase %s, to a process of the job's own "
+				   "(confidence %s)\n",
+				phase, sure);
+		pdi_json_printf(j, "pdimon:   %s\n", doing);
+		return;
+	}
 	if (am->effect == PDI_EFFECT_PERMANENT)
 		pdi_json_printf(j, "pdimon: behaviour shifted in phase %s and stayed so, in rank%s %s, at %s => %s "
 				   "(confidence %s)\n",

@@ -164,7 +164,7 @@ static bool shared(struct pdi_daemon *d, const struct pdi_step *s, const struct 
 			continue;
 		if (holds(g->path, o->path))
 			ours = true;
-		else if (holds(o->path, g->path) && !o->none) {
+		if (holds(o->path, g->path) && !o->none) {
 			log_debug("Step %s: its cgroup %s also holds step %s's tasks: its CPU is not read",
 				  d->reg.steps[i]->name, o->path, s->name);
 			drop(o);
@@ -258,6 +258,11 @@ uint64_t pdi_step_group_ns(struct pdi_step *s, uint64_t now_ns)
 	g->ns = v;
 	g->at_ns = now_ns;
 	return v;
+}
+
+const char *pdi_step_group_path(const struct pdi_step *s)
+{
+	return s->group && s->group->fd >= 0 ? s->group->path : "";
 }
 
 void pdi_step_group_done(struct pdi_step *s)

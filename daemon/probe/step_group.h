@@ -34,6 +34,9 @@ void pdi_step_group_join(struct pdi_daemon *d, struct pdi_step *s, struct pdi_ta
 #define PDI_STEP_GROUP_FRESH_NS 2000000ull
 uint64_t pdi_step_group_ns(struct pdi_step *s, uint64_t now_ns);
 
+/* The cgroup whose CPU is read for S (from its hierarchy's root: "/job_7/step_0"), "" when none. */
+const char *pdi_step_group_path(const struct pdi_step *s);
+
 /* S's group let go (the step leaves memory). */
 void pdi_step_group_done(struct pdi_step *s);
 

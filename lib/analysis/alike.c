@@ -199,8 +199,8 @@ void pdi_alike_text(const struct pdi_alike *a, char *buf, size_t len)
 	else if (a->read && !isnan(a->others_during))
 		snprintf(buf, len,
 			 "every rank got %.1f times less CPU than usual from phase %u to %u (%.1f s), but the job's group "
-			 "gave nothing of it to a process of its own (%.2f CPUs beyond the ranks, %.2f before): the node "
-			 "was busier",
+			 "used too little beyond its ranks to be a process of its own taking it (%.2f CPUs, %.2f before): "
+			 "the node was busier",
 			 a->fall, a->onset, a->last, a->run_s, a->others_during, a->others_before);
 	else
 		snprintf(buf, len,

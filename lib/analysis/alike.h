@@ -59,5 +59,5 @@ struct pdi_alike {
 /* What the finding says, into BUF: "a process of the job's own, not one of its ranks, took 0.21
  * CPUs from every rank alike from phase 11 to 16 (5.5 s): the ranks got 4.0 times less CPU than
  * usual (1.60 -> 0.40 CPUs) while the job's group used 0.50 CPUs beyond them (0.01 before)";
- * where every rank fell but the group gave nothing away, why it is not called ("" when no fall). */
+ * where every rank fell but the group did not take it, why it is not called ("" when no fall). */
 void pdi_alike_text(const struct pdi_alike *a, char *buf, size_t len);

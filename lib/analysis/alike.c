@@ -115,6 +115,18 @@ static double median_over(struct pdi_starved_work *w, const struct series *s, co
 	return k ? pdi_weighted_quantile(w->byunit, k, 0.5) : NAN;
 }
 
+/* The robust spread of what the group's others used per unit outside the run (CPUs), at least
+ * PDI_ALIKE_NOISE_CPUS. */
+static double others_noise(struct pdi_starved_work *w, const struct series *s, uint32_t onset, uint32_t last)
+{
+	size_t k = 0;
+
+	for (uint32_t u = 0; u < w->nu; u++)
+		if ((u < onset || u > last) && !isnan(s->others[u]))
+			w->scratch[k++] = s->others[u];
+	return pdi_robust_sd(w->scratch, k, k ? pdi_median(w->scratch, k) : 0, PDI_ALIKE_NOISE_CPUS);
+}
+
 /* What the ranks and the group's others used before the run (its units before, else after it)
  * and over it; the finding when the others took their part of what the ranks lost. */
 static void group_took(struct pdi_starved_work *w, const struct series *s, uint32_t onset, uint32_t last,
@@ -137,6 +149,7 @@ static void group_took(struct pdi_starved_work *w, const struct series *s, uint3
 	gain = a->others_during - a->others_before;
 	a->took = lost > 0 ? gain / lost : 0;
 	a->found = lost > 0 && a->took >= PDI_ALIKE_TOOK && gain >= PDI_ALIKE_MIN_CPUS;
+	a->group_z = gain / others_noise(w, s, onset, last);
 }
 
 int pdi_alike_find(struct pdi_starved_work *w, struct pdi_alike *ret)

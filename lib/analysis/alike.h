@@ -22,7 +22,10 @@
  * mean fall above the highest of as many units in a row elsewhere, robust sds). It is the job's
  * group's doing when the group's other members (the group's CPU less the ranks') used, over the
  * run, PDI_ALIKE_TOOK of what the ranks lost or more beyond what they used before it, and at least
- * PDI_ALIKE_MIN_CPUS. Its first phase is the faulty one; no rank is named.
+ * PDI_ALIKE_MIN_CPUS. Its first phase is the faulty one; no rank is named. The verdict's strength
+ * is the others' gain against their own spread over the rest of the step (group_z): a hog in
+ * the group, not the ranks' fall, is what it reports, and a node busier at other moments of the
+ * step too (interf17: bursts of other sessions' work every 20 s) leaves the fall's own z at 0-3.
  *
  * Only where pdimond read the group (pdi_usage.group_ns: a step whose tasks have a cgroup of
  * their own, daemon/probe/step_group.h); elsewhere, and for models of format 9 or before, the rule
@@ -40,6 +43,10 @@
  * 0.45-1.45 of it, 0.14-0.26 CPUs (interf16); without a hog in the group, 0.00-0.02 CPUs. */
 #define PDI_ALIKE_TOOK 0.25
 #define PDI_ALIKE_MIN_CPUS 0.05
+/* The least spread taken for what the group's others use per slot (CPUs): a quarter of a second
+ * at 0.005 CPUs is 1.25 ms of CPU, about what reading the counters a few us apart and placing
+ * them by interpolation blurs. */
+#define PDI_ALIKE_NOISE_CPUS 0.005
 
 struct pdi_alike {
 	bool read;           /* the group's CPU was read beside every model's counts in some unit */
@@ -54,6 +61,9 @@ struct pdi_alike {
 	double ranks_before, ranks_during;   /* the ranks' CPU (CPUs) before the run and over it */
 	double others_before, others_during; /* the group's other members' CPU (CPUs); NAN not read */
 	double took;         /* the others' gain over the ranks' loss (0 when not read) */
+	double group_z;      /* the others' gain above their own spread outside the run (robust sds): the
+				verdict's strength, since the group, not the fall, tells the fault (the fall's
+				own z is low where the node got busier elsewhere in the step too) */
 };
 
 /* What the finding says, into BUF: "a process of the job's own, not one of its ranks, took 0.21

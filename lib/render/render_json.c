@@ -245,6 +245,7 @@ static void json_group(struct pdi_json *j, const struct pdi_analysis *a)
 			pdi_json_kv_double(j, "others_cpus_before", g->others_before);
 			pdi_json_kv_double(j, "others_cpus", g->others_during);
 			pdi_json_kv_double(j, "took", g->took);
+			pdi_json_kv_double(j, "group_z", g->group_z);
 		}
 		pdi_json_kv_str(j, "doing", doing);
 	}

@@ -134,6 +134,7 @@ Test(alike, a_process_of_the_jobs_own_group_that_took_every_ranks_cpu_is_found)
 	cr_assert_float_eq(a->others_during - a->others_before, 0.5, 0.05);
 	cr_assert_float_eq(a->ranks_before - a->ranks_during, NTASKS * (SHARE - LOW_SHARE), 0.05);
 	cr_assert_geq(a->z, 8, "z %.1f", a->z);
+	cr_assert_geq(a->group_z, 8, "the group's gain against its own spread: %.1f", a->group_z);
 	cr_assert(!st.s.found, "no rank fell behind its peers");
 	cr_assert(st.am.by_group && !st.am.by_starved, "AutomaDeD's phase is the group's");
 	cr_assert_eq(st.am.faulty_phase, 8);

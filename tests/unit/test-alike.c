@@ -22,7 +22,11 @@
 #define FALL_TO 13.0
 #define OTHERS 0.01    /* what the group uses beyond its ranks (mpirun, pdimon run) */
 
-enum others { OTHERS_FLAT, OTHERS_HOG, OTHERS_NOISE, OTHERS_UNREAD };
+#define BUSIER_FROM 15.0 /* s: the node busier for everyone later (OTHERS_HOG_THEN_BUSIER) */
+#define BUSIER_TO 18.5
+#define BUSIER_SHARE 0.05
+
+enum others { OTHERS_FLAT, OTHERS_HOG, OTHERS_NOISE, OTHERS_UNREAD, OTHERS_HOG_THEN_BUSIER };
 
 /* Time in [A, B) up to S. */
 static double inside(double s, double a, double b)
@@ -30,10 +34,11 @@ static double inside(double s, double a, double b)
 	return fmax(0.0, fmin(s, b) - a);
 }
 
-/* The CPU a rank used by S (s). */
-static double rank_cpu(double s)
+/* The CPU a rank used by S (s); with BUSIER, the node took more from every rank later on. */
+static double rank_cpu(double s, bool busier)
 {
-	return SHARE * s - (SHARE - LOW_SHARE) * inside(s, FALL_FROM, FALL_TO);
+	return SHARE * s - (SHARE - LOW_SHARE) * inside(s, FALL_FROM, FALL_TO) -
+	       (busier ? (SHARE - BUSIER_SHARE) * inside(s, BUSIER_FROM, BUSIER_TO) : 0);
 }
 
 /* The CPU the group used beyond its ranks by S: flat, plus a hog of HOG CPUs while the ranks fell,
@@ -42,7 +47,7 @@ static double others_cpu(enum others o, double s, double hog)
 {
 	double v = OTHERS * s;
 
-	if (o == OTHERS_HOG)
+	if (o == OTHERS_HOG || o == OTHERS_HOG_THEN_BUSIER)
 		v += hog * inside(s, FALL_FROM, FALL_TO);
 	if (o == OTHERS_NOISE)
 		for (unsigned k = 0; k * 0.05 < s; k++)
@@ -52,7 +57,7 @@ static double others_cpu(enum others o, double s, double hog)
 
 static struct pdi_usage counts_at(enum others o, double hog, uint64_t t)
 {
-	double s = (double)t / 1e9, cpu = rank_cpu(s);
+	double s = (double)t / 1e9, cpu = rank_cpu(s, o == OTHERS_HOG_THEN_BUSIER);
 
 	return (struct pdi_usage){.at_ns = t, .cpu_ns = (uint64_t)(cpu * 1e9), .wait_ns = (uint64_t)((s - cpu) * 1e9),
 				  .group_ns = o == OTHERS_UNREAD ? 0
@@ -141,6 +146,19 @@ Test(alike, a_process_of_the_jobs_own_group_that_took_every_ranks_cpu_is_found)
 	pdi_alike_text(a, text, sizeof(text));
 	cr_assert(strstr(text, "a process of the job's own, not one of its ranks, took 0.50 CPUs") &&
 		  strstr(text, "from phase 8 to 12"), "%s", text);
+	done(&st);
+}
+
+Test(alike, the_run_the_group_took_beats_a_deeper_one_of_a_busier_node)
+{
+	struct step st;
+	const struct pdi_alike *a = &st.s.alike;
+
+	run(&st, OTHERS_HOG_THEN_BUSIER, 0.5); /* phases 15-18 fall further, the group gives nothing there */
+	cr_assert(a->found, "took %.2f", a->took);
+	cr_assert_eq(a->onset, 8, "the hog's run, not the node's: phase %u", a->onset);
+	cr_assert(st.am.by_group);
+	cr_assert_eq(st.am.faulty_phase, 8);
 	done(&st);
 }
 

@@ -217,6 +217,8 @@ int pdi_alike_find(struct pdi_starved_work *w, struct pdi_alike *ret)
 	return 0;
 }
 
+/* (what the group's others used is shown from 0: a reading interpolated between counters read a few
+ * us apart may fall a hair below) */
 void pdi_alike_text(const struct pdi_alike *a, char *buf, size_t len)
 {
 	if (!len)
@@ -230,13 +232,13 @@ void pdi_alike_text(const struct pdi_alike *a, char *buf, size_t len)
 			 "from phase %u to %u (%.1f s): the ranks got %.1f times less CPU than usual (%.2f -> %.2f CPUs) "
 			 "while the job's group used %.2f CPUs beyond them (%.2f before)",
 			 a->others_during - a->others_before, a->onset, a->last, a->run_s, a->fall, a->ranks_before,
-			 a->ranks_during, a->others_during, a->others_before);
+			 a->ranks_during, fmax(0.0, a->others_during), fmax(0.0, a->others_before));
 	else if (a->read && !isnan(a->others_during))
 		snprintf(buf, len,
 			 "every rank got %.1f times less CPU than usual from phase %u to %u (%.1f s), but the job's group "
 			 "used too little beyond its ranks to be a process of its own taking it (%.2f CPUs, %.2f before): "
 			 "the node was busier",
-			 a->fall, a->onset, a->last, a->run_s, a->others_during, a->others_before);
+			 a->fall, a->onset, a->last, a->run_s, fmax(0.0, a->others_during), fmax(0.0, a->others_before));
 	else
 		snprintf(buf, len,
 			 "every rank got %.1f times less CPU than usual from phase %u to %u (%.1f s); the job has no "

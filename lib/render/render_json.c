@@ -233,20 +233,22 @@ static void json_group(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_kv_bool(j, "fell", g->fell);
 	pdi_json_kv_bool(j, "found", g->found);
 	if (g->fell) {
+		/* the group's part only where it was read over the run */
+		const struct {
+			const char *key;
+			double v;
+		} f[] = {{"run_s", g->run_s},		{"fall", g->fall},
+			 {"z", g->z},			{"ranks_cpus_before", g->ranks_before},
+			 {"ranks_cpus", g->ranks_during}, {"others_cpus_before", g->others_before},
+			 {"others_cpus", g->others_during}, {"took", g->took},
+			 {"group_z", g->group_z}};
+		size_t n = isnan(g->others_during) || isnan(g->others_before) ? 5 : sizeof(f) / sizeof(f[0]);
+
 		pdi_alike_text(g, doing, sizeof(doing));
 		pdi_json_kv_uint(j, "first_phase", g->onset);
 		pdi_json_kv_uint(j, "last_phase", g->last);
-		pdi_json_kv_double(j, "run_s", g->run_s);
-		pdi_json_kv_double(j, "fall", g->fall);
-		pdi_json_kv_double(j, "z", g->z);
-		pdi_json_kv_double(j, "ranks_cpus_before", g->ranks_before);
-		pdi_json_kv_double(j, "ranks_cpus", g->ranks_during);
-		if (!isnan(g->others_during) && !isnan(g->others_before)) {
-			pdi_json_kv_double(j, "others_cpus_before", g->others_before);
-			pdi_json_kv_double(j, "others_cpus", g->others_during);
-			pdi_json_kv_double(j, "took", g->took);
-			pdi_json_kv_double(j, "group_z", g->group_z);
-		}
+		for (size_t i = 0; i < n; i++)
+			pdi_json_kv_double(j, f[i].key, f[i].v);
 		pdi_json_kv_str(j, "doing", doing);
 	}
 	pdi_json_obj_end(j);

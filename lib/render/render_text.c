@@ -219,10 +219,15 @@ static void text_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	}
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
 	free(v);
-	pdi_json_printf(j, "\nFaulty task(s): %s (phase confidence %.2f, task confidence %.2f; %zu cluster%s of %zu "
-			   "model class%s)\n",
-			ranks, pdi_confidence(am->phase_margin), pdi_confidence(am->task_margin), am->nclusters,
-			am->nclusters == 1 ? "" : "s", a->classes.n, a->classes.n == 1 ? "" : "es");
+	if (am->by_group) /* no task is named: the job's group took it from every rank */
+		pdi_json_printf(j, "\nFaulty task(s): none, every rank lost CPU alike to a process of the job's own "
+				   "(phase confidence %.2f)\n",
+				pdi_confidence(am->phase_margin));
+	else
+		pdi_json_printf(j, "\nFaulty task(s): %s (phase confidence %.2f, task confidence %.2f; %zu cluster%s of "
+				   "%zu model class%s)\n",
+				ranks, pdi_confidence(am->phase_margin), pdi_confidence(am->task_margin), am->nclusters,
+				am->nclusters == 1 ? "" : "s", a->classes.n, a->classes.n == 1 ? "" : "es");
 	text_transitions(j, a, "Characteristic transitions (most different from normal first):", am->top, am->ntop,
 			 "score");
 	text_transitions(j, a, "Unusual transitions (least probable times first):", am->unusual, am->nunusual,

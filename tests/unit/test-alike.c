@@ -26,7 +26,9 @@
 #define BUSIER_TO 18.5
 #define BUSIER_SHARE 0.05
 
-enum others { OTHERS_FLAT, OTHERS_HOG, OTHERS_NOISE, OTHERS_UNREAD, OTHERS_HOG_THEN_BUSIER };
+#define DIP_SHARE 0.02 /* OTHERS_HOG_DIPS: each rank in turn, a quarter of each second of the fall */
+
+enum others { OTHERS_FLAT, OTHERS_HOG, OTHERS_NOISE, OTHERS_UNREAD, OTHERS_HOG_THEN_BUSIER, OTHERS_HOG_DIPS };
 
 /* Time in [A, B) up to S. */
 static double inside(double s, double a, double b)
@@ -34,11 +36,18 @@ static double inside(double s, double a, double b)
 	return fmax(0.0, fmin(s, b) - a);
 }
 
-/* The CPU a rank used by S (s); with BUSIER, the node took more from every rank later on. */
-static double rank_cpu(double s, bool busier)
+/* The CPU rank TASK used by S (s) under O: with OTHERS_HOG_THEN_BUSIER the node took more from
+ * every rank later on; with OTHERS_HOG_DIPS each rank in turn got less still for a quarter of each
+ * second of the fall (the hog's CPU visited by the ranks one after the other). */
+static double rank_cpu(enum others o, int task, double s)
 {
-	return SHARE * s - (SHARE - LOW_SHARE) * inside(s, FALL_FROM, FALL_TO) -
-	       (busier ? (SHARE - BUSIER_SHARE) * inside(s, BUSIER_FROM, BUSIER_TO) : 0);
+	double v = SHARE * s - (SHARE - LOW_SHARE) * inside(s, FALL_FROM, FALL_TO);
+
+	if (o == OTHERS_HOG_THEN_BUSIER)
+		v -= (SHARE - BUSIER_SHARE) * inside(s, BUSIER_FROM, BUSIER_TO);
+	for (double at = FALL_FROM + task * 0.25; o == OTHERS_HOG_DIPS && at < FALL_TO; at += 1)
+		v -= (LOW_SHARE - DIP_SHARE) * inside(s, at, at + 0.25);
+	return v;
 }
 
 /* The CPU the group used beyond its ranks by S: flat, plus a hog of HOG CPUs while the ranks fell,
@@ -47,7 +56,7 @@ static double others_cpu(enum others o, double s, double hog)
 {
 	double v = OTHERS * s;
 
-	if (o == OTHERS_HOG || o == OTHERS_HOG_THEN_BUSIER)
+	if (o == OTHERS_HOG || o == OTHERS_HOG_THEN_BUSIER || o == OTHERS_HOG_DIPS)
 		v += hog * inside(s, FALL_FROM, FALL_TO);
 	if (o == OTHERS_NOISE)
 		for (unsigned k = 0; k * 0.05 < s; k++)
@@ -55,44 +64,45 @@ static double others_cpu(enum others o, double s, double hog)
 	return v;
 }
 
-static struct pdi_usage counts_at(enum others o, double hog, uint64_t t)
+static struct pdi_usage counts_at(enum others o, double hog, int task, uint64_t t)
 {
-	double s = (double)t / 1e9, cpu = rank_cpu(s, o == OTHERS_HOG_THEN_BUSIER);
+	double s = (double)t / 1e9, cpu = rank_cpu(o, task, s), ranks = 0;
 
+	for (int k = 0; k < NTASKS; k++)
+		ranks += rank_cpu(o, k, s);
 	return (struct pdi_usage){.at_ns = t, .cpu_ns = (uint64_t)(cpu * 1e9), .wait_ns = (uint64_t)((s - cpu) * 1e9),
-				  .group_ns = o == OTHERS_UNREAD ? 0
-								 : (uint64_t)((NTASKS * cpu + others_cpu(o, s, hog)) * 1e9)};
+				  .group_ns = o == OTHERS_UNREAD ? 0 : (uint64_t)((ranks + others_cpu(o, s, hog)) * 1e9)};
 }
 
-static void add_call(struct pdi_model *m, enum others o, double hog, const char *fn, uint32_t site, uint64_t t,
-		     uint64_t *tick)
+static void add_call(struct pdi_model *m, enum others o, double hog, int task, const char *fn, uint32_t site,
+		     uint64_t t, uint64_t *tick)
 {
 	struct pdi_call c = {.site = site, .fn = (uint16_t)pdi_mpi_func_find(fn), .peer = PDI_NO_PEER,
 			     .t_enter = t, .t_exit = t + 100000};
 
 	for (; m->nphases && *tick <= c.t_exit; *tick += TICK_NS) {
-		struct pdi_usage u = counts_at(o, hog, *tick);
+		struct pdi_usage u = counts_at(o, hog, task, *tick);
 
 		pdi_model_usage_add(m, &u);
 	}
 	cr_assert_eq(pdi_model_add_call(m, &c), 0);
 }
 
-static void build(struct pdi_model *m, enum others o, double hog)
+static void build(struct pdi_model *m, enum others o, double hog, int task)
 {
 	uint64_t tick = TICK_NS, cut = 1;
 
 	pdi_model_init(m, NULL);
-	add_call(m, o, hog, "MPI_Init", 0, MS, &tick);
+	add_call(m, o, hog, task, "MPI_Init", 0, MS, &tick);
 	for (uint64_t t = 2 * MS; t < (uint64_t)(END_S * 1e9); t += 10 * MS) {
 		if (t >= cut * 1000 * MS) {
-			add_call(m, o, hog, "MPI_Pcontrol", 1, cut * 1000 * MS, &tick);
+			add_call(m, o, hog, task, "MPI_Pcontrol", 1, cut * 1000 * MS, &tick);
 			cut++;
 		}
-		add_call(m, o, hog, "MPI_Waitall", 2, t, &tick);
+		add_call(m, o, hog, task, "MPI_Waitall", 2, t, &tick);
 	}
-	add_call(m, o, hog, "MPI_Finalize", 3, (uint64_t)(END_S * 1e9), &tick);
-	add_call(m, o, hog, "MPI_Waitall", 2, (uint64_t)(END_S * 1e9) + 60 * MS, &tick); /* the last reading */
+	add_call(m, o, hog, task, "MPI_Finalize", 3, (uint64_t)(END_S * 1e9), &tick);
+	add_call(m, o, hog, task, "MPI_Waitall", 2, (uint64_t)(END_S * 1e9) + 60 * MS, &tick); /* the last reading */
 }
 
 struct step {
@@ -107,7 +117,7 @@ static void run(struct step *st, enum others o, double hog)
 	const char *why = NULL;
 
 	for (int t = 0; t < NTASKS; t++) {
-		build(&st->m[t], o, hog);
+		build(&st->m[t], o, hog, t);
 		st->models[t] = &st->m[t];
 	}
 	cr_assert_eq(pdi_starved_find(st->models, NULL, NTASKS, 0, st->m[0].nphases, &st->s), 0);
@@ -158,6 +168,20 @@ Test(alike, the_run_the_group_took_beats_a_deeper_one_of_a_busier_node)
 	cr_assert(a->found, "took %.2f", a->took);
 	cr_assert_eq(a->onset, 8, "the hog's run, not the node's: phase %u", a->onset);
 	cr_assert(st.am.by_group);
+	cr_assert_eq(st.am.faulty_phase, 8);
+	done(&st);
+}
+
+Test(alike, a_share_finding_that_names_every_rank_yields_to_the_groups)
+{
+	struct step st;
+
+	run(&st, OTHERS_HOG_DIPS, 0.5); /* each rank in turn at a fifth of its peers' share */
+	cr_assert(st.s.found, "the shares find a run");
+	for (size_t t = 0; t < NTASKS; t++)
+		cr_assert(pdi_starved_named(&st.s, t), "rank %zu named: every rank fell as far behind", t);
+	cr_assert(st.s.alike.found);
+	cr_assert(st.am.by_group && !st.am.by_starved, "no rank stood apart: the group's finding");
 	cr_assert_eq(st.am.faulty_phase, 8);
 	done(&st);
 }

@@ -177,25 +177,28 @@ void pdi_step_group_join(struct pdi_daemon *d, struct pdi_step *s, struct pdi_ta
 {
 	struct pdi_step_group *g = s->group;
 	char path[PATH_MAX_GROUP];
+	bool v1;
 	int r, fd;
 
 	if (!d->cgroup_looked)
 		find_mounts(d);
+	if (g && g->none)
+		return;
+	/* v2 where the first task has a cgroup of its own there, else v1's cpuacct */
+	v1 = g ? g->v1 : d->cgroup_v2_fd < 0 || task_group(t->pid, false, path, sizeof(path)) < 0 || !strcmp(path, "/");
+	r = (v1 ? d->cgroup_v1_fd : d->cgroup_v2_fd) < 0 ? -ENOENT : task_group(t->pid, v1, path, sizeof(path));
+	if (r < 0) {
+		/* no such hierarchy, or a task gone before it joined (it ran to its end while the loop
+		 * was busy): left out, the others decide */
+		log_debug("Step %s: pid %d's cgroup not read (%s): left out of its group", s->name, (int)t->pid,
+			  strerror(-r));
+		return;
+	}
 	if (!g) {
 		if (!(g = s->group = calloc(1, sizeof(*g))))
 			return; /* no group: the rule that reads it stays silent */
 		g->fd = -1;
-		/* v2 where the task has a cgroup of its own there, else v1's cpuacct */
-		g->v1 = d->cgroup_v2_fd < 0 || task_group(t->pid, false, path, sizeof(path)) < 0 || !strcmp(path, "/");
-	}
-	if (g->none)
-		return;
-	r = (g->v1 ? d->cgroup_v1_fd : d->cgroup_v2_fd) < 0 ? -ENOENT : task_group(t->pid, g->v1, path, sizeof(path));
-	if (r < 0) {
-		log_debug("Step %s: no cgroup of its own (pid %d: %s): its group's CPU is not read", s->name, (int)t->pid,
-			  strerror(-r));
-		drop(g);
-		return;
+		g->v1 = v1;
 	}
 	if (g->path[0])
 		common_ancestor(path, g->path);

@@ -24,8 +24,9 @@ struct pdi_step;
 struct pdi_task;
 
 /* Task T joined step S: S's group is the common cgroup of its tasks, re-pinned when T moves it up
- * (none when that is the root, or when it holds another step's tasks). Never fails: a group that
- * cannot be found or opened is no group, said once at debug level. */
+ * (none when that is the root, or when it holds another step's tasks). Never fails: a task whose
+ * cgroup cannot be read (gone before it joined) is left out, and a group that cannot be opened is
+ * no group, said at debug level. */
 void pdi_step_group_join(struct pdi_daemon *d, struct pdi_step *s, struct pdi_task *t);
 
 /* The CPU S's group has used so far (ns) at about NOW_NS: read at most once per tick (a reading

@@ -82,6 +82,13 @@ run's pdimond database (pdimon.db), so that
 database analyses its ended step again. Hangs are scored from their recorded analysis (what
 the kernel said of a stuck task is gone once the job is); --reanalyze skips them.
 
+--job-cgroup runs each job in a cgroup v2 of its own (created under the cgroup v2 mount, here
+/sys/fs/cgroup/unified, and removed after the run, also when it fails), as a site whose jobs get
+per-job cgroups (Slurm's proctrack/cgroup or task/cgroup) does: pdimond then reads the CPU the
+job's group used beside its ranks' (daemon/probe/step_group.h). With --hog-group job the hog is
+in it; with --hog-group own it is not. The cpu controller stays where the node has it (v1 here):
+only the accounting moves, the scheduling is the same.
+
 --history K runs like a site, where pdimond sees the same program many times: per application one
 store (pdimond's database) kept across all of its runs, K fault-free runs of the same input and
 rank count first (seeds 1000..; not scored with the others, listed as "(earlier runs)"), then the
@@ -93,7 +100,7 @@ the analysis judged against earlier runs (a floor may name it: CLASS.hist=PCT).
 
 Usage: apps.py [--apps gromacs,hpcc,meep,mpb,nwchem,halo] [--faults none,stop,...] [--seeds N]
                [--first-seed S] [--short] [--hog-group own|job] [--placement pinned|free]
-               [--budget PCT] [--history K]
+               [--budget PCT] [--history K] [--job-cgroup]
                [--floor SPEC|FILE] [--out DIR]
        apps.py --reanalyze DIR [--own-phases-only] [--apps ...] [--faults ...]
 --short sizes every input for a run of a few seconds (the CI subset); the full inputs run
@@ -132,6 +139,9 @@ INTERFERENCE_S = 6.0
 HOG_GROUP = "job"  # --hog-group: the session (scheduling group) the interference runs in
 PLACEMENT = "pinned"  # --placement: the other ranks kept off the victim's CPU during an interference, or not
 BUDGET = None  # --budget PCT: pdimond's max_overhead_pct (None: its default)
+JOB_CGROUP = False  # --job-cgroup: each job in a cgroup v2 of its own (JobCgroup)
+# a job's command in the cgroup whose cgroup.procs is $1: the shell moves itself, then execs
+IN_CGROUP = 'echo $$ > "$1" && shift && exec "$@"'
 # --hog-group job: the job's session leader starts the hog when the injector names the CPU in
 # the FIFO ($1); then it becomes the job's command
 HOG_IN_JOB = 'f=$1; hog=$2; kind=$3; secs=$4; truth=$5; shift 5; ' \
@@ -539,6 +549,39 @@ class Stallfs:
         subprocess.run(["fusermount3", "-u", "-z", self.mountpoint], capture_output=True)
 
 
+class JobCgroup:
+    """A cgroup v2 of the job's own under the node's cgroup v2 mount, named NAME; remove() kills
+    whatever is left in it, waits for it to empty (bounded) and removes it."""
+
+    def __init__(self, name):
+        with open("/proc/self/mounts") as f:
+            mounts = [line.split()[1] for line in f if line.split()[2] == "cgroup2"]
+        if not mounts:
+            raise SystemExit("apps: --job-cgroup needs a cgroup v2 mount")
+        self.path = os.path.join(mounts[0], name)
+        os.mkdir(self.path)
+        self.procs = os.path.join(self.path, "cgroup.procs")
+
+    def members(self):
+        try:
+            with open(self.procs) as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
+    def remove(self):
+        try:
+            with open(os.path.join(self.path, "cgroup.kill"), "w") as f:
+                f.write("1")
+        except OSError:
+            campaign.signal_all(self.members(), signal.SIGKILL)
+        try:
+            harness.wait_for(lambda: not self.members(), 30, f"{self.path} to empty")
+            os.rmdir(self.path)
+        except (AssertionError, OSError) as e:
+            print(f"apps: could not remove {self.path}: {e}", file=sys.stderr)
+
+
 def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
     """One run under a pdimond of its own: on a fresh database, or on STORE (--history: the
     application's store, kept across its runs), which then stays where it is and a copy of it
@@ -546,7 +589,7 @@ def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
     name = f"app-{os.getpid()}-{plan.app}-{plan.fault}-{plan.seed}"
     bus = campaign.new_bus()
     d = harness.Daemon(*([f"max_overhead_pct={BUDGET}"] if BUDGET is not None else []), bus=bus, database=store)
-    p, inj, node, end, doc, show, fs = None, None, None, "timeout", None, None, None
+    p, inj, node, end, doc, show, fs, cg = None, None, None, "timeout", None, None, None, None
     truth_file = os.path.join(workdir, "deadlock.truth")
     try:
         spin_truth = os.path.join(workdir, "spin.truth")
@@ -566,6 +609,9 @@ def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
             hog_fifo = os.path.join(workdir, "hog.fifo")
             os.mkfifo(hog_fifo)
             job = ["sh", "-c", HOG_IN_JOB, "sh", hog_fifo, HOG, plan.fault, str(INTERFERENCE_S), hog_truth, *job]
+        if JOB_CGROUP:
+            cg = JobCgroup(name)
+            job = ["sh", "-c", IN_CGROUP, "sh", cg.procs, *job]
         with open(os.path.join(workdir, name + ".out"), "w") as out:
             p = subprocess.Popen(job, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                  env=env)
@@ -613,6 +659,8 @@ def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
             campaign.signal_all(rank_pids(name).values(), signal.SIGCONT)  # a stopped rank must not outlive its job
             harness.kill_tree(p)
             campaign.signal_all(rank_pids(name).values(), signal.SIGKILL)
+        if cg:
+            cg.remove()
         try:
             d.stop()
         except AssertionError as e:
@@ -973,14 +1021,17 @@ def main():
     ap.add_argument("--history", type=int, default=0, metavar="K",
                     help="run like a site: per application one store kept across its runs, K fault-free runs "
                          "first, then the measured runs judged against the earlier ones (AutomaDeD's sample runs)")
+    ap.add_argument("--job-cgroup", action="store_true",
+                    help="each job in a cgroup v2 of its own, as on a site with per-job cgroups (removed after "
+                         "the run): pdimond reads the CPU its group used beside its ranks'")
     ap.add_argument("--out", default="")
     ap.add_argument("--reanalyze", default="", metavar="DIR", help="score the kept runs in DIR again")
     ap.add_argument("--own-phases-only", action="store_true",
                     help="with --reanalyze: judge every run against its own phases only (pdimond sample_runs=0), "
                          "as without --history, whatever its kept store holds")
     args = ap.parse_args()
-    global HOG_GROUP, BUDGET, PLACEMENT
-    HOG_GROUP, BUDGET, PLACEMENT = args.hog_group, args.budget, args.placement
+    global HOG_GROUP, BUDGET, PLACEMENT, JOB_CGROUP
+    HOG_GROUP, BUDGET, PLACEMENT, JOB_CGROUP = args.hog_group, args.budget, args.placement, args.job_cgroup
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.geteuid() != 0:
         raise SystemExit("apps: pdimond loads BPF programs: run as root")
@@ -1005,7 +1056,8 @@ def main():
     print(f"apps: {len(apps)} applications x {len(faults)} faults x {args.seeds} seeds, 4 ranks, "
           f"{'short' if args.short else 'full'} inputs, interference in the {HOG_GROUP} session, "
           f"the other ranks {'off' if PLACEMENT == 'pinned' else 'free to share'} the victim's CPU, "
-          f"max_overhead_pct {'default' if BUDGET is None else BUDGET}; "
+          f"max_overhead_pct {'default' if BUDGET is None else BUDGET}"
+          f"{', each job in a cgroup of its own' if JOB_CGROUP else ''}; "
           f"load average {load_average()}", flush=True)
     for app in apps:
         # --history: the application's one store, where K fault-free runs go first
@@ -1023,7 +1075,7 @@ def main():
             s, line = score(plan, truth, doc, show, end, workdir)
             with open(os.path.join(workdir, "run.json"), "w") as f:
                 json.dump({"plan": str(plan), "app": app, "fault": fault, "seed": seed, "usual": vars(usual),
-                           "budget": BUDGET, "placement": PLACEMENT, "history": args.history, "earlier_run": earlier,
+                           "budget": BUDGET, "placement": PLACEMENT, "job_cgroup": JOB_CGROUP, "history": args.history, "earlier_run": earlier,
                            "name": name, "load": load, "truth": truth, "analysis": doc, "show": show,
                            "end": end, "progress": progress}, f)
             done = " ".join(f"{k}={v:.1f}" for k, v in progress.items() if v is not None)

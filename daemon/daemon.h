@@ -133,6 +133,10 @@ struct pdi_daemon {
 	unsigned usage_tasks;               /* tasks the last tick read */
 	double usage_cost_ns;               /* the loop's CPU per task read, smoothed */
 	uint64_t usage_reads, usage_cpu_ns; /* all the readings so far, and their CPU */
+	/* the mounts of cgroup v2 and v1's cpuacct (O_PATH; -1 none), where steps' own cgroups are
+	 * pinned (probe/step_group.h); looked for at the first task */
+	int cgroup_v2_fd, cgroup_v1_fd;
+	bool cgroup_looked;
 	struct pdi_site_store *site; /* the site's PostgreSQL; NULL when none (site_store.h) */
 	struct pdi_hang hang;         /* hang detection, daemon-wide (hang/hang.h) */
 };

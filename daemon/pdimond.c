@@ -44,6 +44,7 @@
 #include "tracer.h"
 #include "trapped.h"
 #include "upcalls.h"
+#include "step_group.h"
 #include "usage_timer.h"
 #include "worker.h"
 
@@ -390,6 +391,7 @@ static void daemon_done(struct pdi_daemon *d)
 	pdi_learned_store_flush(d); /* written before the store closes */
 	pdi_budget_close(d);
 	pdi_usage_timer_close(d);
+	pdi_step_group_close_mounts(d);
 	/* the running steps to the store, so that the next pdimond takes them over; then all
 	 * that is queued for the store is written */
 	if (d->tracer)
@@ -475,7 +477,7 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},    {"release-stopped", no_argument, NULL, 'R'},
 		{0},
 	};
-	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .budget_fd = -1, .usage_fd = -1, .svc = PDI_SERVICE_INIT};
+	struct pdi_daemon d = {.epoll_fd = -1, .signal_fd = -1, .timer_fd = -1, .budget_fd = -1, .usage_fd = -1, .cgroup_v2_fd = -1, .cgroup_v1_fd = -1, .svc = PDI_SERVICE_INIT};
 	const char *config_path = PDI_CONFIG_PATH;
 	char *overrides[64], why[512], *abs_config = NULL;
 	bool foreground = false, release_stopped = false;

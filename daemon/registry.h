@@ -20,6 +20,7 @@ struct pdi_site_samples;
 struct pdi_budget_task;
 struct pdi_site_hold;
 struct pdi_detach_batch;
+struct pdi_step_group;
 
 enum pdi_task_state {
 	PDI_TASK_RUNNING,
@@ -118,6 +119,8 @@ struct pdi_step {
 	bool quiet;                   /* --pdi-monitor=notify=off: no line on the user's output */
 	struct pdi_detach_batch *closing; /* its exited tasks' probe links, to close together
 					   * (probe/step_detach.h); NULL: none */
+	struct pdi_step_group *group; /* its own cgroup, whose CPU is read beside its tasks' counts
+				       * (probe/step_group.h); NULL: not looked for yet */
 };
 
 /* A caller waiting for the report of a step's end (step_end.h): STATUS 0 and the report's

@@ -10,6 +10,7 @@
 #include "health_state.h"
 #include "samples.h"
 #include "step_end.h"
+#include "step_group.h"
 #include "step_health.h"
 #include "subscribe.h"
 #include "upcalls.h"
@@ -25,6 +26,7 @@ static void step_parts_free(struct pdi_step *s)
 	pdi_site_samples_unref(s->site_samples);
 	pdi_step_health_free(s->health);
 	pdi_detach_batch_submit(NULL, &s->closing); /* a step given up while it runs: now */
+	pdi_step_group_done(s);
 }
 
 const struct pdi_registry_parts pdi_registry_parts = {

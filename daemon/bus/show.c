@@ -20,6 +20,7 @@
 #include "show.h"
 #include "sites.h"
 #include "health_state.h"
+#include "step_group.h"
 #include "tracer.h"
 #include "view_local.h"
 
@@ -430,6 +431,7 @@ static char *step_json(struct pdi_daemon *d, const struct pdi_step *s)
 	pdi_json_kv_str(&j, "state", step_state(s));
 	pdi_json_kv_uint(&j, "uid", s->uid);
 	pdi_json_kv_str(&j, "phases_from", s->ntasks && s->tasks[0]->model.saw_pcontrol ? "pcontrol" : "auto");
+	pdi_json_kv_str(&j, "cgroup", pdi_step_group_path(s)); /* its own, whose CPU is read: "" none */
 	pdi_json_key(&j, "tasks");
 	pdi_json_arr_begin(&j);
 	for (unsigned i = 0; i < s->ntasks; i++)

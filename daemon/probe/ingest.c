@@ -26,6 +26,7 @@
 #include "site_warm.h"
 #include "sites.h"
 #include "step_detach.h"
+#include "step_group.h"
 #include "tracer.h"
 #include "task_activity.h"
 #include "u64map.h"
@@ -460,6 +461,7 @@ static int task_begin(struct pdi_daemon *d, struct pdi_step *s, const struct pdi
 		pdi_registry_end_task(&d->reg, t);
 		return r;
 	}
+	pdi_step_group_join(d, s, t);
 	log_info("Monitoring pid %d as rank %d of step %s (%u probes in %s)", (int)pid, t->rank, s->name,
 		 att.nprobes, att.object);
 	*ret = t;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "step_group.h"
 #include "task_activity.h"
 
 ssize_t pdi_task_proc_read(pid_t pid, pid_t tid, const char *file, char *buf, size_t len)
@@ -90,8 +91,10 @@ void pdi_task_usage_read(struct pdi_task *t, pid_t tid, uint64_t now_ns)
 		return;
 	if (!t->usage_tid)
 		t->usage_tid = tid > 0 ? tid : t->pid;
-	if (usage_counts(t, &u.cpu_ns, &u.wait_ns) == 0)
+	if (usage_counts(t, &u.cpu_ns, &u.wait_ns) == 0) {
+		u.group_ns = pdi_step_group_ns(t->step, now_ns); /* once a tick for all its tasks */
 		pdi_model_usage_add(&t->model, &u);
+	}
 }
 
 /* The state letter of /proc/.../stat: after the last ')' (the command may hold any byte). */

@@ -442,7 +442,8 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 	held = (a->am.by_lost && (a->am.lost.kind == PDI_LOST_HELD ||
 				  pdi_lost_kernel_alone(&a->am.lost, (const struct pdi_model *const *)models,
 							a->classes.n))) ||
-	       a->am.by_starved; /* its share of the CPU against its peers' in the same phases */
+	       a->am.by_starved || /* its share of the CPU against its peers' in the same phases */
+	       a->am.by_group;     /* every rank's against its own usual, and what the job's group took */
 	if (few && !held)
 		add_limit(a, "AutomaDeD: only %u phases compared and no earlier run to compare with: too few to "
 			     "single out a phase with confidence",
@@ -465,7 +466,7 @@ static int automaded(const struct pdi_analysis_samples *samples, struct pdi_anal
 		goto out;
 	/* the evidence beats the step's own variation and what earlier runs reach by themselves */
 	a->beyond_noise = a->noise_z >= PDI_NOISE_Z &&
-		       (a->am.by_lost || a->am.by_starved
+		       (a->am.by_lost || a->am.by_starved || a->am.by_group
 				? a->excess_s >= a->baseline.floor_s
 				: a->am.ntop > 0 && (a->excess_s >= a->baseline.floor_s ||
 						     (a->am.effect == PDI_EFFECT_PERMANENT && a->sample_runs)));
@@ -841,6 +842,8 @@ size_t pdi_analysis_faulty_ranks(const struct pdi_analysis *a, int *ranks)
 		qsort(ranks, n, sizeof(*ranks), cmp_int);
 		return n;
 	}
+	if (am->by_group)
+		return 0; /* every rank alike: the job's group took it, no rank did */
 	if (am->by_starved) {
 		/* the task not getting CPU, and any that shares its CPU (fell nearly as far behind) */
 		for (size_t c = 0; c < a->classes.n; c++)

@@ -535,6 +535,19 @@ static bool computed_on_its_own_cpu(const struct pdi_automaded *a)
  * set-up and the tear-down too: a task's peers in the same phase are its yardstick, whatever the
  * phase does, and a short run of a real code may spend half its time in its set-up (meep, HPCC:
  * 3-5 s of 8, where the campaign's interference often began). */
+/* Whether S names every task of the step (each fell at least half as far behind as the one that
+ * fell furthest): then no task stood apart from its peers, and a run where every rank lost alike to
+ * a process of the job's own (alike.h) is the better evidence (interf17, HPCC mem 1012 at a load of
+ * 32: the hog took from several ranks, the job's group took 0.35 CPUs beyond its ranks in phases
+ * 6-18, while the shares named [0-3] in phase 43). */
+static bool names_every_task(const struct pdi_starved *s)
+{
+	for (size_t t = 0; t < s->n; t++)
+		if (!pdi_starved_named(s, t))
+			return false;
+	return s->n > 1;
+}
+
 static bool by_starved(const struct work *w, struct pdi_automaded *a)
 {
 	const struct pdi_starved *s = &a->starved;
@@ -545,7 +558,8 @@ static bool by_starved(const struct work *w, struct pdi_automaded *a)
 	if (!s->found || (lost && l->kind == PDI_LOST_HELD) ||
 	    (lost && named != s->task && l->onset <= s->last && l->last >= s->onset &&
 	     s->gain[named] >= log(PDI_STARVED_TOOK)) ||
-	    (lost && l->kind == PDI_LOST_COMPUTING && computed_on_its_own_cpu(a)))
+	    (lost && l->kind == PDI_LOST_COMPUTING && computed_on_its_own_cpu(a)) ||
+	    (s->alike.found && names_every_task(s)))
 		return false;
 	a->effect = s->last + 1 >= w->end && s->last > s->onset + 1 ? PDI_EFFECT_PERMANENT : PDI_EFFECT_TEMPORARY;
 	a->stepped = false;
@@ -558,13 +572,33 @@ static bool by_starved(const struct work *w, struct pdi_automaded *a)
 	return true;
 }
 
+/* Every rank lost CPU alike and a process of the job's own group, not one of its ranks, took it
+ * (alike.h): the run's first phase is the faulty one, and no task is named. After one task not
+ * getting CPU against its peers (by_starved: a hog that took from one rank names it), and not
+ * where a task was held by the kernel for a stall's worth (a stop is a stall, whatever else shows). */
+static bool by_group(const struct work *w, struct pdi_automaded *a)
+{
+	const struct pdi_alike *g = &a->starved.alike;
+	const struct pdi_lost *l = &a->lost;
+
+	if (!g->found || (pdi_lost_stall_s(l) >= PDI_EXCESS_FLOOR_S && l->kind == PDI_LOST_HELD))
+		return false;
+	a->effect = g->last + 1 >= w->end && g->last > g->onset + 1 ? PDI_EFFECT_PERMANENT : PDI_EFFECT_TEMPORARY;
+	a->stepped = false;
+	a->faulty_phase = g->onset;
+	a->by_time = a->by_group = true;
+	/* how far every rank fell over the run against the most they fell in one phase elsewhere */
+	a->phase_margin = g->other_behind > 0 ? g->behind / g->other_behind : 1e9;
+	return true;
+}
+
 /* Else the phase's length: a stall inside MPI lengthens the phase for all. */
 static void prefer_lost_time(const struct work *w, struct pdi_automaded *a)
 {
 	double second, *v = a->phase_excess;
 	uint32_t best;
 
-	if (by_starved(w, a) || by_lost_time(w, a))
+	if (by_starved(w, a) || by_group(w, a) || by_lost_time(w, a))
 		return;
 	best = best_phase(w, v, &second);
 	if (best == a->faulty_phase || v[best] < PDI_EXCESS_FLOOR_S ||
@@ -1198,6 +1232,8 @@ int pdi_automaded_run(const struct pdi_automaded_input *in, struct pdi_automaded
 	task_scores(&w, &a);
 	if (a.by_starved)
 		starved_scores(&a);
+	else if (a.by_group)
+		a.task_margin = 1e9; /* no task is named: the job's group took it from every rank */
 	else if (a.by_lost)
 		lost_scores(&a);
 	else if ((r = computation_scores(&w, &a)) < 0)

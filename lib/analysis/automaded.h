@@ -82,6 +82,8 @@ struct pdi_automaded {
 	struct pdi_starved starved; /* each task's share of the CPU against its peers' (starved.h) */
 	bool by_starved;          /* the faulty phase and task are the ones not getting CPU: the first
 				     phase of the run it fell behind in, and that task */
+	bool by_group;            /* the faulty phase is where every rank lost CPU alike to a process
+				     of the job's own group (starved.alike, alike.h): no task is named */
 	enum pdi_effect effect;
 	uint32_t faulty_phase;
 	double phase_margin;      /* faulty score over the next highest: 1 = no contrast */

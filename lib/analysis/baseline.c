@@ -45,6 +45,9 @@ void pdi_evidence_of(const struct pdi_automaded *am, struct pdi_evidence *ret)
 {
 	if (am->by_lost) {
 		*ret = (struct pdi_evidence){.excess_s = pdi_lost_stall_s(&am->lost), .z = am->lost.z};
+	} else if (am->by_group) {
+		/* how long every rank lost alike; what the job's group took against its own spread */
+		*ret = (struct pdi_evidence){.excess_s = am->starved.alike.run_s, .z = am->starved.alike.group_z};
 	} else if (am->by_starved) {
 		/* how long it was not getting CPU; its share against the other phases' */
 		*ret = (struct pdi_evidence){.excess_s = am->starved.run_s, .z = am->starved.z};

@@ -8,29 +8,9 @@
 
 #include "robust.h"
 #include "starved.h"
+#include "starved_work.h"
 
-/* a share below this is taken as this: a task that got no CPU at all is still comparable */
-#define SHARE_FLOOR 0.005
-
-struct work {
-	const struct pdi_model *const *models;
-	const uint32_t *weights;
-	size_t n;
-	uint32_t np;        /* phases */
-	uint32_t nu;        /* units compared: the phases [first, end), each cut in slots (slots_of()) */
-	uint32_t *phase;    /* nu: the phase of each unit */
-	uint32_t *unit0;    /* np + 1: each phase's first unit (nu past the last looked at) */
-	double *log_share;  /* n x nu: log of the share of its ready time on a CPU; NAN unknown */
-	double *wall, *wait; /* n x nu: the unit's length and the time waiting for a CPU (s) */
-	double *x;          /* n x nu: how many times less CPU than its peers (log), beyond its usual */
-	double *usual;      /* n: the log share each model reached over the step, its best tenth (usual_of()) */
-	struct pdi_usage *readings; /* one model's readings in time order (readings_of()) */
-	struct pdi_weighted *peers; /* n */
-	struct pdi_weighted *byunit; /* nu */
-	double *scratch;    /* max(n, nu) */
-};
-
-static uint32_t weight(const struct work *w, size_t t)
+static uint32_t weight(const struct pdi_starved_work *w, size_t t)
 {
 	return w->weights ? w->weights[t] : 1;
 }
@@ -43,7 +23,7 @@ static bool later(const struct pdi_usage *r, size_t k, const struct pdi_usage *u
 
 /* Model M's readings in time order into W->readings: each phase's first, the log's through the
  * step and the latest. Their number. */
-static size_t readings_of(struct work *w, const struct pdi_model *m)
+static size_t readings_of(struct pdi_starved_work *w, const struct pdi_model *m)
 {
 	const struct pdi_usage_log *l = &m->usage_log;
 	size_t k = 0, i = 0;
@@ -66,7 +46,7 @@ static size_t readings_of(struct work *w, const struct pdi_model *m)
  * with its counts (each slot ends at or after one of them), each PDI_STARVED_SLOT_S or longer, at
  * most PDI_STARVED_SLOTS. 1 where a model was not read inside it (an older model, a phase
  * shorter than the log's gap). */
-static uint32_t slots_of(const struct work *w, uint32_t p)
+static uint32_t slots_of(const struct pdi_starved_work *w, uint32_t p)
 {
 	uint32_t slots = PDI_STARVED_SLOTS;
 	bool read = false;
@@ -92,7 +72,7 @@ static uint32_t slots_of(const struct work *w, uint32_t p)
 
 /* The units: each phase in [FIRST, END) cut in slots_of() slots, each task's slot a share of its
  * own phase (phases line up across tasks, their times nearly). -ENOMEM. */
-static int units_of(struct work *w, uint32_t first, uint32_t end)
+static int units_of(struct pdi_starved_work *w, uint32_t first, uint32_t end)
 {
 	uint32_t nu = 0;
 
@@ -112,7 +92,7 @@ static int units_of(struct work *w, uint32_t first, uint32_t end)
 }
 
 /* Model T's share in each of phase P's units, from its readings R[0..K). */
-static bool read_phase(struct work *w, size_t t, uint32_t p, const struct pdi_usage *r, size_t k)
+static bool read_phase(struct pdi_starved_work *w, size_t t, uint32_t p, const struct pdi_usage *r, size_t k)
 {
 	const struct pdi_model *m = w->models[t];
 	uint32_t slots = w->unit0[p + 1] - w->unit0[p];
@@ -131,6 +111,9 @@ static bool read_phase(struct work *w, size_t t, uint32_t p, const struct pdi_us
 
 		w->wall[i] = (double)(y.at_ns - x.at_ns) / 1e9;
 		w->wait[i] = (double)(y.wait_ns - x.wait_ns) / 1e9;
+		w->cpu[i] = (double)(y.cpu_ns - x.cpu_ns) / 1e9;
+		if (x.group_ns && y.group_ns >= x.group_ns)
+			w->group[i] = (double)(y.group_ns - x.group_ns) / 1e9;
 		if (y.at_ns <= x.at_ns || ready < PDI_STARVED_READY * (double)(y.at_ns - x.at_ns))
 			continue; /* asleep or held most of it: no share to compare */
 		w->log_share[i] = log(fmax((double)(y.cpu_ns - x.cpu_ns) / ready, SHARE_FLOOR));
@@ -140,13 +123,13 @@ static bool read_phase(struct work *w, size_t t, uint32_t p, const struct pdi_us
 }
 
 /* The kernel's counts of every model in every unit looked at. False when no unit has any. */
-static bool read_shares(struct work *w)
+static bool read_shares(struct pdi_starved_work *w)
 {
 	bool any = false;
 
 	for (size_t i = 0; i < w->n * w->nu; i++) {
-		w->log_share[i] = NAN;
-		w->wall[i] = w->wait[i] = 0;
+		w->log_share[i] = w->group[i] = NAN;
+		w->wall[i] = w->wait[i] = w->cpu[i] = 0;
 	}
 	for (size_t t = 0; t < w->n; t++) {
 		size_t k = readings_of(w, w->models[t]);
@@ -160,7 +143,7 @@ static bool read_shares(struct work *w)
 
 /* Model T's peers' median log share in unit U (the other models, and the other tasks of its
  * own class), each less LESS[model] where LESS is given; NAN when it has none. */
-static double peers_median(struct work *w, size_t t, uint32_t u, const double *less)
+static double peers_median(struct pdi_starved_work *w, size_t t, uint32_t u, const double *less)
 {
 	size_t k = 0;
 
@@ -180,7 +163,7 @@ static double peers_median(struct work *w, size_t t, uint32_t u, const double *l
  * median (meep, issue 9: a hog for 6 s covered 24 of its 31 compared phases, the rank's usual
  * became the interference and nothing was found); Q 0.5 is the median by length, what a task got
  * before a unit (below_usual()). */
-static double by_length(struct work *w, size_t t, const double *v, double q, uint32_t end)
+double pdi_starved_by_length(struct pdi_starved_work *w, size_t t, const double *v, double q, uint32_t end)
 {
 	size_t k = 0;
 
@@ -195,20 +178,20 @@ static double by_length(struct work *w, size_t t, const double *v, double q, uin
 
 /* The log share model T reached over the step: at least this its best tenth of the time
  * (PDI_STARVED_USUAL_Q, units by length), its usual where interference covered most of it. */
-static double usual_of(struct work *w, size_t t)
+static double usual_of(struct pdi_starved_work *w, size_t t)
 {
-	return by_length(w, t, w->log_share, 1 - PDI_STARVED_USUAL_Q, w->nu);
+	return pdi_starved_by_length(w, t, w->log_share, 1 - PDI_STARVED_USUAL_Q, w->nu);
 }
 
 /* Model T's log ratio in unit U (0 unknown). */
-static double x_of(const struct work *w, size_t t, uint32_t u)
+static double x_of(const struct pdi_starved_work *w, size_t t, uint32_t u)
 {
 	return w->x[t * w->nu + u];
 }
 
 /* W->x: how many times less CPU each model got than its peers (log), beyond its own usual; 0
  * where unknown. S->x: the same per phase, its units' by their lengths. */
-static bool ratios(struct work *w, struct pdi_starved *s)
+static bool ratios(struct pdi_starved_work *w, struct pdi_starved *s)
 {
 	bool any = false;
 
@@ -225,7 +208,7 @@ static bool ratios(struct work *w, struct pdi_starved *s)
 		}
 	/* a task that always gets less (it shares its CPU by placement) is taken at its usual */
 	for (size_t t = 0; any && s->end - s->first > 1 && t < w->n; t++) {
-		double usual = fmax(0.0, by_length(w, t, w->x, PDI_STARVED_USUAL_Q, w->nu));
+		double usual = fmax(0.0, pdi_starved_by_length(w, t, w->x, PDI_STARVED_USUAL_Q, w->nu));
 
 		for (uint32_t u = 0; u < w->nu; u++)
 			w->x[t * w->nu + u] -= usual;
@@ -280,7 +263,7 @@ size_t pdi_starved_hit(const struct pdi_starved *s, size_t *ret)
  * the victim at a fifth of its peers' share for 2 s, every rank at 0.03 of a CPU for 0.2 s, then
  * the victim alone again; the row ended at the dip and its later piece was named, five phases
  * late). */
-static bool fell_alike(struct work *w, size_t t, uint32_t u)
+static bool fell_alike(struct pdi_starved_work *w, size_t t, uint32_t u)
 {
 	double fall = log(PDI_STARVED_JOIN), ls = w->log_share[t * w->nu + u];
 
@@ -288,7 +271,7 @@ static bool fell_alike(struct work *w, size_t t, uint32_t u)
 }
 
 /* How far model T fell behind over units [FROM, TO] (log ratio times seconds, where it did). */
-static double behind(const struct work *w, size_t t, uint32_t from, uint32_t to)
+static double behind(const struct pdi_starved_work *w, size_t t, uint32_t from, uint32_t to)
 {
 	double sum = 0;
 
@@ -325,7 +308,7 @@ struct run {
 	uint32_t onset, last, peak;
 };
 
-static bool best_run(struct work *w, struct pdi_starved *s, struct run *ret)
+static bool best_run(struct pdi_starved_work *w, struct pdi_starved *s, struct run *ret)
 {
 	double join = log(PDI_STARVED_JOIN), best = 0;
 
@@ -361,7 +344,7 @@ static bool best_run(struct work *w, struct pdi_starved *s, struct run *ret)
 
 /* Model T's median log share over the units looked at (0 when none); not its usual share
  * (w->usual: the best tenth, usual_of()). */
-static double median_share(struct work *w, size_t t)
+static double median_share(struct pdi_starved_work *w, size_t t)
 {
 	const double *ls = &w->log_share[t * w->nu];
 	size_t k = 0;
@@ -379,9 +362,9 @@ static double median_share(struct work *w, size_t t)
  * machine that was busier for everyone earlier on (GROMACS at load 17, issue 9: every rank got 5%
  * of a CPU for the first 8.4 s and 8-10% after the hog; by the step's usual alone, the start
  * moved back over all of them to the set-up, 6 phases early). */
-static bool below_usual(struct work *w, const struct pdi_starved *s, uint32_t u)
+static bool below_usual(struct pdi_starved_work *w, const struct pdi_starved *s, uint32_t u)
 {
-	double before = by_length(w, s->task, w->log_share, 0.5, u); /* 0 (a share of 1): none known */
+	double before = pdi_starved_by_length(w, s->task, w->log_share, 0.5, u); /* 0 (a share of 1): none known */
 
 	return fmin(w->usual[s->task], before) - w->log_share[s->task * w->nu + u] >= log(PDI_STARVED_ONSET);
 }
@@ -393,7 +376,7 @@ static bool below_usual(struct work *w, const struct pdi_starved *s, uint32_t u)
  * share (below_usual), or of its peers' (beyond its usual ratio), belong to it: the second where
  * the phase it began in is a long one, which weighs in its usual (HPCC's 3.4 s set-up, issue 9:
  * 57% of its peers' share there, the hog's last second in it, then 5% for 5 s). */
-static void onset_of(struct work *w, struct pdi_starved *s, struct run *run)
+static void onset_of(struct pdi_starved_work *w, struct pdi_starved *s, struct run *run)
 {
 	const double *ls = &w->log_share[s->task * w->nu];
 
@@ -411,7 +394,7 @@ static void onset_of(struct work *w, struct pdi_starved *s, struct run *run)
  * then every rank at 0.035 as the scheduler settled). Only where the readings around the window's
  * start are no further apart than it (pdimond's timer, every 50 ms; the kept models of an earlier
  * pdimond hold readings 0.25 s apart, a window of them is no finer than the slots). */
-static bool fell_at_the_end(struct work *w, const struct pdi_starved *s, uint32_t u)
+static bool fell_at_the_end(struct pdi_starved_work *w, const struct pdi_starved *s, uint32_t u)
 {
 	const struct pdi_model *m = w->models[s->task];
 	uint64_t edge = (uint64_t)(PDI_STARVED_EDGE_S * 1e9), a, b;
@@ -434,7 +417,7 @@ static bool fell_at_the_end(struct work *w, const struct pdi_starved *s, uint32_
 	ready = (double)(y.cpu_ns - x.cpu_ns) + (double)(y.wait_ns - x.wait_ns);
 	if (ready < PDI_STARVED_READY * (double)edge)
 		return false;
-	usual = fmin(w->usual[s->task], by_length(w, s->task, w->log_share, 0.5, u));
+	usual = fmin(w->usual[s->task], pdi_starved_by_length(w, s->task, w->log_share, 0.5, u));
 	return usual - log(fmax((double)(y.cpu_ns - x.cpu_ns) / ready, SHARE_FLOOR)) >= log(PDI_STARVED_JOIN);
 }
 
@@ -448,7 +431,7 @@ static bool fell_at_the_end(struct work *w, const struct pdi_starved *s, uint32_
  * of 15 (issue 9, spin11), a rank spinning 4.6 s kept its usual 14% of a CPU while its peers,
  * waiting for it, fell to 3-7%: 1.8 times their share, and the analysis named the neighbour it
  * starved. */
-static void gains(struct work *w, struct pdi_starved *s, const struct run *run)
+static void gains(struct pdi_starved_work *w, struct pdi_starved *s, const struct run *run)
 {
 	for (size_t t = 0; t < w->n; t++) {
 		double median = median_share(w, t), sum = 0, above = 0, len = 0;
@@ -464,7 +447,7 @@ static void gains(struct work *w, struct pdi_starved *s, const struct run *run)
 }
 
 /* The most any model fell behind in one phase outside the run's phases. */
-static double other_behind(const struct work *w, const struct pdi_starved *s)
+static double other_behind(const struct pdi_starved_work *w, const struct pdi_starved *s)
 {
 	double most = 0;
 
@@ -476,7 +459,7 @@ static double other_behind(const struct work *w, const struct pdi_starved *s)
 
 /* Model T's share of its ready time on a CPU over the run's units (by their lengths); NAN when
  * it was ready in none (asleep in MPI: it competed for no CPU). */
-static double run_share(const struct work *w, size_t t, const struct run *run)
+static double run_share(const struct pdi_starved_work *w, size_t t, const struct run *run)
 {
 	double sum = 0, len = 0;
 
@@ -496,7 +479,7 @@ static double run_share(const struct work *w, size_t t, const struct run *run)
  * peers 50-95%); a process from outside the step leaves no rank of it that (the highest share
  * over the run in the same campaign's GROMACS and HPCC CPU interference: 35-37%), and on a node
  * with a core per rank every task but the victim has a CPU to itself, none alone. */
-static bool took_by_share(const struct work *w, size_t top, const struct run *run)
+static bool took_by_share(const struct pdi_starved_work *w, size_t top, const struct run *run)
 {
 	double others = 0;
 
@@ -533,7 +516,7 @@ bool pdi_starved_took_cpu(double share, double others)
  * beside it without any rank of the step gaining
  * (HPCC at a load of 13, issue 9, spin11: the spinner 0.70 s on a CPU in a 3.5 s phase, its
  * peers 0.07-0.17 s, and ranks 0 and 3 were named as not getting CPU). */
-static void taker_of(const struct work *w, struct pdi_starved *s, const struct run *run)
+static void taker_of(const struct pdi_starved_work *w, struct pdi_starved *s, const struct run *run)
 {
 	double *cpu = w->scratch, next = 0; /* each model's time on a CPU over the run's phases (s) */
 	size_t top = 0;
@@ -565,7 +548,7 @@ static void taker_of(const struct work *w, struct pdi_starved *s, const struct r
 }
 
 /* Model T's mean log ratio over units [FROM, TO], by their lengths (-INFINITY: no length). */
-static double mean_x(const struct work *w, size_t t, uint32_t from, uint32_t to)
+static double mean_x(const struct pdi_starved_work *w, size_t t, uint32_t from, uint32_t to)
 {
 	double sum = 0, len = 0;
 
@@ -583,44 +566,55 @@ static double mean_x(const struct work *w, size_t t, uint32_t from, uint32_t to)
  * task's now and then at a third to a sixth of its peers' share, and a hog pinned with one rank
  * for 6 s (interf14, cpu seeds 930 and 931: the rank at a tenth of its peers' share for 6 s)
  * stood 7.3 robust sds above them by its peak, under the verdict's 8. */
-static double run_z(struct work *w, const struct pdi_starved *s, const struct run *run)
+static double run_z(struct pdi_starved_work *w, const struct pdi_starved *s, const struct run *run)
 {
-	uint32_t k = run->last - run->onset + 1, rows;
-	double median;
-	size_t m = 0;
+	uint32_t k = run->last - run->onset + 1;
 
 	if (w->nu < k + PDI_STARVED_NOISE_UNITS)
 		return 0;
-	rows = w->nu - k + 1;
-	for (uint32_t u = 0; u < rows; u++)
+	for (uint32_t u = 0; u + k <= w->nu; u++)
 		w->scratch[u] = -INFINITY;
-	for (size_t t = 0; t < w->n; t++) { /* each row's highest mean, by a sliding sum */
-		const double *wall = &w->wall[t * w->nu];
-		double sum = 0, len = 0;
+	for (size_t t = 0; t < w->n; t++) /* each row's highest mean */
+		pdi_starved_rows_max(&w->x[t * w->nu], &w->wall[t * w->nu], w->nu, k, w->scratch);
+	return pdi_starved_rows_z(w->scratch, w->nu, run->onset, run->last, mean_x(w, s->task, run->onset, run->last));
+}
 
-		for (uint32_t u = 0; u < w->nu; u++) {
-			sum += x_of(w, t, u) * wall[u];
-			len += wall[u];
-			if (u >= k) {
-				sum -= x_of(w, t, u - k) * wall[u - k];
-				len -= wall[u - k];
-			}
-			if (u + 1 >= k && len > 0)
-				w->scratch[u + 1 - k] = fmax(w->scratch[u + 1 - k], sum / len);
+void pdi_starved_rows_max(const double *x, const double *wall, uint32_t nu, uint32_t k, double *best)
+{
+	double sum = 0, len = 0;
+
+	for (uint32_t u = 0; u < nu; u++) { /* a sliding sum */
+		sum += x[u] * wall[u];
+		len += wall[u];
+		if (u >= k) {
+			sum -= x[u - k] * wall[u - k];
+			len -= wall[u - k];
 		}
+		if (u + 1 >= k && len > 0)
+			best[u + 1 - k] = fmax(best[u + 1 - k], sum / len);
 	}
+}
+
+double pdi_starved_rows_z(double *best, uint32_t nu, uint32_t onset, uint32_t last, double mean)
+{
+	uint32_t k = last - onset + 1, rows;
+	double median;
+	size_t m = 0;
+
+	if (nu < k + PDI_STARVED_NOISE_UNITS)
+		return 0;
+	rows = nu - k + 1;
 	for (uint32_t u = 0; u < rows; u++) /* the rows outside the run (m <= u: in place) */
-		if ((u + k <= run->onset || u > run->last) && isfinite(w->scratch[u]))
-			w->scratch[m++] = w->scratch[u];
+		if ((u + k <= onset || u > last) && isfinite(best[u]))
+			best[m++] = best[u];
 	if (m < PDI_STARVED_NOISE_UNITS)
 		return 0;
-	median = pdi_median(w->scratch, m);
-	return (mean_x(w, s->task, run->onset, run->last) - median) /
-	       pdi_robust_sd(w->scratch, m, median, PDI_STARVED_NOISE_FLOOR);
+	median = pdi_median(best, m);
+	return (mean - median) / pdi_robust_sd(best, m, median, PDI_STARVED_NOISE_FLOOR);
 }
 
 /* The run, the tasks beside it and how far it stands above the step's noise. */
-static void find(struct work *w, struct pdi_starved *s)
+static void find(struct pdi_starved_work *w, struct pdi_starved *s)
 {
 	double peak, median, next = 0, run_s = 0;
 	struct run run = {0};
@@ -690,7 +684,7 @@ int pdi_starved_find(const struct pdi_model *const *models, const uint32_t *weig
 		     uint32_t end, struct pdi_starved *ret)
 {
 	struct pdi_starved s = {.n = n, .first = first, .end = end};
-	struct work w = {.models = models, .weights = weights, .n = n};
+	struct pdi_starved_work w = {.models = models, .weights = weights, .n = n};
 	size_t most = 0;
 	int r = -ENOMEM;
 
@@ -712,18 +706,22 @@ int pdi_starved_find(const struct pdi_model *const *models, const uint32_t *weig
 	w.wall = malloc(n * w.nu * sizeof(*w.wall));
 	w.wait = malloc(n * w.nu * sizeof(*w.wait));
 	w.x = malloc(n * w.nu * sizeof(*w.x));
+	w.cpu = malloc(n * w.nu * sizeof(*w.cpu));
+	w.group = malloc(n * w.nu * sizeof(*w.group));
 	w.readings = malloc((most + 1) * sizeof(*w.readings));
 	w.peers = malloc(n * sizeof(*w.peers));
 	w.byunit = malloc(w.nu * sizeof(*w.byunit));
 	w.scratch = malloc((n > w.nu ? n : w.nu) * sizeof(*w.scratch));
 	w.usual = malloc(n * sizeof(*w.usual));
-	if (!w.log_share || !w.wall || !w.wait || !w.x || !w.readings || !w.peers || !w.byunit || !w.scratch ||
-	    !w.usual)
+	if (!w.log_share || !w.wall || !w.wait || !w.x || !w.cpu || !w.group || !w.readings || !w.peers || !w.byunit ||
+	    !w.scratch || !w.usual)
 		goto out;
 	if (read_shares(&w) && (s.has_usage = ratios(&w, &s))) {
 		for (size_t t = 0; t < n; t++)
 			w.usual[t] = usual_of(&w, t);
 		find(&w, &s);
+		if ((r = pdi_alike_find(&w, &s.alike)) < 0)
+			goto out;
 	}
 	*ret = s;
 	s = (struct pdi_starved){0};
@@ -735,6 +733,8 @@ out:
 	free(w.wall);
 	free(w.wait);
 	free(w.x);
+	free(w.cpu);
+	free(w.group);
 	free(w.readings);
 	free(w.peers);
 	free(w.byunit);

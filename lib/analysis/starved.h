@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alike.h"
 #include "model.h"
 
 /* A phase where a task got this many times less of the CPU than its peers (beyond its own
@@ -115,6 +116,7 @@ struct pdi_starved {
 				the spinning rank that took it) */
 	size_t n;
 	uint32_t nphases, first, end;
+	struct pdi_alike alike; /* every rank fell alike, and a process of the job's own took it (alike.h) */
 };
 
 /* The shares of N models (WEIGHTS[i] tasks each; NULL: 1) over phases [FIRST, END). 0 (found

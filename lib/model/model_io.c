@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* model_io.c -- encoding a task's model into a portable blob and rebuilding it from one.
  *
- * Payload of format 9, after the header described in model_io.h:
+ * Payload of format 10, after the header described in model_io.h:
  *
  *	u16 nfns, then nfns x (u8 length, name)      MPI functions the blob refers to
  *	u64 calls, dropped_states, dropped_edges, dropped_requests, folded_phase_cuts,
@@ -11,10 +11,10 @@
  *	u8  flags: 1 started, 2 saw_pcontrol, 4 slots (phases on the wall clock), 8 early (slots
  *	    cut before the step decided: model.h)
  *	i64 clock_offset_ns; u64 merged_phases
- *	u64 usage_now.at_ns, cpu_ns, wait_ns         the latest reading of the kernel's counts
+ *	u64 usage_now.at_ns, cpu_ns, wait_ns, group_ns  the latest reading of the kernel's counts
  *	u32 ncoll, then ncoll x u16                  the collectives' functions sampled so far
  *	u32 nphases, cap_phases, then per phase:
- *	    u64 t_start, t_end, first_collective, usage.at_ns, usage.cpu_ns, usage.wait_ns
+ *	    u64 t_start, t_end, first_collective, usage.at_ns, usage.cpu_ns, usage.wait_ns, usage.group_ns
  *	    u32 nstates, cap_states, then nstates x (u64 key, u64 visits, u64 bytes)
  *	    u32 nedges, cap_edges, then per edge:
  *	        u32 from, to; u64 n; f64 mean, m2; u8 nbuckets, then nbuckets x (f32 mean, u32 count)
@@ -26,8 +26,9 @@
  *	u32 n, then n x (u64 t_first, t_last; u16 fn (blob index, 0xffff: outside MPI); u16 looks),
  *	    then u64 dropped
  *	the readings through the step (usage_log.h):
- *	u64 gap_ns; u32 n, then n x (u64 at_ns, cpu_ns, wait_ns), oldest first
+ *	u64 gap_ns; u32 n, then n x (u64 at_ns, cpu_ns, wait_ns, group_ns), oldest first
  *
+ * Format 9 (read only) lacks each reading's group_ns: read as 0 (not read).
  * Format 8 (read only) lacks the early flag: its slots are decided.
  * Format 7 (read only) lacks the readings through the step: read as none.
  * Format 6 (read only) lacks an unobserved record's from_earlier_runs: read as 0.
@@ -59,7 +60,7 @@
 #define REQUEST_SIZE 22
 #define UNOBSERVED_SIZE 29 /* format 7; 28 before */
 #define STACK_SEEN_SIZE 20
-#define USAGE_SIZE 24
+#define USAGE_SIZE 32 /* format 10; 24 before */
 #define FLAG_STARTED 1
 #define FLAG_SAW_PCONTROL 2
 #define FLAG_SLOTS 4 /* format 5 on */
@@ -75,14 +76,14 @@ _Static_assert(sizeof(double) == 8 && sizeof(float) == 4, "IEEE-754 binary64 and
 _Static_assert(sizeof(struct pdi_state) == 24, "struct pdi_state changed: encode the new field");
 _Static_assert(sizeof(struct pdi_edge) == 112, "struct pdi_edge changed: encode the new field");
 _Static_assert(sizeof(struct pdi_gauss) == 24 && sizeof(struct pdi_hist) == 76, "time distributions changed");
-_Static_assert(sizeof(struct pdi_usage) == 24, "struct pdi_usage changed: encode the new field");
-_Static_assert(sizeof(struct pdi_phase) == 128, "struct pdi_phase changed: encode the new field");
+_Static_assert(sizeof(struct pdi_usage) == 32, "struct pdi_usage changed: encode the new field");
+_Static_assert(sizeof(struct pdi_phase) == 136, "struct pdi_phase changed: encode the new field");
 _Static_assert(sizeof(struct pdi_request) == 24, "struct pdi_request changed: encode the new field");
 /* count_doubt_ns and count_doubt_seen are not encoded: derived from the unobserved log; nor is
  * cfg: the decoder's caller gives it; nor usage_recent: live readings whose use is in the phases
  * (a phase not placed yet is placed from usage_now and the readings the next pdimond takes) */
 _Static_assert(sizeof(struct pdi_model) ==
-		       296 + sizeof(struct pdi_stack_seen_log) + sizeof(struct pdi_usage_log) + sizeof(struct pdi_usage_recent),
+		       304 + sizeof(struct pdi_stack_seen_log) + sizeof(struct pdi_usage_log) + sizeof(struct pdi_usage_recent),
 	       "struct pdi_model changed: encode the new field");
 _Static_assert(sizeof(struct pdi_stack_seen) == 24, "struct pdi_stack_seen changed: encode the new field");
 _Static_assert(sizeof(struct pdi_unobserved) == 32, "struct pdi_unobserved changed: encode the new field");
@@ -178,6 +179,7 @@ static void enc_usage(struct pdi_wire_writer *w, const struct pdi_usage *u)
 	pdi_wire_put_u64(w, u->at_ns);
 	pdi_wire_put_u64(w, u->cpu_ns);
 	pdi_wire_put_u64(w, u->wait_ns);
+	pdi_wire_put_u64(w, u->group_ns);
 }
 
 static void enc_scalars(struct pdi_wire_writer *w, const struct pdi_model *m, const struct fn_table *t)
@@ -468,11 +470,12 @@ static int dec_fn(struct dec *d, uint16_t *ret)
 	return 0;
 }
 
-static void dec_usage(struct rbuf *r, struct pdi_usage *u)
+static void dec_usage(struct rbuf *r, uint32_t version, struct pdi_usage *u)
 {
 	u->at_ns = r_u64(r);
 	u->cpu_ns = r_u64(r);
 	u->wait_ns = r_u64(r);
+	u->group_ns = version >= 10 ? r_u64(r) : 0;
 }
 
 static int dec_scalars(struct dec *d, struct pdi_model *m)
@@ -508,7 +511,7 @@ static int dec_scalars(struct dec *d, struct pdi_model *m)
 		m->merged_phases = r_u64(&d->r);
 	}
 	if (d->version >= 4)
-		dec_usage(&d->r, &m->usage_now);
+		dec_usage(&d->r, d->version, &m->usage_now);
 	/* the recent readings are not kept, but the latest is: the phases begun after it, taken in
 	 * by the next pdimond, are placed between it and that pdimond's first reading */
 	if (m->usage_now.at_ns)
@@ -622,7 +625,7 @@ static int dec_phase(struct rbuf *r, uint32_t version, struct pdi_phase *p)
 	if (version >= 3)
 		p->first_collective = r_u64(r);
 	if (version >= 4)
-		dec_usage(r, &p->usage);
+		dec_usage(r, version, &p->usage);
 	if ((e = dec_states(r, p)) < 0 || (e = dec_edges(r, p)) < 0)
 		return e;
 	return r->bad ? -EBADMSG : 0;
@@ -744,10 +747,10 @@ static int dec_usage_log(struct dec *d, struct pdi_model *m)
 
 	l->gap_ns = r_u64(&d->r);
 	n = r_u32(&d->r);
-	if (!r_fits(&d->r, n, USAGE_SIZE) || n > PDI_USAGE_LOG_MAX)
+	if (!r_fits(&d->r, n, d->version >= 10 ? USAGE_SIZE : USAGE_SIZE - 8) || n > PDI_USAGE_LOG_MAX)
 		return -EBADMSG;
 	for (uint32_t i = 0; i < n; i++) {
-		dec_usage(&d->r, &l->v[i]);
+		dec_usage(&d->r, d->version, &l->v[i]);
 		if (d->r.bad || !l->v[i].at_ns || (i && !pdi_usage_after(&l->v[i - 1], &l->v[i])))
 			return -EBADMSG;
 		l->n = i + 1;

@@ -20,11 +20,12 @@
 
 #include "model.h"
 
-#define PDI_MODEL_FORMAT 9 /* 2: what the overhead budget left unobserved; 3: phases in line;
+#define PDI_MODEL_FORMAT 10 /* 2: what the overhead budget left unobserved; 3: phases in line;
 			     4: the kernel's counts per phase (struct pdi_usage); 5: phases on the
 			     wall clock; 6: what the live stack said (stack_seen.h); 7: a budget
 			     mark's from_earlier_runs; 8: the readings through the step (usage_log.h);
-			     9: early wall-clock phases (pdi_model.early) */
+			     9: early wall-clock phases (pdi_model.early); 10: the step's group CPU
+			     beside each reading (pdi_usage.group_ns) */
 #define PDI_MODEL_MAGIC "PDIM"
 
 /* Encode M into a malloc'd buffer. 0, -ENOMEM, or -EINVAL if M names an MPI function

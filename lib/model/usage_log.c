@@ -60,5 +60,8 @@ struct pdi_usage pdi_usage_at(const struct pdi_usage *r, size_t k, uint64_t t)
 	}
 	f = (double)(t - r[lo].at_ns) / (double)(r[hi].at_ns - r[lo].at_ns);
 	return (struct pdi_usage){t, r[lo].cpu_ns + (uint64_t)(f * (double)(r[hi].cpu_ns - r[lo].cpu_ns)),
-				  r[lo].wait_ns + (uint64_t)(f * (double)(r[hi].wait_ns - r[lo].wait_ns))};
+				  r[lo].wait_ns + (uint64_t)(f * (double)(r[hi].wait_ns - r[lo].wait_ns)),
+				  r[lo].group_ns && r[hi].group_ns >= r[lo].group_ns
+					  ? r[lo].group_ns + (uint64_t)(f * (double)(r[hi].group_ns - r[lo].group_ns))
+					  : 0};
 }

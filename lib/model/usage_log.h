@@ -30,6 +30,10 @@ struct pdi_usage {
 	uint64_t at_ns;   /* CLOCK_MONOTONIC of the reading */
 	uint64_t cpu_ns;  /* time on a CPU so far */
 	uint64_t wait_ns; /* time runnable but waiting for a CPU so far */
+	uint64_t group_ns; /* the CPU the step's own group (its cgroup: its ranks and any process of the
+			      job beside them) used so far, read at the same tick; 0 when not read (no
+			      group of its own, or a model of format 9 or before): what other members of
+			      the job's group took (lib/analysis/alike.h) */
 };
 
 #define PDI_USAGE_LOG_MAX 256          /* readings per task: 6 KiB */
@@ -72,5 +76,6 @@ void pdi_usage_log_add(struct pdi_usage_log *l, const struct pdi_usage *u);
 void pdi_usage_recent_add(struct pdi_usage_recent *r, const struct pdi_usage *u);
 
 /* The counts at T (at_ns T), linear between the readings R[0..K) (K >= 1, in order) either side of
- * it; the first or the last reading itself (its own at_ns) when T is before or after them all. */
+ * it; the first or the last reading itself (its own at_ns) when T is before or after them all. The
+ * group's count is 0 where either reading lacks it or it went back (the group's file was lost). */
 struct pdi_usage pdi_usage_at(const struct pdi_usage *r, size_t k, uint64_t t);

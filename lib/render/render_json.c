@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* render_json.c -- an analysis as the JSON document of `pdimon report --json` and `pdimon
  * analyze --json` (its schema is in pdimon(1)). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,39 @@ static void json_starved(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_json_obj_end(j);
 }
 
+/* Every rank lost CPU alike, and what the job's own group used beyond its ranks (alike.h). */
+static void json_group(struct pdi_json *j, const struct pdi_analysis *a)
+{
+	const struct pdi_alike *g = &a->am.starved.alike;
+	char doing[400];
+
+	pdi_json_key(j, "group_took");
+	pdi_json_obj_begin(j);
+	pdi_json_kv_bool(j, "read", g->read);
+	pdi_json_kv_bool(j, "fell", g->fell);
+	pdi_json_kv_bool(j, "found", g->found);
+	if (g->fell) {
+		/* the group's part only where it was read over the run */
+		const struct {
+			const char *key;
+			double v;
+		} f[] = {{"run_s", g->run_s},		{"fall", g->fall},
+			 {"z", g->z},			{"ranks_cpus_before", g->ranks_before},
+			 {"ranks_cpus", g->ranks_during}, {"others_cpus_before", g->others_before},
+			 {"others_cpus", g->others_during}, {"took", g->took},
+			 {"group_z", g->group_z}};
+		size_t n = isnan(g->others_during) || isnan(g->others_before) ? 5 : sizeof(f) / sizeof(f[0]);
+
+		pdi_alike_text(g, doing, sizeof(doing));
+		pdi_json_kv_uint(j, "first_phase", g->onset);
+		pdi_json_kv_uint(j, "last_phase", g->last);
+		for (size_t i = 0; i < n; i++)
+			pdi_json_kv_double(j, f[i].key, f[i].v);
+		pdi_json_kv_str(j, "doing", doing);
+	}
+	pdi_json_obj_end(j);
+}
+
 static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	const struct pdi_automaded *am = &a->am;
@@ -254,6 +288,8 @@ static void json_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	json_lost(j, a);
 	pdi_json_kv_bool(j, "phase_by_cpu_share", am->by_starved);
 	json_starved(j, a);
+	pdi_json_kv_bool(j, "phase_by_group_cpu", am->by_group);
+	json_group(j, a);
 	pdi_json_kv_str(j, "effect", pdi_effect_name(am->effect));
 	pdi_json_kv_uint(j, "faulty_phase", am->faulty_phase);
 	pdi_json_kv_double(j, "phase_margin", am->phase_margin);
@@ -370,7 +406,7 @@ static void json_confidence(struct pdi_json *j, const struct pdi_analysis *a, ch
 static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 {
 	int *ranks = pdi_analysis_ranks_alloc(a);
-	char doing[300], sure[160];
+	char doing[400], sure[160];
 	int64_t phase;
 	size_t n;
 
@@ -433,6 +469,9 @@ static void json_diagnosis(struct pdi_json *j, const struct pdi_analysis *a)
 		pdi_json_kv_double(j, "excess_s", a->excess_s);
 		if (a->am.by_starved) {
 			pdi_starved_text(&a->am.starved, doing, sizeof(doing));
+			pdi_json_kv_str(j, "doing", doing);
+		} else if (a->am.by_group) {
+			pdi_alike_text(&a->am.starved.alike, doing, sizeof(doing));
 			pdi_json_kv_str(j, "doing", doing);
 		} else if (a->am.by_lost && a->am.lost.taken) {
 			pdi_lost_taken_text(&a->am.lost, doing, sizeof(doing));

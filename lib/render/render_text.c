@@ -61,6 +61,16 @@ static void summary_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
 	free(v);
 	pdi_analysis_confidence_text(a, sure, sizeof(sure));
+	if (am->by_group) {
+		char doing[400];
+
+		pdi_alike_text(&am->starved.alike, doing, sizeof(doing));
+		pdi_json_printf(j, "pdimon: every rank lost CPU alike from phase %s, to a process of the job's own "
+				   "(confidence %s)\n",
+				phase, sure);
+		pdi_json_printf(j, "pdimon:   %s\n", doing);
+		return;
+	}
 	if (am->effect == PDI_EFFECT_PERMANENT)
 		pdi_json_printf(j, "pdimon: behaviour shifted in phase %s and stayed so, in rank%s %s%s (confidence %s)\n",
 				phase, strpbrk(ranks, ",-") ? "s" : "", ranks, at, sure);
@@ -213,10 +223,15 @@ static void text_automaded(struct pdi_json *j, const struct pdi_analysis *a)
 	}
 	pdi_ranges_format(v, pdi_analysis_faulty_ranks(a, v), ranks, sizeof(ranks));
 	free(v);
-	pdi_json_printf(j, "\nFaulty task(s): %s (phase confidence %.2f, task confidence %.2f; %zu cluster%s of %zu "
-			   "model class%s)\n",
-			ranks, pdi_confidence(am->phase_margin), pdi_confidence(am->task_margin), am->nclusters,
-			am->nclusters == 1 ? "" : "s", a->classes.n, a->classes.n == 1 ? "" : "es");
+	if (am->by_group) /* no task is named: the job's group took it from every rank */
+		pdi_json_printf(j, "\nFaulty task(s): none, every rank lost CPU alike to a process of the job's own "
+				   "(phase confidence %.2f)\n",
+				pdi_confidence(am->phase_margin));
+	else
+		pdi_json_printf(j, "\nFaulty task(s): %s (phase confidence %.2f, task confidence %.2f; %zu cluster%s of "
+				   "%zu model class%s)\n",
+				ranks, pdi_confidence(am->phase_margin), pdi_confidence(am->task_margin), am->nclusters,
+				am->nclusters == 1 ? "" : "s", a->classes.n, a->classes.n == 1 ? "" : "es");
 	text_transitions(j, a,
 			 am->ntop && am->top[0].lost_s > 0
 				 ? "Characteristic transitions (where the faulty task lost its time first, then the most "

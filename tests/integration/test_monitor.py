@@ -365,6 +365,45 @@ class Monitor(DaemonTest):
             for t in s["tasks"]:
                 self.assertEqual(sum(ring_iterations(p) for p in t["phases"]), iters)
 
+    def test_own_cgroup_is_read(self):
+        # daemon/probe/step_group.h: a step whose ranks have a cgroup v2 of their own has its CPU
+        # read beside theirs; one in the root's, or in a cgroup that also holds another step's
+        # tasks, has none. What is asserted is where pdimond pins the figure (set as each task
+        # registers), never what the figure says on this loaded machine.
+        with open("/proc/self/mounts") as f:
+            mounts = [line.split()[1] for line in f if line.split()[2] == "cgroup2"]
+        if not mounts:
+            self.skipTest("no cgroup v2 mount")
+        name = f"pdimon-test-{os.getpid()}"
+        path = os.path.join(mounts[0], name)
+        os.mkdir(path)
+        in_group = ["sh", "-c", 'echo $$ > "$1" && shift && exec "$@"', "sh", os.path.join(path, "cgroup.procs")]
+        try:
+            r = subprocess.run([*in_group, PDIMON, "run", "--step", "own", "--",
+                                *mpirun("openmpi", RANKS, "ring", 10)], env=self.d.env, capture_output=True,
+                               text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(self.d.show("own")["cgroup"], "/" + name)
+            r = self.run_step("root", mpirun("openmpi", RANKS, "ring", 10))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(self.d.show("root")["cgroup"], "", "the root cgroup is every process's")
+            # a second step in the same cgroup: neither is the group's alone any more
+            r = subprocess.run([*in_group, PDIMON, "run", "--step", "again", "--",
+                                *mpirun("openmpi", RANKS, "ring", 10)], env=self.d.env, capture_output=True,
+                               text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(self.d.show("again")["cgroup"], "")
+            self.assertEqual(self.d.show("own")["cgroup"], "")
+        finally:
+            with open(os.path.join(path, "cgroup.procs")) as f:
+                for pid in f.read().split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            wait_for(lambda: not open(os.path.join(path, "cgroup.procs")).read().strip(), 30, "the cgroup to empty")
+            os.rmdir(path)
+
     def test_attach_running(self):
         job = self.spawn(mpirun("openmpi", 2, "ring", 100000, 2000))
         pids = find_ranks("ring.openmpi", 2, job.pid)

@@ -124,7 +124,8 @@ static void feed(struct pdi_model *m, const struct script *s, size_t from, size_
 	for (size_t i = from; i < to; i++) {
 		cr_assert_eq(pdi_model_add_call(m, &s->v[i]), 0, "call %zu", i);
 		pdi_model_usage_add(m, &(struct pdi_usage){.at_ns = s->v[i].t_exit, .cpu_ns = s->v[i].t_exit / 2,
-							   .wait_ns = s->v[i].t_exit / 4});
+							   .wait_ns = s->v[i].t_exit / 4,
+							   .group_ns = s->v[i].t_exit * 3 / 4});
 	}
 }
 
@@ -1153,8 +1154,10 @@ Test(model_io, early_phases_on_the_wall_clock)
 	script_free(&s);
 }
 
-/* A model of format VERSION with FLAGS, phases on the wall clock of AUTO_LEN ms, nothing else. */
-static int forge_slots(uint32_t version, uint8_t flags, uint32_t auto_len, struct pdi_model *ret)
+/* A model of format VERSION with FLAGS, phases on the wall clock of AUTO_LEN ms, and the readings
+ * through the step READINGS[0..N) (at, cpu, wait, group; the group's only from format 10). */
+static int forge_readings(uint32_t version, uint8_t flags, uint32_t auto_len, const uint64_t (*readings)[4],
+			  uint32_t n, struct pdi_model *ret)
 {
 	struct forge f;
 	size_t at;
@@ -1165,7 +1168,7 @@ static int forge_slots(uint32_t version, uint8_t flags, uint32_t auto_len, struc
 	f.b[f.n - 1] = flags;
 	f_v3(&f);
 	f.version = version;
-	f_zero(&f, 24); /* usage_now */
+	f_zero(&f, version >= 10 ? 32 : 24); /* usage_now */
 	f_le(&f, 0, 4); /* no period sample */
 	f_le(&f, 0, 4); /* no phases */
 	f_le(&f, 0, 4);
@@ -1177,11 +1180,34 @@ static int forge_slots(uint32_t version, uint8_t flags, uint32_t auto_len, struc
 		f_le(&f, 0, 4);
 		f_le(&f, 0, 8);
 	}
-	if (version >= 8) { /* no readings through the step */
+	if (version >= 8) { /* the readings through the step */
 		f_le(&f, 0, 8);
-		f_le(&f, 0, 4);
+		f_le(&f, n, 4);
+		for (uint32_t i = 0; i < n; i++)
+			for (unsigned k = 0; k < (version >= 10 ? 4u : 3u); k++)
+				f_le(&f, readings[i][k], 8);
 	}
 	return f_decode(&f, ret);
+}
+
+/* A model of format VERSION with FLAGS, phases on the wall clock of AUTO_LEN ms, nothing else. */
+static int forge_slots(uint32_t version, uint8_t flags, uint32_t auto_len, struct pdi_model *ret)
+{
+	return forge_readings(version, flags, auto_len, NULL, 0, ret);
+}
+
+Test(model_io, the_groups_cpu_beside_each_reading)
+{
+	const uint64_t r[2][4] = {{1000, 10, 20, 500}, {2000, 30, 40, 900}};
+	struct pdi_model m;
+
+	cr_assert_eq(forge_readings(10, 1 | 4, 250, r, 2, &m), 0);
+	cr_assert_eq(m.usage_log.n, 2);
+	cr_assert(m.usage_log.v[0].group_ns == 500 && m.usage_log.v[1].group_ns == 900);
+	pdi_model_done(&m);
+	cr_assert_eq(forge_readings(9, 1 | 4, 250, r, 2, &m), 0, "format 9's readings, three counts each");
+	cr_assert(m.usage_log.v[1].cpu_ns == 30 && m.usage_log.v[1].group_ns == 0, "no group's CPU: not read");
+	pdi_model_done(&m);
 }
 
 Test(model_io, forged_slots)

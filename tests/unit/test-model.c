@@ -1317,11 +1317,13 @@ static void usage_at(struct task *k, uint64_t cpu, uint64_t wait)
 
 Test(model, counts_are_interpolated_between_readings)
 {
-	const struct pdi_usage r[] = {{100, 10, 20}, {200, 60, 20}, {300, 60, 120}};
+	const struct pdi_usage r[] = {{100, 10, 20, 1000}, {200, 60, 20, 1100}, {300, 60, 120, 0}};
 	struct pdi_usage u;
 
 	u = pdi_usage_at(r, 3, 150);
 	cr_assert(u.at_ns == 150 && u.cpu_ns == 35 && u.wait_ns == 20, "%lu %lu %lu", u.at_ns, u.cpu_ns, u.wait_ns);
+	cr_assert_eq(u.group_ns, 1050, "the group's CPU too");
+	cr_assert_eq(pdi_usage_at(r, 3, 250).group_ns, 0, "a reading without the group's CPU: none between");
 	u = pdi_usage_at(r, 3, 275);
 	cr_assert(u.at_ns == 275 && u.cpu_ns == 60 && u.wait_ns == 95);
 	u = pdi_usage_at(r, 3, 200);

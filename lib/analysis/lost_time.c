@@ -653,8 +653,8 @@ int pdi_lost_time(const struct pdi_model *const *models, const uint32_t *weights
 	w.culprit = calloc(n * w.np, sizeof(*w.culprit));
 	/* the pace is read for time computing, which one phase does not look at (below): the set-up
 	 * and tear-down are each looked at alone (automaded.c lost_at_the_edges) */
-	if (!l.phase_s || !l.by_task || !l.kinds || !w.x || !w.in_mpi || !w.peers || !w.own || !w.raw || !w.waited || !w.culprit ||
-	    (end - first > 1 && pdi_pace_of(models, n, first, end, &w.pace) < 0))
+	if (!l.phase_s || !l.by_task || !l.kinds || !w.x || !w.in_mpi || !w.peers || !w.own || !w.raw || !w.waited ||
+	    !w.culprit || (end - first > 1 && pdi_pace_of(models, n, first, end, &w.pace) < 0))
 		goto out;
 	if (!excess_of(&w, SIGNAL_IN_MPI))
 		memset(w.in_mpi, 0, n * w.np * sizeof(*w.in_mpi));

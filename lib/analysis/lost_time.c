@@ -605,8 +605,8 @@ static void lost_at(struct pdi_lost *l, struct work *w)
  * Barrier, which the kernel's counts made more time held than its call timings made time
  * computing (the load stretched its peer's computation), and a culprit read from the recorded
  * kinds vanished for the pass over the waits: rank 0's wait for a CPU while it polled in the
- * Barrier counted as its own loss, 1.12-1.61 s in five runs (named beside rank 1), past 2.5 s in
- * one (3 s / 1.2: "no task stands apart", nothing abnormal). */
+ * Barrier counted as its own loss: 1.12-1.61 s in five loaded runs, and once past 2.5 s, where
+ * 3 s / 1.2 says "no task stands apart" and nothing abnormal. */
 static void note_culprits(struct work *w, int s)
 {
 	for (size_t i = 0; i < w->n * w->np; i++) {

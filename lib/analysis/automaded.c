@@ -516,6 +516,19 @@ static bool computed_on_its_own_cpu(const struct pdi_automaded *a)
 	       pdi_starved_of(s, l->task, l->peak) <= 0 && l->z > s->z;
 }
 
+/* Whether S names every task of the step (each fell at least half as far behind as the one that
+ * fell furthest): then no task stood apart from its peers, and a run where every rank lost alike to
+ * a process of the job's own (alike.h) is the better evidence (interf17, HPCC mem 1012 at a load of
+ * 32: the hog took from several ranks, the job's group took 0.35 CPUs beyond its ranks in phases
+ * 6-18, while the shares named [0-3] in phase 43). */
+static bool names_every_task(const struct pdi_starved *s)
+{
+	for (size_t t = 0; t < s->n; t++)
+		if (!pdi_starved_named(s, t))
+			return false;
+	return s->n > 1;
+}
+
 /* One task got a fraction of its peers' share of the CPU for a stall's worth of time
  * (starved.h): the first phase of the run it fell behind in is the faulty one, and that task the
  * faulty task. A task held by the kernel for a stall's worth comes first (a stop is a stall
@@ -535,19 +548,6 @@ static bool computed_on_its_own_cpu(const struct pdi_automaded *a)
  * set-up and the tear-down too: a task's peers in the same phase are its yardstick, whatever the
  * phase does, and a short run of a real code may spend half its time in its set-up (meep, HPCC:
  * 3-5 s of 8, where the campaign's interference often began). */
-/* Whether S names every task of the step (each fell at least half as far behind as the one that
- * fell furthest): then no task stood apart from its peers, and a run where every rank lost alike to
- * a process of the job's own (alike.h) is the better evidence (interf17, HPCC mem 1012 at a load of
- * 32: the hog took from several ranks, the job's group took 0.35 CPUs beyond its ranks in phases
- * 6-18, while the shares named [0-3] in phase 43). */
-static bool names_every_task(const struct pdi_starved *s)
-{
-	for (size_t t = 0; t < s->n; t++)
-		if (!pdi_starved_named(s, t))
-			return false;
-	return s->n > 1;
-}
-
 static bool by_starved(const struct work *w, struct pdi_automaded *a)
 {
 	const struct pdi_starved *s = &a->starved;

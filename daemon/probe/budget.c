@@ -7,9 +7,8 @@
  * and their models stay comparable. Rates are counted from the calls the daemon receives, over
  * the time the function's probes were on: a sliced or detached function is still measured. A
  * rate that rises is acted on at the next slot; a function is restored, one per period, once
- * it has kept its level two periods (longer for one that flaps: HOLD_MAX), to the fullest level
- * that leaves the task at half its budget, so that a polling burst costs fidelity only while it
- * lasts. */
+ * it has kept its level two periods, to the fullest level that leaves the task at half its
+ * budget, so that a polling burst costs fidelity only while it lasts. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,12 +39,6 @@
  * every 4 s. Not the 1st: a level is held RESTORE_AFTER periods before it is restored anyway. */
 #define DETACHED_EVERY 4
 #define RESTORE_AFTER 2  /* periods at one level before it is restored */
-/* A function degraded again within its hold of a restore flaps: the rate its restore believed
- * low was a lull of the program's (hpcc's polling sub-benchmarks; a rank of the step that needs
- * it when another does not). Each flap is two probe switches of every rank of the step, and
- * full probes until the rate is believed again (two slots): its hold doubles, up to HOLD_MAX
- * periods, and halves back when a restore outlasts it. One burst is restored as before. */
-#define HOLD_MAX 16
 /* periods a level learned from earlier runs is held before it is restored: a run's first seconds
  * are often its set-up (LAMMPS reads its input for 0.3 s, with no MPI_Send), where a sampled
  * function's slices see no call; restored after two periods, it was degraded again a slot after
@@ -274,10 +267,6 @@ static void set_level(struct pdi_daemon *d, struct pdi_task *t, unsigned fn, uns
 /* What T's own cost, as measured in this run, needs for FN becomes LEVEL. */
 static void set_need(struct pdi_budget_fn *f, unsigned level)
 {
-	if (level > f->need && f->restored)
-		f->hold = f->stable < f->hold ? (f->hold * 2 < HOLD_MAX ? f->hold * 2 : HOLD_MAX)
-					      : (f->hold / 2 > RESTORE_AFTER ? f->hold / 2 : RESTORE_AFTER);
-	f->restored = level < f->need;
 	f->need = (uint8_t)level;
 	f->stable = 0;
 	f->need_learned = false;
@@ -348,7 +337,7 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t, bool detached_only
 		double now_c;
 
 		/* a level learned from earlier runs stays until a rate of this run says otherwise */
-		if (f->need == 0 || f->stable < (f->need_learned ? LEARNED_HOLD : f->hold) || !f->rated ||
+		if (f->need == 0 || f->stable < (f->need_learned ? LEARNED_HOLD : RESTORE_AFTER) || !f->rated ||
 		    (detached_only && f->level < PDI_BUDGET_DETACHED))
 			continue;
 		now_c = contribution(d, b, fn, needed_level(f));
@@ -367,37 +356,6 @@ static void restore(struct pdi_daemon *d, struct pdi_task *t, bool detached_only
 	}
 	if (best < pdi_mpi_nfuncs)
 		set_need(&b->fn[best], best_level);
-}
-
-/* A step's level of FN falls from its tasks' to WANT only as far as leaves each of them at half
- * its budget (restore()'s rule), its other functions at their levels. A task that followed
- * another's more degraded level never needed one of its own (its cost was within the budget at
- * the step's level): without this, the step's restore gave it full probes, its own rate degraded
- * it again two slots later, and every rank of the step paid a probe switch each way (hpcc's
- * polling calls, 2026-11-28). Such a task now needs the level it stays at; BY becomes it. */
-static unsigned level_each_fits(struct pdi_daemon *d, const struct pdi_step *s, unsigned fn, unsigned want,
-				const struct pdi_task **by)
-{
-	double half = d->cfg.max_overhead_pct / 100 / 2;
-
-	for (unsigned i = 0; i < s->ntasks; i++) {
-		const struct pdi_task *u = s->tasks[i];
-		struct pdi_budget_task *b = u->budget;
-		unsigned l = want;
-		double others;
-
-		if (u->state != PDI_TASK_RUNNING || !b || b->fn[fn].level <= want)
-			continue;
-		others = task_cost(d, b, true) - contribution(d, b, fn, needed_level(&b->fn[fn]));
-		while (l < b->fn[fn].level && others + contribution(d, b, fn, l) > half)
-			l = next_level(fn, l, +1);
-		if (l > want) {
-			set_need(&b->fn[fn], l);
-			want = l;
-			*by = u;
-		}
-	}
-	return want;
 }
 
 /* The running tasks of T's step on this node (those the budget holds) take one level per
@@ -426,7 +384,6 @@ static void step_sync(struct pdi_daemon *d, struct pdi_task *t, uint64_t now)
 				by = u;
 			}
 		}
-		want = level_each_fits(d, s, fn, want, &by);
 		for (unsigned i = 0; i < s->ntasks; i++) {
 			struct pdi_task *u = s->tasks[i];
 
@@ -583,10 +540,8 @@ int pdi_budget_task_begin(struct pdi_daemon *d, struct pdi_task *t)
 		free(b);
 		return -ENOMEM;
 	}
-	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++) {
+	for (unsigned fn = 0; fn < pdi_mpi_nfuncs; fn++)
 		b->fn[fn].kind = PDI_INSN_EMULATED;
-		b->fn[fn].hold = RESTORE_AFTER;
-	}
 	b->cpu_share = 1; /* until measured: a core of its own */
 	/* a function with a single-stepped probe (of its two symbols) pays that */
 	for (unsigned i = 0; i < pt->n; i++)

@@ -37,8 +37,6 @@ struct pdi_budget_fn {
 	uint8_t need;           /* the level this task's own cost needs */
 	uint8_t kind;           /* its entry instruction: enum pdi_insn_kind */
 	uint16_t stable;        /* periods since its need last changed */
-	uint8_t hold;           /* periods its need is kept before a restore (budget.c: HOLD_MAX) */
-	bool restored;          /* its need last changed to a fuller level */
 	uint64_t hits;          /* calls seen this period */
 	uint64_t observed_ns;   /* time its probes were on this period */
 	uint64_t on_from_ns;    /* when its probes last came on: an attach on a worker lands within a

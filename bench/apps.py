@@ -139,9 +139,7 @@ INTERFERENCE_S = 6.0
 HOG_GROUP = "job"  # --hog-group: the session (scheduling group) the interference runs in
 PLACEMENT = "pinned"  # --placement: the other ranks kept off the victim's CPU during an interference, or not
 BUDGET = None  # --budget PCT: pdimond's max_overhead_pct (None: its default)
-JOB_CGROUP = False  # --job-cgroup: each job in a cgroup v2 of its own (JobCgroup)
-# a job's command in the cgroup whose cgroup.procs is $1: the shell moves itself, then execs
-IN_CGROUP = 'echo $$ > "$1" && shift && exec "$@"'
+JOB_CGROUP = False  # --job-cgroup: each job in a cgroup v2 of its own (harness.Cgroup)
 # --hog-group job: the job's session leader starts the hog when the injector names the CPU in
 # the FIFO ($1); then it becomes the job's command
 HOG_IN_JOB = 'f=$1; hog=$2; kind=$3; secs=$4; truth=$5; shift 5; ' \
@@ -549,39 +547,6 @@ class Stallfs:
         subprocess.run(["fusermount3", "-u", "-z", self.mountpoint], capture_output=True)
 
 
-class JobCgroup:
-    """A cgroup v2 of the job's own under the node's cgroup v2 mount, named NAME; remove() kills
-    whatever is left in it, waits for it to empty (bounded) and removes it."""
-
-    def __init__(self, name):
-        with open("/proc/self/mounts") as f:
-            mounts = [line.split()[1] for line in f if line.split()[2] == "cgroup2"]
-        if not mounts:
-            raise SystemExit("apps: --job-cgroup needs a cgroup v2 mount")
-        self.path = os.path.join(mounts[0], name)
-        os.mkdir(self.path)
-        self.procs = os.path.join(self.path, "cgroup.procs")
-
-    def members(self):
-        try:
-            with open(self.procs) as f:
-                return [int(x) for x in f.read().split()]
-        except OSError:
-            return []
-
-    def remove(self):
-        try:
-            with open(os.path.join(self.path, "cgroup.kill"), "w") as f:
-                f.write("1")
-        except OSError:
-            campaign.signal_all(self.members(), signal.SIGKILL)
-        try:
-            harness.wait_for(lambda: not self.members(), 30, f"{self.path} to empty")
-            os.rmdir(self.path)
-        except (AssertionError, OSError) as e:
-            print(f"apps: could not remove {self.path}: {e}", file=sys.stderr)
-
-
 def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
     """One run under a pdimond of its own: on a fresh database, or on STORE (--history: the
     application's store, kept across its runs), which then stays where it is and a copy of it
@@ -610,8 +575,10 @@ def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
             os.mkfifo(hog_fifo)
             job = ["sh", "-c", HOG_IN_JOB, "sh", hog_fifo, HOG, plan.fault, str(INTERFERENCE_S), hog_truth, *job]
         if JOB_CGROUP:
-            cg = JobCgroup(name)
-            job = ["sh", "-c", IN_CGROUP, "sh", cg.procs, *job]
+            if not harness.cgroup2_mount():
+                raise SystemExit("apps: --job-cgroup needs a cgroup v2 mount")
+            cg = harness.Cgroup(name)
+            job = cg.command(job)
         with open(os.path.join(workdir, name + ".out"), "w") as out:
             p = subprocess.Popen(job, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                  env=env)
@@ -660,7 +627,10 @@ def run_one(plan, cmd, workdir, usual, short, runlog, store=None):
             harness.kill_tree(p)
             campaign.signal_all(rank_pids(name).values(), signal.SIGKILL)
         if cg:
-            cg.remove()
+            try:
+                cg.remove()
+            except (AssertionError, OSError) as e:
+                print(f"apps: could not remove {cg.path}: {e}", file=sys.stderr)
         try:
             d.stop()
         except AssertionError as e:

@@ -93,6 +93,48 @@ def kill_tree(p):
     p.wait()
 
 
+def cgroup2_mount():
+    """Where this node mounts cgroup v2, or None."""
+    with open("/proc/self/mounts") as f:
+        mounts = [line.split()[1] for line in f if line.split()[2] == "cgroup2"]
+    return mounts[0] if mounts else None
+
+
+class Cgroup:
+    """A cgroup v2 of our own, NAME under the node's cgroup v2 mount (cgroup2_mount() must be
+    there): command(ARGS) runs ARGS in it, remove() kills whatever is left in it, waits for it to
+    empty (bounded) and removes it (OSError, AssertionError when it cannot)."""
+
+    def __init__(self, name):
+        self.path = os.path.join(cgroup2_mount(), name)
+        os.mkdir(self.path)
+        self.procs = os.path.join(self.path, "cgroup.procs")
+
+    def command(self, args):
+        # the shell moves itself into the cgroup, then execs ARGS
+        return ["sh", "-c", 'echo $$ > "$1" && shift && exec "$@"', "sh", self.procs, *args]
+
+    def members(self):
+        try:
+            with open(self.procs) as f:
+                return [int(x) for x in f.read().split()]
+        except OSError:
+            return []
+
+    def remove(self):
+        try:
+            with open(os.path.join(self.path, "cgroup.kill"), "w") as f:
+                f.write("1")
+        except OSError:  # before Linux 5.14
+            for pid in self.members():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        wait_for(lambda: not self.members(), 30, f"{self.path} to empty")
+        os.rmdir(self.path)
+
+
 class StatusProbe:
     """Calls Status on a pdimond every 20 ms from its own thread and times every answer: the
     loop's responsiveness as a D-Bus client sees it (no process start in the measurement).

@@ -12,7 +12,8 @@ import subprocess
 import sys
 import unittest
 
-from harness import HANG_MS, DaemonTest, Daemon, PDIMON, PDIMOND, find_ranks, kill_tree, marker_line, mpirun, wait_for
+from harness import (HANG_MS, DaemonTest, Daemon, PDIMON, PDIMOND, Cgroup, cgroup2_mount, find_ranks, kill_tree,
+                     marker_line, mpirun, wait_for)
 
 RANKS = 4
 
@@ -370,17 +371,13 @@ class Monitor(DaemonTest):
         # read beside theirs; one in the root's, or in a cgroup that also holds another step's
         # tasks, has none. What is asserted is where pdimond pins the figure (set as each task
         # registers), never what the figure says on this loaded machine.
-        with open("/proc/self/mounts") as f:
-            mounts = [line.split()[1] for line in f if line.split()[2] == "cgroup2"]
-        if not mounts:
+        if not cgroup2_mount():
             self.skipTest("no cgroup v2 mount")
         name = f"pdimon-test-{os.getpid()}"
-        path = os.path.join(mounts[0], name)
-        os.mkdir(path)
-        in_group = ["sh", "-c", 'echo $$ > "$1" && shift && exec "$@"', "sh", os.path.join(path, "cgroup.procs")]
+        cg = Cgroup(name)
         try:
-            r = subprocess.run([*in_group, PDIMON, "run", "--step", "own", "--",
-                                *mpirun("openmpi", RANKS, "ring", 10)], env=self.d.env, capture_output=True,
+            r = subprocess.run(cg.command([PDIMON, "run", "--step", "own", "--",
+                                           *mpirun("openmpi", RANKS, "ring", 10)]), env=self.d.env, capture_output=True,
                                text=True, timeout=300)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(self.d.show("own")["cgroup"], "/" + name)
@@ -388,21 +385,14 @@ class Monitor(DaemonTest):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(self.d.show("root")["cgroup"], "", "the root cgroup is every process's")
             # a second step in the same cgroup: neither is the group's alone any more
-            r = subprocess.run([*in_group, PDIMON, "run", "--step", "again", "--",
-                                *mpirun("openmpi", RANKS, "ring", 10)], env=self.d.env, capture_output=True,
+            r = subprocess.run(cg.command([PDIMON, "run", "--step", "again", "--",
+                                           *mpirun("openmpi", RANKS, "ring", 10)]), env=self.d.env, capture_output=True,
                                text=True, timeout=300)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(self.d.show("again")["cgroup"], "")
             self.assertEqual(self.d.show("own")["cgroup"], "")
         finally:
-            with open(os.path.join(path, "cgroup.procs")) as f:
-                for pid in f.read().split():
-                    try:
-                        os.kill(int(pid), signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-            wait_for(lambda: not open(os.path.join(path, "cgroup.procs")).read().strip(), 30, "the cgroup to empty")
-            os.rmdir(path)
+            cg.remove()
 
     def test_attach_running(self):
         job = self.spawn(mpirun("openmpi", 2, "ring", 100000, 2000))
